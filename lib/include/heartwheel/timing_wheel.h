@@ -1,0 +1,180 @@
+// heartwheel/timing_wheel.h - the single-threaded hierarchical timing wheel.
+//
+// What it is
+//   A loop-affine timer store for very many timeouts that are mostly cancelled
+//   or pushed back before they fire (idle timeouts, request deadlines,
+//   heartbeats). Entries are intrusive (TimerEntry lives in its owner), so no
+//   operation allocates. Time is a parameter: the wheel never reads a clock;
+//   the driver (LoopWheel for libuv, VirtualClock in tests) passes `now`.
+//
+// Shape (kLevels levels of kSlots = 64 slots; tick = the constructor's tick)
+//
+//   level | slot width    | range of the level | at tick = 1 ms
+//   ------+---------------+--------------------+----------------
+//     0   | 1 tick        | 64 ticks           | 64 ms
+//     1   | 64 ticks      | 2^12 ticks         | 4.1 s
+//     2   | 2^12 ticks    | 2^18 ticks         | 4.4 min
+//     3   | 2^18 ticks    | 2^24 ticks         | 4.7 h
+//     4   | 2^24 ticks    | 2^30 ticks         | 12.4 days
+//     5   | 2^30 ticks    | 2^36 ticks         | 2.2 years
+//     6   | 2^36 ticks    | 2^42 ticks         | 139 years
+//     7   | 2^42 ticks    | 2^48 ticks         | 8,900 years
+//
+//   (tests/unit/timing_wheel_test.cpp recomputes this table from the constants.)
+//   An entry goes to the lowest level whose slot can tell its deadline apart
+//   from the current time (as in tokio and the Linux kernel). When time
+//   reaches a slot of level > 0, its entries cascade to lower levels using
+//   their exact deadline, so granularity never coarsens: every entry fires on
+//   its own tick. An entry is touched at most once per level on its way down,
+//   so its lifetime cost is bounded (at most kLevels moves) whatever its delay.
+//   Delays longer than max_delay() are clamped to it.
+//
+// Precision contract
+//   An entry never fires before its deadline: deadlines are rounded UP to a
+//   tick. It fires during the first advance(now) with now >= that rounded
+//   deadline, so at most one tick (plus the driver's latency) late.
+//   A deadline already in the past fires at the next advance().
+//
+// Cost
+//   schedule/cancel/reschedule: O(1), no allocation. A reschedule that lands in
+//   the entry's current slot (the common "refresh on I/O" case for long
+//   timeouts) only stores the new deadline.
+//   next_deadline(): O(kLevels) bit operations on occupancy bitmaps; empty
+//   slots are never visited one by one.
+//   advance(): O(levels + entries that cascade or fire).
+//
+// Threads
+//   Loop thread only: one wheel belongs to one thread. Distinct wheels: safe.
+//   For cross-thread use see HashedWheelTimer.
+//
+// Re-entrancy
+//   Entries due in one advance() are first detached into a ready list, then
+//   run one by one. A callback may schedule, reschedule or cancel any entry
+//   (also one due in the same advance, which then does not run), or destroy
+//   its own owner. Calling advance() from a callback is not allowed (asserted).
+//   Entries a callback schedules at or before `now` run at the next advance(),
+//   so an entry that re-arms itself with zero delay cannot spin the wheel.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <heartwheel/time.h>
+#include <heartwheel/timer_entry.h>
+
+namespace heartwheel {
+
+// Counters the wheel keeps as it works. Lateness is measured against each
+// entry's rounded-up deadline, at the `now` passed to advance().
+struct WheelStats {
+  std::uint64_t scheduled = 0;   // schedule/reschedule calls
+  std::uint64_t relinked = 0;    // ... of which moved the entry to another slot
+  std::uint64_t cancelled = 0;   // cancel() calls that disarmed an entry
+  std::uint64_t fired = 0;       // callbacks run
+  std::uint64_t cascaded = 0;    // moves from a higher level to a lower one
+  Duration max_lateness{0};      // worst lateness seen
+  Duration total_lateness{0};    // sum, for the mean: total_lateness / fired
+};
+
+class TimingWheel {
+ public:
+  static constexpr unsigned kSlotBits = 6;
+  static constexpr unsigned kSlots = 1u << kSlotBits;  // per level
+  static constexpr unsigned kLevels = 8;
+  static constexpr std::uint64_t kMaxTicks = std::uint64_t{1} << (kSlotBits * kLevels);
+
+  // tick: the wheel's resolution, > 0. origin: the time the wheel starts at;
+  // deadlines before it are "in the past".
+  // Throws std::invalid_argument if tick <= 0.
+  explicit TimingWheel(Duration tick = std::chrono::milliseconds(1),
+                       TimePoint origin = TimePoint{});
+  ~TimingWheel();  // entries still armed are unlinked (their owners keep them)
+
+  TimingWheel(const TimingWheel&) = delete;
+  TimingWheel& operator=(const TimingWheel&) = delete;
+
+  // Arms `entry` to fire at `deadline`; if already armed in this wheel, moves
+  // it. O(1), no allocation. Precondition: entry is not armed in another wheel.
+  void schedule_at(TimerEntry& entry, TimePoint deadline) noexcept;
+
+  // Same, relative to now(): deadline = now() + delay.
+  void schedule(TimerEntry& entry, Duration delay) noexcept {
+    schedule_at(entry, now_ + std::min(delay, max_delay()));
+  }
+
+  // Disarms `entry`. Returns true if it was armed (so it will not fire),
+  // false if it was not armed. O(1).
+  bool cancel(TimerEntry& entry) noexcept;
+
+  // Moves time forward to `now` (earlier values are ignored: time never goes
+  // back) and runs the callbacks of entries that are due, at most
+  // `max_fired` of them; the rest stay ready and run at the next call.
+  // Returns the number of callbacks run.
+  // Precondition: not called from inside one of this wheel's callbacks.
+  std::size_t advance(TimePoint now, std::size_t max_fired = SIZE_MAX);
+
+  // When the driver must call advance() next: the earliest time something may
+  // be due (a deadline, or a cascade point of a higher level). Equal to or
+  // before now() when entries are ready. nullopt when the wheel is empty.
+  std::optional<TimePoint> next_deadline() const noexcept;
+
+  // The rounded-up deadline of an armed entry. Precondition: entry.armed().
+  TimePoint deadline_of(const TimerEntry& entry) const noexcept;
+
+  TimePoint now() const noexcept { return now_; }
+  TimePoint origin() const noexcept { return origin_; }
+  Duration tick() const noexcept { return tick_; }
+  // The longest delay the wheel holds; longer ones are clamped to it. It is
+  // (2^48 - 1) ticks, or about 146 years, whichever is shorter.
+  Duration max_delay() const noexcept { return tick_ * static_cast<Duration::rep>(max_ticks_); }
+  std::size_t size() const noexcept { return size_; }  // armed entries
+  bool empty() const noexcept { return size_ == 0; }
+  std::size_t ready() const noexcept { return ready_count_; }  // due, not yet run
+  const WheelStats& stats() const noexcept { return stats_; }
+
+  // Checks every invariant (links, occupancy bits, levels, counts) and throws
+  // std::logic_error naming the first one broken. O(entries); for tests.
+  void validate() const;
+  // A human-readable picture of the occupied slots, for failure messages.
+  std::string dump() const;
+
+ private:
+  struct Expiration {
+    unsigned level;
+    unsigned slot;
+    std::uint64_t deadline;  // tick at which the slot is due
+  };
+
+  std::uint64_t ticks_ceil(TimePoint t) const noexcept;
+  std::uint64_t ticks_floor(TimePoint t) const noexcept;
+  static unsigned level_for(std::uint64_t elapsed, std::uint64_t when) noexcept;
+  static unsigned slot_for(std::uint64_t when, unsigned level) noexcept {
+    return static_cast<unsigned>(when >> (level * kSlotBits)) & (kSlots - 1);
+  }
+  detail::ListNode& head(unsigned level, unsigned slot) noexcept {
+    return slots_[level * kSlots + slot];
+  }
+  void link(TimerEntry& entry) noexcept;                // into its slot
+  void unlink(TimerEntry& entry) noexcept;              // from slot or ready list
+  std::optional<Expiration> next_expiration() const noexcept;
+  void process(const Expiration& exp) noexcept;          // cascade or make ready
+
+  Duration tick_;
+  std::uint64_t max_ticks_;  // clamp for delays; keeps tick arithmetic in range
+  TimePoint origin_;
+  TimePoint now_;
+  std::uint64_t elapsed_ = 0;  // ticks fully processed
+  std::size_t size_ = 0;
+  std::size_t ready_count_ = 0;
+  bool in_advance_ = false;
+  std::array<std::uint64_t, kLevels> occupied_{};  // bit s: slot s non-empty
+  std::array<detail::ListNode, kLevels * kSlots> slots_;
+  detail::ListNode ready_;  // due entries waiting to run, in deadline order
+  WheelStats stats_;
+};
+
+}  // namespace heartwheel

@@ -1,0 +1,290 @@
+// The hierarchical timing wheel. The header holds the contract and the level
+// table; this file holds the mechanics. The level rule and the occupancy-bitmap
+// search follow tokio's runtime/time/wheel; the slot heads double as list
+// sentinels so that unlinking needs no back-pointer to the slot.
+#include <heartwheel/timing_wheel.h>
+
+#include <bit>
+#include <cinttypes>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace heartwheel {
+
+namespace {
+// Set in TimerEntry::when_ while the entry sits in the ready list. Deadlines are
+// below 2^63 ticks, so the bit is free.
+constexpr std::uint64_t kReadyBit = std::uint64_t{1} << 63;
+
+void list_init(detail::ListNode& head) noexcept { head.next = head.prev = &head; }
+
+void list_push_back(detail::ListNode& head, detail::ListNode& node) noexcept {
+  node.prev = head.prev;
+  node.next = &head;
+  head.prev->next = &node;
+  head.prev = &node;
+}
+}  // namespace
+
+TimingWheel::TimingWheel(Duration tick, TimePoint origin)
+    : tick_(tick), origin_(origin), now_(origin) {
+  if (tick.count() <= 0) throw std::invalid_argument("TimingWheel: tick must be positive");
+  // Keep origin + tick * when inside the int64 nanosecond range for any
+  // deadline the wheel holds (half the range, to leave room for `now`).
+  const auto limit =
+      static_cast<std::uint64_t>(std::numeric_limits<Duration::rep>::max() / 2 / tick.count());
+  max_ticks_ = std::min(kMaxTicks - 1, limit);
+  for (auto& head : slots_) list_init(head);
+  list_init(ready_);
+}
+
+TimingWheel::~TimingWheel() {
+  // Leave every entry disarmed, so owners that outlive the wheel can be
+  // destroyed without tripping TimerEntry's assert.
+  auto release = [](detail::ListNode& head) {
+    for (detail::ListNode* n = head.next; n != &head;) {
+      detail::ListNode* next = n->next;
+      n->next = n->prev = nullptr;
+      n = next;
+    }
+  };
+  for (auto& head : slots_) release(head);
+  release(ready_);
+}
+
+std::uint64_t TimingWheel::ticks_ceil(TimePoint t) const noexcept {
+  const auto d = (t - origin_).count();
+  if (d <= 0) return 0;
+  const auto ud = static_cast<std::uint64_t>(d);
+  const auto tk = static_cast<std::uint64_t>(tick_.count());
+  return ud / tk + (ud % tk != 0);
+}
+
+std::uint64_t TimingWheel::ticks_floor(TimePoint t) const noexcept {
+  const auto d = (t - origin_).count();
+  if (d <= 0) return 0;
+  return static_cast<std::uint64_t>(d) / static_cast<std::uint64_t>(tick_.count());
+}
+
+unsigned TimingWheel::level_for(std::uint64_t elapsed, std::uint64_t when) noexcept {
+  // The highest bit in which the deadline differs from the current time picks
+  // the level: the lowest level whose slots can still tell the two apart.
+  std::uint64_t masked = (elapsed ^ when) | (kSlots - 1);
+  if (masked >= kMaxTicks) masked = kMaxTicks - 1;
+  const unsigned significant = static_cast<unsigned>(std::bit_width(masked)) - 1;
+  return significant / kSlotBits;
+}
+
+void TimingWheel::link(TimerEntry& entry) noexcept {
+  const unsigned level = level_for(elapsed_, entry.when_);
+  const unsigned slot = slot_for(entry.when_, level);
+  list_push_back(head(level, slot), entry);
+  occupied_[level] |= std::uint64_t{1} << slot;
+}
+
+void TimingWheel::unlink(TimerEntry& entry) noexcept {
+  detail::ListNode* prev = entry.prev;
+  detail::ListNode* next = entry.next;
+  prev->next = next;
+  next->prev = prev;
+  entry.next = entry.prev = nullptr;
+  if (entry.when_ & kReadyBit) {
+    entry.when_ &= ~kReadyBit;
+    --ready_count_;
+    return;
+  }
+  // When the list became empty, prev == next is its head. Slot heads live in
+  // slots_, so the address alone tells which occupancy bit to clear.
+  if (prev == next) {
+    const auto base = reinterpret_cast<std::uintptr_t>(slots_.data());
+    const auto addr = reinterpret_cast<std::uintptr_t>(prev);
+    if (addr >= base && addr < base + sizeof(slots_)) {
+      const auto index = (addr - base) / sizeof(detail::ListNode);
+      occupied_[index / kSlots] &= ~(std::uint64_t{1} << (index % kSlots));
+    }
+  }
+}
+
+void TimingWheel::schedule_at(TimerEntry& entry, TimePoint deadline) noexcept {
+  std::uint64_t when = ticks_ceil(deadline);
+  if (when < elapsed_) when = elapsed_;  // in the past: due at the next advance
+  if (when - elapsed_ > max_ticks_) when = elapsed_ + max_ticks_;
+  ++stats_.scheduled;
+
+  if (entry.armed()) {
+    // Fast path for refresh-on-I/O: if the new deadline maps to the slot the
+    // entry already occupies, only the deadline changes. An entry that has not
+    // cascaded yet still maps to its slot from the current time, so comparing
+    // (level, slot) of old and new deadlines is exact. Ready entries, entries
+    // due now, and the top level (which may wrap) take the general path.
+    const std::uint64_t old = entry.when_;
+    if (!(old & kReadyBit) && old > elapsed_ && when > elapsed_) {
+      const unsigned old_level = level_for(elapsed_, old);
+      const unsigned new_level = level_for(elapsed_, when);
+      if (old_level == new_level && old_level + 1 < kLevels &&
+          slot_for(old, old_level) == slot_for(when, new_level)) {
+        entry.when_ = when;
+        return;
+      }
+    }
+    unlink(entry);
+    ++stats_.relinked;
+  } else {
+    ++size_;
+  }
+  entry.when_ = when;
+  link(entry);
+}
+
+bool TimingWheel::cancel(TimerEntry& entry) noexcept {
+  if (!entry.armed()) return false;
+  unlink(entry);
+  --size_;
+  ++stats_.cancelled;
+  return true;
+}
+
+std::optional<TimingWheel::Expiration> TimingWheel::next_expiration() const noexcept {
+  // Lower levels always expire first: an entry sits at level k only while its
+  // deadline lies beyond the current level-(k-1) range.
+  for (unsigned level = 0; level < kLevels; ++level) {
+    const std::uint64_t bits = occupied_[level];
+    if (bits == 0) continue;
+    const unsigned pos = slot_for(elapsed_, level);
+    const unsigned slot = (pos + static_cast<unsigned>(std::countr_zero(std::rotr(bits, static_cast<int>(pos))))) & (kSlots - 1);
+    const std::uint64_t slot_range = std::uint64_t{1} << (level * kSlotBits);
+    const std::uint64_t level_range = slot_range << kSlotBits;
+    std::uint64_t deadline = (elapsed_ & ~(level_range - 1)) + slot * slot_range;
+    // Only the top level can hold a slot "behind" the current one (deadlines
+    // clamped to the wheel's range); it is due one level revolution later.
+    if (level > 0 && deadline <= elapsed_) deadline += level_range;
+    return Expiration{level, slot, deadline};
+  }
+  return std::nullopt;
+}
+
+void TimingWheel::process(const Expiration& exp) noexcept {
+  detail::ListNode& h = head(exp.level, exp.slot);
+  occupied_[exp.level] &= ~(std::uint64_t{1} << exp.slot);
+  detail::ListNode* node = h.next;
+  list_init(h);  // detach the whole slot first; the nodes still chain to &h
+  while (node != &h) {
+    auto& entry = static_cast<TimerEntry&>(*node);
+    node = node->next;
+    if (entry.when_ <= elapsed_) {
+      entry.when_ |= kReadyBit;
+      list_push_back(ready_, entry);
+      ++ready_count_;
+    } else {
+      link(entry);  // always to a lower level: the deadline is inside this slot
+      ++stats_.cascaded;
+    }
+  }
+}
+
+std::size_t TimingWheel::advance(TimePoint now, std::size_t max_fired) {
+  assert(!in_advance_ && "advance() called from inside a wheel callback");
+  if (now > now_) now_ = now;
+  const std::uint64_t target = ticks_floor(now_);
+  while (auto exp = next_expiration()) {
+    if (exp->deadline > target) break;
+    elapsed_ = exp->deadline;
+    process(*exp);
+  }
+  if (target > elapsed_) elapsed_ = target;
+
+  in_advance_ = true;
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }  // also when a callback throws
+  } reset{in_advance_};
+
+  std::size_t fired = 0;
+  while (fired < max_fired && ready_.next != &ready_) {
+    auto& entry = static_cast<TimerEntry&>(*ready_.next);
+    unlink(entry);
+    --size_;
+    const Duration late = now_ - (origin_ + tick_ * static_cast<Duration::rep>(entry.when_));
+    stats_.max_lateness = std::max(stats_.max_lateness, late);
+    stats_.total_lateness += late;
+    ++stats_.fired;
+    ++fired;
+    entry.callback_(entry);  // may touch any entry, including this one
+  }
+  return fired;
+}
+
+std::optional<TimePoint> TimingWheel::next_deadline() const noexcept {
+  if (ready_count_ > 0) return now_;
+  auto exp = next_expiration();
+  if (!exp) return std::nullopt;
+  return origin_ + tick_ * static_cast<Duration::rep>(exp->deadline);
+}
+
+TimePoint TimingWheel::deadline_of(const TimerEntry& entry) const noexcept {
+  return origin_ + tick_ * static_cast<Duration::rep>(entry.when_ & ~kReadyBit);
+}
+
+void TimingWheel::validate() const {
+  auto fail = [](const std::string& what) { throw std::logic_error("TimingWheel invariant: " + what); };
+  std::size_t count = 0;
+  auto check_links = [&](const detail::ListNode& h, const char* name) {
+    const detail::ListNode* prev = &h;
+    for (const detail::ListNode* n = h.next; n != &h; n = n->next) {
+      if (n == nullptr) fail(std::string(name) + ": null link");
+      if (n->prev != prev) fail(std::string(name) + ": broken back link");
+      prev = n;
+      if (++count > size_ + 1) fail(std::string(name) + ": more entries than size()");
+    }
+    if (h.prev != prev) fail(std::string(name) + ": head.prev is not the tail");
+  };
+  for (unsigned level = 0; level < kLevels; ++level) {
+    for (unsigned slot = 0; slot < kSlots; ++slot) {
+      const detail::ListNode& h = slots_[level * kSlots + slot];
+      const bool bit = (occupied_[level] >> slot) & 1;
+      if (bit != (h.next != &h))
+        fail("occupancy bit of level " + std::to_string(level) + " slot " + std::to_string(slot));
+      check_links(h, "slot list");
+      for (const detail::ListNode* n = h.next; n != &h; n = n->next) {
+        const auto& e = static_cast<const TimerEntry&>(*n);
+        if (e.when_ & kReadyBit) fail("ready bit set on an entry in a slot");
+        if (e.when_ < elapsed_) fail("entry in a slot is overdue");
+        if (level_for(elapsed_, e.when_) != level || slot_for(e.when_, level) != slot)
+          fail("entry at level " + std::to_string(level) + " slot " + std::to_string(slot) +
+               " belongs elsewhere (when=" + std::to_string(e.when_) + ", elapsed=" +
+               std::to_string(elapsed_) + ")");
+      }
+    }
+  }
+  const std::size_t in_slots = count;
+  check_links(ready_, "ready list");
+  for (const detail::ListNode* n = ready_.next; n != &ready_; n = n->next) {
+    const auto& e = static_cast<const TimerEntry&>(*n);
+    if (!(e.when_ & kReadyBit)) fail("entry in the ready list lacks the ready bit");
+    if ((e.when_ & ~kReadyBit) > elapsed_) fail("ready entry is not due");
+  }
+  if (count - in_slots != ready_count_) fail("ready count");
+  if (count != size_) fail("size() is " + std::to_string(size_) + " but " + std::to_string(count) + " entries are linked");
+}
+
+std::string TimingWheel::dump() const {
+  std::string out = "elapsed=" + std::to_string(elapsed_) + " size=" + std::to_string(size_) +
+                    " ready=" + std::to_string(ready_count_) + "\n";
+  for (unsigned level = 0; level < kLevels; ++level) {
+    if (occupied_[level] == 0) continue;
+    out += "  level " + std::to_string(level) + ":";
+    for (unsigned slot = 0; slot < kSlots; ++slot) {
+      const detail::ListNode& h = slots_[level * kSlots + slot];
+      std::size_t n = 0;
+      for (const detail::ListNode* p = h.next; p != &h; p = p->next) ++n;
+      if (n) out += " [" + std::to_string(slot) + "]x" + std::to_string(n);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace heartwheel

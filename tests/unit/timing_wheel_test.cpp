@@ -1,0 +1,310 @@
+// Behaviour of the single-threaded wheel core, on a virtual clock.
+#include <heartwheel/timing_wheel.h>
+#include <heartwheel/virtual_clock.h>
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using namespace std::chrono_literals;
+using heartwheel::Duration;
+using heartwheel::TimePoint;
+using heartwheel::TimerEntry;
+using heartwheel::TimingWheel;
+using heartwheel::VirtualClock;
+
+namespace {
+
+// A test entry that records when it fired and can run an action.
+struct Probe : TimerEntry {
+  Probe() : TimerEntry(&fire) {}
+  ~Probe() {
+    if (wheel) wheel->cancel(*this);
+  }
+  static void fire(TimerEntry& e) {
+    auto& p = static_cast<Probe&>(e);
+    p.fired_at.push_back(p.wheel->now());
+    if (p.action) p.action(p);
+  }
+  TimingWheel* wheel = nullptr;
+  std::vector<TimePoint> fired_at;
+  std::function<void(Probe&)> action;
+};
+
+}  // namespace
+
+TEST_CASE("The level table in the header matches the constants", "[wheel]") {
+  // Recomputes the header's table so the comment cannot drift from the code.
+  STATIC_REQUIRE(TimingWheel::kSlots == 64);
+  STATIC_REQUIRE(TimingWheel::kLevels == 8);
+  struct Row { unsigned level; std::uint64_t slot_width, range; };
+  const Row table[] = {{0, 1, 64},          {1, 64, 1ull << 12},        {2, 1ull << 12, 1ull << 18},
+                       {3, 1ull << 18, 1ull << 24}, {4, 1ull << 24, 1ull << 30}, {5, 1ull << 30, 1ull << 36},
+                       {6, 1ull << 36, 1ull << 42}, {7, 1ull << 42, 1ull << 48}};
+  for (const Row& r : table) {
+    const std::uint64_t width = std::uint64_t{1} << (r.level * TimingWheel::kSlotBits);
+    CHECK(width == r.slot_width);
+    CHECK(width * TimingWheel::kSlots == r.range);
+  }
+  CHECK(TimingWheel::kMaxTicks == table[7].range);
+  // "at tick = 1 ms" column: level 1 range is 4.1 s, level 3 is 4.7 h.
+  CHECK(std::chrono::duration<double>(1ms * (1ull << 12)).count() == Approx(4.1).margin(0.01));
+  CHECK(std::chrono::duration<double, std::ratio<3600>>(1ms * (1ull << 24)).count() ==
+        Approx(4.66).margin(0.01));
+}
+
+TEST_CASE("An entry never fires early and at most one tick late", "[wheel]") {
+  VirtualClock clock;
+  TimingWheel wheel(10ms, clock.now());
+  Probe p;
+  p.wheel = &wheel;
+  for (Duration delay : {Duration(1ms), Duration(10ms), Duration(15ms), Duration(640ms),
+                         Duration(5s), Duration(3600s)}) {
+    const TimePoint deadline = clock.now() + delay;
+    wheel.schedule_at(p, deadline);
+    clock.run_for(wheel, delay - 1ms);
+    REQUIRE(p.fired_at.empty());
+    clock.run_for(wheel, 1ms + 10ms);
+    REQUIRE(p.fired_at.size() == 1);
+    CHECK(p.fired_at[0] >= deadline);
+    CHECK(p.fired_at[0] <= deadline + 10ms);
+    p.fired_at.clear();
+    wheel.validate();
+  }
+}
+
+TEST_CASE("A long timeout is moved at most once per level, not every revolution", "[wheel]") {
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now());
+  Probe p;
+  p.wheel = &wheel;
+  wheel.schedule(p, 3600s);
+  // Ticking in small steps visits level 0 many thousand times over the hour.
+  for (int i = 0; i < 3600; ++i) clock.run_for(wheel, 1s);
+  REQUIRE(p.fired_at.size() == 1);
+  CHECK(wheel.stats().cascaded <= TimingWheel::kLevels);
+}
+
+TEST_CASE("next_deadline skips empty slots and is empty for an empty wheel", "[wheel]") {
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now());
+  CHECK_FALSE(wheel.next_deadline());
+  Probe p;
+  p.wheel = &wheel;
+  wheel.schedule(p, 30ms);
+  REQUIRE(wheel.next_deadline());
+  CHECK(*wheel.next_deadline() == clock.now() + 30ms);
+  // A far deadline reports the cascade point of its level, never later than
+  // the deadline itself; driving to it costs a handful of wake-ups.
+  wheel.schedule(p, 100s);
+  int wakeups = 0;
+  while (p.fired_at.empty()) {
+    auto next = wheel.next_deadline();
+    REQUIRE(next);
+    REQUIRE(*next <= clock.now() + 100s + 1ms);
+    clock.advance(*next - clock.now());
+    wheel.advance(clock.now());
+    ++wakeups;
+  }
+  CHECK(wakeups <= 4);
+  CHECK(p.fired_at[0] == TimePoint{} + 100s);
+  CHECK_FALSE(wheel.next_deadline());
+}
+
+TEST_CASE("cancel returns whether the entry was armed, and a cancelled entry never fires", "[wheel]") {
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now());
+  Probe p;
+  p.wheel = &wheel;
+  CHECK_FALSE(wheel.cancel(p));
+  wheel.schedule(p, 5ms);
+  CHECK(wheel.size() == 1);
+  CHECK(wheel.cancel(p));
+  CHECK_FALSE(wheel.cancel(p));
+  CHECK(wheel.size() == 0);
+  clock.run_for(wheel, 1s);
+  CHECK(p.fired_at.empty());
+  wheel.validate();
+}
+
+TEST_CASE("Rescheduling moves the deadline both ways", "[wheel]") {
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now());
+  Probe p;
+  p.wheel = &wheel;
+  wheel.schedule(p, 50ms);
+  wheel.schedule(p, 200ms);  // pushed back
+  clock.run_for(wheel, 100ms);
+  CHECK(p.fired_at.empty());
+  wheel.schedule(p, 5ms);    // pulled in
+  clock.run_for(wheel, 10ms);
+  REQUIRE(p.fired_at.size() == 1);
+  CHECK(p.fired_at[0] == TimePoint{} + 105ms);
+  CHECK(wheel.size() == 0);
+}
+
+TEST_CASE("A refresh inside the current slot only stores the deadline", "[wheel]") {
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now());
+  Probe p;
+  p.wheel = &wheel;
+  wheel.schedule(p, 30s);  // level 2: 4.096 s slots
+  const auto relinked = wheel.stats().relinked;
+  for (int i = 0; i < 100; ++i) {
+    clock.advance(1ms);
+    wheel.advance(clock.now());
+    wheel.schedule(p, 30s);
+  }
+  CHECK(wheel.stats().relinked - relinked < 5);
+  wheel.validate();
+  clock.run_for(wheel, 30s - 1ms);
+  CHECK(p.fired_at.empty());
+  clock.run_for(wheel, 2ms);
+  REQUIRE(p.fired_at.size() == 1);
+  CHECK(p.fired_at[0] == TimePoint{} + 100ms + 30s);
+}
+
+TEST_CASE("A callback may re-schedule its own entry", "[wheel][reentrancy]") {
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now());
+  Probe p;
+  p.wheel = &wheel;
+  p.action = [&](Probe& self) {
+    if (self.fired_at.size() < 5) wheel.schedule(self, 100ms);
+  };
+  wheel.schedule(p, 100ms);
+  clock.run_for(wheel, 1s);
+  REQUIRE(p.fired_at.size() == 5);
+  for (std::size_t i = 0; i < 5; ++i) CHECK(p.fired_at[i] == TimePoint{} + 100ms * (i + 1));
+}
+
+TEST_CASE("A zero-delay self re-arm runs once per advance and cannot spin", "[wheel][reentrancy]") {
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now());
+  Probe p;
+  p.wheel = &wheel;
+  p.action = [&](Probe& self) { wheel.schedule(self, 0ms); };
+  wheel.schedule(p, 0ms);
+  CHECK(wheel.advance(clock.now()) == 1);
+  CHECK(wheel.advance(clock.now()) == 1);
+  CHECK(p.fired_at.size() == 2);
+  p.action = nullptr;
+  wheel.cancel(p);
+}
+
+TEST_CASE("A callback may cancel another entry due in the same tick", "[wheel][reentrancy]") {
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now());
+  Probe a, b;
+  a.wheel = b.wheel = &wheel;
+  a.action = [&](Probe&) { CHECK(wheel.cancel(b)); };
+  b.action = [&](Probe&) { wheel.cancel(a); };
+  wheel.schedule(a, 10ms);
+  wheel.schedule(b, 10ms);
+  clock.run_for(wheel, 20ms);
+  CHECK(a.fired_at.size() == 1);
+  CHECK(b.fired_at.empty());
+  CHECK(wheel.size() == 0);
+  wheel.validate();
+}
+
+TEST_CASE("A callback may reschedule another entry due in the same tick", "[wheel][reentrancy]") {
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now());
+  Probe a, b;
+  a.wheel = b.wheel = &wheel;
+  a.action = [&](Probe&) { wheel.schedule(b, 50ms); };
+  wheel.schedule(a, 10ms);
+  wheel.schedule(b, 10ms);
+  clock.run_for(wheel, 20ms);
+  CHECK(b.fired_at.empty());
+  clock.run_for(wheel, 50ms);
+  REQUIRE(b.fired_at.size() == 1);
+  CHECK(b.fired_at[0] == TimePoint{} + 60ms);
+}
+
+TEST_CASE("A callback may destroy the owner of its own entry", "[wheel][reentrancy]") {
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now());
+  struct Owned : TimerEntry {
+    explicit Owned(int* counter) : TimerEntry(&fire), count(counter) {}
+    static void fire(TimerEntry& e) {
+      auto* self = static_cast<Owned*>(&e);
+      ++*self->count;
+      delete self;
+    }
+    int* count;
+  };
+  int count = 0;
+  for (int i = 0; i < 100; ++i) wheel.schedule(*new Owned(&count), 5ms);
+  clock.run_for(wheel, 10ms);
+  CHECK(count == 100);
+  CHECK(wheel.empty());
+}
+
+TEST_CASE("An entry scheduled from a callback for the past fires at the next advance", "[wheel][reentrancy]") {
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now());
+  Probe a, b;
+  a.wheel = b.wheel = &wheel;
+  a.action = [&](Probe&) { wheel.schedule_at(b, TimePoint{}); };
+  wheel.schedule(a, 3ms);
+  clock.advance(3ms);
+  CHECK(wheel.advance(clock.now()) == 1);
+  CHECK(b.fired_at.empty());
+  CHECK(wheel.next_deadline() <= clock.now());
+  CHECK(wheel.advance(clock.now()) == 1);
+  CHECK(b.fired_at.size() == 1);
+}
+
+TEST_CASE("advance runs at most max_fired callbacks and keeps the rest ready", "[wheel]") {
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now());
+  std::vector<Probe> probes(1000);
+  for (auto& p : probes) {
+    p.wheel = &wheel;
+    wheel.schedule(p, 10ms);
+  }
+  clock.advance(10ms);
+  CHECK(wheel.advance(clock.now(), 300) == 300);
+  CHECK(wheel.ready() == 700);
+  CHECK(*wheel.next_deadline() <= clock.now());
+  // A ready entry can still be cancelled.
+  CHECK(wheel.cancel(probes.back()));
+  CHECK(wheel.advance(clock.now(), 1000) == 699);
+  CHECK(wheel.empty());
+  wheel.validate();
+}
+
+TEST_CASE("Lateness is measured against each deadline", "[wheel]") {
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now());
+  Probe p;
+  p.wheel = &wheel;
+  wheel.schedule(p, 10ms);
+  clock.advance(25ms);  // the driver woke up 15 ms late
+  wheel.advance(clock.now());
+  CHECK(wheel.stats().fired == 1);
+  CHECK(wheel.stats().max_lateness == 15ms);
+}
+
+TEST_CASE("Delays past max_delay are clamped, and a bad tick is rejected", "[wheel]") {
+  CHECK_THROWS_AS(TimingWheel(0ms), std::invalid_argument);
+  TimingWheel wheel(1ms);
+  Probe p;
+  p.wheel = &wheel;
+  wheel.schedule(p, Duration::max());
+  CHECK(wheel.deadline_of(p) == wheel.now() + wheel.max_delay());
+  wheel.validate();
+  wheel.cancel(p);
+}
+
+TEST_CASE("The wheel releases armed entries when it is destroyed", "[wheel]") {
+  Probe p;
+  {
+    TimingWheel wheel(1ms);
+    wheel.schedule(p, 1s);
+    CHECK(p.armed());
+  }
+  CHECK_FALSE(p.armed());
+}
