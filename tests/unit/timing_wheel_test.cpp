@@ -308,3 +308,17 @@ TEST_CASE("The wheel releases armed entries when it is destroyed", "[wheel]") {
   }
   CHECK_FALSE(p.armed());
 }
+
+TEST_CASE("ManualTimerService schedules relative to its own clock", "[wheel][clock]") {
+  heartwheel::ManualTimerService timers(1ms);
+  Probe p;
+  p.wheel = &timers.wheel();
+  timers.run_for(5s);  // the wheel learns the time only when advanced
+  timers.schedule(p, 100ms);
+  CHECK(timers.wheel().deadline_of(p) == TimePoint{} + 5s + 100ms);
+  timers.run_for(99ms);
+  CHECK(p.fired_at.empty());
+  timers.run_for(1ms);
+  REQUIRE(p.fired_at.size() == 1);
+  CHECK(p.fired_at[0] == TimePoint{} + 5s + 100ms);
+}

@@ -29,11 +29,12 @@
 #include <uv.h>
 
 #include <heartwheel/time.h>
+#include <heartwheel/timer_service.h>
 #include <heartwheel/timing_wheel.h>
 
 namespace heartwheel {
 
-class LoopWheel {
+class LoopWheel final : public TimerService {
  public:
   struct Options {
     Duration tick = std::chrono::milliseconds(10);
@@ -50,24 +51,24 @@ class LoopWheel {
   LoopWheel& operator=(const LoopWheel&) = delete;
 
   // The loop's current time (uv_now), as a TimePoint.
-  TimePoint now() const noexcept { return from_uv_millis(uv_now(loop_)); }
+  TimePoint now() const noexcept override { return from_uv_millis(uv_now(loop_)); }
 
   // Arm or move `entry` to fire `delay` from now() / at `deadline`. O(1).
   void schedule(TimerEntry& entry, Duration delay) noexcept {
     schedule_at(entry, now() + std::min(delay, wheel_.max_delay()));
   }
-  void schedule_at(TimerEntry& entry, TimePoint deadline) noexcept {
+  void schedule_at(TimerEntry& entry, TimePoint deadline) noexcept override {
     wheel_.schedule_at(entry, deadline);
     if (!timer_armed_) wake_at(deadline);
   }
-  bool cancel(TimerEntry& entry) noexcept { return wheel_.cancel(entry); }
+  bool cancel(TimerEntry& entry) noexcept override { return wheel_.cancel(entry); }
 
   // Runs due entries now (as the check phase would). For tests and for
   // callers that just advanced the loop time themselves.
   std::size_t run_due();
 
   TimingWheel& wheel() noexcept { return wheel_; }
-  const TimingWheel& wheel() const noexcept { return wheel_; }
+  const TimingWheel& wheel() const noexcept override { return wheel_; }
   uv_loop_t* loop() const noexcept { return loop_; }
   const Options& options() const noexcept { return options_; }
   // Loop iterations whose check phase ran out of budget with entries left.

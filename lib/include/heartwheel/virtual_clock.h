@@ -4,10 +4,13 @@
 // users testing their handlers. run_for() walks a wheel through every deadline
 // on the way, so each callback sees now() equal to (or one tick after) its own
 // deadline, as it would under a real driver with zero latency.
+// ManualTimerService bundles a wheel with a VirtualClock behind the
+// TimerService interface, so connection and HTTP code runs unchanged in tests.
 // Threads: single-threaded, like the wheel it drives.
 #pragma once
 
 #include <heartwheel/time.h>
+#include <heartwheel/timer_service.h>
 #include <heartwheel/timing_wheel.h>
 
 namespace heartwheel {
@@ -39,6 +42,28 @@ class VirtualClock {
 
  private:
   TimePoint now_;
+};
+
+class ManualTimerService final : public TimerService {
+ public:
+  explicit ManualTimerService(Duration tick = std::chrono::milliseconds(1),
+                              TimePoint start = TimePoint{})
+      : clock_(start), wheel_(tick, start) {}
+
+  TimePoint now() const noexcept override { return clock_.now(); }
+  void schedule_at(TimerEntry& entry, TimePoint deadline) noexcept override {
+    wheel_.schedule_at(entry, deadline);
+  }
+  bool cancel(TimerEntry& entry) noexcept override { return wheel_.cancel(entry); }
+  const TimingWheel& wheel() const noexcept override { return wheel_; }
+  TimingWheel& wheel() noexcept { return wheel_; }
+
+  // Advances time by d, firing everything due on the way, in deadline order.
+  std::size_t run_for(Duration d) { return clock_.run_for(wheel_, d); }
+
+ private:
+  VirtualClock clock_;
+  TimingWheel wheel_;
 };
 
 }  // namespace heartwheel
