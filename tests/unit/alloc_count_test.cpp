@@ -1,3 +1,4 @@
+// Its own test binary, because it replaces the global operator new.
 // Proves that schedule, cancel, reschedule and expiry allocate nothing, by
 // counting calls to the global operator new in this test binary.
 #include <heartwheel/timing_wheel.h>
@@ -21,8 +22,17 @@ void* operator new(std::size_t n) {
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
+void* operator new[](std::size_t n) { return operator new(n); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n ? n : 1);
+}
+void* operator new[](std::size_t n, const std::nothrow_t& tag) noexcept { return operator new(n, tag); }
+// Every form of delete is replaced too, so sanitizers see malloc/free pairs.
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 using namespace std::chrono_literals;
 
