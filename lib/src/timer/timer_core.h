@@ -1,0 +1,135 @@
+// The machinery behind HashedWheelTimer: the queues, the producer gate, the
+// worker thread and its wheel. Private to the library.
+//
+// Shared ownership: HashedWheelTimer, the worker thread and every Timeout hold
+// a shared_ptr to the core, so a Timeout's cancel() can reach the cancel queue
+// (and learn that the timer is gone) even after the HashedWheelTimer object
+// was destroyed, and a timer destroyed from its own task can let its worker
+// finish on its own.
+//
+// Who touches what
+//   any thread : submit(), cancel(), stop(), set_expire_all(), the counters.
+//   worker only: wheel_, registry_head_, unprocessed_ (read by stop() after
+//                join), next_expire_all_pass_, Timeout::deadline_ after
+//                submission, Timeout::self_/cancel_self_ after the push.
+//
+// The producer gate (why pushes never get lost at shutdown)
+//   Every push happens inside gate_enter()/gate_leave(). stop() closes the
+//   gate; the worker, before its final drain, waits until no producer is
+//   inside. So a producer either saw the gate closed (new_timeout() throws,
+//   cancel() just flips the state) or its push is drained and accounted for:
+//   every Timeout ends up run, cancelled, or returned by stop(), and no
+//   Timeout's self-reference is left in a dead queue.
+//
+// Sleeping without lost wake-ups
+//   The worker stores sleeping_ = true and then checks the queues; a producer
+//   pushes and then loads sleeping_. Both are sequentially consistent, so at
+//   least one of them sees the other (Dekker); the producer then sets
+//   wake_flag_ under sleep_mutex_ and notifies. The mutex and condition
+//   variable serve only this sleep/wake; the queues are lock-free.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <heartwheel/detail/mpsc_queue.h>
+#include <heartwheel/hashed_wheel_timer.h>
+#include <heartwheel/timeout.h>
+#include <heartwheel/timing_wheel.h>
+
+namespace heartwheel::detail {
+
+class TimerCore {
+ public:
+  TimerCore(HashedWheelTimer& owner, Duration tick, std::int64_t max_pending,
+            HashedWheelTimer::Executor executor);
+  ~TimerCore();
+  TimerCore(const TimerCore&) = delete;
+  TimerCore& operator=(const TimerCore&) = delete;
+
+  // Any thread. `self` is the shared_ptr that owns this core.
+  std::shared_ptr<Timeout> submit(const std::shared_ptr<TimerCore>& self, Timeout::Task task,
+                                  Duration delay, Duration period);
+  void start(const std::shared_ptr<TimerCore>& self);
+  std::vector<std::shared_ptr<Timeout>> stop();
+  // Destruction from the worker's own task: stop without joining.
+  void abandon() noexcept;
+  // Called by Timeout::cancel() after it won the state CAS.
+  void on_cancelled(Timeout& t) noexcept;
+  void set_expire_all(bool on);
+  bool expire_all() const noexcept { return expire_all_.load(std::memory_order_acquire); }
+
+  bool on_worker_thread() const noexcept;
+  HashedWheelTimer& owner() const noexcept { return owner_; }
+  std::int64_t pending() const noexcept { return pending_.load(std::memory_order_acquire); }
+  std::uint64_t failed_tasks() const noexcept { return failed_.load(std::memory_order_relaxed); }
+  std::uint64_t wakeups() const noexcept { return wakeups_.load(std::memory_order_relaxed); }
+
+  static void log_error(const std::string& message) noexcept;
+
+ private:
+  enum class Lifecycle { created, started, stopped };
+
+  // Producer gate: bit 0 = closed, the rest counts producers inside.
+  bool gate_enter() noexcept;
+  void gate_leave() noexcept { gate_.fetch_sub(2, std::memory_order_seq_cst); }
+  void wake_if_sleeping() noexcept;
+  void wake() noexcept;
+
+  // Worker.
+  void run();
+  void drain_cancellations() noexcept;
+  bool drain_submissions(std::size_t budget) noexcept;  // true if the budget ran out
+  void expire_everything() noexcept;
+  void sleep_until_due();
+  void finish() noexcept;
+  void expire(Timeout& t) noexcept;  // t is out of the wheel and the registry
+  void run_task(Timeout& t) noexcept;
+  void invoke(Timeout& t) noexcept;  // the task itself, exceptions logged
+  void arm(Timeout& t) noexcept;     // into the wheel and the registry
+  void disarm(Timeout& t) noexcept;  // out of both
+  void unregister(Timeout& t) noexcept;  // out of the registry only
+  void hand_back(Timeout& t) noexcept;  // to unprocessed_, or released if not init
+  TimePoint next_period_deadline(const Timeout& t) const noexcept;
+  static void on_wheel_fire(TimerEntry& entry);
+
+  friend class heartwheel::Timeout;  // Timeout's constructor names on_wheel_fire
+
+  HashedWheelTimer& owner_;
+  const Duration tick_;
+  const std::int64_t max_pending_;
+  const HashedWheelTimer::Executor executor_;
+
+  MpscQueue<SubmitHook> submissions_;
+  MpscQueue<CancelHook> cancellations_;
+  alignas(64) std::atomic<std::uint64_t> gate_{0};
+  alignas(64) std::atomic<std::int64_t> pending_{0};
+  std::atomic<std::uint64_t> failed_{0};
+  std::atomic<std::uint64_t> wakeups_{0};
+  std::atomic<bool> expire_all_{false};
+  std::atomic<bool> shutdown_{false};
+
+  std::mutex lifecycle_mutex_;  // start/stop only, never on the submit path
+  std::atomic<Lifecycle> lifecycle_{Lifecycle::created};
+  std::atomic<bool> abandoned_{false};  // destroyed from its own task: drop unprocessed_
+  std::thread worker_;
+
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_cv_;
+  bool wake_flag_ = false;  // guarded by sleep_mutex_
+  std::atomic<bool> sleeping_{false};
+
+  TimingWheel wheel_;
+  Timeout* registry_head_ = nullptr;
+  TimePoint next_expire_all_pass_{};
+  std::vector<std::shared_ptr<Timeout>> unprocessed_;
+};
+
+}  // namespace heartwheel::detail
