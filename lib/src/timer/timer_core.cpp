@@ -21,7 +21,8 @@ TimerCore::TimerCore(HashedWheelTimer& owner, Duration tick, std::int64_t max_pe
       tick_(tick),
       max_pending_(max_pending),
       executor_(std::move(executor)),
-      wheel_(tick, Clock::now()) {}
+      origin_(Clock::now()),
+      wheel_(tick, origin_) {}
 
 TimerCore::~TimerCore() {
   // Reached after the worker finished (it holds a reference while it runs),
@@ -45,8 +46,23 @@ bool TimerCore::gate_enter() noexcept {
   return false;
 }
 
-void TimerCore::wake_if_sleeping() noexcept {
-  if (sleeping_.load(std::memory_order_seq_cst)) wake();
+void TimerCore::wake_if_sleeping(TimePoint deadline) noexcept {
+  if (!sleeping_.load(std::memory_order_seq_cst)) return;
+  // The worker wakes at sleep_until_ anyway and drains the queue then. The
+  // wheel runs a timeout at the tick boundary at or after its deadline, so
+  // only a boundary before sleep_until_ (or expire-all mode) needs a wake-up.
+  // This keeps a stream of submissions from waking the worker once per push.
+  if (tick_boundary_at_or_after(deadline).time_since_epoch().count() >=
+          sleep_until_.load(std::memory_order_seq_cst) &&
+      !expire_all_.load(std::memory_order_acquire))
+    return;
+  wake();
+}
+
+TimePoint TimerCore::tick_boundary_at_or_after(TimePoint t) const noexcept {
+  const Duration since = t - origin_;
+  if (since <= Duration::zero()) return origin_;
+  return origin_ + ((since + tick_ - Duration(1)) / tick_) * tick_;
 }
 
 void TimerCore::wake() noexcept {
@@ -95,7 +111,7 @@ std::shared_ptr<Timeout> TimerCore::submit(const std::shared_ptr<TimerCore>& sel
   t->self_ = t;
   submissions_.push(*t);
   gate_leave();
-  wake_if_sleeping();
+  wake_if_sleeping(deadline);
   return t;
 }
 

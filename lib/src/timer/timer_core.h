@@ -22,10 +22,13 @@
 //   Timeout's self-reference is left in a dead queue.
 //
 // Sleeping without lost wake-ups
-//   The worker stores sleeping_ = true and then checks the queues; a producer
-//   pushes and then loads sleeping_. Both are sequentially consistent, so at
-//   least one of them sees the other (Dekker); the producer then sets
-//   wake_flag_ under sleep_mutex_ and notifies. The mutex and condition
+//   The worker stores sleep_until_ (its planned wake-up) and sleeping_ = true
+//   and then checks the queues; a producer pushes and then loads sleeping_
+//   and sleep_until_. All are sequentially consistent, so at least one of
+//   them sees the other (Dekker). A producer whose deadline is before
+//   sleep_until_ then sets wake_flag_ under sleep_mutex_ and notifies; a
+//   later deadline needs no wake-up, the worker drains the queue when it
+//   wakes at sleep_until_. The mutex and condition
 //   variable serve only this sleep/wake; the queues are lock-free.
 #pragma once
 
@@ -80,8 +83,10 @@ class TimerCore {
   // Producer gate: bit 0 = closed, the rest counts producers inside.
   bool gate_enter() noexcept;
   void gate_leave() noexcept { gate_.fetch_sub(2, std::memory_order_seq_cst); }
-  void wake_if_sleeping() noexcept;
+  void wake_if_sleeping(TimePoint deadline) noexcept;
   void wake() noexcept;
+  // The first tick boundary at or after t: when the wheel would run a timeout due at t.
+  TimePoint tick_boundary_at_or_after(TimePoint t) const noexcept;
 
   // Worker.
   void run();
@@ -93,6 +98,8 @@ class TimerCore {
   void expire(Timeout& t) noexcept;  // t is out of the wheel and the registry
   void run_task(Timeout& t) noexcept;
   void invoke(Timeout& t) noexcept;  // the task itself, exceptions logged
+  template <class F>
+  void guarded(const char* context, F&& fn) noexcept;  // runs fn; counts and logs what it throws
   void arm(Timeout& t) noexcept;     // into the wheel and the registry
   void disarm(Timeout& t) noexcept;  // out of both
   void unregister(Timeout& t) noexcept;  // out of the registry only
@@ -106,6 +113,7 @@ class TimerCore {
   const Duration tick_;
   const std::int64_t max_pending_;
   const HashedWheelTimer::Executor executor_;
+  const TimePoint origin_;  // the wheel's origin: tick boundaries are counted from it
 
   MpscQueue<SubmitHook> submissions_;
   MpscQueue<CancelHook> cancellations_;
@@ -125,6 +133,7 @@ class TimerCore {
   std::condition_variable wake_cv_;
   bool wake_flag_ = false;  // guarded by sleep_mutex_
   std::atomic<bool> sleeping_{false};
+  std::atomic<Duration::rep> sleep_until_{0};  // TimePoint of the planned wake-up; max: none
 
   TimingWheel wheel_;
   Timeout* registry_head_ = nullptr;

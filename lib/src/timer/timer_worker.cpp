@@ -4,6 +4,7 @@
 #include "timer_core.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace heartwheel::detail {
@@ -82,13 +83,30 @@ void TimerCore::sleep_until_due() {
   std::optional<TimePoint> due = wheel_.next_deadline();
   if (expire_all_.load(std::memory_order_acquire) && registry_head_ != nullptr)
     due = due ? std::min(*due, next_expire_all_pass_) : next_expire_all_pass_;
+  const auto as_rep = [](TimePoint t) { return t.time_since_epoch().count(); };
 
   std::unique_lock<std::mutex> lock(sleep_mutex_);
+  sleep_until_.store(due ? as_rep(*due) : std::numeric_limits<Duration::rep>::max(),
+                     std::memory_order_seq_cst);
   sleeping_.store(true, std::memory_order_seq_cst);
   // A submission pushed before sleeping_ became visible is seen here; one
-  // pushed after sees sleeping_ and wakes us (see timer_core.h).
-  const bool queued = !submissions_.empty() || !cancellations_.empty();
-  if (!queued && !wake_flag_ && !shutdown_.load(std::memory_order_seq_cst)) {
+  // pushed after sees sleeping_ and sleep_until_ (see timer_core.h).
+  bool skip = wake_flag_ || shutdown_.load(std::memory_order_seq_cst);
+  if (!skip && !submissions_.empty()) {
+    if (expire_all_.load(std::memory_order_acquire)) {
+      skip = true;  // new timeouts run at once
+    } else {
+      // Submissions that came in while we were awake did not wake us. None
+      // can be due before the next tick boundary (deadlines round up to one)
+      // unless its delay was <= 0, which the contract puts at the next tick:
+      // pick them up then, once per tick, instead of once per push. Lowering
+      // sleep_until_ is always safe for producers reading it concurrently.
+      const TimePoint boundary = tick_boundary_at_or_after(Clock::now() + Duration(1));
+      if (!due || boundary < *due) due = boundary;
+      sleep_until_.store(as_rep(*due), std::memory_order_seq_cst);
+    }
+  }
+  if (!skip) {
     const auto woken = [this] { return wake_flag_; };
     if (due)
       wake_cv_.wait_until(lock, *due, woken);
@@ -96,11 +114,7 @@ void TimerCore::sleep_until_due() {
       wake_cv_.wait(lock, woken);
   }
   wake_flag_ = false;
-  sleeping_.store(false, std::memory_order_relaxed);
-  lock.unlock();
-  // A producer preempted between its two push steps makes the queue look
-  // non-empty while pop() finds nothing; let it run instead of spinning.
-  if (queued) std::this_thread::yield();
+  sleeping_.store(false, std::memory_order_seq_cst);
 }
 
 void TimerCore::finish() noexcept {
@@ -147,37 +161,36 @@ TimePoint TimerCore::next_period_deadline(const Timeout& t) const noexcept {
   return next;
 }
 
+template <class F>
+void TimerCore::guarded(const char* context, F&& fn) noexcept {
+  try {
+    fn();
+    return;
+  } catch (const std::exception& e) {
+    log_error(std::string(context) + ": " + e.what());
+  } catch (...) {
+    log_error(std::string(context) + ": a non-standard exception");
+  }
+  failed_.fetch_add(1, std::memory_order_relaxed);
+}
+
 void TimerCore::run_task(Timeout& t) noexcept {
   if (!executor_) {
     invoke(t);
     return;
   }
-  try {
+  guarded("the executor threw, a task is lost", [&] {
     executor_([keep = t.shared_from_this()] {
       // A periodic run handed over just before cancel() is skipped; a
       // one-shot one is already `expired` and cancel() returned false.
       if (keep->period_ != Duration::zero() && keep->is_cancelled()) return;
       keep->core_->invoke(*keep);
     });
-  } catch (const std::exception& e) {
-    failed_.fetch_add(1, std::memory_order_relaxed);
-    log_error(std::string("the executor threw, a task is lost: ") + e.what());
-  } catch (...) {
-    failed_.fetch_add(1, std::memory_order_relaxed);
-    log_error("the executor threw a non-standard exception, a task is lost");
-  }
+  });
 }
 
 void TimerCore::invoke(Timeout& t) noexcept {
-  try {
-    t.task_(t);
-  } catch (const std::exception& e) {
-    failed_.fetch_add(1, std::memory_order_relaxed);
-    log_error(std::string("a task threw: ") + e.what());
-  } catch (...) {
-    failed_.fetch_add(1, std::memory_order_relaxed);
-    log_error("a task threw a non-standard exception");
-  }
+  guarded("a task threw", [&] { t.task_(t); });
 }
 
 void TimerCore::arm(Timeout& t) noexcept {
