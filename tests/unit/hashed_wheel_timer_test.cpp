@@ -350,6 +350,7 @@ TEST_CASE("A throwing task is logged on stderr and the worker carries on", "[tim
 TEST_CASE("The expire-all switch runs every pending timeout now and new ones at once, off restores deadlines",
           "[timer]") {
   std::atomic<int> ran{0};
+  std::atomic<int> periodic_runs{0};
   std::atomic<bool> sentinel{false};
   HashedWheelTimer timer(10ms);
   for (int i = 0; i < 3; ++i) timer.new_timeout([&](Timeout&) { ++ran; }, 1h);
@@ -361,13 +362,20 @@ TEST_CASE("The expire-all switch runs every pending timeout now and new ones at 
   REQUIRE(eventually([&] { return ran.load() == 4; }));
   CHECK(now_one->is_expired());
 
+  // A periodic series runs once per tick while the switch is on.
+  auto series = timer.new_periodic([&](Timeout&) { ++periodic_runs; }, 1h, 1h);
+  REQUIRE(eventually([&] { return periodic_runs.load() >= 3; }));
+
   timer.set_expire_all(false);
+  const int periodic_at_off = periodic_runs.load();
   auto later = timer.new_timeout([&](Timeout&) { ++ran; }, 1h);
   timer.new_timeout([&](Timeout&) { sentinel = true; }, 30ms);
   REQUIRE(eventually([&] { return sentinel.load(); }));
   CHECK(ran.load() == 4);
   CHECK_FALSE(later->is_expired());
-  CHECK(timer.pending_timeouts() == 1);
+  CHECK(periodic_runs.load() <= periodic_at_off + 1);  // + a pass already under way at off
+  CHECK(timer.pending_timeouts() == 2);  // `later` and the series
+  CHECK(series->cancel());
 }
 
 TEST_CASE("A periodic task runs at its period until cancelled, also from inside itself", "[timer]") {

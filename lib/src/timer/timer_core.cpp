@@ -11,7 +11,7 @@
 namespace heartwheel::detail {
 
 namespace {
-// Keeps now + delay inside the nanosecond range (about 73 years).
+// Keeps now + delay inside the nanosecond range (about 73 years either way).
 constexpr Duration kMaxDelay{std::numeric_limits<Duration::rep>::max() / 4};
 }  // namespace
 
@@ -94,7 +94,7 @@ std::shared_ptr<Timeout> TimerCore::submit(const std::shared_ptr<TimerCore>& sel
                                            Duration delay, Duration period) {
   if (!task) throw std::invalid_argument("HashedWheelTimer: the task is empty (a default-constructed std::function)");
   start(self);
-  const TimePoint deadline = Clock::now() + std::min(delay, kMaxDelay);
+  const TimePoint deadline = Clock::now() + std::clamp(delay, -kMaxDelay, kMaxDelay);
   auto t = std::make_shared<Timeout>(Timeout::Key{}, self, std::move(task), deadline, period);
 
   if (!gate_enter())
