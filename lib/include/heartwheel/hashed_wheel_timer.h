@@ -147,7 +147,8 @@ class HashedWheelTimer {
   // Stops the worker and joins it. Returns the timeouts that never ran and
   // were not cancelled (one-shot ones not yet due, and live periodic series),
   // in no particular order; they stay in state `init`. A second call returns
-  // an empty vector. Tasks already handed to the executor may still run.
+  // an empty vector. Waits for a task running on the worker to return; tasks
+  // already handed to the executor may still run afterwards.
   // Throws std::logic_error when called from a task on the worker thread.
   std::vector<std::shared_ptr<Timeout>> stop();
 
