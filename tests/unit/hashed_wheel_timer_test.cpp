@@ -530,6 +530,34 @@ TEST_CASE("An idle timer does not tick", "[timer]") {
   CHECK(far->cancel());
 }
 
+TEST_CASE("Far-off submissions and cancels wake a sleeping worker after 4096 pushes", "[timer]") {
+  // Their deadlines are after the worker's planned wake-up, so none wakes it
+  // by itself; without the push count the queues would grow until then.
+  constexpr int kTimeouts = 10'000;  // 20,000 pushes: submit + cancel
+  std::atomic<bool> ran{false};
+  HashedWheelTimer timer(10ms);
+  timer.new_timeout([&](Timeout&) { ran = true; }, 1ms);
+  auto far = timer.new_timeout([](Timeout&) {}, 1h);
+  REQUIRE(eventually([&] { return ran.load(); }));
+  std::this_thread::sleep_for(20ms);  // asleep until the 1 h entry cascades (43 min)
+  const auto before = timer.wakeups();
+  std::weak_ptr<Timeout> first_cancelled;
+  for (int i = 0; i < kTimeouts; ++i) {
+    auto t = timer.new_timeout([](Timeout&) {}, 2h);
+    t->cancel();
+    if (i == 0) first_cancelled = t;
+  }
+  // The first batch is drained and its cancelled timeouts released. (How
+  // many wake-ups that took depends on how the threads interleave: a worker
+  // that wakes late drains several batches at once.)
+  CHECK(eventually([&] { return first_cancelled.expired(); }));
+  const auto woken = timer.wakeups() - before;
+  CHECK(woken >= 1);
+  CHECK(woken <= 2 * kTimeouts / HashedWheelTimer::kPushesPerWake + 4);
+  CHECK(timer.pending_timeouts() == 1);
+  CHECK(far->cancel());
+}
+
 TEST_CASE("Creating too many timers prints one warning", "[timer]") {
   CerrCapture capture;
   std::vector<std::unique_ptr<HashedWheelTimer>> timers;

@@ -23,6 +23,8 @@
 //   next_deadline() or the next submission. An empty timer does not tick.
 //   cancel() is a compare-and-swap on the timeout's state plus a push on a
 //   second MPSC queue; the worker unlinks the entry at its next wake-up.
+//   A submission wakes a sleeping worker only if its deadline falls before
+//   the worker's planned wake-up, or every kPushesPerWake queue pushes.
 //   Per operation: O(1), one allocation for new_timeout(), none for cancel().
 //
 // Precision
@@ -100,6 +102,10 @@ class HashedWheelTimer {
   static constexpr int kDefaultTicksPerWheel = 512;
   static constexpr int kMaxTicksPerWheel = 1 << 30;  // Netty's limit
   static constexpr std::size_t kMaxTransfersPerTick = 100'000;
+  // The worker is also woken after this many submissions and cancellations
+  // since its last wake-up, whatever their deadlines, so queued submissions
+  // and cancelled entries cannot pile up while it sleeps (about 1 MB).
+  static constexpr std::size_t kPushesPerWake = 4096;
   static constexpr int kInstanceWarningThreshold = 64;
 
   struct Options {

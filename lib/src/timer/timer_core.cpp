@@ -40,10 +40,16 @@ void TimerCore::log_error(const std::string& message) noexcept {
 }
 
 bool TimerCore::gate_enter() noexcept {
-  const std::uint64_t before = gate_.fetch_add(2, std::memory_order_seq_cst);
-  if ((before & 1) == 0) return true;
+  const std::uint64_t before = gate_.fetch_add(kGateProducer, std::memory_order_seq_cst);
+  if ((before & kGateClosed) == 0) return true;
   gate_leave();
   return false;
+}
+
+void TimerCore::gate_leave_after_push() noexcept {
+  const std::uint64_t before = gate_.fetch_add(kGatePush - kGateProducer, std::memory_order_seq_cst);
+  // Every push between two drains sees a distinct count: exactly one wakes.
+  if ((before >> 32) + 1 == kPushesPerWake) wake();
 }
 
 void TimerCore::wake_if_sleeping(TimePoint deadline) noexcept {
@@ -110,7 +116,7 @@ std::shared_ptr<Timeout> TimerCore::submit(const std::shared_ptr<TimerCore>& sel
   }
   t->self_ = t;
   submissions_.push(*t);
-  gate_leave();
+  gate_leave_after_push();
   wake_if_sleeping(deadline);
   return t;
 }
@@ -122,10 +128,11 @@ void TimerCore::on_cancelled(Timeout& t) noexcept {
   pending_.fetch_sub(1, std::memory_order_acq_rel);
   t.cancel_self_ = t.shared_from_this();
   cancellations_.push(t);
-  gate_leave();
-  // No wake-up: a cancelled entry costs only memory until the worker's next
-  // wake-up, and waking a sleeping thread per cancel would cost far more in
-  // the common "almost every timeout is cancelled" workload.
+  // No wake-up per cancel: a cancelled entry costs only memory until the
+  // worker's next wake-up, and waking a sleeping thread per cancel would cost
+  // far more in the common "almost every timeout is cancelled" workload.
+  // kPushesPerWake bounds that memory.
+  gate_leave_after_push();
 }
 
 void TimerCore::set_expire_all(bool on) {
@@ -141,7 +148,7 @@ std::vector<std::shared_ptr<Timeout>> TimerCore::stop() {
   std::lock_guard<std::mutex> lock(lifecycle_mutex_);
   const Lifecycle was = lifecycle_.exchange(Lifecycle::stopped, std::memory_order_acq_rel);
   if (was == Lifecycle::stopped) return {};
-  gate_.fetch_or(1, std::memory_order_seq_cst);
+  gate_.fetch_or(kGateClosed, std::memory_order_seq_cst);
   if (was == Lifecycle::created) return {};  // nothing was ever submitted
   shutdown_.store(true, std::memory_order_seq_cst);
   wake();
@@ -153,7 +160,7 @@ std::vector<std::shared_ptr<Timeout>> TimerCore::stop() {
 void TimerCore::abandon() noexcept {
   std::lock_guard<std::mutex> lock(lifecycle_mutex_);
   lifecycle_.store(Lifecycle::stopped, std::memory_order_release);
-  gate_.fetch_or(1, std::memory_order_seq_cst);
+  gate_.fetch_or(kGateClosed, std::memory_order_seq_cst);
   abandoned_.store(true, std::memory_order_release);
   shutdown_.store(true, std::memory_order_seq_cst);
   // Called on the worker thread itself: it sees shutdown_ when the current

@@ -19,7 +19,8 @@
 //   inside. So a producer either saw the gate closed (new_timeout() throws,
 //   cancel() just flips the state) or its push is drained and accounted for:
 //   every Timeout ends up run, cancelled, or returned by stop(), and no
-//   Timeout's self-reference is left in a dead queue.
+//   Timeout's self-reference is left in a dead queue. The same word counts
+//   pushes between drains (see kPushesPerWake) at no extra atomic operation.
 //
 // Sleeping without lost wake-ups
 //   The worker stores sleep_until_ (its planned wake-up) and sleeping_ = true
@@ -80,9 +81,18 @@ class TimerCore {
  private:
   enum class Lifecycle { created, started, stopped };
 
-  // Producer gate: bit 0 = closed, the rest counts producers inside.
+  // The producer gate word: bit 0 = closed, bits 1..31 count the producers
+  // inside, bits 32..63 the pushes since the worker last started draining.
+  static constexpr std::uint64_t kGateClosed = 1;
+  static constexpr std::uint64_t kGateProducer = 2;
+  static constexpr std::uint64_t kGateProducers = 0xffff'fffe;
+  static constexpr std::uint64_t kGatePush = std::uint64_t{1} << 32;
+  static constexpr std::uint64_t kPushesPerWake = HashedWheelTimer::kPushesPerWake;
+
   bool gate_enter() noexcept;
-  void gate_leave() noexcept { gate_.fetch_sub(2, std::memory_order_seq_cst); }
+  void gate_leave() noexcept { gate_.fetch_sub(kGateProducer, std::memory_order_seq_cst); }
+  // Leaves after a push; wakes the worker when the pushes reach kPushesPerWake.
+  void gate_leave_after_push() noexcept;
   void wake_if_sleeping(TimePoint deadline) noexcept;
   void wake() noexcept;
   // The first tick boundary at or after t: when the wheel would run a timeout due at t.
@@ -90,7 +100,7 @@ class TimerCore {
 
   // Worker.
   void run();
-  void drain_cancellations() noexcept;
+  bool drain_cancellations(std::size_t budget) noexcept;  // true if the budget ran out
   bool drain_submissions(std::size_t budget) noexcept;  // true if the budget ran out
   void expire_everything() noexcept;
   void sleep_until_due();

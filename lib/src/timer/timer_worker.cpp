@@ -4,6 +4,7 @@
 #include "timer_core.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <utility>
 
@@ -19,12 +20,14 @@ void TimerCore::run() {
   current_worker = this;
   while (!shutdown_.load(std::memory_order_acquire)) {
     wakeups_.fetch_add(1, std::memory_order_relaxed);
-    // Cancellations first, so a timeout cancelled just before its deadline
-    // does not run; then the expire-all pass over what is already in the
-    // wheel, so a periodic series submitted now runs once, not twice.
-    drain_cancellations();
+    // Cancellations first, so cancelled entries leave the wheel before it
+    // advances (the state CAS would skip them anyway); then the expire-all
+    // pass over what is already in the wheel, so a periodic series submitted
+    // now runs once, not twice.
+    gate_.fetch_and(kGateClosed | kGateProducers, std::memory_order_relaxed);  // restart the push count
+    bool backlog = drain_cancellations(HashedWheelTimer::kMaxTransfersPerTick);
     if (expire_all_.load(std::memory_order_acquire)) expire_everything();
-    const bool backlog = drain_submissions(HashedWheelTimer::kMaxTransfersPerTick);
+    backlog |= drain_submissions(HashedWheelTimer::kMaxTransfersPerTick);
     wheel_.advance(Clock::now());
     if (!backlog) sleep_until_due();
   }
@@ -32,8 +35,10 @@ void TimerCore::run() {
   current_worker = nullptr;
 }
 
-void TimerCore::drain_cancellations() noexcept {
-  while (CancelHook* hook = cancellations_.pop()) {
+bool TimerCore::drain_cancellations(std::size_t budget) noexcept {
+  for (std::size_t n = 0; n < budget; ++n) {
+    CancelHook* hook = cancellations_.pop();
+    if (hook == nullptr) return false;
     Timeout& t = static_cast<Timeout&>(*hook);
     const std::shared_ptr<Timeout> hold = std::move(t.cancel_self_);
     // Not armed: still in the submission queue (dropped when drained), or
@@ -43,6 +48,7 @@ void TimerCore::drain_cancellations() noexcept {
       t.self_.reset();
     }
   }
+  return !cancellations_.empty();
 }
 
 bool TimerCore::drain_submissions(std::size_t budget) noexcept {
@@ -120,8 +126,8 @@ void TimerCore::sleep_until_due() {
 void TimerCore::finish() noexcept {
   // stop() closed the gate before raising shutdown_; once no producer is
   // inside, the queues are complete and can be drained for good.
-  while ((gate_.load(std::memory_order_seq_cst) >> 1) != 0) std::this_thread::yield();
-  drain_cancellations();
+  while ((gate_.load(std::memory_order_seq_cst) & kGateProducers) != 0) std::this_thread::yield();
+  drain_cancellations(SIZE_MAX);
   while (SubmitHook* hook = submissions_.pop()) hand_back(static_cast<Timeout&>(*hook));
   while (Timeout* t = registry_head_) {
     disarm(*t);
