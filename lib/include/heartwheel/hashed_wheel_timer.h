@@ -15,24 +15,26 @@
 //     auto never_ran = timer.stop();
 //
 // How it works, and what it costs
-//   new_timeout() allocates the Timeout (the wheel entry, queue node and
-//   handle in one block), pushes it on a lock-free MPSC queue and, if the
-//   worker sleeps, wakes it. The worker moves at most kMaxTransfersPerTick
-//   submissions into the wheel per wake-up, so a burst cannot delay tasks that
-//   are due; then it runs what is due and sleeps until the wheel's
-//   next_deadline() or the next submission. An empty timer does not tick.
+//   new_timeout() allocates the Timeout (the wheel entry, queue nodes and
+//   handle in one block) and pushes it on a lock-free MPSC queue. The worker
+//   moves at most kMaxTransfersPerTick submissions into the wheel per
+//   wake-up, so a burst cannot delay tasks that are due; then it runs what is
+//   due and sleeps until the wheel's next_deadline(). An empty timer does not
+//   tick. A submission wakes a sleeping worker only if its deadline falls
+//   before the planned wake-up (the worker drains the queue when it wakes
+//   anyway), and every kPushesPerWake pushes so queues cannot pile up.
 //   cancel() is a compare-and-swap on the timeout's state plus a push on a
 //   second MPSC queue; the worker unlinks the entry at its next wake-up.
-//   A submission wakes a sleeping worker only if its deadline falls before
-//   the worker's planned wake-up, or every kPushesPerWake queue pushes.
-//   Per operation: O(1), one allocation for new_timeout(), none for cancel().
+//   Per operation: O(1); new_timeout() allocates once (plus the
+//   std::function's own block if the callable is large), cancel() never.
 //
 // Precision
 //   A task never runs before its deadline (now + delay, read from
 //   steady_clock when new_timeout() is called). It runs at the first tick
 //   boundary (counted from the timer's construction) at or after the
 //   deadline, plus the worker's wake-up latency: at most one tick late on an
-//   unloaded machine. Tasks due at the same tick run in deadline order.
+//   unloaded machine. A delay <= 0 runs at the next tick boundary. Tasks run
+//   in tick order; within one tick, in the order they reached the wheel.
 //
 // About ticks_per_wheel
 //   Netty's wheel is one ring of ticks_per_wheel buckets; a timeout further
@@ -48,7 +50,7 @@
 // Threads
 //   new_timeout(), new_periodic(), start(), stop(), set_expire_all() and
 //   every getter: any thread. The Timeout handle: any thread.
-//   Tasks run on the worker thread, one at a time, in deadline order; with an
+//   Tasks run on the worker thread, one at a time, in tick order; with an
 //   executor they are handed to it instead (the executor is called on the
 //   worker thread and decides where the task runs).
 //   A task runs on the worker, so it must be short: a slow task delays every
