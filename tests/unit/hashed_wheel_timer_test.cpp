@@ -130,7 +130,18 @@ TEST_CASE("Constructor arguments are validated with messages naming them", "[tim
   CHECK(HashedWheelTimer(10ms, 1).ticks_per_wheel() == 1);
   CHECK(HashedWheelTimer(10ms, 1 << 30).ticks_per_wheel() == 1 << 30);
 
+  HashedWheelTimer::Options options;
+  options.tick = 7ms;
+  options.ticks_per_wheel = 3;
+  options.max_pending = 9;
+  HashedWheelTimer from_options(options);
+  CHECK(from_options.tick() == 7ms);
+  CHECK(from_options.ticks_per_wheel() == 4);
+  CHECK(from_options.max_pending() == 9);
+
   HashedWheelTimer timer(10ms);
+  timer.start();
+  timer.start();  // idempotent
   CHECK_THROWS_AS(timer.new_timeout(Timeout::Task{}, 1s), std::invalid_argument);
   CHECK_THROWS_AS(timer.new_periodic([](Timeout&) {}, 1s, 0s), std::invalid_argument);
 }

@@ -142,8 +142,9 @@ class HashedWheelTimer {
   // (fixed rate on the original schedule; runs missed because the worker or
   // the task was slow are skipped, not bunched). The series ends when its
   // Timeout is cancelled (also from inside the task) or the timer stops. It
-  // counts as one pending timeout for its whole life. With an executor, runs
-  // may overlap if a run takes longer than the period.
+  // counts as one pending timeout for its whole life. A period shorter than
+  // the tick runs once per tick. With an executor, runs may overlap if a run
+  // takes longer than the period.
   // Throws as new_timeout(), and std::invalid_argument if period <= 0.
   std::shared_ptr<Timeout> new_periodic(Timeout::Task task, Duration initial_delay, Duration period);
 
