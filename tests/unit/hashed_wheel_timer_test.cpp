@@ -544,6 +544,26 @@ TEST_CASE("An idle timer does not tick", "[timer]") {
   CHECK(far->cancel());
 }
 
+TEST_CASE("Submissions due after the worker's planned wake-up do not wake it", "[timer]") {
+  std::atomic<bool> ran{false};
+  std::atomic<bool> soon{false};
+  HashedWheelTimer timer(10ms);
+  timer.new_timeout([&](Timeout&) { ran = true; }, 1ms);
+  timer.new_timeout([](Timeout&) {}, 1h);  // the worker then sleeps until it cascades (43 min)
+  REQUIRE(eventually([&] { return ran.load(); }));
+  std::this_thread::sleep_for(20ms);
+  const auto before = timer.wakeups();
+  std::vector<std::shared_ptr<Timeout>> later;
+  for (int i = 0; i < 1000; ++i) later.push_back(timer.new_timeout([](Timeout&) {}, 2h));
+  std::this_thread::sleep_for(20ms);
+  CHECK(timer.wakeups() - before <= 1);  // not one per submission
+  CHECK(timer.pending_timeouts() == 1001);
+  // An earlier deadline does wake it.
+  timer.new_timeout([&](Timeout&) { soon = true; }, 10ms);
+  CHECK(eventually([&] { return soon.load(); }));
+  CHECK(timer.stop().size() == 1001);
+}
+
 TEST_CASE("Far-off submissions and cancels wake a sleeping worker after 4096 pushes", "[timer]") {
   // Their deadlines are after the worker's planned wake-up, so none wakes it
   // by itself; without the push count the queues would grow until then.
