@@ -143,7 +143,7 @@ TEST_CASE("Rescheduling moves the deadline both ways", "[wheel]") {
   CHECK(wheel.size() == 0);
 }
 
-TEST_CASE("A refresh inside the current slot only stores the deadline", "[wheel]") {
+TEST_CASE("Postponing a deadline only stores it, and the entry still fires on time", "[wheel]") {
   VirtualClock clock;
   TimingWheel wheel(1ms, clock.now());
   Probe p;
@@ -155,7 +155,7 @@ TEST_CASE("A refresh inside the current slot only stores the deadline", "[wheel]
     wheel.advance(clock.now());
     wheel.schedule(p, 30s);
   }
-  CHECK(wheel.stats().relinked - relinked < 5);
+  CHECK(wheel.stats().relinked == relinked);  // no unlink or relink on refresh
   wheel.validate();
   clock.run_for(wheel, 30s - 1ms);
   CHECK(p.fired_at.empty());

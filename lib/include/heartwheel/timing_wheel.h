@@ -36,9 +36,11 @@
 //   A deadline already in the past fires at the next advance().
 //
 // Cost
-//   schedule/cancel/reschedule: O(1), no allocation. A reschedule that lands in
-//   the entry's current slot (the common "refresh on I/O" case for long
-//   timeouts) only stores the new deadline.
+//   schedule/cancel/reschedule: O(1), no allocation. A reschedule to a LATER
+//   deadline (the "refresh on I/O" case) only stores it: the entry stays in
+//   its slot and is re-linked when that slot comes due, once per timeout
+//   period at most. One that moves earlier but stays in its slot also only
+//   stores; other reschedules unlink and relink.
 //   next_deadline(): O(kLevels) bit operations on occupancy bitmaps; empty
 //   slots are never visited one by one.
 //   advance(): O(levels + entries that cascade or fire).
@@ -75,7 +77,8 @@ struct WheelStats {
   std::uint64_t relinked = 0;    // ... of which moved the entry to another slot
   std::uint64_t cancelled = 0;   // cancel() calls that disarmed an entry
   std::uint64_t fired = 0;       // callbacks run
-  std::uint64_t cascaded = 0;    // moves from a higher level to a lower one
+  std::uint64_t cascaded = 0;    // re-links when a slot came due: cascades down a
+                                 // level, or entries postponed in place
   Duration max_lateness{0};      // worst lateness seen
   Duration total_lateness{0};    // sum, for the mean: total_lateness / fired
 };

@@ -115,13 +115,23 @@ void TimingWheel::schedule_at(TimerEntry& entry, TimePoint deadline) noexcept {
   ++stats_.scheduled;
 
   if (entry.armed()) {
-    // Fast path for refresh-on-I/O: if the new deadline maps to the slot the
-    // entry already occupies, only the deadline changes. An entry that has not
-    // cascaded yet still maps to its slot from the current time, so comparing
-    // (level, slot) of old and new deadlines is exact. Ready entries, entries
-    // due now, and the top level (which may wrap) take the general path.
+    // Fast paths for refresh-on-I/O, where deadlines mostly move later.
+    // Ready entries, entries due now, and the top level (whose slots may
+    // wrap) take the general path.
     const std::uint64_t old = entry.when_;
     if (!(old & kReadyBit) && old > elapsed_ && when > elapsed_) {
+      // Postpone in place: a later deadline leaves the entry in its slot. The
+      // slot comes due no later than the old deadline, hence before the new
+      // one, and process() re-links entries that are not due yet. Cost: one
+      // store now, one relink per timeout period instead of one per slot
+      // boundary crossed (measured in docs/BENCHMARKS.md).
+      if (when >= old && level_for(elapsed_, old) + 1 < kLevels &&
+          when - elapsed_ < (kMaxTicks >> kSlotBits)) {
+        entry.when_ = when;
+        return;
+      }
+      // Pulled in, but still inside the slot its deadline maps to: the slot
+      // the entry occupies is due no later than that one, so only store.
       const unsigned old_level = level_for(elapsed_, old);
       const unsigned new_level = level_for(elapsed_, when);
       if (old_level == new_level && old_level + 1 < kLevels &&
@@ -179,7 +189,7 @@ void TimingWheel::process(const Expiration& exp) noexcept {
       list_push_back(ready_, entry);
       ++ready_count_;
     } else {
-      link(entry);  // always to a lower level: the deadline is inside this slot
+      link(entry);  // cascades down, or re-links an entry postponed in place
       ++stats_.cascaded;
     }
   }
@@ -252,7 +262,14 @@ void TimingWheel::validate() const {
         const auto& e = static_cast<const TimerEntry&>(*n);
         if (e.when_ & kReadyBit) fail("ready bit set on an entry in a slot");
         if (e.when_ < elapsed_) fail("entry in a slot is overdue");
-        if (level_for(elapsed_, e.when_) != level || slot_for(e.when_, level) != slot)
+        // A postponed entry may sit in an earlier slot than its deadline's;
+        // what must hold is that its slot is due no later (never early is
+        // then guaranteed by process(), which re-links what is not due).
+        const std::uint64_t slot_range = std::uint64_t{1} << (level * kSlotBits);
+        const std::uint64_t level_range = slot_range << kSlotBits;
+        std::uint64_t due = (elapsed_ & ~(level_range - 1)) + slot * slot_range;
+        if (level > 0 ? due <= elapsed_ : due < elapsed_) due += level_range;
+        if (due > e.when_)
           fail("entry at level " + std::to_string(level) + " slot " + std::to_string(slot) +
                " belongs elsewhere (when=" + std::to_string(e.when_) + ", elapsed=" +
                std::to_string(elapsed_) + ")");
