@@ -45,4 +45,15 @@ void virtual_clock_set(std::uint64_t ns) noexcept {
 void virtual_clock_disable() noexcept { g_enabled = false; }
 bool virtual_clock_enabled() noexcept { return g_enabled; }
 
+bool libuv_reads_virtual_clock(uv_loop_t* loop) noexcept {
+  if (!g_enabled) return false;
+  const std::uint64_t saved = g_virtual_ns;
+  g_virtual_ns = saved + 7'000'000;  // a value the real clock would not give now
+  uv_update_time(loop);
+  const bool follows = uv_now(loop) == g_virtual_ns / 1'000'000;
+  g_virtual_ns = saved;
+  uv_update_time(loop);
+  return follows && uv_now(loop) == saved / 1'000'000;
+}
+
 }  // namespace heartwheel::bench

@@ -17,6 +17,8 @@
 
 #include <cstdint>
 
+#include <uv.h>
+
 namespace heartwheel::bench {
 
 // Real monotonic time in nanoseconds, whatever the virtual clock does.
@@ -26,6 +28,10 @@ std::uint64_t wall_ns() noexcept;
 void virtual_clock_set(std::uint64_t ns) noexcept;
 void virtual_clock_disable() noexcept;
 bool virtual_clock_enabled() noexcept;
+
+// True if `loop`'s time follows the virtual clock, i.e. the interposition
+// works in this executable. Leaves the loop's time at the virtual time.
+bool libuv_reads_virtual_clock(uv_loop_t* loop) noexcept;
 
 // Measures a stretch of code with wall_ns().
 class Stopwatch {

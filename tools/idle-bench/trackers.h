@@ -211,6 +211,8 @@ class UvTracker {
     request_ms_ = ceil_ms(cfg.request_timeout);
     virtual_clock_set(to_ns(cfg.start));
     if (uv_loop_init(&loop_) != 0) throw std::runtime_error("uv_loop_init failed");
+    if (!libuv_reads_virtual_clock(&loop_))
+      throw std::runtime_error("libuv does not read the virtual clock (is libuv linked statically?)");
     for (std::size_t c = 0; c < n; ++c) {
       for (uv_timer_t* t : {&conns_[c].read, &conns_[c].write, &conns_[c].request}) {
         uv_timer_init(&loop_, t);

@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
   std::string tick = "1ms";
   bool quick = false;
   app.add_option("--n", sizes, "Comma-separated numbers of live entries, e.g. 10k,100k,1M")->capture_default_str();
-  app.add_flag("--quick", quick, "Demo mode, under 30 s: N = 10k,1M, one repetition, fewer operations for small N");
+  app.add_flag("--quick", quick, "Demo mode, under 30 s: N = 10k,1M, one repetition, 2 refresh phases, fewer operations for small N");
   app.add_flag("--json", opt.json, "Print JSON lines (one per impl, op, order and N, then the targets) instead of a table");
   app.add_option("--reps", opt.reps, "Repetitions of each measurement; the median is reported")->capture_default_str()
       ->check(CLI::Range(1, 100));
@@ -178,6 +178,7 @@ int main(int argc, char** argv) {
       if (app.count("--n") == 0) sizes = "10k,1M";
       if (app.count("--reps") == 0) opt.reps = 1;
       if (app.count("--min-ops") == 0) opt.run.min_ops = 500'000;
+      opt.run.refresh_segments = 2;
     }
     opt.sizes = hb::parse_count_list(sizes);
     opt.run.timeout_ns = static_cast<std::uint64_t>(hb::parse_duration(timeout).count());

@@ -88,6 +88,8 @@ class UvImpl {
       : timers_(std::make_unique<uv_timer_t[]>(n)), n_(n) {
     virtual_clock_set(start_ns);
     if (uv_loop_init(&loop_) != 0) throw std::runtime_error("uv_loop_init failed");
+    if (!libuv_reads_virtual_clock(&loop_))
+      throw std::runtime_error("libuv does not read the virtual clock (is libuv linked statically?)");
     for (std::size_t i = 0; i < n; ++i) uv_timer_init(&loop_, &timers_[i]);
   }
   ~UvImpl() {

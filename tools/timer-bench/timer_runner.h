@@ -25,6 +25,7 @@ struct RunConfig {
   std::uint64_t window_ns = 1'000'000'000;    // expiry: deadlines spread over this window
   std::size_t batch = 1000;                   // operations per virtual millisecond
   std::size_t min_ops = 2'000'000;
+  std::size_t refresh_segments = 8;           // phases sampled per refresh measurement
 };
 
 struct OpResult {
@@ -74,51 +75,62 @@ class TimerRunner {
   // "random" (pre-shuffled), "random_owner_hot" (pre-shuffled, but each batch's
   // entries are touched, untimed, just before: in a server the I/O handler has
   // just read the connection that holds the entry, so it is in cache).
+  //
+  // Whether a refresh stays in its wheel slot (the fast path) or relinks
+  // depends on where slot boundaries fall relative to the deadlines, i.e. on
+  // the phase of the clock. So the operations are split into kSegments
+  // segments, each starting at a seeded random phase over a level-3 slot
+  // (2^18 ticks), with all N entries freshly armed (untimed) just before: the
+  // result averages over phases instead of depending on one alignment.
   OpResult refresh(const std::string& order) {
-    // Whether a refresh stays in its wheel slot depends on where slot
-    // boundaries fall relative to the deadlines; start each measurement at a
-    // different (seeded) phase so that repetitions sample it instead of
-    // always hitting the same alignment.
-    now_ += (phase_rng_() % 8192) * 1'000'000;
-    impl_.set_now(now_);
-    arm_all();
+    const std::size_t kSegments = cfg_.refresh_segments;
     const bool random = order != "seq";
     const bool hot = order == "random_owner_hot";
     const std::size_t ops = n_ < cfg_.min_ops ? cfg_.min_ops : n_;
     const auto stats_before = wheel_stats();
     double total = 0;
     std::size_t k = 0;
-    while (k < ops) {
-      const std::size_t end = k + cfg_.batch < ops ? k + cfg_.batch : ops;
-      if (hot)
-        for (std::size_t j = k; j < end; ++j) touch(impl_.entry_address(index(j, random)));
-      Stopwatch sw;
-      step();
-      for (std::size_t j = k; j < end; ++j) impl_.schedule(index(j, random), now_ + cfg_.timeout_ns);
-      total += static_cast<double>(sw.elapsed_ns());
-      k = end;
+    for (std::size_t seg = 0; seg < kSegments; ++seg) {
+      now_ += (phase_rng_() % (1u << 18)) * 1'000'000;
+      impl_.set_now(now_);
+      arm_all();
+      const std::size_t seg_end = ops * (seg + 1) / kSegments;
+      while (k < seg_end) {
+        const std::size_t end = k + cfg_.batch < seg_end ? k + cfg_.batch : seg_end;
+        if (hot)
+          for (std::size_t j = k; j < end; ++j) touch(impl_.entry_address(index(j, random)));
+        Stopwatch sw;
+        step();
+        for (std::size_t j = k; j < end; ++j) impl_.schedule(index(j, random), now_ + cfg_.timeout_ns);
+        total += static_cast<double>(sw.elapsed_ns());
+        k = end;
+      }
+      cancel_all();
     }
     OpResult result{"refresh", order, total / static_cast<double>(ops)};
     if constexpr (std::is_same_v<Impl, WheelImpl>) {
+      // The arming above counts as schedules too; count refreshes only.
       const auto& after = impl_.wheel().stats();
-      result.relink_fraction = static_cast<double>(after.relinked - stats_before.relinked) /
-                               static_cast<double>(after.scheduled - stats_before.scheduled);
+      const double scheduled = static_cast<double>(after.scheduled - stats_before.scheduled - kSegments * n_);
+      result.relink_fraction = static_cast<double>(after.relinked - stats_before.relinked) / scheduled;
     }
-    cancel_all();
     return result;
   }
 
   // Fires N entries whose deadlines are spread over `window` about `timeout`
-  // from now (so on the wheel they cascade down as they would in a server).
+  // from now (so on the wheel they cascade down the levels as in a server).
+  // Time then moves as a loop drives it: one call up to the window, then one
+  // call per 1 ms step through it; all calls are timed.
   OpResult expire() {
     double total = 0;
     const std::size_t rounds = rounds_for(n_);
     for (std::size_t r = 0; r < rounds; ++r) {
       for (std::size_t i = 0; i < n_; ++i) impl_.schedule(i, now_ + cfg_.timeout_ns + jitter(i));
       const std::uint64_t before = g_fired;
-      now_ += cfg_.timeout_ns + cfg_.window_ns;
+      const std::uint64_t first = now_ + cfg_.timeout_ns;
+      now_ = first + cfg_.window_ns;
       Stopwatch sw;
-      impl_.expire(now_);
+      for (std::uint64_t t = first; t <= now_; t += 1'000'000) impl_.expire(t);
       total += static_cast<double>(sw.elapsed_ns());
       if (g_fired - before != n_)
         throw std::logic_error(std::string(Impl::kName) + ": expiry fired " + std::to_string(g_fired - before) +
