@@ -5,6 +5,7 @@
 #include "bench_clock.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <time.h>
 
 namespace {
@@ -44,6 +45,11 @@ void virtual_clock_set(std::uint64_t ns) noexcept {
 
 void virtual_clock_disable() noexcept { g_enabled = false; }
 bool virtual_clock_enabled() noexcept { return g_enabled; }
+
+double load_average_1m() noexcept {
+  double load[1] = {0};
+  return getloadavg(load, 1) == 1 ? load[0] : 0;
+}
 
 bool libuv_reads_virtual_clock(uv_loop_t* loop) noexcept {
   if (!g_enabled) return false;

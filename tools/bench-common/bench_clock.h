@@ -33,6 +33,10 @@ bool virtual_clock_enabled() noexcept;
 // works in this executable. Leaves the loop's time at the virtual time.
 bool libuv_reads_virtual_clock(uv_loop_t* loop) noexcept;
 
+// The 1-minute load average (0 if unknown): printed with every result,
+// because other processes on a shared machine inflate the figures.
+double load_average_1m() noexcept;
+
 // Measures a stretch of code with wall_ns().
 class Stopwatch {
  public:

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_args.h"
@@ -135,6 +136,8 @@ void print_table(const std::vector<hb::SimResult>& rs, const hb::Trace& trace, c
                 c.late, c.missed, c.request_timeouts, std::chrono::duration<double, std::milli>(c.max_lateness).count());
   }
   std::printf("\nFaster default for the wheel (lower tracking cost, correct): %s\n", conclusion(rs).c_str());
+  std::printf("1-minute load average at the end: %.2f on %u cores\n", hb::load_average_1m(),
+              std::thread::hardware_concurrency());
 }
 
 }  // namespace
@@ -214,7 +217,8 @@ int main(int argc, char** argv) {
     const std::string winner = conclusion(rs);
     if (!winner.empty())
       std::cout << nlohmann::json{{"bench", "idle"}, {"conclusion", "faster_default"}, {"impl", winner},
-                                  {"all_correct", all_correct}}.dump()
+                                  {"all_correct", all_correct},
+                                  {"loadavg_1m", hb::load_average_1m()}}.dump()
                 << '\n';
   } else {
     print_table(rs, trace, tc, sc);
