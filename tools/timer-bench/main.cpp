@@ -27,6 +27,7 @@ struct Row {
   std::size_t n;
   double bytes_per_entry;
   double ratio_vs_wheel = 1;
+  double median_ns_per_op = 0;
 };
 
 struct Options {
@@ -43,7 +44,7 @@ void run_impl(const Options& opt, std::size_t n, const std::vector<std::uint32_t
   constexpr std::uint64_t kStart = 1000'000'000'000;  // 1000 s: clear of zero for every clock
   Impl impl(n, opt.tick, kStart);
   hb::TimerRunner<Impl> runner(impl, n, opt.run, perm, kStart);
-  // Each operation `reps` times; the median is reported.
+  // Each operation `reps` times.
   std::vector<std::vector<hb::OpResult>> samples(6);
   for (int r = 0; r < opt.reps; ++r) {
     samples[0].push_back(runner.schedule());
@@ -53,12 +54,14 @@ void run_impl(const Options& opt, std::size_t n, const std::vector<std::uint32_t
     samples[4].push_back(runner.refresh("random_owner_hot"));
     samples[5].push_back(runner.expire());
   }
+  // The best repetition is reported: on a shared machine, other processes
+  // only ever add time. The median is kept beside it to show the spread.
   for (auto& s : samples) {
     std::vector<double> ns;
     for (const auto& x : s) ns.push_back(x.ns_per_op);
-    hb::OpResult med = s.front();
-    med.ns_per_op = hb::median(ns);
-    rows.push_back({Impl::kName, med, n, impl.bytes_per_entry()});
+    const auto best = std::min_element(s.begin(), s.end(),
+                                       [](const auto& a, const auto& b) { return a.ns_per_op < b.ns_per_op; });
+    rows.push_back({Impl::kName, *best, n, impl.bytes_per_entry(), 1, hb::median(ns)});
   }
 }
 
@@ -107,6 +110,7 @@ void print_json(const std::vector<Row>& rows, const std::vector<Verdict>& vs) {
     nlohmann::json j{{"bench", "timer"},          {"impl", r.impl},
                      {"op", r.op.op},             {"order", r.op.order},
                      {"n", r.n},                  {"ns_per_op", r.op.ns_per_op},
+                     {"median_ns_per_op", r.median_ns_per_op},
                      {"bytes_per_entry", r.bytes_per_entry}, {"ratio_vs_wheel", r.ratio_vs_wheel}};
     if (r.op.relink_fraction >= 0) j["relink_fraction"] = r.op.relink_fraction;
     std::cout << j.dump() << '\n';
@@ -118,7 +122,7 @@ void print_json(const std::vector<Row>& rows, const std::vector<Verdict>& vs) {
 }
 
 void print_table(const std::vector<Row>& rows, const std::vector<Verdict>& vs, const Options& opt) {
-  std::printf("heartwheel-timer-bench: ns per operation (median of %d), virtual time 1 ms per %zu ops,\n"
+  std::printf("heartwheel-timer-bench: ns per operation (best of %d), virtual time 1 ms per %zu ops,\n"
               "timeout %.0f s, wheel tick %.3g ms. (x) = ratio to the wheel; higher is slower than the wheel.\n\n",
               opt.reps, opt.run.batch, double(opt.run.timeout_ns) / 1e9,
               std::chrono::duration<double, std::milli>(opt.tick).count());
@@ -164,7 +168,7 @@ int main(int argc, char** argv) {
   app.add_option("--n", sizes, "Comma-separated numbers of live entries, e.g. 10k,100k,1M")->capture_default_str();
   app.add_flag("--quick", quick, "Demo mode, under 30 s: N = 10k,1M, one repetition, 2 refresh phases, fewer operations for small N");
   app.add_flag("--json", opt.json, "Print JSON lines (one per impl, op, order and N, then the targets) instead of a table");
-  app.add_option("--reps", opt.reps, "Repetitions of each measurement; the median is reported")->capture_default_str()
+  app.add_option("--reps", opt.reps, "Repetitions of each measurement; the best is reported (and the median in JSON)")->capture_default_str()
       ->check(CLI::Range(1, 100));
   app.add_option("--timeout", timeout, "Timeout every refresh re-arms, e.g. 30s")->capture_default_str();
   app.add_option("--tick", tick, "Wheel tick, e.g. 1ms")->capture_default_str();
