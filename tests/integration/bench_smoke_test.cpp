@@ -1,0 +1,114 @@
+// Runs both benchmarks with tiny sizes and --json, and checks that every line
+// parses and carries the fields docs/BENCHMARKS.md and scripts rely on. The
+// paths of the two executables come from the build (TIMER_BENCH, IDLE_BENCH).
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Run {
+  int status = -1;
+  std::vector<nlohmann::json> lines;
+};
+
+Run run_json(const std::string& command) {
+  Run run;
+  FILE* pipe = popen((command + " 2>/dev/null").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int raw = pclose(pipe);
+  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::size_t start = 0;
+  while (start < out.size()) {
+    const std::size_t end = out.find('\n', start);
+    const std::string line = out.substr(start, end - start);
+    if (!line.empty()) {
+      INFO("line: " << line);
+      REQUIRE_NOTHROW(run.lines.push_back(nlohmann::json::parse(line)));
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("The timer bench prints one JSON object per impl, op and N, with ratios to the wheel", "[bench][smoke]") {
+  const Run run = run_json(std::string(TIMER_BENCH) + " --json --n 1000,3000 --reps 1 --min-ops 3000");
+  REQUIRE(run.status == 0);
+  std::set<std::string> impls, ops;
+  std::set<std::size_t> sizes;
+  std::size_t rows = 0, targets = 0;
+  for (const auto& j : run.lines) {
+    REQUIRE(j.at("bench") == "timer");
+    if (j.contains("target")) {
+      ++targets;
+      REQUIRE(j.at("met").is_boolean());
+      continue;
+    }
+    ++rows;
+    impls.insert(j.at("impl").get<std::string>());
+    ops.insert(j.at("op").get<std::string>() + "/" + j.at("order").get<std::string>());
+    sizes.insert(j.at("n").get<std::size_t>());
+    CHECK(j.at("ns_per_op").get<double>() > 0);
+    CHECK(j.at("bytes_per_entry").get<double>() >= 16);
+    CHECK(j.at("ratio_vs_wheel").get<double>() > 0);
+    if (j.at("impl") == "wheel") CHECK(j.at("ratio_vs_wheel").get<double>() == Approx(1.0));
+  }
+  CHECK(impls == std::set<std::string>{"wheel", "heap4", "uv_timer"});
+  CHECK(ops == std::set<std::string>{"schedule/seq", "cancel/random", "refresh/seq", "refresh/random",
+                                     "refresh/random_owner_hot", "expire/deadline"});
+  CHECK(sizes == std::set<std::size_t>{1000, 3000});
+  CHECK(rows == 3 * 6 * 2);
+  CHECK(targets >= 1);  // the entry-size target is always checked
+}
+
+TEST_CASE("The idle bench checks every tracker against the ground truth and names the faster default",
+          "[bench][smoke]") {
+  const Run run = run_json(std::string(IDLE_BENCH) +
+                           " --json --connections 2000 --read-idle 3s --write-idle 3s --request-timeout 1s"
+                           " --writes-per-sec 1 --warmup 500ms");
+  REQUIRE(run.status == 0);
+  std::set<std::string> impls;
+  bool conclusion = false;
+  for (const auto& j : run.lines) {
+    REQUIRE(j.at("bench") == "idle");
+    if (j.contains("conclusion")) {
+      conclusion = true;
+      CHECK((j.at("impl") == "wheel_lazy" || j.at("impl") == "wheel_eager"));
+      CHECK(j.at("all_correct") == true);
+      continue;
+    }
+    impls.insert(j.at("impl").get<std::string>());
+    CHECK(j.at("events").get<std::size_t>() > 0);
+    for (const char* field : {"io_ns_per_event", "tracking_ns_per_event", "expiry_ms", "total_ms", "timer_ops",
+                              "fires", "rearms", "ops_per_sec", "bytes_per_connection"})
+      CHECK(j.contains(field));
+    if (j.at("impl") == "none") {
+      CHECK(j.at("correct").is_null());
+      continue;
+    }
+    CHECK(j.at("correct") == true);
+    CHECK(j.at("closed_silent") == j.at("silent"));
+    CHECK(j.at("closed_active") == 0);
+    CHECK(j.contains("ratio_vs_eager"));
+    CHECK(j.contains("ratio_vs_uv"));
+  }
+  CHECK(impls == std::set<std::string>{"none", "wheel_lazy", "wheel_eager", "uv_timer"});
+  CHECK(conclusion);
+}
+
+TEST_CASE("The benches reject a size without a usable number, with status 2", "[bench][smoke]") {
+  CHECK(run_json(std::string(TIMER_BENCH) + " --json --n 0").status == 2);
+  CHECK(run_json(std::string(IDLE_BENCH) + " --json --connections 10x").status == 2);
+}
