@@ -169,6 +169,29 @@ TEST_CASE("A client whose server dies reconnects when it comes back on the same 
   CHECK(st["rpc"]["requests"].get<int>() >= 50);  // calls made after the reconnect
 }
 
+TEST_CASE("A client detects a frozen server by read idle and reconnects when it thaws",
+          "[rpc][integration][reconnect][heartbeat]") {
+  Watchdog dog(Ms(40000));
+  TempDir tmp;
+  Child server(server_args({}));
+  const int port = server.wait_listening();
+  REQUIRE(port > 0);
+  Child client(client_args(port, {"--rate", "50", "--call-timeout", "300ms", "--duration", "3s",
+                                  "--backoff-initial", "50ms", "--backoff-max", "200ms", "--json",
+                                  tmp.file("c.json")}));
+  sleep_for(Ms(700));
+  server.signal(SIGSTOP);  // the process is there, the kernel still ACKs: only heartbeats can tell
+  sleep_for(Ms(1300));
+  server.signal(SIGCONT);
+  const json s = run_client(client, tmp.file("c.json"), Ms(15000));
+  INFO(s.dump(2));
+  CHECK(s["closed_by_reason"]["read_idle"].get<int>() >= 1);  // 3 x 200 ms with nothing read
+  CHECK(s["reconnects"].get<int>() >= 1);
+  CHECK(s["calls_timed_out"].get<int>() >= 1);  // calls made into the frozen server
+  CHECK(s["calls_ok"].get<int>() >= 40);        // before the freeze and after the thaw
+  check_accounted(s);
+}
+
 TEST_CASE("Replies delayed beyond the call timeout are timeouts, never delivered twice",
           "[rpc][integration][calls]") {
   Watchdog dog(Ms(30000));
