@@ -69,7 +69,6 @@ void RpcClient::start(std::function<void()> on_finished) {
   started_at_ = hr_now();
   if (options_.duration.count() > 0) wheel_.schedule(pacer_->end, options_.duration);
   connector_.start();
-  pace();
 }
 
 Duration RpcClient::elapsed() const noexcept {
@@ -91,16 +90,16 @@ bool RpcClient::issue_one() {
 }
 
 void RpcClient::pace() {
-  if (!done_issuing()) {
+  if (!done_issuing() && paced_from_) {
     if (options_.rate > 0) {
-      const double secs = std::chrono::duration<double>(hr_now() - started_at_).count();
+      const double secs = std::chrono::duration<double>(hr_now() - *paced_from_).count();
       const auto due = static_cast<std::uint64_t>(std::floor(secs * options_.rate));
       while (due_taken_ < due && !done_issuing()) {
         ++due_taken_;
         if (!issue_one()) ++counters_.calls_unsent;
       }
       // Next slot, but no more often than the wheel's tick: batches at high rates.
-      const auto next = started_at_ + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(
+      const auto next = *paced_from_ + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(
                                           static_cast<double>(due_taken_ + 1) / options_.rate));
       const Duration wait = std::max<Duration>(next - hr_now(), wheel_.wheel().tick());
       if (!done_issuing()) wheel_.schedule(pacer_->tick, wait);
@@ -141,7 +140,10 @@ void RpcClient::notify_finished() {
 void RpcClient::on_open(net::Connection& conn) {
   conn_ = &conn;
   decoder_ = std::make_unique<rpc::FrameDecoder>(options_.max_frame_length);
-  if (options_.rate <= 0) pace();  // closed loop: fill the window
+  // The schedule starts with the first connection, so the connect itself does
+  // not count as calls missed; after that, calls due while disconnected are.
+  if (!paced_from_) paced_from_ = hr_now();
+  pace();
 }
 
 void RpcClient::on_data(net::Connection& conn, std::string_view data) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,9 @@ struct ClientOptions {
 };
 
 struct ClientCounters {
-  std::uint64_t calls_unsent = 0;        // due while disconnected or at max_in_flight
+  // Due (by --rate, counted from the first connection) while disconnected or
+  // at max_in_flight, so not made.
+  std::uint64_t calls_unsent = 0;
   std::uint64_t heartbeats_sent = 0;     // PINGs sent
   std::uint64_t pongs_received = 0;
   std::uint64_t pings_received = 0;      // the server's heartbeats, answered with PONG
@@ -98,6 +101,7 @@ class RpcClient final : public net::Handler, private rpc::CallListener {
   std::uint64_t issued_ = 0;      // calls started
   std::uint64_t due_taken_ = 0;   // paced slots used (started or unsent)
   TimePoint started_at_{};
+  std::optional<TimePoint> paced_from_;  // the first connection's open
   TimePoint stopped_at_{};
   bool finishing_ = false;
   bool finished_ = false;
