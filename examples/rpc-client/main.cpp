@@ -55,21 +55,20 @@ rpcclient::ClientOptions make_options(const Config& c) {
 }
 
 // {count, mean, p50, p90, p99, max} in microseconds.
-nlohmann::json percentiles_us(std::vector<std::int64_t> ns) {
-  nlohmann::json j = {{"count", ns.size()}};
-  if (ns.empty()) return j;
+nlohmann::json percentiles_us(const rpcclient::Samples& samples) {
+  nlohmann::json j = {{"count", samples.count()}};
+  if (samples.count() == 0) return j;
+  std::vector<std::int64_t> ns = samples.values();
   std::sort(ns.begin(), ns.end());
   auto at = [&](double q) {
     const auto i = static_cast<std::size_t>(q * static_cast<double>(ns.size() - 1) + 0.5);
     return static_cast<double>(ns[i]) / 1000.0;
   };
-  double sum = 0;
-  for (auto v : ns) sum += static_cast<double>(v);
-  j["mean"] = sum / static_cast<double>(ns.size()) / 1000.0;
+  j["mean"] = samples.mean() / 1000.0;
   j["p50"] = at(0.50);
   j["p90"] = at(0.90);
   j["p99"] = at(0.99);
-  j["max"] = static_cast<double>(ns.back()) / 1000.0;
+  j["max"] = static_cast<double>(samples.max()) / 1000.0;
   return j;
 }
 

@@ -171,7 +171,8 @@ void RpcClient::handle_frame(net::Connection& conn, const rpc::FrameView& f) {
     case rpc::FrameType::pong:
       ++counters_.pongs_received;
       if (heartbeat_) heartbeat_->on_pong(conn);
-      if (auto sent = rpc::ping_sent_at(f.payload)) counters_.heartbeat_rtt_ns.push_back((hr_now() - *sent).count());
+      if (auto sent = rpc::ping_sent_at(f.payload))
+        counters_.heartbeat_rtt_ns.add((hr_now() - *sent).count());
       return;
     case rpc::FrameType::request:
       ++counters_.unexpected_frames;
@@ -199,7 +200,7 @@ void RpcClient::on_close(net::Connection&, net::CloseReason, std::error_code) {
 
 void RpcClient::on_call_done(const rpc::CallCompletion& done) {
   if (done.status == rpc::CallStatus::ok) {
-    counters_.rtt_ns.push_back(done.elapsed.count());
+    counters_.rtt_ns.add(done.elapsed.count());
     if (done.payload != payload_) ++counters_.payload_mismatches;
   }
   if (options_.rate <= 0 && conn_) {

@@ -17,6 +17,8 @@
 #include <heartwheel/rpc/call_table.h>
 #include <heartwheel/rpc/frame.h>
 
+#include "samples.h"
+
 namespace rpcclient {
 
 using heartwheel::Duration;
@@ -46,8 +48,8 @@ struct ClientCounters {
   std::uint64_t unexpected_frames = 0;   // REQUEST from the server
   std::uint64_t protocol_errors = 0;
   std::uint64_t payload_mismatches = 0;  // RESPONSE payload differs from the request's
-  std::vector<std::int64_t> rtt_ns;            // ok calls
-  std::vector<std::int64_t> heartbeat_rtt_ns;  // PING -> PONG
+  Samples rtt_ns;            // ok calls
+  Samples heartbeat_rtt_ns;  // PING -> PONG
 };
 
 class RpcClient final : public net::Handler, private rpc::CallListener {

@@ -38,7 +38,7 @@ struct RpcCounters {
 struct ServiceOptions {
   Duration reply_delay{0};
   std::size_t max_frame_length = heartwheel::rpc::kDefaultMaxFrameLength;
-  // Nullopt-like: heartbeat.interval == 0 switches heartbeats off.
+  // heartbeat.interval == 0 switches heartbeats (and the idle close) off.
   net::HeartbeatConfig heartbeat;
   // Set by the process when it starts draining: new requests get ERROR.
   const std::atomic<bool>* draining = nullptr;
