@@ -187,7 +187,7 @@ TEST_CASE("fail_all completes every call in flight as failed, once", "[rpc][call
   CHECK(table.complete(a, "") == ReplyDisposition::late);
 }
 
-TEST_CASE("A listener may start calls from inside fail_all; those are not failed", "[rpc][calls]") {
+TEST_CASE("A listener may start calls from inside fail_all and those are not failed", "[rpc][calls]") {
   ManualTimerService timers;
   Recorder rec;
   CallTable table(timers, rec);
@@ -223,7 +223,7 @@ TEST_CASE("A timeout callback may complete another call due in the same tick", "
   CHECK(timers.wheel().empty());
 }
 
-TEST_CASE("fail() gives up on one call; the table's clock measures elapsed time", "[rpc][calls]") {
+TEST_CASE("fail() gives up on one call and the table clock measures elapsed time", "[rpc][calls]") {
   ManualTimerService timers;
   Recorder rec;
   static heartwheel::TimePoint fake_now{};
