@@ -50,9 +50,10 @@ inline int connect_blocking(int port) {
 
 // A loop plus its wheel. run_until() never hangs: it gives up at `limit`.
 struct TestLoop {
-  explicit TestLoop(Duration tick = 5ms) {
+  explicit TestLoop(Duration tick = 5ms, std::size_t max_fired = 20000) {
     REQUIRE(uv_loop_init(&loop) == 0);
-    wheel = std::make_unique<heartwheel::LoopWheel>(&loop, heartwheel::LoopWheel::Options{.tick = tick});
+    wheel = std::make_unique<heartwheel::LoopWheel>(
+        &loop, heartwheel::LoopWheel::Options{.tick = tick, .max_fired_per_iteration = max_fired});
   }
   ~TestLoop() {
     wheel.reset();

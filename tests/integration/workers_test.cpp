@@ -2,6 +2,7 @@
 // threads in-process, and as processes through the heartwheel-echo binary.
 #include <heartwheel/net/workers.h>
 
+#include <algorithm>
 #include <thread>
 
 
@@ -104,6 +105,38 @@ TEST_CASE("heartwheel-echo with several processes shares one port and merges sta
                              "error", "limit", "write_stall", "drain"})
     CHECK(s.find(std::string("\"") + reason + "\"") != std::string::npos);
   for (int fd : fds) ::close(fd);
+}
+
+TEST_CASE("The prefork parent restarts a worker process that dies while serving",
+          "[net][workers][process]") {
+  EchoProcess echo({"--processes", "2"});
+  auto children = [&] {
+    std::vector<pid_t> pids;
+    std::ifstream in("/proc/" + std::to_string(echo.pid) + "/task/" + std::to_string(echo.pid) + "/children");
+    for (pid_t p; in >> p;) pids.push_back(p);
+    return pids;
+  };
+  const auto before = children();
+  REQUIRE(before.size() == 2);
+  ::kill(before[0], SIGKILL);
+  std::vector<pid_t> after;
+  for (int i = 0; i < 200; ++i) {
+    after = children();
+    if (after.size() == 2 && after != before) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(after.size() == 2);
+  CHECK(std::find(after.begin(), after.end(), before[0]) == after.end());
+  std::this_thread::sleep_for(100ms);  // the new child listens
+  for (int i = 0; i < 20; ++i) {
+    const int fd = connect_blocking(echo.port);
+    CHECK(echo_once(fd));
+    ::close(fd);
+  }
+  CHECK(echo.stop(SIGTERM) == 0);
+  const std::string s = echo.stats();
+  CHECK(s.find("\"process_restarts\": 1") != std::string::npos);
+  CHECK(s.find("\"loops\": 2") != std::string::npos);  // the new process reported too
 }
 
 TEST_CASE("Out of descriptors, the server sheds connections without spinning and recovers",
