@@ -135,3 +135,28 @@ TEST_CASE("Writes after close are refused and counted as dropped", "[connection]
   uv_run(&host.loop, UV_RUN_DEFAULT);
   ::close(peer);
 }
+
+TEST_CASE("Several parts go out in order, also when part of them had to queue", "[connection][write]") {
+  ManualHost host(ConnectionOptions{});
+  Events events;
+  Connection* conn = nullptr;
+  const int peer = open_on_socketpair(host, conn, events);
+  REQUIRE_FALSE(conn->write({"HTTP/1.1 200 OK\r\n", "", "\r\n", "body"}));
+  CHECK(manual::drain(peer) == "HTTP/1.1 200 OK\r\n\r\nbody");
+  // Now with a full socket: a big middle part queues after a partial write.
+  const std::string big(1 << 20, 'm');
+  REQUIRE_FALSE(conn->write({"<", big, ">"}));
+  std::string got;
+  for (int i = 0; i < 10000 && got.size() < big.size() + 2; ++i) {
+    got += manual::drain(peer);
+    uv_run(&host.loop, UV_RUN_NOWAIT);
+  }
+  REQUIRE(got.size() == big.size() + 2);
+  CHECK(got.front() == '<');
+  CHECK(got.back() == '>');
+  CHECK(got.substr(1, big.size()) == big);
+  CHECK(conn->bytes_written() == 17 + 2 + 4 + 1 + big.size() + 1);
+  conn->close();
+  uv_run(&host.loop, UV_RUN_DEFAULT);
+  ::close(peer);
+}
