@@ -21,6 +21,7 @@
 
 namespace net = heartwheel::net;
 using heartwheel::Duration;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -72,6 +73,9 @@ Setup make_setup(const Config& c) {
   s.workers.wheel.max_fired_per_iteration = c.max_fired;
   s.drain_timeout = parse_duration(c.drain_timeout);
   s.stats_interval = parse_duration(c.stats_interval);
+  // Workers publish their counters for the periodic line; keep that lag small.
+  if (s.stats_interval.count() > 0)
+    s.workers.publish_interval = std::min(s.workers.publish_interval, std::max<Duration>(s.stats_interval / 2, 1ms));
   if (c.processes > 1) so.reuse_port = true;
   so.validate();
   return s;
