@@ -1,0 +1,212 @@
+// heartwheel-rpc-client: makes RPC calls (docs/rpc-protocol.md) with
+// per-call deadlines in the timing wheel, heartbeats, and reconnects with
+// backoff; prints a JSON summary at exit. See README.md in this folder.
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <uv.h>
+
+#include <heartwheel/duration_parse.h>
+#include <heartwheel/net/address.h>
+
+#include "rpc_client.h"
+
+namespace net = heartwheel::net;
+using heartwheel::parse_duration;
+
+namespace {
+
+struct Config {
+  std::string server;
+  std::string duration = "10s", call_timeout = "1s", heartbeat = "30s", heartbeat_timeout = "0";
+  std::string tick = "1ms", backoff_initial = "100ms", backoff_max = "5s", connect_timeout = "2s";
+  double rate = 100;
+  std::uint64_t calls = 0;
+  std::size_t max_in_flight = 1000, payload = 16;
+  std::string json;
+};
+
+rpcclient::ClientOptions make_options(const Config& c) {
+  rpcclient::ClientOptions o;
+  const auto hp = net::parse_host_port(c.server);
+  if (hp.port == 0) throw std::invalid_argument("--server needs a port: HOST:PORT");
+  o.connector.host = hp.host;
+  o.connector.port = hp.port;
+  o.connector.backoff_initial = parse_duration(c.backoff_initial);
+  o.connector.backoff_max = parse_duration(c.backoff_max);
+  o.connector.connect_timeout = parse_duration(c.connect_timeout);
+  o.connector.validate();
+  o.heartbeat.interval = parse_duration(c.heartbeat);
+  o.heartbeat.timeout = parse_duration(c.heartbeat_timeout);
+  if (o.heartbeat.interval.count() > 0) o.heartbeat.validate();
+  o.rate = c.rate;
+  o.calls = c.calls;
+  o.max_in_flight = c.max_in_flight;
+  o.call_timeout = parse_duration(c.call_timeout);
+  o.duration = parse_duration(c.duration);
+  o.payload_size = c.payload;
+  return o;
+}
+
+// {count, mean, p50, p90, p99, max} in microseconds.
+nlohmann::json percentiles_us(const rpcclient::Samples& samples) {
+  nlohmann::json j = {{"count", samples.count()}};
+  if (samples.count() == 0) return j;
+  std::vector<std::int64_t> ns = samples.values();
+  std::sort(ns.begin(), ns.end());
+  auto at = [&](double q) {
+    const auto i = static_cast<std::size_t>(q * static_cast<double>(ns.size() - 1) + 0.5);
+    return static_cast<double>(ns[i]) / 1000.0;
+  };
+  j["mean"] = samples.mean() / 1000.0;
+  j["p50"] = at(0.50);
+  j["p90"] = at(0.90);
+  j["p99"] = at(0.99);
+  j["max"] = static_cast<double>(samples.max()) / 1000.0;
+  return j;
+}
+
+nlohmann::json summary(const rpcclient::RpcClient& client) {
+  const auto& s = client.call_stats();
+  const auto& k = client.counters();
+  const auto& n = client.net_stats();
+  nlohmann::json closed;
+  for (std::size_t r = 0; r < net::kCloseReasonCount; ++r)
+    closed[net::to_string(static_cast<net::CloseReason>(r))] = n.closed_by_reason[r];
+  const auto connects = client.connects();
+  return {
+      {"calls_started", s.started},
+      {"calls_ok", s.ok},
+      {"calls_error", s.errors},
+      {"calls_timed_out", s.timed_out},
+      {"calls_failed", s.failed},
+      {"calls_unsent", k.calls_unsent + s.refused},
+      {"late_replies", s.late_replies},
+      {"duplicate_replies", s.duplicate_replies},
+      {"unknown_replies", s.unknown_replies},
+      {"payload_mismatches", k.payload_mismatches},
+      {"peak_in_flight", s.peak_in_flight},
+      {"connects", connects},
+      {"reconnects", connects > 0 ? connects - 1 : 0},
+      {"connect_failures", n.connect_failures},
+      {"heartbeats_sent", k.heartbeats_sent},
+      {"pongs_received", k.pongs_received},
+      {"pings_received", k.pings_received},
+      {"unexpected_frames", k.unexpected_frames},
+      {"protocol_errors", k.protocol_errors},
+      {"closed_by_reason", closed},
+      {"elapsed_s", std::chrono::duration<double>(client.elapsed()).count()},
+      {"rtt_us", percentiles_us(k.rtt_ns)},
+      {"heartbeat_rtt_us", percentiles_us(k.heartbeat_rtt_ns)},
+  };
+}
+
+struct SignalCtl {
+  rpcclient::RpcClient* client;
+  int count = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config c;
+  CLI::App app{"heartwheel-rpc-client: calls an RPC server at a steady rate with per-call deadlines, "
+               "heartbeats, and reconnect with backoff; prints a JSON summary at exit.\n"
+               "Durations: 250ms, 2s, 1.5s, 5m; 0 = off."};
+  app.add_option("--server", c.server, "HOST:PORT of the server")->required();
+  app.add_option("--rate", c.rate,
+                 "calls per second; 0 = no paced calls: with --calls N the N calls go back to back "
+                 "(up to --max-in-flight at once), without it the client only heartbeats")
+      ->capture_default_str();
+  app.add_option("--calls", c.calls, "stop after this many calls (0 = no limit); the run ends at --duration "
+                                     "or when the calls are done, whichever is first")->capture_default_str();
+  app.add_option("--call-timeout", c.call_timeout, "a call unanswered for this long counts as timed out; "
+                                                   "a reply after that is a late reply, not delivered")
+      ->capture_default_str();
+  app.add_option("--max-in-flight", c.max_in_flight, "calls outstanding at once; calls due beyond it "
+                                                     "count as unsent")->capture_default_str();
+  app.add_option("--payload", c.payload, "request payload size in bytes")->capture_default_str();
+  app.add_option("--duration", c.duration, "how long to issue calls (then wait for those in flight); "
+                                           "0 = until --calls are done")->capture_default_str();
+  app.add_option("--heartbeat", c.heartbeat, "send a PING after this long with nothing written; a "
+                                             "server silent for 3 intervals is dead (reconnect); 0 = off")
+      ->capture_default_str();
+  app.add_option("--heartbeat-timeout", c.heartbeat_timeout, "nothing read for this long = dead server "
+                                                             "(0 = 3 x --heartbeat; at least 2 x)")
+      ->capture_default_str();
+  app.add_option("--backoff-initial", c.backoff_initial, "first reconnect delay (doubles per failure, "
+                                                         "with jitter)")->capture_default_str();
+  app.add_option("--backoff-max", c.backoff_max, "longest reconnect delay")->capture_default_str();
+  app.add_option("--connect-timeout", c.connect_timeout, "give up on one connect attempt after this long")
+      ->capture_default_str();
+  app.add_option("--tick", c.tick, "timing wheel resolution (>= 1ms)")->capture_default_str();
+  app.add_option("--json", c.json, "also write the summary to this file");
+  CLI11_PARSE(app, argc, argv);
+
+  rpcclient::ClientOptions options;
+  heartwheel::LoopWheel::Options wheel_options;
+  try {
+    options = make_options(c);
+    wheel_options.tick = parse_duration(c.tick);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "heartwheel-rpc-client: %s\n", e.what());
+    return 2;
+  }
+
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  nlohmann::json result;
+  int status = 0;
+  {
+    heartwheel::LoopWheel wheel(&loop, wheel_options);
+    try {
+      rpcclient::RpcClient client(wheel, options);
+      SignalCtl ctl{&client};
+      uv_signal_t term, intr;
+      for (uv_signal_t* s : {&term, &intr}) {
+        uv_signal_init(&loop, s);
+        s->data = &ctl;
+      }
+      auto on_signal = [](uv_signal_t* h, int) {
+        auto* sc = static_cast<SignalCtl*>(h->data);
+        if (++sc->count == 1) {
+          sc->client->finish();  // stop issuing, let in-flight calls finish
+        } else {
+          uv_stop(h->loop);
+        }
+      };
+      uv_signal_start(&term, on_signal, SIGTERM);
+      uv_signal_start(&intr, on_signal, SIGINT);
+      client.start([&loop] { uv_stop(&loop); });
+      uv_run(&loop, UV_RUN_DEFAULT);
+      result = summary(client);
+      uv_close(reinterpret_cast<uv_handle_t*>(&term), nullptr);
+      uv_close(reinterpret_cast<uv_handle_t*>(&intr), nullptr);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "heartwheel-rpc-client: %s\n", e.what());
+      status = 2;
+    }
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);  // closing handles finish
+  uv_loop_close(&loop);
+  if (status != 0) return status;
+
+  const std::string text = result.dump(2);
+  std::printf("%s\n", text.c_str());
+  std::fflush(stdout);
+  if (!c.json.empty()) {
+    std::ofstream out(c.json);
+    out << text << "\n";
+    if (!out) {
+      std::fprintf(stderr, "heartwheel-rpc-client: cannot write %s\n", c.json.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,195 @@
+// heartwheel-rpc-server: answers the RPC frame protocol (docs/rpc-protocol.md)
+// with heartbeats both ways, optional reply delays on the timing wheel, and a
+// graceful drain on SIGTERM/SIGINT. See README.md in this folder.
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <uv.h>
+
+#include <heartwheel/duration_parse.h>
+#include <heartwheel/net/address.h>
+#include <heartwheel/net/workers.h>
+
+#include "rpc_service.h"
+
+namespace net = heartwheel::net;
+using heartwheel::Duration;
+using heartwheel::parse_duration;
+
+namespace {
+
+struct Config {
+  std::string listen = "127.0.0.1:0";
+  std::string heartbeat = "30s", heartbeat_timeout = "0", reply_delay = "0";
+  std::string tick = "10ms", drain_timeout = "5s";
+  std::size_t max_frame = heartwheel::rpc::kDefaultMaxFrameLength;
+  unsigned workers = 1;
+  std::string stats_json;
+};
+
+struct Setup {
+  net::WorkersOptions workers;
+  rpcserver::ServiceOptions service;
+  Duration drain_timeout{};
+};
+
+Setup make_setup(const Config& c) {
+  Setup s;
+  const auto hp = net::parse_host_port(c.listen);
+  s.workers.server.host = hp.host;
+  s.workers.server.port = hp.port;
+  s.workers.threads = c.workers;
+  s.workers.wheel.tick = parse_duration(c.tick);
+  s.service.reply_delay = parse_duration(c.reply_delay);
+  s.service.max_frame_length = c.max_frame;
+  s.service.heartbeat.interval = parse_duration(c.heartbeat);
+  s.service.heartbeat.timeout = parse_duration(c.heartbeat_timeout);
+  if (s.service.heartbeat.interval.count() == 0 && s.service.heartbeat.timeout.count() > 0)
+    throw std::invalid_argument("--heartbeat-timeout needs --heartbeat (the interval) to be on");
+  s.workers.server.connection = rpcserver::connection_options_for(s.service);  // validates
+  s.drain_timeout = parse_duration(c.drain_timeout);
+  s.workers.server.validate();
+  heartwheel::rpc::FrameDecoder probe(c.max_frame);  // throws for a maximum below 9
+  return s;
+}
+
+// The main thread's job while the workers serve: turn signals into a drain
+// (first signal) or a stop (second), and notice when the workers are done.
+// Its handlers are installed before the workers start, so a signal sent as
+// soon as "listening on" is printed already drains.
+class Control {
+ public:
+  Control(net::Workers& workers, std::atomic<bool>& draining, Duration drain_timeout)
+      : workers_(workers), draining_(draining), drain_timeout_(drain_timeout) {
+    uv_loop_init(&loop_);
+    for (uv_signal_t* s : {&term_, &intr_}) {
+      uv_signal_init(&loop_, s);
+      s->data = this;
+      uv_signal_start(s, &on_signal, s == &term_ ? SIGTERM : SIGINT);
+    }
+    uv_timer_init(&loop_, &poll_);
+    poll_.data = this;
+  }
+  ~Control() {
+    for (auto* h : {reinterpret_cast<uv_handle_t*>(&term_), reinterpret_cast<uv_handle_t*>(&intr_),
+                    reinterpret_cast<uv_handle_t*>(&poll_)})
+      uv_close(h, nullptr);
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    uv_loop_close(&loop_);
+  }
+  Control(const Control&) = delete;
+  Control& operator=(const Control&) = delete;
+
+  // Runs until every worker loop has ended.
+  void run() {
+    uv_timer_start(&poll_, [](uv_timer_t* t) {
+      if (!static_cast<Control*>(t->data)->workers_.running()) uv_stop(t->loop);
+    }, 20, 20);
+    uv_run(&loop_, UV_RUN_DEFAULT);
+  }
+
+ private:
+  static void on_signal(uv_signal_t* h, int) {
+    auto* c = static_cast<Control*>(h->data);
+    if (++c->signals_ == 1) {
+      c->draining_.store(true);  // before the workers drain: late requests get ERROR
+      c->workers_.drain(c->drain_timeout_);
+    } else {
+      c->workers_.stop();
+    }
+  }
+
+  net::Workers& workers_;
+  std::atomic<bool>& draining_;
+  Duration drain_timeout_;
+  int signals_ = 0;
+  uv_loop_t loop_;
+  uv_signal_t term_, intr_;
+  uv_timer_t poll_;
+};
+
+nlohmann::json counters_json(const rpcserver::RpcCounters& r) {
+  return {{"requests", r.requests},           {"responses", r.responses},
+          {"errors_sent", r.errors_sent},     {"delayed", r.delayed},
+          {"dropped_replies", r.dropped_replies}, {"pings_received", r.pings_received},
+          {"pings_sent", r.pings_sent},       {"pongs_received", r.pongs_received},
+          {"unexpected_frames", r.unexpected_frames}, {"protocol_errors", r.protocol_errors},
+          {"frames_too_large", r.frames_too_large}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config c;
+  CLI::App app{"heartwheel-rpc-server: answers RPC frames (REQUEST -> RESPONSE echoing the payload, "
+               "PING -> PONG), pings idle peers and closes silent ones.\n"
+               "Durations: 250ms, 2s, 1.5s, 5m; 0 = off."};
+  app.add_option("--listen", c.listen, "HOST:PORT to listen on (port 0 = pick one; printed as "
+                                       "'listening on HOST:PORT')")->capture_default_str();
+  app.add_option("--heartbeat", c.heartbeat, "heartbeat interval: send a PING after this long with "
+                                             "nothing written; 0 = no heartbeats and no idle close")
+      ->capture_default_str();
+  app.add_option("--heartbeat-timeout", c.heartbeat_timeout, "close a peer after this long with nothing "
+                                                             "read (0 = 3 x --heartbeat; at least 2 x)")
+      ->capture_default_str();
+  app.add_option("--reply-delay", c.reply_delay, "answer each REQUEST this long after it arrived "
+                                                 "(scheduled on the timing wheel), to show client timeouts")
+      ->capture_default_str();
+  app.add_option("--max-frame", c.max_frame, "largest frame length accepted (type + id + payload); "
+                                             "a larger one closes that connection")->capture_default_str();
+  app.add_option("--workers", c.workers, "event-loop threads, each with its own wheel and SO_REUSEPORT "
+                                         "listener")->check(CLI::Range(1u, 256u))->capture_default_str();
+  app.add_option("--tick", c.tick, "timing wheel resolution (>= 1ms)")->capture_default_str();
+  app.add_option("--drain-timeout", c.drain_timeout, "on SIGTERM/SIGINT: stop accepting, finish "
+                                                     "in-flight (delayed) calls for up to this long, then close")
+      ->capture_default_str();
+  app.add_option("--stats-json", c.stats_json, "write final statistics as JSON to this file at exit");
+  CLI11_PARSE(app, argc, argv);
+
+  Setup setup;
+  try {
+    setup = make_setup(c);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "heartwheel-rpc-server: %s\n", e.what());
+    return 2;
+  }
+  std::atomic<bool> draining{false};
+  setup.service.draining = &draining;
+  std::vector<rpcserver::RpcCounters> counters(c.workers);
+  try {
+    net::Workers workers(setup.workers, [&](unsigned index) {
+      return std::make_unique<rpcserver::RpcService>(setup.service, counters[index]);
+    });
+    Control control(workers, draining, setup.drain_timeout);
+    workers.start();
+    const auto& host = setup.workers.server.host;
+    const bool v6 = host.find(':') != std::string::npos;
+    std::printf("listening on %s%s%s:%d\n", v6 ? "[" : "", host.c_str(), v6 ? "]" : "", workers.port());
+    std::fflush(stdout);
+
+    control.run();
+    workers.join();  // after this the counters are ours to read
+
+    rpcserver::RpcCounters total;
+    for (const auto& w : counters) total.merge(w);
+    if (!c.stats_json.empty()) {
+      auto j = nlohmann::json::parse(net::to_json(workers.total()));
+      j["rpc"] = counters_json(total);
+      j["workers"] = c.workers;
+      std::ofstream out(c.stats_json);
+      out << j.dump(2) << "\n";
+      if (!out) std::fprintf(stderr, "heartwheel-rpc-server: cannot write %s\n", c.stats_json.c_str());
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "heartwheel-rpc-server: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,159 @@
+// heartwheel/rpc/call_table.h - the client's outstanding calls and their
+// deadlines, one timer entry per call in the loop's timing wheel.
+//
+// What it is
+//   start() registers a call, arms its deadline on the TimerService and
+//   returns the id to put in the REQUEST frame. Exactly one completion is then
+//   reported to the CallListener for that call, whichever comes first:
+//     ok / error  the RESPONSE / ERROR frame arrived (complete())
+//     timed_out   the deadline passed (the wheel fired the call's entry)
+//     failed      the caller gave up on it (fail(), fail_all(): connection lost)
+//   A reply that arrives after its call timed out is NOT delivered: complete()
+//   returns ReplyDisposition::late and counts it in stats().late_replies.
+//
+// Why ids carry the slot (instead of a hash map id -> call)
+//   Call records live in a pool of fixed chunks (their TimerEntry must not
+//   move). An id is (generation << 32 | slot): the reply's id indexes the pool
+//   directly and the generation tells a live call from an earlier use of the
+//   same record. Lookup is an array index and a compare, with no hashing and
+//   no allocation per call; the pool only grows (by a chunk) when more calls
+//   are in flight than ever before. Freed records are reused oldest-first, so
+//   a record keeps the outcome of its last call as long as possible: a reply
+//   to that call is then classified exactly (late after a timeout, duplicate
+//   after an answer). A reply for an older generation is counted as late.
+//
+// Cost: start, complete, fail and the expiry of one call are O(1); fail_all is
+//   O(calls in flight). Memory: about 100 bytes per record, records = the
+//   peak number of calls in flight (rounded up to a chunk of 256).
+// Threads: the TimerService's thread only.
+// Re-entrancy: the listener may start, complete or fail any call, including
+//   from inside fail_all (calls started then are not failed by it). The
+//   completion's payload is valid only during the callback.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <heartwheel/time.h>
+#include <heartwheel/timer_entry.h>
+#include <heartwheel/timer_service.h>
+
+namespace heartwheel::rpc {
+
+enum class CallStatus : std::uint8_t { ok, error, timed_out, failed };
+const char* to_string(CallStatus status) noexcept;
+
+struct CallCompletion {
+  std::uint64_t id;
+  CallStatus status;
+  std::string_view payload;  // ok / error: the reply; otherwise empty
+  void* context;             // what start() was given
+  Duration elapsed;          // start to completion, on the table's clock
+  std::error_code reason;    // timed_out: errc::timed_out; failed: what fail() was given
+};
+
+class CallListener {
+ public:
+  // One call per started call, on the TimerService's thread.
+  virtual void on_call_done(const CallCompletion& done) = 0;
+
+ protected:
+  ~CallListener() = default;
+};
+
+// What complete() did with a reply.
+enum class ReplyDisposition : std::uint8_t {
+  delivered,  // its call was in flight: completed ok / error
+  late,       // its call had already timed out or failed (or the id is an older use of the record)
+  duplicate,  // its call had already been answered
+  unknown,    // no call ever had this id
+};
+
+struct CallTableStats {
+  std::uint64_t started = 0;
+  std::uint64_t ok = 0;
+  std::uint64_t errors = 0;
+  std::uint64_t timed_out = 0;
+  std::uint64_t failed = 0;
+  std::uint64_t refused = 0;  // start() over max_in_flight
+  std::uint64_t late_replies = 0;
+  std::uint64_t duplicate_replies = 0;
+  std::uint64_t unknown_replies = 0;
+  std::uint64_t peak_in_flight = 0;
+};
+
+struct CallTableOptions {
+  // start() refuses calls beyond this many in flight; 0 = no limit but the
+  // id space (2^32 records).
+  std::size_t max_in_flight = 0;
+  // Clock for CallCompletion::elapsed. Null = the TimerService's now(), which
+  // under LoopWheel is the loop's cached millisecond time; pass a finer clock
+  // (e.g. one reading uv_hrtime) to measure round trips in microseconds.
+  // Deadlines always use the TimerService.
+  TimePoint (*clock)() noexcept = nullptr;
+};
+
+class CallTable {
+ public:
+  CallTable(TimerService& timers, CallListener& listener, CallTableOptions options = {});
+  // Disarms every pending deadline; no completion is reported for them.
+  ~CallTable();
+
+  CallTable(const CallTable&) = delete;
+  CallTable& operator=(const CallTable&) = delete;
+
+  // Registers a call whose deadline is `timeout` from now (zero or negative:
+  // no deadline). `context` is handed back in its completion. Returns the
+  // call's id (never 0), or 0 with `error` = errc::limit_reached when
+  // max_in_flight calls are pending (nothing registered, counted as refused).
+  std::uint64_t start(Duration timeout, void* context, std::error_code& error);
+
+  // A reply for `id` arrived (an ERROR frame if `is_error`). Completes the
+  // call if it is in flight; otherwise counts and reports what it was.
+  ReplyDisposition complete(std::uint64_t id, std::string_view payload, bool is_error = false);
+
+  // Gives up on one call: it completes as failed with `reason`. False if `id`
+  // is not in flight.
+  bool fail(std::uint64_t id, std::error_code reason);
+  // Gives up on every call in flight (e.g. errc::closed when the connection
+  // is lost). Returns how many completed.
+  std::size_t fail_all(std::error_code reason);
+
+  std::size_t in_flight() const noexcept { return in_flight_; }
+  bool pending(std::uint64_t id) const noexcept;
+  const CallTableStats& stats() const noexcept { return stats_; }
+  // Records allocated so far (the pool's high-water mark).
+  std::size_t capacity() const noexcept { return chunks_.size() * kChunk; }
+
+ private:
+  static constexpr std::size_t kChunk = 256;
+  enum class State : std::uint8_t { pending, answered, timed_out, failed };
+  struct Call;
+  static void on_deadline(TimerEntry& entry);
+
+  Call* record(std::uint32_t slot) const noexcept;
+  Call* find(std::uint64_t id) const noexcept;
+  Call* acquire() noexcept;
+  void grow();
+  // Unlinks `call` from the pending list, records `state`, frees the record
+  // and reports the completion.
+  void finish(Call& call, State state, CallStatus status, std::string_view payload,
+              std::error_code reason);
+  TimePoint now() const noexcept;
+
+  TimerService& timers_;
+  CallListener& listener_;
+  CallTableOptions options_;
+  std::vector<std::unique_ptr<Call[]>> chunks_;
+  Call* pending_head_ = nullptr;  // doubly linked, for fail_all
+  Call* free_head_ = nullptr;     // FIFO: freed at the tail, reused from the head
+  Call* free_tail_ = nullptr;
+  std::size_t in_flight_ = 0;
+  CallTableStats stats_;
+};
+
+}  // namespace heartwheel::rpc

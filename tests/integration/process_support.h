@@ -1,0 +1,111 @@
+// Helpers for tests that run the built programs: spawn a child with its
+// stdout on a pipe, wait for a line, signal it by PID, reap it with a time
+// limit; blocking loopback sockets with time limits; a temp directory; and a
+// watchdog that kills every child and fails the run if a test hangs.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace hwproc {
+
+using Ms = std::chrono::milliseconds;
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+inline SteadyTime now() { return std::chrono::steady_clock::now(); }
+inline long long ms_since(SteadyTime t) {
+  return std::chrono::duration_cast<Ms>(now() - t).count();
+}
+void sleep_for(Ms d);
+
+// A child process. The destructor kills (SIGKILL) and reaps it if it is still
+// running, so no test leaves a process behind.
+class Child {
+ public:
+  // Starts `argv[0]` with `argv`; stdout goes to a pipe we read, stderr is
+  // inherited. FAILs the test if the program cannot be started.
+  explicit Child(std::vector<std::string> argv);
+  ~Child();
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // Reads stdout until a line starting with `prefix` arrived; returns that
+  // line, or nullopt after `limit` or at EOF.
+  std::optional<std::string> wait_for_line(const std::string& prefix, Ms limit);
+  // "listening on 127.0.0.1:PORT" -> PORT, or 0 if it did not come in `limit`.
+  int wait_listening(Ms limit = Ms(5000));
+  void signal(int sig);
+  // Waits for the exit (reading stdout meanwhile). Returns the exit status
+  // (128 + signal when killed), or nullopt if it is still running at `limit`.
+  std::optional<int> wait_exit(Ms limit);
+  const std::string& output() const { return out_; }
+
+ private:
+  bool read_some(Ms limit);  // false at EOF or timeout
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  std::string out_;
+  std::size_t scanned_ = 0;
+  bool exited_ = false;
+};
+
+// Kills every live Child and aborts the test binary if not disarmed within
+// `limit` (a hung test must not hang the suite).
+class Watchdog {
+ public:
+  explicit Watchdog(Ms limit);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  struct State;
+  State* state_;
+};
+
+// A fresh directory under $TMPDIR (or /tmp), removed with its files.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Reads a whole file ("" if missing).
+std::string read_file(const std::string& path);
+
+// Blocking loopback TCP client.
+class RawSocket {
+ public:
+  explicit RawSocket(int port);  // FAILs the test if it cannot connect
+  ~RawSocket();
+  RawSocket(const RawSocket&) = delete;
+  RawSocket& operator=(const RawSocket&) = delete;
+
+  void send(const std::string& bytes);
+  // Appends what arrives within `limit` to received(); stops early at EOF or
+  // once `until` returns true for the bytes so far. Returns true at EOF.
+  bool read_for(Ms limit, bool (*until)(const std::string&) = nullptr);
+  bool eof() const { return eof_; }
+  // When EOF (or a reset) was seen.
+  SteadyTime eof_at() const { return eof_at_; }
+  const std::string& received() const { return in_; }
+
+ private:
+  int fd_ = -1;
+  std::string in_;
+  bool eof_ = false;
+  SteadyTime eof_at_{};
+};
+
+}  // namespace hwproc

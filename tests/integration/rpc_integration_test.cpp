@@ -1,0 +1,308 @@
+// heartwheel-rpc-server and heartwheel-rpc-client as processes on loopback:
+// heartbeats keep an idle client connected, a silent socket is closed after
+// three intervals, a client reconnects to a restarted server, delayed replies
+// show call timeouts without double delivery, and a drain finishes in-flight
+// calls. Heartbeats are 200 ms so the whole file takes well under a minute.
+#include "process_support.h"
+
+#include <heartwheel/rpc/frame.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <string>
+#include <vector>
+
+#ifndef HEARTWHEEL_RPC_SERVER_BIN
+#error "HEARTWHEEL_RPC_SERVER_BIN must name the built heartwheel-rpc-server"
+#endif
+#ifndef HEARTWHEEL_RPC_CLIENT_BIN
+#error "HEARTWHEEL_RPC_CLIENT_BIN must name the built heartwheel-rpc-client"
+#endif
+
+using namespace hwproc;
+using nlohmann::json;
+namespace rpc = heartwheel::rpc;
+
+namespace {
+
+const std::string kServer = HEARTWHEEL_RPC_SERVER_BIN;
+const std::string kClient = HEARTWHEEL_RPC_CLIENT_BIN;
+
+std::vector<std::string> server_args(std::vector<std::string> extra) {
+  std::vector<std::string> a = {kServer, "--heartbeat", "200ms", "--tick", "5ms"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+std::vector<std::string> client_args(int port, std::vector<std::string> extra) {
+  std::vector<std::string> a = {kClient, "--server", "127.0.0.1:" + std::to_string(port),
+                                "--heartbeat", "200ms"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+// SIGTERM, wait for a clean exit, and return the --stats-json document.
+json stop_server(Child& server, const std::string& stats_path) {
+  server.signal(SIGTERM);
+  const auto status = server.wait_exit(Ms(5000));
+  REQUIRE(status);
+  CHECK(*status == 0);
+  return json::parse(read_file(stats_path));
+}
+
+json run_client(Child& client, const std::string& json_path, Ms limit) {
+  const auto status = client.wait_exit(limit);
+  REQUIRE(status);
+  REQUIRE(*status == 0);
+  return json::parse(read_file(json_path));
+}
+
+// The frames in `bytes`, payloads copied to `payloads`. The server's
+// heartbeat PINGs are left out unless `keep_pings`.
+std::vector<rpc::FrameView> frames_in(const std::string& bytes, std::vector<std::string>& payloads,
+                                      bool keep_pings = false) {
+  rpc::FrameDecoder d;
+  std::vector<rpc::FrameView> out;
+  std::string_view in = bytes;
+  std::error_code ec;
+  while (auto f = d.next(in, ec)) {
+    if (f->type == rpc::FrameType::ping && !keep_pings) continue;
+    payloads.emplace_back(f->payload);
+    out.push_back(*f);
+  }
+  REQUIRE(!ec);
+  return out;
+}
+
+// Every call ended exactly once, however it ended.
+void check_accounted(const json& s) {
+  CHECK(s["calls_started"].get<long>() == s["calls_ok"].get<long>() + s["calls_error"].get<long>() +
+                                              s["calls_timed_out"].get<long>() + s["calls_failed"].get<long>());
+  CHECK(s["duplicate_replies"] == 0);
+  CHECK(s["unknown_replies"] == 0);
+  CHECK(s["payload_mismatches"] == 0);
+}
+
+}  // namespace
+
+TEST_CASE("An RPC client that only heartbeats stays connected for several idle periods",
+          "[rpc][integration][heartbeat]") {
+  Watchdog dog(Ms(30000));
+  TempDir tmp;
+  Child server(server_args({"--stats-json", tmp.file("server.json")}));
+  const int port = server.wait_listening();
+  REQUIRE(port > 0);
+  // 1.6 s = 8 heartbeat intervals, more than twice the 600 ms timeout.
+  Child client(client_args(port, {"--rate", "0", "--duration", "1600ms", "--json", tmp.file("c.json")}));
+  const json s = run_client(client, tmp.file("c.json"), Ms(10000));
+  INFO(s.dump(2));
+  CHECK(s["connects"] == 1);
+  CHECK(s["reconnects"] == 0);
+  CHECK(s["calls_started"] == 0);
+  // Both sides ping when write-idle; whoever's turn comes first pings, the
+  // other's PONG counts as its write. Together: one per ~200 ms of silence.
+  const int client_pings = s["heartbeats_sent"].get<int>();
+  CHECK(client_pings + s["pings_received"].get<int>() >= 5);
+  CHECK(s["pongs_received"].get<int>() >= client_pings - 1);  // the last may be in flight
+  CHECK(s["heartbeat_rtt_us"]["count"] == s["pongs_received"]);
+  CHECK(s["closed_by_reason"]["read_idle"] == 0);
+  const json st = stop_server(server, tmp.file("server.json"));
+  INFO(st.dump(2));
+  CHECK(st["closed_by_reason"]["read_idle"] == 0);
+  CHECK(st["rpc"]["pings_received"] == client_pings);
+  CHECK(st["rpc"]["pings_sent"].get<int>() >= s["pings_received"].get<int>());  // one may cross the close
+}
+
+TEST_CASE("A silent socket is closed by the server after 3 heartbeat intervals, not earlier",
+          "[rpc][integration][heartbeat]") {
+  Watchdog dog(Ms(30000));
+  TempDir tmp;
+  Child server(server_args({"--stats-json", tmp.file("server.json")}));
+  const int port = server.wait_listening();
+  REQUIRE(port > 0);
+  const auto t0 = now();
+  RawSocket silent(port);
+  REQUIRE(silent.read_for(Ms(5000)));  // says nothing, reads until the server closes
+  const auto lived = std::chrono::duration_cast<Ms>(silent.eof_at() - t0).count();
+  CHECK(lived >= 600 - 2);        // never before the 3 x 200 ms timeout (ms clock rounding)
+  CHECK(lived <= 600 + 1500);     // and not much after (generous for a loaded machine)
+  // Meanwhile the server pinged it, as a write-idle heartbeat.
+  std::vector<std::string> payloads;
+  const auto frames = frames_in(silent.received(), payloads, true);
+  CHECK(frames.size() >= 1);
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    CHECK(frames[i].type == rpc::FrameType::ping);
+    CHECK(payloads[i].size() == rpc::kPingPayloadSize);
+  }
+  const json st = stop_server(server, tmp.file("server.json"));
+  CHECK(st["closed_by_reason"]["read_idle"] == 1);
+}
+
+TEST_CASE("A client whose server dies reconnects when it comes back on the same port",
+          "[rpc][integration][reconnect]") {
+  Watchdog dog(Ms(40000));
+  TempDir tmp;
+  auto first = std::make_unique<Child>(server_args({}));
+  const int port = first->wait_listening();
+  REQUIRE(port > 0);
+  Child client(client_args(port, {"--rate", "100", "--call-timeout", "300ms", "--duration", "3500ms",
+                                  "--backoff-initial", "50ms", "--backoff-max", "200ms", "--json",
+                                  tmp.file("c.json")}));
+  sleep_for(Ms(1000));
+  first->signal(SIGKILL);
+  REQUIRE(first->wait_exit(Ms(5000)));
+  first.reset();
+  sleep_for(Ms(600));  // the client sees refused connects meanwhile
+  Child second(server_args({"--listen", "127.0.0.1:" + std::to_string(port), "--stats-json",
+                            tmp.file("server2.json")}));
+  REQUIRE(second.wait_listening() == port);
+  const json s = run_client(client, tmp.file("c.json"), Ms(15000));
+  INFO(s.dump(2));
+  CHECK(s["reconnects"].get<int>() >= 1);
+  CHECK(s["connect_failures"].get<int>() >= 1);
+  CHECK(s["calls_ok"].get<int>() >= 100);  // ~1 s before the kill, ~1.9 s after the restart
+  check_accounted(s);
+  const json st = stop_server(second, tmp.file("server2.json"));
+  INFO(st.dump(2));
+  CHECK(st["rpc"]["requests"].get<int>() >= 50);  // calls made after the reconnect
+}
+
+TEST_CASE("A client detects a frozen server by read idle and reconnects when it thaws",
+          "[rpc][integration][reconnect][heartbeat]") {
+  Watchdog dog(Ms(40000));
+  TempDir tmp;
+  Child server(server_args({}));
+  const int port = server.wait_listening();
+  REQUIRE(port > 0);
+  Child client(client_args(port, {"--rate", "50", "--call-timeout", "300ms", "--duration", "3s",
+                                  "--backoff-initial", "50ms", "--backoff-max", "200ms", "--json",
+                                  tmp.file("c.json")}));
+  sleep_for(Ms(700));
+  server.signal(SIGSTOP);  // the process is there, the kernel still ACKs: only heartbeats can tell
+  sleep_for(Ms(1300));
+  server.signal(SIGCONT);
+  const json s = run_client(client, tmp.file("c.json"), Ms(15000));
+  INFO(s.dump(2));
+  CHECK(s["closed_by_reason"]["read_idle"].get<int>() >= 1);  // 3 x 200 ms with nothing read
+  CHECK(s["reconnects"].get<int>() >= 1);
+  CHECK(s["calls_timed_out"].get<int>() >= 1);  // calls made into the frozen server
+  CHECK(s["calls_ok"].get<int>() >= 40);        // before the freeze and after the thaw
+  check_accounted(s);
+}
+
+TEST_CASE("Replies delayed beyond the call timeout are timeouts, never delivered twice",
+          "[rpc][integration][calls]") {
+  Watchdog dog(Ms(30000));
+  TempDir tmp;
+  Child server(server_args({"--reply-delay", "300ms"}));
+  const int port = server.wait_listening();
+  REQUIRE(port > 0);
+  SECTION("call timeout 100 ms < reply delay 300 ms") {
+    Child client(client_args(port, {"--rate", "50", "--call-timeout", "100ms", "--duration", "1s",
+                                    "--json", tmp.file("c.json")}));
+    const json s = run_client(client, tmp.file("c.json"), Ms(10000));
+    INFO(s.dump(2));
+    CHECK(s["calls_started"].get<int>() >= 30);
+    CHECK(s["calls_ok"] == 0);
+    CHECK(s["calls_timed_out"] == s["calls_started"]);
+    CHECK(s["late_replies"].get<int>() >= 10);  // replies that came after their deadline
+    check_accounted(s);
+  }
+  SECTION("call timeout 1 s > reply delay 300 ms") {
+    Child client(client_args(port, {"--rate", "50", "--call-timeout", "1s", "--duration", "1s",
+                                    "--json", tmp.file("c.json")}));
+    const json s = run_client(client, tmp.file("c.json"), Ms(10000));
+    INFO(s.dump(2));
+    CHECK(s["calls_ok"] == s["calls_started"]);
+    CHECK(s["calls_timed_out"] == 0);
+    CHECK(s["late_replies"] == 0);
+    CHECK(s["rtt_us"]["p50"].get<double>() >= 300000 - 1000);  // the delay, from the wheel
+    check_accounted(s);
+  }
+}
+
+TEST_CASE("A drain finishes in-flight delayed calls, refuses new ones, then closes",
+          "[rpc][integration][drain]") {
+  Watchdog dog(Ms(30000));
+  TempDir tmp;
+  SECTION("the delay fits in the drain timeout") {
+    Child server(server_args({"--reply-delay", "500ms", "--drain-timeout", "3s", "--stats-json",
+                              tmp.file("server.json")}));
+    const int port = server.wait_listening();
+    REQUIRE(port > 0);
+    RawSocket sock(port);
+    sock.send(rpc::encode_frame(rpc::FrameType::request, 7, "in flight"));
+    sleep_for(Ms(100));
+    const auto term_at = now();
+    server.signal(SIGTERM);
+    sleep_for(Ms(100));
+    sock.send(rpc::encode_frame(rpc::FrameType::request, 8, "too late"));
+    REQUIRE(sock.read_for(Ms(5000)));  // EOF after the answer
+    std::vector<std::string> payloads;
+    const auto frames = frames_in(sock.received(), payloads);
+    REQUIRE(frames.size() == 2);
+    CHECK(frames[0].type == rpc::FrameType::error);  // the request that came during the drain
+    CHECK(frames[0].id == 8);
+    CHECK(frames[1].type == rpc::FrameType::response);
+    CHECK(frames[1].id == 7);
+    CHECK(payloads[1] == "in flight");
+    CHECK(ms_since(term_at) >= 300);  // the server waited for the delayed reply
+    const auto status = server.wait_exit(Ms(5000));
+    REQUIRE(status);
+    CHECK(*status == 0);
+    const json st = json::parse(read_file(tmp.file("server.json")));
+    INFO(st.dump(2));
+    CHECK(st["closed_by_reason"]["drain"] == 1);
+    CHECK(st["rpc"]["dropped_replies"] == 0);
+    CHECK(st["rpc"]["errors_sent"] == 1);
+  }
+  SECTION("the drain timeout cuts a longer delay short") {
+    Child server(server_args({"--reply-delay", "2s", "--drain-timeout", "200ms", "--stats-json",
+                              tmp.file("server.json")}));
+    const int port = server.wait_listening();
+    REQUIRE(port > 0);
+    RawSocket sock(port);
+    sock.send(rpc::encode_frame(rpc::FrameType::request, 1, "x"));
+    sleep_for(Ms(100));
+    const auto term_at = now();
+    server.signal(SIGTERM);
+    REQUIRE(sock.read_for(Ms(5000)));
+    CHECK(ms_since(term_at) < 1500);  // closed at the drain timeout, not after the 2 s delay
+    std::vector<std::string> payloads;
+    CHECK(frames_in(sock.received(), payloads).empty());  // no response came
+    REQUIRE(server.wait_exit(Ms(5000)));
+    const json st = json::parse(read_file(tmp.file("server.json")));
+    CHECK(st["rpc"]["dropped_replies"] == 1);
+  }
+}
+
+TEST_CASE("A bad frame closes only the connection that sent it", "[rpc][integration][frame]") {
+  Watchdog dog(Ms(30000));
+  TempDir tmp;
+  Child server(server_args({"--max-frame", "1024", "--stats-json", tmp.file("server.json")}));
+  const int port = server.wait_listening();
+  REQUIRE(port > 0);
+  RawSocket good(port);
+  RawSocket bad_type(port);
+  RawSocket too_large(port);
+  std::string wire = rpc::encode_frame(rpc::FrameType::request, 1, "x");
+  wire[rpc::kLengthFieldSize] = 9;
+  bad_type.send(wire);
+  too_large.send(rpc::encode_frame(rpc::FrameType::request, 2, std::string(2000, 'y')));
+  CHECK(bad_type.read_for(Ms(3000)));
+  CHECK(too_large.read_for(Ms(3000)));
+  good.send(rpc::encode_frame(rpc::FrameType::request, 3, "still here"));
+  good.read_for(Ms(3000), [](const std::string& b) { return b.size() >= rpc::kHeaderSize + 10; });
+  CHECK(!good.eof());
+  std::vector<std::string> payloads;
+  const auto frames = frames_in(good.received(), payloads);
+  REQUIRE(!frames.empty());
+  CHECK(frames[0].type == rpc::FrameType::response);
+  CHECK(payloads[0] == "still here");
+  const json st = stop_server(server, tmp.file("server.json"));
+  CHECK(st["rpc"]["protocol_errors"] == 2);
+  CHECK(st["rpc"]["frames_too_large"] == 1);
+  CHECK(st["closed_by_reason"]["error"] == 2);
+}
