@@ -101,7 +101,9 @@ void Worker::session_due(Conn& c) {
     }
   }
   if (c.state != Conn::State::open) return;
-  if (options_.mode == Mode::rpc && options_.heartbeat.count() > 0 && now - c.last_write_ns >= ns(options_.heartbeat))
+  // Writes above moved last_write_ns past `now`: compare without underflow.
+  if (options_.mode == Mode::rpc && options_.heartbeat.count() > 0 &&
+      now >= c.last_write_ns + ns(options_.heartbeat))
     send_ping(c);
   if (c.state == Conn::State::open) schedule_session(c);
 }
