@@ -99,6 +99,29 @@ TEST_CASE("Source address ranges expand in order", "[load][options]") {
   CHECK_THROWS_AS(parse_source_ips("example.com"), std::invalid_argument);
 }
 
+TEST_CASE("Source port ranges parse, and 'kernel' hands the choice back to connect()", "[load][options]") {
+  std::uint16_t lo = 1, hi = 1;
+  parse_source_ports("20000-29999", lo, hi);
+  CHECK(lo == 20000);
+  CHECK(hi == 29999);
+  parse_source_ports("kernel", lo, hi);
+  CHECK(lo == 0);
+  CHECK(hi == 0);
+  CHECK_THROWS_AS(parse_source_ports("5-1", lo, hi), std::invalid_argument);
+  CHECK_THROWS_AS(parse_source_ports("0-10", lo, hi), std::invalid_argument);
+  CHECK_THROWS_AS(parse_source_ports("1-70000", lo, hi), std::invalid_argument);
+  LoadOptions o;
+  o.targets = parse_targets("127.0.0.1:7000");
+  o.source_ips = parse_source_ips("127.0.0.1-127.0.0.2");
+  o.processes = 4;
+  o.connections = 30000;
+  o.source_port_lo = 20000;
+  o.source_port_hi = 29999;  // 10,000 ports per address, 15,000 connections per address
+  CHECK_THROWS_WITH(validate(o), Catch::Contains("--source-ports"));
+  o.source_port_hi = 34999;
+  CHECK_NOTHROW(validate(o));
+}
+
 TEST_CASE("Targets parse as HOST:PORT lists", "[load][options]") {
   const auto t = parse_targets("127.0.0.1:7000,localhost:7001");
   REQUIRE(t.size() == 2);

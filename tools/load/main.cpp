@@ -1,6 +1,7 @@
 // heartwheel-load: holds many TCP connections against a server and measures
 // round trips, heartbeats and how the server closes idle peers. See README.md.
 #include <cstdio>
+#include <random>
 #include <stdexcept>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +21,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     heartwheel::load::validate(options);
+    // A fresh port offset each run, so a run right after another does not
+    // reuse 4-tuples the server may still hold in TIME_WAIT.
+    options.port_offset = std::random_device{}();
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "heartwheel-load: %s\n", e.what());
     return 2;

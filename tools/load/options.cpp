@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include <CLI/CLI.hpp>
@@ -80,6 +81,19 @@ std::vector<sockaddr_in> parse_source_ips(const std::string& text) {
   return out;
 }
 
+void parse_source_ports(const std::string& text, std::uint16_t& lo, std::uint16_t& hi) {
+  if (text == "kernel") {
+    lo = hi = 0;
+    return;
+  }
+  unsigned a = 0, b = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%u-%u%c", &a, &b, &tail) != 2 || a < 1 || b > 65535 || a > b)
+    throw std::invalid_argument("--source-ports '" + text + "': write LO-HI within 1-65535, or 'kernel'");
+  lo = static_cast<std::uint16_t>(a);
+  hi = static_cast<std::uint16_t>(b);
+}
+
 std::vector<Endpoint> parse_targets(const std::string& text) {
   std::vector<Endpoint> out;
   for (const auto& part : split(text, ',')) {
@@ -120,6 +134,13 @@ void add_options(CLI::App& app, LoadOptions& o) {
          "Local addresses to bind before connect, e.g. 127.0.0.1-127.0.0.8; each address gives ~28k "
          "ports per target (default: the kernel chooses)")
       ->type_name("RANGES");
+  app.add_option_function<std::string>(
+         "--source-ports",
+         [&o](const std::string& s) { parse_source_ports(s, o.source_port_lo, o.source_port_hi); },
+         "With --source-ips: local ports the harness assigns itself (O(1) bind; the kernel's port search "
+         "slows down as an address fills up), or 'kernel' to let connect() choose")
+      ->default_str("10000-60999")
+      ->type_name("LO-HI");
   app.add_option("--connect-rate", o.connect_rate, "New connections per second over all processes (ramp)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -190,6 +211,12 @@ void validate(const LoadOptions& o) {
   const std::uint64_t pairs = std::max<std::uint64_t>(1, o.source_ips.size()) * o.targets.size();
   if (o.connections > pairs * 60000)
     throw std::invalid_argument("more connections than ports: add --source-ips addresses or targets");
+  if (!o.source_ips.empty() && o.source_port_lo != 0) {
+    const std::uint64_t ports = std::uint64_t{o.source_port_hi} - o.source_port_lo + 1;
+    if ((o.connections + o.source_ips.size() - 1) / o.source_ips.size() > ports)
+      throw std::invalid_argument("more connections per source address than --source-ports has ports: add "
+                                  "addresses to --source-ips or widen --source-ports");
+  }
   if (o.mode == Mode::rpc && o.heartbeat.count() > 0 && o.heartbeat < o.tick)
     throw std::invalid_argument("--heartbeat must be at least --tick");
   if (o.tick < std::chrono::milliseconds(1))

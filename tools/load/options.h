@@ -37,6 +37,13 @@ struct LoadOptions {
   std::uint64_t connections = 100;
   unsigned processes = 1;
   std::vector<sockaddr_in> source_ips;   // empty: let the kernel choose
+  // With source_ips: connection i binds port source_port_lo + (i / ips + offset) mod range,
+  // where offset is random per run. Binding a known port is O(1); a kernel
+  // port search at connect() slows down as an address's ports fill up.
+  // source_port_lo == 0: let the kernel pick at connect (IP_BIND_ADDRESS_NO_PORT).
+  std::uint16_t source_port_lo = 10000;
+  std::uint16_t source_port_hi = 60999;
+  std::uint64_t port_offset = 0;  // chosen by the supervisor once per run (not a flag)
   double connect_rate = 2000;            // new connections per second, whole run
   unsigned max_pending_connects = 1000;  // per process, connects in flight
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
@@ -66,6 +73,9 @@ void validate(const LoadOptions& options);
 // "127.0.0.1-127.0.0.8,127.0.1.1": every address in the ranges, in order.
 // Throws std::invalid_argument on a malformed list.
 std::vector<sockaddr_in> parse_source_ips(const std::string& text);
+
+// "LO-HI" (1..65535) or "kernel" (lo = hi = 0).
+void parse_source_ports(const std::string& text, std::uint16_t& lo, std::uint16_t& hi);
 
 // "HOST:PORT[,HOST:PORT...]" with IPv4 literals or localhost.
 std::vector<Endpoint> parse_targets(const std::string& text);

@@ -42,6 +42,7 @@ void count_maps(A& r, B& o, F&& f) {
 template <class A, class B, class F>
 void histograms(A& r, B& o, F&& f) {
   f("rtt_us", r.rtt_us, o.rtt_us);
+  f("rtt_steady_us", r.rtt_steady_us, o.rtt_steady_us);
   f("latency_us", r.latency_us, o.latency_us);
   f("heartbeat_rtt_us", r.heartbeat_rtt_us, o.heartbeat_rtt_us);
   f("connect_us", r.connect_us, o.connect_us);

@@ -44,6 +44,7 @@ struct LoadResult {
   std::uint64_t ramp_ms = 0;          // from start until every connect attempt resolved
   std::uint64_t processes = 0;        // worker results merged into this one
   stats::Histogram rtt_us;            // write -> echo/response, from the actual send time
+  stats::Histogram rtt_steady_us;     // rtt_us after the process's ramp ended (connect storms excluded)
   stats::Histogram latency_us;        // intended send time -> response (wrk2, no coordinated omission)
   stats::Histogram heartbeat_rtt_us;  // PING -> PONG
   stats::Histogram connect_us;        // connect() -> connected

@@ -108,6 +108,13 @@ void Worker::session_due(Conn& c) {
   if (c.state == Conn::State::open) schedule_session(c);
 }
 
+void Worker::record_reply(std::uint64_t now_ns, const std::uint8_t* stamps) {
+  const std::uint64_t rtt = (now_ns - wire::get_u64(stamps + 8)) / 1000;
+  result_.latency_us.record((now_ns - wire::get_u64(stamps)) / 1000);
+  result_.rtt_us.record(rtt);
+  if (ramp_done_) result_.rtt_steady_us.record(rtt);
+}
+
 void Worker::first_exchange(Conn& c) {
   if (!c.dead || c.silent) return;
   c.silent = true;
@@ -121,8 +128,7 @@ int Worker::on_http_complete(llhttp_t* parser) {
   ++w.result_.http_status[std::to_string(llhttp_get_status_code(parser))];
   if (c.awaiting) {
     ++w.result_.messages_received;
-    w.result_.latency_us.record((now - wire::get_u64(c.rx_buf)) / 1000);
-    w.result_.rtt_us.record((now - wire::get_u64(c.rx_buf + 8)) / 1000);
+    w.record_reply(now, c.rx_buf);
     c.awaiting = false;
   }
   return 0;
@@ -144,8 +150,7 @@ void read_echo(Worker& w, Conn& c, const std::uint8_t* data, std::size_t len) {
       len -= n;
       if (c.rx_pos == wire::kStampBytes) {
         const std::uint64_t now = uv_hrtime();
-        r.latency_us.record((now - wire::get_u64(c.rx_buf)) / 1000);
-        r.rtt_us.record((now - wire::get_u64(c.rx_buf + 8)) / 1000);
+        w.record_reply(now, c.rx_buf);
       }
       continue;
     }
@@ -169,10 +174,7 @@ void on_rpc_frame(Worker& w, Conn& c) {
   switch (static_cast<wire::FrameType>(c.rx_type)) {
     case wire::FrameType::response:
       ++r.messages_received;
-      if (c.rx_len >= wire::kStampBytes) {
-        r.latency_us.record((now - wire::get_u64(c.rx_buf)) / 1000);
-        r.rtt_us.record((now - wire::get_u64(c.rx_buf + 8)) / 1000);
-      }
+      if (c.rx_len >= wire::kStampBytes) w.record_reply(now, c.rx_buf);
       w.first_exchange(c);
       break;
     case wire::FrameType::pong:

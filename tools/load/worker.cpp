@@ -33,6 +33,9 @@ uv_handle_t* as_handle(void* h) { return static_cast<uv_handle_t*>(h); }
 
 }  // namespace
 
+// Per-connection memory is the harness's scaling cost: keep the state small.
+static_assert(sizeof(Conn) <= 384, "Conn grew: every byte here is paid 100,000 times");
+
 Conn::Conn() : TimerEntry([](TimerEntry&) {}) {}
 
 Worker::Worker(const LoadOptions& options, ProcessShare share, int report_fd)
@@ -50,6 +53,7 @@ Worker::Worker(const LoadOptions& options, ProcessShare share, int report_fd)
   }
   read_buf_ = std::make_unique<std::uint8_t[]>(kReadBufferBytes);
   prepare_payload(options, scratch_, http_request_);
+
   result_.processes = 1;
 }
 
@@ -108,15 +112,7 @@ void Worker::start_connect(Conn& c) {
   c.tcp.data = &c;
   c.state = Conn::State::connecting;
   if (!options_.source_ips.empty()) {
-    uv_os_fd_t fd;
-    if (uv_fileno(as_handle(&c.tcp), &fd) == 0) {
-      // Pick the port at connect() for the full 4-tuple, not at bind(): then a
-      // source address serves ~28k ports per target instead of 28k overall.
-      int one = 1;
-      setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-    }
-    const sockaddr_in& src = options_.source_ips[c.index % options_.source_ips.size()];
-    rc = uv_tcp_bind(&c.tcp, reinterpret_cast<const sockaddr*>(&src), 0);
+    rc = bind_source(c);
     if (rc < 0) return connect_failed(c, rc);
   }
   const sockaddr_in& dst = options_.targets[c.index % options_.targets.size()].addr;
@@ -130,6 +126,36 @@ void Worker::start_connect(Conn& c) {
   ++pending_;
   c.next_send_ns = uv_hrtime();
   wheel_->schedule(c, options_.connect_timeout);
+}
+
+int Worker::bind_source(Conn& c) {
+  // bind() on the raw socket: uv_tcp_bind() defers EADDRINUSE to connect(),
+  // too late to try another port.
+  sockaddr_in src = options_.source_ips[c.index % options_.source_ips.size()];
+  uv_os_fd_t fd;
+  if (int rc = uv_fileno(as_handle(&c.tcp), &fd); rc < 0) return rc;
+  const auto try_bind = [&] { return ::bind(fd, reinterpret_cast<const sockaddr*>(&src), sizeof src) == 0 ? 0 : -errno; };
+  if (options_.source_port_lo != 0) {
+    // Our own port plan: the connections of one address take consecutive
+    // ports from a per-run offset, so no two connections of the run share an
+    // (address, port), and bind() is O(1) instead of a kernel port search at
+    // connect() that slows down as the address fills up. A port some other
+    // socket holds is skipped.
+    const std::uint64_t range = std::uint64_t{options_.source_port_hi} - options_.source_port_lo + 1;
+    std::uint64_t slot = c.index / options_.source_ips.size() + options_.port_offset;
+    for (int attempt = 0; attempt < 4; ++attempt, slot += range / 4 + 1) {
+      src.sin_port = htons(static_cast<std::uint16_t>(options_.source_port_lo + slot % range));
+      const int rc = try_bind();
+      if (rc != -EADDRINUSE) return rc;
+    }
+    ++result_.errors["bind:port_taken_fallback"];
+    src.sin_port = 0;
+  }
+  // Let the kernel pick the port at connect() for the full 4-tuple, not at
+  // bind(): then an address serves ~28k ports per target instead of 28k overall.
+  int one = 1;
+  setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+  return try_bind();
 }
 
 void Worker::connect_failed(Conn& c, int uv_code) {
@@ -175,7 +201,10 @@ void Worker::on_open(Conn& c) {
 }
 
 void Worker::note_resolved() {
-  if (++resolved_ >= share_.connections && result_.ramp_ms == 0) result_.ramp_ms = std::max<std::uint64_t>(1, elapsed_ms());
+  if (++resolved_ >= share_.connections && !ramp_done_) {
+    ramp_done_ = true;
+    result_.ramp_ms = std::max<std::uint64_t>(1, elapsed_ms());
+  }
 }
 
 void Worker::on_conn_timer(TimerEntry& e) {

@@ -78,6 +78,8 @@ class Worker {
   void close_conn(Conn& c);
   void server_closed(Conn& c, const char* what, int uv_code);
   void first_exchange(Conn& c);
+  // Records RTT and latency from the 16 stamp bytes a reply brought back.
+  void record_reply(std::uint64_t now_ns, const std::uint8_t* stamps);
   void schedule_session(Conn& c);
   void protocol_error(Conn& c, const char* what);
   static int on_http_complete(struct llhttp__internal_s* parser);  // llhttp callback
@@ -93,6 +95,7 @@ class Worker {
   void ramp();
   void start_connect(Conn& c);
   void connect_failed(Conn& c, int uv_code);
+  int bind_source(Conn& c);  // 0 or a negative errno (libuv's codes on Linux)
   void on_open(Conn& c);
   void session_due(Conn& c);   // session.cpp: the send schedule fired
   void on_data(Conn& c, const std::uint8_t* data, std::size_t len);  // session.cpp
@@ -121,6 +124,7 @@ class Worker {
   std::uint64_t closed_by_server_ = 0;
   std::uint64_t start_ns_ = 0;
   bool stopping_ = false;
+  bool ramp_done_ = false;  // every connect of this process resolved
   LoadResult result_;
   std::unique_ptr<std::uint8_t[]> read_buf_;
   std::vector<std::uint8_t> scratch_;  // one outgoing message, stamped per send
