@@ -2,15 +2,13 @@
 // connections idle for 1 s: the JSON report must show every connection
 // established, every dead one closed about 1 s after its last send, and no
 // live one closed. HEARTWHEEL_LOAD_BIN comes from the build.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "mini_echo_server.h"
 #include "subprocess.h"
@@ -38,10 +36,28 @@ TEST_CASE("The harness sees dead connections closed at the idle timeout and no l
   MiniEchoServer server(1s);
   const std::string out = temp_path("idle");
   Subprocess load;
-  load.start({HEARTWHEEL_LOAD_BIN, "--target", "127.0.0.1:" + std::to_string(server.port()), "--connections", "300",
-              "--processes", "2", "--source-ips", "127.0.0.1-127.0.0.2", "--message-interval", "200ms",
-              "--dead-fraction", "0.2", "--expect-idle-close", "1s", "--idle-close-slack", "1500ms", "--duration",
-              "4s", "--quiet", "--json", out},
+  load.start({HEARTWHEEL_LOAD_BIN,
+              "--target",
+              "127.0.0.1:" + std::to_string(server.port()),
+              "--connections",
+              "300",
+              "--processes",
+              "2",
+              "--source-ips",
+              "127.0.0.1-127.0.0.2",
+              "--message-interval",
+              "200ms",
+              "--dead-fraction",
+              "0.2",
+              "--expect-idle-close",
+              "1s",
+              "--idle-close-slack",
+              "1500ms",
+              "--duration",
+              "4s",
+              "--quiet",
+              "--json",
+              out},
              false);
   const auto status = load.wait(60s);
   REQUIRE(status.has_value());
@@ -65,12 +81,14 @@ TEST_CASE("The harness sees dead connections closed at the idle timeout and no l
   CHECK(server.idle_closed() == 60);
 }
 
-TEST_CASE("SIGINT stops a long run early with a complete report and no stray processes", "[integration][load]") {
+TEST_CASE("SIGINT stops a long run early with a complete report and no stray processes",
+          "[integration][load]") {
   MiniEchoServer server(30s);
   const std::string out = temp_path("sigint");
   Subprocess load;
-  load.start({HEARTWHEEL_LOAD_BIN, "--target", "127.0.0.1:" + std::to_string(server.port()), "--connections", "100",
-              "--processes", "2", "--message-interval", "100ms", "--duration", "5m", "--quiet", "--json", out},
+  load.start({HEARTWHEEL_LOAD_BIN, "--target", "127.0.0.1:" + std::to_string(server.port()),
+              "--connections", "100", "--processes", "2", "--message-interval", "100ms",
+              "--duration", "5m", "--quiet", "--json", out},
              false);
   // Wait until every connection is up, then interrupt.
   for (int i = 0; i < 200 && server.accepted() < 100; ++i) std::this_thread::sleep_for(25ms);
@@ -97,8 +115,8 @@ TEST_CASE("A refused target is reported per errno, not as a crash", "[integratio
   }
   const std::string out = temp_path("refused");
   Subprocess load;
-  load.start({HEARTWHEEL_LOAD_BIN, "--target", "127.0.0.1:" + std::to_string(port), "--connections", "20",
-              "--duration", "1s", "--quiet", "--json", out},
+  load.start({HEARTWHEEL_LOAD_BIN, "--target", "127.0.0.1:" + std::to_string(port), "--connections",
+              "20", "--duration", "1s", "--quiet", "--json", out},
              false);
   const auto status = load.wait(30s);
   REQUIRE(status.has_value());
@@ -107,10 +125,11 @@ TEST_CASE("A refused target is reported per errno, not as a crash", "[integratio
   CHECK(r["connect_errors"]["ECONNREFUSED"] == 20);
 }
 
-TEST_CASE("Impossible sizes are refused with advice before anything starts", "[integration][load]") {
+TEST_CASE("Impossible sizes are refused with advice before anything starts",
+          "[integration][load]") {
   Subprocess load;
-  load.start({HEARTWHEEL_LOAD_BIN, "--target", "127.0.0.1:9", "--connections", "50000", "--processes", "1",
-              "--duration", "1s"},
+  load.start({HEARTWHEEL_LOAD_BIN, "--target", "127.0.0.1:9", "--connections", "50000",
+              "--processes", "1", "--duration", "1s"},
              false);
   const auto status = load.wait(10s);
   REQUIRE(status.has_value());

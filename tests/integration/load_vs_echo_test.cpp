@@ -2,26 +2,27 @@
 // connections, some dead): the server's read-idle timeout must close every
 // dead connection on time and no live one. Registered only when the
 // heartwheel-echo target exists (HEARTWHEEL_ECHO_BIN, HEARTWHEEL_LOAD_BIN).
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "subprocess.h"
 
 using namespace std::chrono_literals;
 using heartwheel::test::Subprocess;
 
-TEST_CASE("heartwheel-echo closes the harness's dead connections after read-idle and keeps the live ones",
-          "[integration][load][echo]") {
+TEST_CASE(
+    "heartwheel-echo closes the harness's dead connections after read-idle and keeps the live ones",
+    "[integration][load][echo]") {
   Subprocess server;
-  server.start({HEARTWHEEL_ECHO_BIN, "--listen", "127.0.0.1:0", "--read-idle", "1s", "--tick", "10ms"}, true);
+  server.start(
+      {HEARTWHEEL_ECHO_BIN, "--listen", "127.0.0.1:0", "--read-idle", "1s", "--tick", "10ms"},
+      true);
   std::string target;
   for (int i = 0; i < 20 && target.empty(); ++i) {
     const auto line = server.read_line(10s);
@@ -33,9 +34,28 @@ TEST_CASE("heartwheel-echo closes the harness's dead connections after read-idle
 
   const std::string out = "/tmp/heartwheel-load-echo-" + std::to_string(::getpid()) + ".json";
   Subprocess load;
-  load.start({HEARTWHEEL_LOAD_BIN, "--target", target, "--connections", "400", "--processes", "2", "--source-ips",
-              "127.0.0.1-127.0.0.2", "--message-interval", "250ms", "--dead-fraction", "0.25", "--expect-idle-close",
-              "1s", "--idle-close-slack", "1500ms", "--duration", "5s", "--quiet", "--json", out},
+  load.start({HEARTWHEEL_LOAD_BIN,
+              "--target",
+              target,
+              "--connections",
+              "400",
+              "--processes",
+              "2",
+              "--source-ips",
+              "127.0.0.1-127.0.0.2",
+              "--message-interval",
+              "250ms",
+              "--dead-fraction",
+              "0.25",
+              "--expect-idle-close",
+              "1s",
+              "--idle-close-slack",
+              "1500ms",
+              "--duration",
+              "5s",
+              "--quiet",
+              "--json",
+              out},
              false);
   const auto status = load.wait(60s);
   server.signal(SIGTERM);

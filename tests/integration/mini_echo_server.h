@@ -4,6 +4,8 @@
 // heartwheel-echo; it is a test fixture, not the project's echo server.
 #pragma once
 
+#include <heartwheel/error.h>
+#include <heartwheel/loop_wheel.h>
 #include <uv.h>
 
 #include <atomic>
@@ -12,9 +14,6 @@
 #include <future>
 #include <optional>
 #include <thread>
-
-#include <heartwheel/error.h>
-#include <heartwheel/loop_wheel.h>
 
 namespace heartwheel::test {
 
@@ -55,17 +54,20 @@ class MiniEchoServer {
     uv_tcp_getsockname(&listener_, reinterpret_cast<sockaddr*>(&addr), &len);
     uv_async_init(&loop_, &stop_, [](uv_async_t* a) {
       auto* self = static_cast<MiniEchoServer*>(a->data);
-      uv_walk(a->loop, [](uv_handle_t* h, void*) {
-        if (!uv_is_closing(h)) {
-          if (h->type == UV_TCP && h->data != h->loop->data) {
-            auto* c = static_cast<Conn*>(h->data);
-            c->server->wheel_->cancel(*c);
-            uv_close(h, [](uv_handle_t* hh) { delete static_cast<Conn*>(hh->data); });
-          } else if (h->type != UV_TIMER && h->type != UV_PREPARE && h->type != UV_CHECK) {
-            uv_close(h, nullptr);
-          }
-        }
-      }, nullptr);
+      uv_walk(
+          a->loop,
+          [](uv_handle_t* h, void*) {
+            if (!uv_is_closing(h)) {
+              if (h->type == UV_TCP && h->data != h->loop->data) {
+                auto* c = static_cast<Conn*>(h->data);
+                c->server->wheel_->cancel(*c);
+                uv_close(h, [](uv_handle_t* hh) { delete static_cast<Conn*>(hh->data); });
+              } else if (h->type != UV_TIMER && h->type != UV_PREPARE && h->type != UV_CHECK) {
+                uv_close(h, nullptr);
+              }
+            }
+          },
+          nullptr);
       self->wheel_.reset();
     });
     stop_.data = this;
@@ -83,7 +85,8 @@ class MiniEchoServer {
     uv_tcp_init(&self->loop_, &c->tcp);
     c->tcp.data = c;
     if (uv_accept(listener, reinterpret_cast<uv_stream_t*>(&c->tcp)) != 0) {
-      uv_close(reinterpret_cast<uv_handle_t*>(&c->tcp), [](uv_handle_t* h) { delete static_cast<Conn*>(h->data); });
+      uv_close(reinterpret_cast<uv_handle_t*>(&c->tcp),
+               [](uv_handle_t* h) { delete static_cast<Conn*>(h->data); });
       return;
     }
     ++self->accepted_;
@@ -117,7 +120,8 @@ class MiniEchoServer {
   static void close(Conn& c) {
     c.server->wheel_->cancel(c);
     if (!uv_is_closing(reinterpret_cast<uv_handle_t*>(&c.tcp)))
-      uv_close(reinterpret_cast<uv_handle_t*>(&c.tcp), [](uv_handle_t* h) { delete static_cast<Conn*>(h->data); });
+      uv_close(reinterpret_cast<uv_handle_t*>(&c.tcp),
+               [](uv_handle_t* h) { delete static_cast<Conn*>(h->data); });
   }
 
   Duration read_idle_;

@@ -1,13 +1,11 @@
-#include <catch2/catch.hpp>
-
 #include <heartwheel/stats/histogram.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 using heartwheel::stats::Histogram;
 
@@ -31,7 +29,8 @@ TEST_CASE("Small values below 2^sig_bits are counted exactly", "[histogram]") {
   }
 }
 
-TEST_CASE("Every bucket's width stays within the relative error bound across the whole range", "[histogram]") {
+TEST_CASE("Every bucket's width stays within the relative error bound across the whole range",
+          "[histogram]") {
   for (unsigned bits : {2u, 5u, 8u, 12u}) {
     Histogram h(bits);
     const double bound = 1.0 / static_cast<double>(1u << (bits - 1));
@@ -47,10 +46,12 @@ TEST_CASE("Every bucket's width stays within the relative error bound across the
   }
 }
 
-TEST_CASE("Percentiles are within 1/128 of the exact value for sig_bits 8, from microseconds to hours",
-          "[histogram]") {
+TEST_CASE(
+    "Percentiles are within 1/128 of the exact value for sig_bits 8, from microseconds to hours",
+    "[histogram]") {
   std::mt19937_64 rng(42);
-  for (std::uint64_t scale : {std::uint64_t{100}, std::uint64_t{100'000}, std::uint64_t{3'600'000'000}}) {
+  for (std::uint64_t scale :
+       {std::uint64_t{100}, std::uint64_t{100'000}, std::uint64_t{3'600'000'000}}) {
     std::lognormal_distribution<double> dist(std::log(static_cast<double>(scale)), 1.0);
     Histogram h;
     std::vector<std::uint64_t> values;
@@ -108,7 +109,8 @@ TEST_CASE("Merging per-part histograms equals one histogram fed all values", "[h
 
 TEST_CASE("A histogram survives a JSON round trip unchanged", "[histogram]") {
   Histogram h;
-  for (std::uint64_t v : {0ull, 1ull, 255ull, 256ull, 1000ull, 123456789ull, 1ull << 62}) h.record_n(v, v % 7 + 1);
+  for (std::uint64_t v : {0ull, 1ull, 255ull, 256ull, 1000ull, 123456789ull, 1ull << 62})
+    h.record_n(v, v % 7 + 1);
   const auto text = h.to_json().dump();
   const Histogram back = Histogram::from_json(nlohmann::json::parse(text));
   CHECK(back == h);

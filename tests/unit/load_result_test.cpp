@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include <arpa/inet.h>
+
+#include <catch2/catch.hpp>
 
 #include "duration.h"
 #include "options.h"
@@ -63,13 +63,14 @@ TEST_CASE("A worker result survives the pipe's JSON form unchanged", "[load][res
 
 TEST_CASE("The report has the documented fields", "[load][result]") {
   const auto j = sample(2).report_json();
-  for (const char* key : {"connections_established", "connect_errors", "messages_sent", "messages_received",
-                          "rtt_us", "dead", "live_closed_by_server"})
+  for (const char* key : {"connections_established", "connect_errors", "messages_sent",
+                          "messages_received", "rtt_us", "dead", "live_closed_by_server"})
     CHECK(j.contains(key));
   for (const char* key : {"p50", "p90", "p99", "p999", "max"}) CHECK(j["rtt_us"].contains(key));
   CHECK(j["dead"]["count"] == 10);
   CHECK(j["dead"]["closed"] == 9);
-  for (const char* key : {"min", "p50", "p99", "max"}) CHECK(j["dead"]["close_after_ms"].contains(key));
+  for (const char* key : {"min", "p50", "p99", "max"})
+    CHECK(j["dead"]["close_after_ms"].contains(key));
   CHECK(j["dead"]["close_after_ms"]["min"] == 5000);
 }
 
@@ -99,7 +100,8 @@ TEST_CASE("Source address ranges expand in order", "[load][options]") {
   CHECK_THROWS_AS(parse_source_ips("example.com"), std::invalid_argument);
 }
 
-TEST_CASE("Source port ranges parse, and 'kernel' hands the choice back to connect()", "[load][options]") {
+TEST_CASE("Source port ranges parse, and 'kernel' hands the choice back to connect()",
+          "[load][options]") {
   std::uint16_t lo = 1, hi = 1;
   parse_source_ports("20000-29999", lo, hi);
   CHECK(lo == 20000);
@@ -130,7 +132,8 @@ TEST_CASE("Targets parse as HOST:PORT lists", "[load][options]") {
   CHECK_THROWS_AS(parse_targets("127.0.0.1:0"), std::invalid_argument);
 }
 
-TEST_CASE("Dead connections are spread evenly and shares cover every connection", "[load][options]") {
+TEST_CASE("Dead connections are spread evenly and shares cover every connection",
+          "[load][options]") {
   std::uint64_t dead = 0;
   for (std::uint64_t i = 0; i < 1000; ++i) dead += is_dead(0.1, i);
   CHECK(dead == 100);
@@ -144,7 +147,8 @@ TEST_CASE("Dead connections are spread evenly and shares cover every connection"
   CHECK(share_of(o, 2).connections == 3);
 }
 
-TEST_CASE("Validation asks for more processes when one would pass the file limit", "[load][options]") {
+TEST_CASE("Validation asks for more processes when one would pass the file limit",
+          "[load][options]") {
   LoadOptions o;
   o.targets = parse_targets("127.0.0.1:7000");
   o.connections = per_process_connection_limit() + 1;

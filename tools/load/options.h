@@ -9,12 +9,12 @@
 // dead ones evenly over processes, targets and source addresses.
 #pragma once
 
+#include <netinet/in.h>
+
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <netinet/in.h>
 
 namespace CLI {
 class App;
@@ -36,14 +36,14 @@ struct LoadOptions {
   std::vector<Endpoint> targets;
   std::uint64_t connections = 100;
   unsigned processes = 1;
-  std::vector<sockaddr_in> source_ips;   // empty: let the kernel choose
+  std::vector<sockaddr_in> source_ips;  // empty: let the kernel choose
   // With source_ips: connection i binds port source_port_lo + (i / ips + offset) mod range,
   // where offset is random per run. Binding a known port is O(1); a kernel
   // port search at connect() slows down as an address's ports fill up.
   // source_port_lo == 0: let the kernel pick at connect (IP_BIND_ADDRESS_NO_PORT).
   std::uint16_t source_port_lo = 10000;
   std::uint16_t source_port_hi = 60999;
-  std::uint64_t port_offset = 0;  // chosen by the supervisor once per run (not a flag)
+  std::uint64_t port_offset = 0;         // chosen by the supervisor once per run (not a flag)
   double connect_rate = 2000;            // new connections per second, whole run
   unsigned max_pending_connects = 1000;  // per process, connects in flight
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
@@ -82,9 +82,9 @@ std::vector<Endpoint> parse_targets(const std::string& text);
 
 // One child's slice of the run.
 struct ProcessShare {
-  unsigned index = 0;          // k
-  unsigned count = 1;          // P
-  std::uint64_t connections;   // how many global indices i have i % P == k
+  unsigned index = 0;         // k
+  unsigned count = 1;         // P
+  std::uint64_t connections;  // how many global indices i have i % P == k
 };
 ProcessShare share_of(const LoadOptions& options, unsigned index);
 

@@ -56,15 +56,20 @@ void LoadResult::merge(const LoadResult& other) {
   count_maps(*this, other, [](const char*, Counts& c, const Counts& c2) {
     for (const auto& [k, v] : c2) c[k] += v;
   });
-  histograms(*this, other, [](const char*, stats::Histogram& h, const stats::Histogram& h2) { h.merge(h2); });
+  histograms(*this, other,
+             [](const char*, stats::Histogram& h, const stats::Histogram& h2) { h.merge(h2); });
   ramp_ms = std::max(ramp_ms, other.ramp_ms);
 }
 
 nlohmann::json LoadResult::to_json() const {
   nlohmann::json j;
-  counters(*this, *this, [&](const char* name, const std::uint64_t& v, const std::uint64_t&) { j[name] = v; });
+  counters(*this, *this,
+           [&](const char* name, const std::uint64_t& v, const std::uint64_t&) { j[name] = v; });
   count_maps(*this, *this, [&](const char* name, const Counts& c, const Counts&) { j[name] = c; });
-  histograms(*this, *this, [&](const char* name, const stats::Histogram& h, const stats::Histogram&) { j["histograms"][name] = h.to_json(); });
+  histograms(*this, *this,
+             [&](const char* name, const stats::Histogram& h, const stats::Histogram&) {
+               j["histograms"][name] = h.to_json();
+             });
   j["ramp_ms"] = ramp_ms;
   return j;
 }
@@ -72,7 +77,9 @@ nlohmann::json LoadResult::to_json() const {
 LoadResult LoadResult::from_json(const nlohmann::json& j) {
   LoadResult r;
   try {
-    counters(r, r, [&](const char* name, std::uint64_t& v, std::uint64_t&) { v = j.at(name).get<std::uint64_t>(); });
+    counters(r, r, [&](const char* name, std::uint64_t& v, std::uint64_t&) {
+      v = j.at(name).get<std::uint64_t>();
+    });
     count_maps(r, r, [&](const char* name, Counts& c, Counts&) { c = j.at(name).get<Counts>(); });
     histograms(r, r, [&](const char* name, stats::Histogram& h, stats::Histogram&) {
       h = stats::Histogram::from_json(j.at("histograms").at(name));
@@ -86,10 +93,14 @@ LoadResult LoadResult::from_json(const nlohmann::json& j) {
 
 nlohmann::json LoadResult::report_json() const {
   nlohmann::json j;
-  counters(*this, *this, [&](const char* name, const std::uint64_t& v, const std::uint64_t&) { j[name] = v; });
+  counters(*this, *this,
+           [&](const char* name, const std::uint64_t& v, const std::uint64_t&) { j[name] = v; });
   count_maps(*this, *this, [&](const char* name, const Counts& c, const Counts&) { j[name] = c; });
   j["ramp_ms"] = ramp_ms;
-  histograms(*this, *this, [&](const char* name, const stats::Histogram& h, const stats::Histogram&) { j[name] = h.summary_json(); });
+  histograms(*this, *this,
+             [&](const char* name, const stats::Histogram& h, const stats::Histogram&) {
+               j[name] = h.summary_json();
+             });
   j["dead"] = {{"count", dead_count},
                {"closed", dead_closed},
                {"not_closed", dead_not_closed()},

@@ -6,10 +6,10 @@
 // not the moment the loop got round to writing it. If the loop ran late, the
 // missed messages are sent at once, each with its own intended time, so a
 // stall shows up in latency_us; rtt_us counts from the actual write.
+#include <llhttp.h>
+
 #include <cstring>
 #include <string>
-
-#include <llhttp.h>
 
 #include "wire.h"
 #include "worker.h"
@@ -34,7 +34,8 @@ const llhttp_settings_t& http_settings() {
 }
 }  // namespace
 
-void prepare_payload(const LoadOptions& o, std::vector<std::uint8_t>& scratch, std::string& http_request) {
+void prepare_payload(const LoadOptions& o, std::vector<std::uint8_t>& scratch,
+                     std::string& http_request) {
   const std::size_t header = o.mode == Mode::rpc ? wire::kRpcHeaderBytes : 0;
   scratch.assign(header + o.message_size, 0);
   // Printable filler, so a captured stream is readable.
@@ -42,7 +43,8 @@ void prepare_payload(const LoadOptions& o, std::vector<std::uint8_t>& scratch, s
     scratch[i] = static_cast<std::uint8_t>('a' + i % 26);
   if (o.mode == Mode::http)
     http_request = "GET " + o.http_path + " HTTP/1.1\r\nHost: " + o.targets.front().host + ":" +
-                   std::to_string(o.targets.front().port) + "\r\nUser-Agent: heartwheel-load\r\n\r\n";
+                   std::to_string(o.targets.front().port) +
+                   "\r\nUser-Agent: heartwheel-load\r\n\r\n";
 }
 
 void Worker::init_http(Conn& c) {
@@ -62,7 +64,8 @@ void Worker::send_message(Conn& c, std::uint64_t intended_ns) {
   if (options_.mode == Mode::http) {
     wire::put_stamps(c.rx_buf, intended_ns, now);  // one request in flight: keep its stamps here
     c.awaiting = true;
-    send_bytes(c, reinterpret_cast<const std::uint8_t*>(http_request_.data()), http_request_.size());
+    send_bytes(c, reinterpret_cast<const std::uint8_t*>(http_request_.data()),
+               http_request_.size());
     return;
   }
   std::uint8_t* p = scratch_.data();

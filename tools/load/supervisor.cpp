@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <uv.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -13,8 +14,6 @@
 #include <iostream>
 #include <string>
 #include <vector>
-
-#include <uv.h>
 
 #include "duration.h"
 #include "result.h"
@@ -117,18 +116,22 @@ void print_summary(const nlohmann::json& r) {
       "dead: %llu, closed by server %llu (after ms: min %llu p50 %llu p99 %llu max %llu), "
       "early %llu, late %llu\n"
       "live closed by server: %llu\n",
-      r["connections_established"].get<unsigned long long>(), r["connections_attempted"].get<unsigned long long>(),
+      r["connections_established"].get<unsigned long long>(),
+      r["connections_attempted"].get<unsigned long long>(),
       r["open_at_end"].get<unsigned long long>(), r["ramp_ms"].get<unsigned long long>(),
-      r["messages_sent"].get<unsigned long long>(), r["messages_received"].get<unsigned long long>(),
-      rtt["p50"].get<unsigned long long>(), rtt["p90"].get<unsigned long long>(),
-      rtt["p99"].get<unsigned long long>(), rtt["p999"].get<unsigned long long>(),
-      rtt["max"].get<unsigned long long>(), dead["count"].get<unsigned long long>(),
-      dead["closed"].get<unsigned long long>(), dead["close_after_ms"]["min"].get<unsigned long long>(),
+      r["messages_sent"].get<unsigned long long>(),
+      r["messages_received"].get<unsigned long long>(), rtt["p50"].get<unsigned long long>(),
+      rtt["p90"].get<unsigned long long>(), rtt["p99"].get<unsigned long long>(),
+      rtt["p999"].get<unsigned long long>(), rtt["max"].get<unsigned long long>(),
+      dead["count"].get<unsigned long long>(), dead["closed"].get<unsigned long long>(),
+      dead["close_after_ms"]["min"].get<unsigned long long>(),
       dead["close_after_ms"]["p50"].get<unsigned long long>(),
       dead["close_after_ms"]["p99"].get<unsigned long long>(),
-      dead["close_after_ms"]["max"].get<unsigned long long>(), dead["closed_early"].get<unsigned long long>(),
-      dead["closed_late"].get<unsigned long long>(), r["live_closed_by_server"].get<unsigned long long>());
-  if (!r["connect_errors"].empty()) std::printf("connect errors: %s\n", r["connect_errors"].dump().c_str());
+      dead["close_after_ms"]["max"].get<unsigned long long>(),
+      dead["closed_early"].get<unsigned long long>(), dead["closed_late"].get<unsigned long long>(),
+      r["live_closed_by_server"].get<unsigned long long>());
+  if (!r["connect_errors"].empty())
+    std::printf("connect errors: %s\n", r["connect_errors"].dump().c_str());
   if (!r["errors"].empty()) std::printf("errors: %s\n", r["errors"].dump().c_str());
 }
 
@@ -173,7 +176,8 @@ int run_supervisor(const LoadOptions& options) {
 
   LoadResult merged;
   nlohmann::json timeline = nlohmann::json::array();
-  const std::uint64_t deadline = start + static_cast<std::uint64_t>((options.duration + options.grace).count() / 1'000'000);
+  const std::uint64_t deadline =
+      start + static_cast<std::uint64_t>((options.duration + options.grace).count() / 1'000'000);
   // Print a little after the workers report (they write at whole seconds).
   std::uint64_t next_tick = start + 1200;
   std::uint64_t last_established = 0, last_sent = 0, last_received = 0;
@@ -208,7 +212,8 @@ int run_supervisor(const LoadOptions& options) {
       forwarded = g_signals;
     }
     if (!killed && now_ms() >= deadline) {
-      std::fprintf(stderr, "heartwheel-load: workers still running at duration + grace: killing them\n");
+      std::fprintf(stderr,
+                   "heartwheel-load: workers still running at duration + grace: killing them\n");
       signal_all(children, SIGKILL);
       killed = true;
     }
@@ -217,19 +222,28 @@ int run_supervisor(const LoadOptions& options) {
       const std::uint64_t open = sum(children, "open"), established = sum(children, "established");
       const std::uint64_t sent = sum(children, "sent"), received = sum(children, "received");
       const std::uint64_t errors = sum(children, "connect_errors");
-      const std::uint64_t dead_closed = sum(children, "dead_closed"), live_closed = sum(children, "live_closed");
-      timeline.push_back({{"t_s", std::round(t * 10) / 10}, {"open", open}, {"established", established},
-                          {"connect_errors", errors}, {"sent", sent}, {"received", received},
-                          {"dead_closed", dead_closed}, {"live_closed", live_closed}});
+      const std::uint64_t dead_closed = sum(children, "dead_closed"),
+                          live_closed = sum(children, "live_closed");
+      timeline.push_back({{"t_s", std::round(t * 10) / 10},
+                          {"open", open},
+                          {"established", established},
+                          {"connect_errors", errors},
+                          {"sent", sent},
+                          {"received", received},
+                          {"dead_closed", dead_closed},
+                          {"live_closed", live_closed}});
       if (!options.quiet)
-        std::fprintf(stderr,
-                     "[%6.1fs] open %llu (+%llu/s) connect errors %llu | msgs/s sent %llu recv %llu | "
-                     "closed by server: dead %llu live %llu\n",
-                     t, static_cast<unsigned long long>(open),
-                     static_cast<unsigned long long>(established - last_established),
-                     static_cast<unsigned long long>(errors), static_cast<unsigned long long>(sent - last_sent),
-                     static_cast<unsigned long long>(received - last_received),
-                     static_cast<unsigned long long>(dead_closed), static_cast<unsigned long long>(live_closed));
+        std::fprintf(
+            stderr,
+            "[%6.1fs] open %llu (+%llu/s) connect errors %llu | msgs/s sent %llu recv %llu | "
+            "closed by server: dead %llu live %llu\n",
+            t, static_cast<unsigned long long>(open),
+            static_cast<unsigned long long>(established - last_established),
+            static_cast<unsigned long long>(errors),
+            static_cast<unsigned long long>(sent - last_sent),
+            static_cast<unsigned long long>(received - last_received),
+            static_cast<unsigned long long>(dead_closed),
+            static_cast<unsigned long long>(live_closed));
       last_established = established;
       last_sent = sent;
       last_received = received;
@@ -244,8 +258,8 @@ int run_supervisor(const LoadOptions& options) {
   for (const auto& c : children)
     if (!c.reported || !WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) ++failed;
   if (failed > 0) {
-    std::fprintf(stderr, "heartwheel-load: %u of %u worker processes failed or did not report\n", failed,
-                 options.processes);
+    std::fprintf(stderr, "heartwheel-load: %u of %u worker processes failed or did not report\n",
+                 failed, options.processes);
     status = 1;
   }
 
@@ -284,7 +298,9 @@ int run_supervisor(const LoadOptions& options) {
   }
   print_summary(report);
   if (status == 0 && !expectations_met) {
-    std::printf("expectations NOT met (see dead.closed_early/closed_late/not_closed, live_closed_by_server)\n");
+    std::printf(
+        "expectations NOT met (see dead.closed_early/closed_late/not_closed, "
+        "live_closed_by_server)\n");
     status = 3;
   }
   return status;

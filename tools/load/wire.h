@@ -33,17 +33,20 @@ inline void put_u32(std::uint8_t* p, std::uint32_t v) noexcept {
   for (int i = 3; i >= 0; --i, v >>= 8) p[i] = static_cast<std::uint8_t>(v);
 }
 inline std::uint32_t get_u32(const std::uint8_t* p) noexcept {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         p[3];
 }
 
 // Writes the 13-byte header of a frame whose payload has `payload` bytes.
-inline void put_rpc_header(std::uint8_t* p, FrameType type, std::uint64_t id, std::size_t payload) noexcept {
+inline void put_rpc_header(std::uint8_t* p, FrameType type, std::uint64_t id,
+                           std::size_t payload) noexcept {
   put_u32(p, static_cast<std::uint32_t>(payload + 9));
   p[4] = static_cast<std::uint8_t>(type);
   put_u64(p + 5, id);
 }
 
-inline void put_stamps(std::uint8_t* p, std::uint64_t intended_ns, std::uint64_t actual_ns) noexcept {
+inline void put_stamps(std::uint8_t* p, std::uint64_t intended_ns,
+                       std::uint64_t actual_ns) noexcept {
   put_u64(p, intended_ns);
   put_u64(p + 8, actual_ns);
 }

@@ -2,14 +2,13 @@
 // the final report. The per-mode protocol lives in session.cpp.
 #include "worker.h"
 
+#include <heartwheel/error.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include <heartwheel/error.h>
 
 namespace heartwheel::load {
 
@@ -77,12 +76,18 @@ int Worker::run() {
   uv_signal_init(&loop_, &sigterm_);
   uv_signal_init(&loop_, &sigint_);
   ramp_timer_.data = progress_timer_.data = stop_timer_.data = sigterm_.data = sigint_.data = this;
-  uv_timer_start(&ramp_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->ramp(); }, 0, kRampPeriodMs);
-  uv_timer_start(&progress_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->progress(); }, 1000, 1000);
-  uv_timer_start(&stop_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->stop(); },
-                 static_cast<std::uint64_t>(options_.duration.count() / 1'000'000), 0);
-  uv_signal_start(&sigterm_, [](uv_signal_t* s, int) { static_cast<Worker*>(s->data)->stop(); }, SIGTERM);
-  uv_signal_start(&sigint_, [](uv_signal_t* s, int) { static_cast<Worker*>(s->data)->stop(); }, SIGINT);
+  uv_timer_start(
+      &ramp_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->ramp(); }, 0, kRampPeriodMs);
+  uv_timer_start(
+      &progress_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->progress(); }, 1000,
+      1000);
+  uv_timer_start(
+      &stop_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->stop(); },
+      static_cast<std::uint64_t>(options_.duration.count() / 1'000'000), 0);
+  uv_signal_start(
+      &sigterm_, [](uv_signal_t* s, int) { static_cast<Worker*>(s->data)->stop(); }, SIGTERM);
+  uv_signal_start(
+      &sigint_, [](uv_signal_t* s, int) { static_cast<Worker*>(s->data)->stop(); }, SIGINT);
   if (share_.connections == 0) note_resolved();
   uv_run(&loop_, UV_RUN_DEFAULT);
   const nlohmann::json line = {{"type", "result"}, {"result", result_.to_json()}};
@@ -94,7 +99,8 @@ void Worker::ramp() {
   const double rate = options_.connect_rate / share_.count;
   const double elapsed_s = static_cast<double>(uv_hrtime() - start_ns_) / 1e9;
   // One connection at once, then the rate; never more than the share.
-  const auto allowed = std::min<std::uint64_t>(share_.connections, 1 + static_cast<std::uint64_t>(rate * elapsed_s));
+  const auto allowed =
+      std::min<std::uint64_t>(share_.connections, 1 + static_cast<std::uint64_t>(rate * elapsed_s));
   while (started_ < allowed && pending_ < options_.max_pending_connects)
     start_connect(conns_[started_++]);
   if (started_ == share_.connections) uv_timer_stop(&ramp_timer_);
@@ -134,14 +140,17 @@ int Worker::bind_source(Conn& c) {
   sockaddr_in src = options_.source_ips[c.index % options_.source_ips.size()];
   uv_os_fd_t fd;
   if (int rc = uv_fileno(as_handle(&c.tcp), &fd); rc < 0) return rc;
-  const auto try_bind = [&] { return ::bind(fd, reinterpret_cast<const sockaddr*>(&src), sizeof src) == 0 ? 0 : -errno; };
+  const auto try_bind = [&] {
+    return ::bind(fd, reinterpret_cast<const sockaddr*>(&src), sizeof src) == 0 ? 0 : -errno;
+  };
   if (options_.source_port_lo != 0) {
     // Our own port plan: the connections of one address take consecutive
     // ports from a per-run offset, so no two connections of the run share an
     // (address, port), and bind() is O(1) instead of a kernel port search at
     // connect() that slows down as the address fills up. A port some other
     // socket holds is skipped.
-    const std::uint64_t range = std::uint64_t{options_.source_port_hi} - options_.source_port_lo + 1;
+    const std::uint64_t range =
+        std::uint64_t{options_.source_port_hi} - options_.source_port_lo + 1;
     std::uint64_t slot = c.index / options_.source_ips.size() + options_.port_offset;
     for (int attempt = 0; attempt < 4; ++attempt, slot += range / 4 + 1) {
       src.sin_port = htons(static_cast<std::uint16_t>(options_.source_port_lo + slot % range));
@@ -183,7 +192,8 @@ void Worker::on_open(Conn& c) {
   c.state = Conn::State::open;
   wheel_->cancel(c);
   uv_tcp_nodelay(&c.tcp, 1);
-  int rc = uv_read_start(reinterpret_cast<uv_stream_t*>(&c.tcp), &Worker::on_alloc, &Worker::on_read);
+  int rc =
+      uv_read_start(reinterpret_cast<uv_stream_t*>(&c.tcp), &Worker::on_alloc, &Worker::on_read);
   if (rc < 0) {
     ++result_.errors[std::string("read_start:") + uv_err_name(rc)];
     return close_conn(c);
@@ -225,7 +235,8 @@ void Worker::schedule_session(Conn& c) {
     if (options_.message_interval.count() > 0 && !(options_.mode == Mode::http && c.awaiting))
       next = c.next_send_ns;
     if (options_.mode == Mode::rpc && options_.heartbeat.count() > 0)
-      next = std::min<std::uint64_t>(next, c.last_write_ns + static_cast<std::uint64_t>(options_.heartbeat.count()));
+      next = std::min<std::uint64_t>(
+          next, c.last_write_ns + static_cast<std::uint64_t>(options_.heartbeat.count()));
   }
   if (next == UINT64_MAX) {
     wheel_->cancel(c);
@@ -259,8 +270,10 @@ void Worker::server_closed(Conn& c, const char* what, int uv_code) {
     result_.dead_close_ms.record(after_ns / 1'000'000);
     const auto expect = static_cast<std::uint64_t>(options_.expect_idle_close.count());
     if (expect > 0) {
-      if (after_ns + kEarlyToleranceNs < expect) ++result_.dead_closed_early;
-      else if (after_ns > expect + static_cast<std::uint64_t>(options_.idle_close_slack.count())) ++result_.dead_closed_late;
+      if (after_ns + kEarlyToleranceNs < expect)
+        ++result_.dead_closed_early;
+      else if (after_ns > expect + static_cast<std::uint64_t>(options_.idle_close_slack.count()))
+        ++result_.dead_closed_late;
     }
   } else {
     ++result_.live_closed_by_server;
@@ -278,10 +291,13 @@ void Worker::send_bytes(Conn& c, const std::uint8_t* data, std::size_t len) {
   auto* stream = reinterpret_cast<uv_stream_t*>(&c.tcp);
   std::size_t done = 0;
   if (c.tcp.write_queue_size == 0) {
-    const uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(const_cast<std::uint8_t*>(data)), static_cast<unsigned>(len));
+    const uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(const_cast<std::uint8_t*>(data)),
+                                   static_cast<unsigned>(len));
     const int rc = uv_try_write(stream, &b, 1);
-    if (rc >= 0) done = static_cast<std::size_t>(rc);
-    else if (rc != UV_EAGAIN) return server_closed(c, "write", rc);
+    if (rc >= 0)
+      done = static_cast<std::size_t>(rc);
+    else if (rc != UV_EAGAIN)
+      return server_closed(c, "write", rc);
   } else if (c.tcp.write_queue_size > kMaxWriteBacklog) {
     ++result_.sends_dropped;
     return;
@@ -311,7 +327,9 @@ void Worker::on_write(uv_write_t* req, int status) {
 }
 
 void Worker::close_conn(Conn& c) {
-  if (c.state == Conn::State::closing || c.state == Conn::State::closed || c.state == Conn::State::idle) return;
+  if (c.state == Conn::State::closing || c.state == Conn::State::closed ||
+      c.state == Conn::State::idle)
+    return;
   if (c.state == Conn::State::open) --open_;
   c.state = Conn::State::closing;
   wheel_->cancel(c);
@@ -358,7 +376,8 @@ void Worker::stop() {
   for (std::uint64_t j = 0; j < started_; ++j) {
     Conn& c = conns_[j];
     if (c.state == Conn::State::open) ++result_.open_at_end;
-    if (options_.linger_reset && (c.state == Conn::State::open || c.state == Conn::State::connecting)) {
+    if (options_.linger_reset &&
+        (c.state == Conn::State::open || c.state == Conn::State::connecting)) {
       uv_os_fd_t fd;
       if (uv_fileno(as_handle(&c.tcp), &fd) == 0) {
         linger l{1, 0};

@@ -18,6 +18,8 @@
 // Threads: everything runs on the worker's loop thread.
 #pragma once
 
+#include <heartwheel/loop_wheel.h>
+#include <heartwheel/timer_entry.h>
 #include <uv.h>
 
 #include <cstdint>
@@ -25,9 +27,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <heartwheel/loop_wheel.h>
-#include <heartwheel/timer_entry.h>
 
 #include "options.h"
 #include "result.h"
@@ -44,18 +43,19 @@ struct Conn final : TimerEntry {
   Conn();
   uv_tcp_t tcp;
   Worker* worker = nullptr;
-  std::uint64_t index = 0;          // global connection index
-  std::uint64_t next_send_ns = 0;   // intended time of the next message (connect start while connecting)
+  std::uint64_t index = 0;  // global connection index
+  std::uint64_t next_send_ns =
+      0;  // intended time of the next message (connect start while connecting)
   std::uint64_t last_write_ns = 0;  // last write; dead connections' close time counts from it
   std::uint64_t rx_id = 0;          // rpc: id of the frame being read
   std::uint32_t rx_pos = 0;         // bytes of the current message/header/payload consumed
   std::uint32_t rx_len = 0;         // rpc: payload length of the frame being read
   State state = State::idle;
-  std::uint8_t rx_type = 0;         // rpc: 0 while reading a header
-  bool dead = false;                // chosen to go silent after its first exchange
-  bool silent = false;              // writes nothing any more
-  bool awaiting = false;            // http: a request is outstanding
-  std::uint8_t rx_buf[16] = {};     // header or stamp bytes being assembled
+  std::uint8_t rx_type = 0;                   // rpc: 0 while reading a header
+  bool dead = false;                          // chosen to go silent after its first exchange
+  bool silent = false;                        // writes nothing any more
+  bool awaiting = false;                      // http: a request is outstanding
+  std::uint8_t rx_buf[16] = {};               // header or stamp bytes being assembled
   struct llhttp__internal_s* http = nullptr;  // http mode only
 };
 
@@ -97,12 +97,12 @@ class Worker {
   void connect_failed(Conn& c, int uv_code);
   int bind_source(Conn& c);  // 0 or a negative errno (libuv's codes on Linux)
   void on_open(Conn& c);
-  void session_due(Conn& c);   // session.cpp: the send schedule fired
+  void session_due(Conn& c);  // session.cpp: the send schedule fired
   void on_data(Conn& c, const std::uint8_t* data, std::size_t len);  // session.cpp
-  void send_message(Conn& c, std::uint64_t intended_ns);              // session.cpp
-  void send_ping(Conn& c);                                            // session.cpp
-  void init_http(Conn& c);                                            // session.cpp
-  static void free_http(Conn& c);                                     // session.cpp
+  void send_message(Conn& c, std::uint64_t intended_ns);             // session.cpp
+  void send_ping(Conn& c);                                           // session.cpp
+  void init_http(Conn& c);                                           // session.cpp
+  static void free_http(Conn& c);                                    // session.cpp
   void progress();
   void stop();
   bool write_line(const std::string& line);
@@ -117,10 +117,10 @@ class Worker {
   uv_timer_t ramp_timer_{}, progress_timer_{}, stop_timer_{};
   uv_signal_t sigterm_{}, sigint_{};
   std::unique_ptr<Conn[]> conns_;
-  std::uint64_t started_ = 0;     // connects started (next conns_ slot)
-  std::uint64_t pending_ = 0;     // connects in flight
-  std::uint64_t resolved_ = 0;    // connects that succeeded or failed
-  std::uint64_t open_ = 0;        // connections open now
+  std::uint64_t started_ = 0;   // connects started (next conns_ slot)
+  std::uint64_t pending_ = 0;   // connects in flight
+  std::uint64_t resolved_ = 0;  // connects that succeeded or failed
+  std::uint64_t open_ = 0;      // connections open now
   std::uint64_t closed_by_server_ = 0;
   std::uint64_t start_ns_ = 0;
   bool stopping_ = false;
@@ -132,6 +132,7 @@ class Worker {
 };
 
 // Per-mode one-time setup of the scratch buffer and request text (session.cpp).
-void prepare_payload(const LoadOptions& o, std::vector<std::uint8_t>& scratch, std::string& http_request);
+void prepare_payload(const LoadOptions& o, std::vector<std::uint8_t>& scratch,
+                     std::string& http_request);
 
 }  // namespace heartwheel::load

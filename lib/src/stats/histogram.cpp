@@ -5,15 +5,15 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <stdexcept>
-
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 namespace heartwheel::stats {
 
 Histogram::Histogram(unsigned sig_bits) : sig_bits_(sig_bits) {
   if (sig_bits < 2 || sig_bits > 16)
-    throw std::invalid_argument("Histogram: sig_bits must be in [2, 16], got " + std::to_string(sig_bits));
+    throw std::invalid_argument("Histogram: sig_bits must be in [2, 16], got " +
+                                std::to_string(sig_bits));
   const std::size_t half = std::size_t{1} << (sig_bits - 1);
   // Exact part (2^s) plus one group of `half` buckets per exponent e = 1..64-s.
   counts_.assign((std::size_t{1} << sig_bits) + (64 - sig_bits) * half, 0);
@@ -116,15 +116,19 @@ Histogram Histogram::from_json(const nlohmann::json& j) {
     h.min_ = total ? j.at("min").get<std::uint64_t>() : UINT64_MAX;
     return h;
   } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(std::string("Histogram::from_json: malformed histogram: ") + e.what());
+    throw std::invalid_argument(std::string("Histogram::from_json: malformed histogram: ") +
+                                e.what());
   }
 }
 
 nlohmann::json Histogram::summary_json() const {
-  return {{"count", total_},          {"min", min()},
+  return {{"count", total_},
+          {"min", min()},
           {"mean", std::round(mean() * 10) / 10},
-          {"p50", percentile(50)},    {"p90", percentile(90)},
-          {"p99", percentile(99)},    {"p999", percentile(99.9)},
+          {"p50", percentile(50)},
+          {"p90", percentile(90)},
+          {"p99", percentile(99)},
+          {"p999", percentile(99.9)},
           {"max", max_}};
 }
 

@@ -28,10 +28,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace heartwheel::stats {
 
@@ -60,7 +59,9 @@ class Histogram {
   std::uint64_t count() const noexcept { return total_; }
   std::uint64_t min() const noexcept { return total_ ? min_ : 0; }
   std::uint64_t max() const noexcept { return max_; }
-  double mean() const noexcept { return total_ ? static_cast<double>(sum_) / static_cast<double>(total_) : 0; }
+  double mean() const noexcept {
+    return total_ ? static_cast<double>(sum_) / static_cast<double>(total_) : 0;
+  }
   unsigned sig_bits() const noexcept { return sig_bits_; }
   std::size_t bucket_count() const noexcept { return counts_.size(); }
 
