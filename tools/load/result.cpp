@@ -29,6 +29,7 @@ void counters(A& r, B& o, F&& f) {
   f("dead_closed_late", r.dead_closed_late, o.dead_closed_late);
   f("live_closed_by_server", r.live_closed_by_server, o.live_closed_by_server);
   f("open_at_end", r.open_at_end, o.open_at_end);
+  f("connects_unfinished", r.connects_unfinished, o.connects_unfinished);
   f("processes", r.processes, o.processes);
 }
 

@@ -376,6 +376,7 @@ void Worker::stop() {
   for (std::uint64_t j = 0; j < started_; ++j) {
     Conn& c = conns_[j];
     if (c.state == Conn::State::open) ++result_.open_at_end;
+    if (c.state == Conn::State::connecting) ++result_.connects_unfinished;
     if (options_.linger_reset &&
         (c.state == Conn::State::open || c.state == Conn::State::connecting)) {
       uv_os_fd_t fd;
