@@ -81,6 +81,62 @@ TEST_CASE("The harness sees dead connections closed at the idle timeout and no l
   CHECK(server.idle_closed() == 60);
 }
 
+TEST_CASE("In rpc mode requests get responses, heartbeats get PONGs and dead peers answer nothing",
+          "[integration][load][rpc]") {
+  MiniEchoServer server(1s, MiniEchoServer::Protocol::rpc);
+  const std::string out = temp_path("rpc");
+  Subprocess load;
+  load.start({HEARTWHEEL_LOAD_BIN,
+              "--mode",
+              "rpc",
+              "--target",
+              "127.0.0.1:" + std::to_string(server.port()),
+              "--connections",
+              "100",
+              "--processes",
+              "2",
+              "--message-interval",
+              "400ms",
+              "--heartbeat",
+              "150ms",
+              "--dead-fraction",
+              "0.1",
+              "--expect-idle-close",
+              "1s",
+              "--idle-close-slack",
+              "1500ms",
+              "--duration",
+              "3s",
+              "--quiet",
+              "--json",
+              out},
+             false);
+  const auto status = load.wait(60s);
+  REQUIRE(status.has_value());
+  const auto r = read_json(out);
+  INFO(r.dump(2).substr(0, 3000));
+  CHECK(*status == 0);
+  CHECK(r["connections_established"] == 100);
+  CHECK(r["errors"].empty());
+  CHECK(r["rpc_errors"] == 0);
+  // Every request but those in flight at the end got its RESPONSE.
+  CHECK(r["messages_received"].get<std::uint64_t>() + 100 >=
+        r["messages_sent"].get<std::uint64_t>());
+  CHECK(r["messages_received"].get<std::uint64_t>() > 90 * 5);
+  // Between requests 400 ms apart, a 150 ms heartbeat sends two PINGs.
+  CHECK(r["pings_sent"].get<std::uint64_t>() > 90 * 8);
+  CHECK(r["pongs_received"].get<std::uint64_t>() + 100 >= r["pings_sent"].get<std::uint64_t>());
+  CHECK(r["heartbeat_rtt_us"]["count"] == r["pongs_received"]);
+  // The server PINGs after each RESPONSE: live connections answer, dead ones do not.
+  CHECK(r["pings_answered"].get<std::uint64_t>() > 0);
+  CHECK(r["pings_answered"].get<std::uint64_t>() <= r["messages_received"].get<std::uint64_t>());
+  CHECK(r["dead"]["count"] == 10);
+  CHECK(r["dead"]["closed"] == 10);
+  CHECK(r["live_closed_by_server"] == 0);
+  CHECK(server.bad_frames() == 0);
+  CHECK(server.pongs_received() == r["pings_answered"].get<std::uint64_t>());
+}
+
 TEST_CASE("SIGINT stops a long run early with a complete report and no stray processes",
           "[integration][load]") {
   MiniEchoServer server(30s);

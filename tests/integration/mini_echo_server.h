@@ -1,5 +1,8 @@
 // tests/integration/mini_echo_server.h - a small libuv echo server on its own
 // thread, closing connections idle for `read_idle` through a LoopWheel.
+// In rpc mode it speaks the RPC frames instead: RESPONSE (same id, same
+// payload) to every REQUEST, PONG to every PING, and after each RESPONSE a
+// PING of its own, so the client's PONG path is exercised too.
 // It exists so the load harness can be tested on a branch that has no
 // heartwheel-echo; it is a test fixture, not the project's echo server.
 #pragma once
@@ -13,13 +16,18 @@
 #include <cstdint>
 #include <future>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 
 namespace heartwheel::test {
 
 class MiniEchoServer {
  public:
-  explicit MiniEchoServer(Duration read_idle) : read_idle_(read_idle) {
+  enum class Protocol { echo, rpc };
+
+  explicit MiniEchoServer(Duration read_idle, Protocol protocol = Protocol::echo)
+      : read_idle_(read_idle), protocol_(protocol) {
     std::promise<int> port;
     auto ready = port.get_future();
     thread_ = std::thread([this, p = std::move(port)]() mutable { run(p); });
@@ -32,6 +40,8 @@ class MiniEchoServer {
   int port() const noexcept { return port_; }
   std::uint64_t accepted() const noexcept { return accepted_; }
   std::uint64_t idle_closed() const noexcept { return idle_closed_; }
+  std::uint64_t pongs_received() const noexcept { return pongs_; }
+  std::uint64_t bad_frames() const noexcept { return bad_frames_; }
 
  private:
   struct Conn : TimerEntry {
@@ -39,6 +49,7 @@ class MiniEchoServer {
     uv_tcp_t tcp;
     MiniEchoServer* server;
     TimePoint last_read;
+    std::string rx;  // rpc: bytes of an unfinished frame
   };
 
   void run(std::promise<int>& port) {
@@ -104,9 +115,58 @@ class MiniEchoServer {
           if (n < 0) return close(*conn);
           // Lazy refresh: only stamp the time; the entry re-arms when it fires.
           conn->last_read = conn->server->wheel_->now();
+          if (conn->server->protocol_ == Protocol::rpc)
+            return conn->server->on_rpc_bytes(*conn, buf->base, static_cast<std::size_t>(n));
           uv_buf_t out = uv_buf_init(buf->base, static_cast<unsigned>(n));
           uv_try_write(s, &out, 1);  // a test fixture: small messages always fit
         });
+  }
+
+  static std::uint64_t get_be(const unsigned char* p, int bytes) {
+    std::uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) v = (v << 8) | p[i];
+    return v;
+  }
+
+  static void put_frame(std::string& out, unsigned char type, std::uint64_t id,
+                        std::string_view payload) {
+    const auto length = static_cast<std::uint32_t>(payload.size() + 9);
+    for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>(length >> (8 * i)));
+    out.push_back(static_cast<char>(type));
+    for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>(id >> (8 * i)));
+    out.append(payload);
+  }
+
+  void on_rpc_bytes(Conn& c, const char* data, std::size_t n) {
+    c.rx.append(data, n);
+    std::string out;
+    std::size_t pos = 0;
+    while (c.rx.size() - pos >= 13) {
+      const auto* p = reinterpret_cast<const unsigned char*>(c.rx.data() + pos);
+      const auto length = static_cast<std::size_t>(get_be(p, 4));
+      if (length < 9) {
+        ++bad_frames_;
+        return close(c);
+      }
+      if (c.rx.size() - pos < 4 + length) break;
+      const unsigned char type = p[4];
+      const std::uint64_t id = get_be(p + 5, 8);
+      const std::string_view payload(c.rx.data() + pos + 13, length - 9);
+      if (type == 1) {  // REQUEST -> RESPONSE, then a PING of ours
+        put_frame(out, 2, id, payload);
+        put_frame(out, 3, id, "12345678");
+      } else if (type == 3) {  // PING -> PONG
+        put_frame(out, 4, id, payload);
+      } else if (type == 4) {
+        ++pongs_;
+      } else {
+        ++bad_frames_;
+      }
+      pos += 4 + length;
+    }
+    c.rx.erase(0, pos);
+    uv_buf_t b = uv_buf_init(out.data(), static_cast<unsigned>(out.size()));
+    if (!out.empty()) uv_try_write(reinterpret_cast<uv_stream_t*>(&c.tcp), &b, 1);
   }
 
   static void on_idle(TimerEntry& e) {
@@ -125,13 +185,14 @@ class MiniEchoServer {
   }
 
   Duration read_idle_;
+  Protocol protocol_;
   uv_loop_t loop_{};
   std::optional<LoopWheel> wheel_;
   uv_tcp_t listener_{};
   uv_async_t stop_{};
   std::thread thread_;
   int port_ = 0;
-  std::atomic<std::uint64_t> accepted_{0}, idle_closed_{0};
+  std::atomic<std::uint64_t> accepted_{0}, idle_closed_{0}, pongs_{0}, bad_frames_{0};
 };
 
 }  // namespace heartwheel::test
