@@ -120,6 +120,21 @@ TEST_CASE("In rpc mode requests get responses, heartbeats get PONGs and dead pee
   CHECK(server.pongs_received() == u(r["pings_answered"]));
 }
 
+TEST_CASE("Messages of 16 bytes (the stamps alone) and of odd sizes are counted exactly",
+          "[integration][load]") {
+  MiniEchoServer server(30s);
+  for (const char* size : {"16", "1000"}) {
+    const Run run =
+        run_load(target(server) + "--connections 20 --message-interval 50ms --message-size " +
+                 size + " --duration 1s");
+    INFO("size " << size << ": " << run.report.dump().substr(0, 1500));
+    CHECK(run.status == 0);
+    CHECK(u(run.report["messages_received"]) > 20 * 10);
+    CHECK(u(run.report["messages_received"]) + 20 >= u(run.report["messages_sent"]));
+    CHECK(u(run.report["rtt_us"]["count"]) == u(run.report["messages_received"]));
+  }
+}
+
 TEST_CASE("SIGINT stops a long run early with a complete report and no stray processes",
           "[integration][load]") {
   MiniEchoServer server(30s);

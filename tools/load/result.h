@@ -39,11 +39,11 @@ struct LoadResult {
   std::uint64_t dead_closed_early = 0;  // closed before --expect-idle-close
   std::uint64_t dead_closed_late = 0;   // closed after --expect-idle-close + slack
   std::uint64_t live_closed_by_server = 0;
-  std::uint64_t open_at_end = 0;  // still open when the run stopped
+  std::uint64_t open_at_end = 0;          // still open when the run stopped
   std::uint64_t connects_unfinished = 0;  // connects still in flight when the run stopped
-  std::uint64_t ramp_ms = 0;      // from start until every connect attempt resolved
-  std::uint64_t processes = 0;    // worker results merged into this one
-  stats::Histogram rtt_us;        // write -> echo/response, from the actual send time
+  std::uint64_t ramp_ms = 0;              // from start until every connect attempt resolved
+  std::uint64_t processes = 0;            // worker results merged into this one
+  stats::Histogram rtt_us;                // write -> echo/response, from the actual send time
   stats::Histogram
       rtt_steady_us;            // rtt_us after the process's ramp ended (connect storms excluded)
   stats::Histogram latency_us;  // intended send time -> response (wrk2, no coordinated omission)

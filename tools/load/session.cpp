@@ -53,6 +53,11 @@ void Worker::init_http(Conn& c) {
   c.http->data = &c;
 }
 
+void Worker::finish_http(Conn& c) {
+  // A response delimited by the connection's end completes only now.
+  if (c.http) llhttp_finish(c.http);
+}
+
 void Worker::free_http(Conn& c) {
   delete c.http;
   c.http = nullptr;
@@ -143,27 +148,22 @@ namespace {
 // bytes are the stamps. rx_pos is the offset in the current message.
 void read_echo(Worker& w, Conn& c, const std::uint8_t* data, std::size_t len) {
   const std::size_t size = w.options().message_size;
-  LoadResult& r = w.result();
   while (len > 0) {
+    std::size_t n;
     if (c.rx_pos < wire::kStampBytes) {
-      const std::size_t n = std::min<std::size_t>(len, wire::kStampBytes - c.rx_pos);
+      n = std::min<std::size_t>(len, wire::kStampBytes - c.rx_pos);
       std::memcpy(c.rx_buf + c.rx_pos, data, n);
-      c.rx_pos += static_cast<std::uint32_t>(n);
-      data += n;
-      len -= n;
-      if (c.rx_pos == wire::kStampBytes) {
-        const std::uint64_t now = uv_hrtime();
-        w.record_reply(now, c.rx_buf);
-      }
-      continue;
+      if (c.rx_pos + n == wire::kStampBytes) w.record_reply(uv_hrtime(), c.rx_buf);
+    } else {
+      n = std::min<std::size_t>(len, size - c.rx_pos);
     }
-    const std::size_t n = std::min<std::size_t>(len, size - c.rx_pos);
     c.rx_pos += static_cast<std::uint32_t>(n);
     data += n;
     len -= n;
+    // Checked after either branch: a 16-byte message ends with its stamps.
     if (c.rx_pos == size) {
       c.rx_pos = 0;
-      ++r.messages_received;
+      ++w.result().messages_received;
       w.first_exchange(c);
     }
   }

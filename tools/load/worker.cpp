@@ -257,6 +257,7 @@ void Worker::on_read(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
     w.result_.bytes_received += static_cast<std::uint64_t>(nread);
     w.on_data(c, reinterpret_cast<const std::uint8_t*>(buf->base), static_cast<std::size_t>(nread));
   } else if (nread < 0) {
+    if (nread == UV_EOF) w.finish_http(c);
     w.server_closed(c, "read", static_cast<int>(nread));
   }
 }

@@ -102,6 +102,7 @@ class Worker {
   void send_message(Conn& c, std::uint64_t intended_ns);             // session.cpp
   void send_ping(Conn& c);                                           // session.cpp
   void init_http(Conn& c);                                           // session.cpp
+  void finish_http(Conn& c);                                         // session.cpp
   static void free_http(Conn& c);                                    // session.cpp
   void progress();
   void stop();
