@@ -11,6 +11,7 @@
 #include <heartwheel/loop_wheel.h>
 #include <uv.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -101,6 +102,7 @@ class MiniEchoServer {
       return;
     }
     ++self->accepted_;
+    uv_tcp_nodelay(&c->tcp, 1);
     c->last_read = self->wheel_->now();
     self->wheel_->schedule(*c, self->read_idle_);
     uv_read_start(
@@ -165,8 +167,13 @@ class MiniEchoServer {
       pos += 4 + length;
     }
     c.rx.erase(0, pos);
-    uv_buf_t b = uv_buf_init(out.data(), static_cast<unsigned>(out.size()));
-    if (!out.empty()) uv_try_write(reinterpret_cast<uv_stream_t*>(&c.tcp), &b, 1);
+    // Written in 5-byte pieces (Nagle off, so each is its own segment): the
+    // client's reader meets frames split inside the header and the payload.
+    for (std::size_t off = 0; off < out.size(); off += 5) {
+      uv_buf_t b = uv_buf_init(out.data() + off,
+                               static_cast<unsigned>(std::min<std::size_t>(5, out.size() - off)));
+      if (uv_try_write(reinterpret_cast<uv_stream_t*>(&c.tcp), &b, 1) < 0) break;
+    }
   }
 
   static void on_idle(TimerEntry& e) {
