@@ -193,7 +193,9 @@ int run_supervisor(const LoadOptions& options) {
       }
     if (fds.empty()) break;
     const std::uint64_t now = now_ms();
-    const std::uint64_t wake = std::min(next_tick, deadline);
+    // Past the deadline the killed workers only have to close their pipes:
+    // poll in short steps instead of spinning.
+    const std::uint64_t wake = killed ? now + 100 : std::min(next_tick, deadline);
     const int timeout = wake > now ? static_cast<int>(wake - now) : 0;
     const int n = ::poll(fds.data(), fds.size(), timeout);
     if (n > 0) {
