@@ -135,6 +135,17 @@ TEST_CASE("Messages of 16 bytes (the stamps alone) and of odd sizes are counted 
   }
 }
 
+TEST_CASE("Connections are spread round-robin over several targets", "[integration][load]") {
+  MiniEchoServer a(30s), b(30s);
+  const Run run = run_load(
+      "--target 127.0.0.1:" + std::to_string(a.port()) + ",127.0.0.1:" + std::to_string(b.port()) +
+      " --connections 101 --processes 3 --message-interval 100ms --duration 1s");
+  CHECK(run.status == 0);
+  CHECK(run.report["connections_established"] == 101);
+  CHECK(a.accepted() == 51);
+  CHECK(b.accepted() == 50);
+}
+
 TEST_CASE("SIGINT stops a long run early with a complete report and no stray processes",
           "[integration][load]") {
   MiniEchoServer server(30s);

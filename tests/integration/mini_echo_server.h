@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cstdint>
 #include <future>
@@ -29,6 +30,9 @@ class MiniEchoServer {
 
   explicit MiniEchoServer(Duration read_idle, Protocol protocol = Protocol::echo)
       : read_idle_(read_idle), protocol_(protocol) {
+    // A write to a peer that already closed must fail with EPIPE, not kill
+    // the test process (libuv writes with write(), which raises SIGPIPE).
+    std::signal(SIGPIPE, SIG_IGN);
     std::promise<int> port;
     auto ready = port.get_future();
     thread_ = std::thread([this, p = std::move(port)]() mutable { run(p); });
