@@ -1,0 +1,201 @@
+// heartwheel-load end to end against a small in-test server (echo or RPC
+// frames) that closes connections idle for its read-idle time: the JSON
+// report must show every connection established, every dead one closed about
+// one idle timeout after its last send, and no live one closed.
+// HEARTWHEEL_LOAD_BIN comes from the build.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "mini_echo_server.h"
+#include "subprocess.h"
+
+using namespace std::chrono_literals;
+using heartwheel::test::MiniEchoServer;
+using heartwheel::test::Subprocess;
+
+namespace {
+
+struct Run {
+  int status = -1;
+  nlohmann::json report;
+};
+
+std::vector<std::string> words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// Runs the harness with `args` (space-separated) plus --quiet --json, waits
+// at most 60 s, and returns its exit status and report.
+Run run_load(const std::string& args) {
+  static int serial = 0;
+  const std::string out = "/tmp/heartwheel-load-test-" + std::to_string(::getpid()) + "-" +
+                          std::to_string(++serial) + ".json";
+  auto argv = words(args);
+  argv.insert(argv.begin(), HEARTWHEEL_LOAD_BIN);
+  for (const char* a : {"--quiet", "--json"}) argv.push_back(a);
+  argv.push_back(out);
+  Subprocess load;
+  load.start(argv, false);
+  const auto status = load.wait(60s);
+  REQUIRE(status.has_value());
+  std::ifstream in(out);
+  REQUIRE(in.good());
+  Run run{*status, nlohmann::json::parse(in)};
+  std::remove(out.c_str());
+  return run;
+}
+
+std::string target(const MiniEchoServer& server) {
+  return " --target 127.0.0.1:" + std::to_string(server.port()) + " ";
+}
+
+std::uint64_t u(const nlohmann::json& j) { return j.get<std::uint64_t>(); }
+
+}  // namespace
+
+TEST_CASE("The harness sees dead connections closed at the idle timeout and no live one closed",
+          "[integration][load]") {
+  MiniEchoServer server(1s);
+  const Run run = run_load(target(server) +
+                           "--connections 300 --processes 2 --source-ips 127.0.0.1-127.0.0.2 "
+                           "--message-interval 200ms --dead-fraction 0.2 --expect-idle-close 1s "
+                           "--idle-close-slack 1500ms --duration 4s");
+  const auto& r = run.report;
+  INFO(r.dump(2).substr(0, 3000));
+  CHECK(run.status == 0);
+  CHECK(r["connections_established"] == 300);
+  CHECK(r["connect_errors"].empty());
+  CHECK(r["workers_failed"] == 0);
+  CHECK(r["dead"]["count"] == 60);
+  CHECK(r["dead"]["closed"] == 60);
+  CHECK(u(r["dead"]["close_after_ms"]["min"]) >= 950);
+  CHECK(u(r["dead"]["close_after_ms"]["max"]) <= 2500);
+  CHECK(r["live_closed_by_server"] == 0);
+  CHECK(r["expectations_met"] == true);
+  CHECK(u(r["messages_received"]) > 240 * 10);
+  CHECK(u(r["rtt_us"]["p50"]) > 0);
+  CHECK(u(r["rtt_us"]["max"]) >= u(r["rtt_us"]["p99"]));
+  CHECK(r["processes"] == 2);
+  CHECK(server.accepted() == 300);
+  CHECK(server.idle_closed() == 60);
+}
+
+TEST_CASE("In rpc mode requests get responses, heartbeats get PONGs and dead peers answer nothing",
+          "[integration][load][rpc]") {
+  MiniEchoServer server(1s, MiniEchoServer::Protocol::rpc);
+  const Run run =
+      run_load("--mode rpc" + target(server) +
+               "--connections 100 --processes 2 --message-interval 400ms --heartbeat 150ms "
+               "--dead-fraction 0.1 --expect-idle-close 1s --idle-close-slack 1500ms "
+               "--duration 3s");
+  const auto& r = run.report;
+  INFO(r.dump(2).substr(0, 3000));
+  CHECK(run.status == 0);
+  CHECK(r["connections_established"] == 100);
+  CHECK(r["errors"].empty());
+  CHECK(r["rpc_errors"] == 0);
+  // Every request but those in flight at the end got its RESPONSE.
+  CHECK(u(r["messages_received"]) + 100 >= u(r["messages_sent"]));
+  CHECK(u(r["messages_received"]) > 90 * 5);
+  // Between requests 400 ms apart, a 150 ms heartbeat sends two PINGs.
+  CHECK(u(r["pings_sent"]) > 90 * 8);
+  CHECK(u(r["pongs_received"]) + 100 >= u(r["pings_sent"]));
+  CHECK(r["heartbeat_rtt_us"]["count"] == r["pongs_received"]);
+  // The server PINGs after each RESPONSE: live connections answer, dead ones do not.
+  CHECK(u(r["pings_answered"]) > 0);
+  CHECK(u(r["pings_answered"]) <= u(r["messages_received"]));
+  CHECK(r["dead"]["count"] == 10);
+  CHECK(r["dead"]["closed"] == 10);
+  CHECK(r["live_closed_by_server"] == 0);
+  CHECK(server.bad_frames() == 0);
+  CHECK(server.pongs_received() == u(r["pings_answered"]));
+}
+
+TEST_CASE("Messages of 16 bytes (the stamps alone) and of odd sizes are counted exactly",
+          "[integration][load]") {
+  MiniEchoServer server(30s);
+  for (const char* size : {"16", "1000"}) {
+    const Run run =
+        run_load(target(server) + "--connections 20 --message-interval 50ms --message-size " +
+                 size + " --duration 1s");
+    INFO("size " << size << ": " << run.report.dump().substr(0, 1500));
+    CHECK(run.status == 0);
+    CHECK(u(run.report["messages_received"]) > 20 * 10);
+    CHECK(u(run.report["messages_received"]) + 20 >= u(run.report["messages_sent"]));
+    CHECK(u(run.report["rtt_us"]["count"]) == u(run.report["messages_received"]));
+  }
+}
+
+TEST_CASE("Connections are spread round-robin over several targets", "[integration][load]") {
+  MiniEchoServer a(30s), b(30s);
+  const Run run = run_load(
+      "--target 127.0.0.1:" + std::to_string(a.port()) + ",127.0.0.1:" + std::to_string(b.port()) +
+      " --connections 101 --processes 3 --message-interval 100ms --duration 1s");
+  CHECK(run.status == 0);
+  CHECK(run.report["connections_established"] == 101);
+  CHECK(a.accepted() == 51);
+  CHECK(b.accepted() == 50);
+}
+
+TEST_CASE("SIGINT stops a long run early with a complete report and no stray processes",
+          "[integration][load]") {
+  MiniEchoServer server(30s);
+  const std::string out =
+      "/tmp/heartwheel-load-test-" + std::to_string(::getpid()) + "-sigint.json";
+  Subprocess load;
+  auto argv = words(target(server) +
+                    "--connections 100 --processes 2 --message-interval 100ms "
+                    "--duration 5m --quiet --json " +
+                    out);
+  argv.insert(argv.begin(), HEARTWHEEL_LOAD_BIN);
+  load.start(argv, false);
+  // Wait until every connection is up, then interrupt.
+  for (int i = 0; i < 200 && server.accepted() < 100; ++i) std::this_thread::sleep_for(25ms);
+  REQUIRE(server.accepted() == 100);
+  std::this_thread::sleep_for(500ms);
+  load.signal(SIGINT);
+  const auto status = load.wait(20s);
+  REQUIRE(status.has_value());
+  CHECK(*status == 0);
+  std::ifstream in(out);
+  REQUIRE(in.good());
+  const auto r = nlohmann::json::parse(in);
+  std::remove(out.c_str());
+  CHECK(r["interrupted"] == true);
+  CHECK(r["connections_established"] == 100);
+  CHECK(r["open_at_end"] == 100);
+  CHECK(u(r["elapsed_ms"]) < 20000);
+  CHECK(u(r["messages_received"]) > 0);
+}
+
+TEST_CASE("A refused target is reported per errno, not as a crash", "[integration][load]") {
+  int port = 0;
+  {
+    MiniEchoServer gone(1s);  // bound, then closed: nothing listens there now
+    port = gone.port();
+  }
+  const Run run =
+      run_load("--target 127.0.0.1:" + std::to_string(port) + " --connections 20 --duration 1s");
+  CHECK(run.report["connections_established"] == 0);
+  CHECK(run.report["connect_errors"]["ECONNREFUSED"] == 20);
+}
+
+TEST_CASE("Impossible sizes are refused with advice before anything starts",
+          "[integration][load]") {
+  Subprocess load;
+  load.start({HEARTWHEEL_LOAD_BIN, "--target", "127.0.0.1:9", "--connections", "50000",
+              "--processes", "1", "--duration", "1s"},
+             false);
+  const auto status = load.wait(10s);
+  REQUIRE(status.has_value());
+  CHECK(*status == 2);
+}

@@ -1,0 +1,100 @@
+// tools/load/options.h - what one heartwheel-load run is asked to do.
+//
+// The supervisor parses the command line into LoadOptions once, validates it,
+// and hands every child process the same options plus its share (see
+// ProcessShare): child k of P owns the connections whose global index i has
+// i % P == k. Connection i connects to targets[i % targets.size()] from
+// source_ips[i % source_ips.size()], and is dead when
+// floor((i+1) * dead_fraction) > floor(i * dead_fraction), which spreads the
+// dead ones evenly over processes, targets and source addresses.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace heartwheel::load {
+
+enum class Mode { echo, rpc, http };
+
+const char* mode_name(Mode m) noexcept;
+
+struct Endpoint {
+  std::string host;
+  std::uint16_t port = 0;
+  sockaddr_in addr{};  // resolved at parse time (IPv4 literals and "localhost")
+};
+
+struct LoadOptions {
+  std::vector<Endpoint> targets;
+  std::uint64_t connections = 100;
+  unsigned processes = 1;
+  std::vector<sockaddr_in> source_ips;  // empty: let the kernel choose
+  // With source_ips: connection i binds port source_port_lo + (i / ips + offset) mod range,
+  // where offset is random per run. Binding a known port is O(1); a kernel
+  // port search at connect() slows down as an address's ports fill up.
+  // source_port_lo == 0: let the kernel pick at connect (IP_BIND_ADDRESS_NO_PORT).
+  std::uint16_t source_port_lo = 10000;
+  std::uint16_t source_port_hi = 60999;
+  std::uint64_t port_offset = 0;         // chosen by the supervisor once per run (not a flag)
+  double connect_rate = 2000;            // new connections per second, whole run
+  unsigned max_pending_connects = 1000;  // per process, connects in flight
+  std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
+  std::chrono::nanoseconds duration = std::chrono::seconds(10);
+  std::chrono::nanoseconds grace = std::chrono::seconds(5);
+  Mode mode = Mode::echo;
+  std::size_t message_size = 64;
+  std::chrono::nanoseconds message_interval = std::chrono::seconds(1);
+  std::chrono::nanoseconds heartbeat{0};  // rpc: PING after this long without writing
+  std::string http_path = "/";
+  double dead_fraction = 0;
+  std::chrono::nanoseconds expect_idle_close{0};  // 0: no expectation
+  std::chrono::nanoseconds idle_close_slack = std::chrono::seconds(1);
+  std::chrono::nanoseconds tick = std::chrono::milliseconds(1);
+  std::string json_path;
+  bool quiet = false;
+  bool linger_reset = false;  // close with RST at the end (no TIME_WAIT)
+};
+
+// Registers every flag on `app`, writing into `options`.
+void add_options(CLI::App& app, LoadOptions& options);
+
+// Cross-field checks after parsing; throws std::invalid_argument with a
+// message that says which flag to change.
+void validate(const LoadOptions& options);
+
+// "127.0.0.1-127.0.0.8,127.0.1.1": every address in the ranges, in order.
+// Throws std::invalid_argument on a malformed list.
+std::vector<sockaddr_in> parse_source_ips(const std::string& text);
+
+// "LO-HI" (1..65535) or "kernel" (lo = hi = 0).
+void parse_source_ports(const std::string& text, std::uint16_t& lo, std::uint16_t& hi);
+
+// "HOST:PORT[,HOST:PORT...]" with IPv4 literals or localhost.
+std::vector<Endpoint> parse_targets(const std::string& text);
+
+// One child's slice of the run.
+struct ProcessShare {
+  unsigned index = 0;         // k
+  unsigned count = 1;         // P
+  std::uint64_t connections;  // how many global indices i have i % P == k
+};
+ProcessShare share_of(const LoadOptions& options, unsigned index);
+
+inline bool is_dead(double fraction, std::uint64_t i) noexcept {
+  return static_cast<std::uint64_t>(static_cast<double>(i + 1) * fraction) >
+         static_cast<std::uint64_t>(static_cast<double>(i) * fraction);
+}
+
+// Highest connection count one process may hold: the file limit (20000 here)
+// minus room for the loop's own descriptors.
+std::uint64_t per_process_connection_limit();
+
+}  // namespace heartwheel::load

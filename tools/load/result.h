@@ -1,0 +1,71 @@
+// tools/load/result.h - the counters and histograms of one run, mergeable.
+//
+// Each worker process fills one LoadResult; it travels to the supervisor as
+// raw JSON (to_json(): every counter and every histogram's bucket counts), and
+// the supervisor merges them (merge(): counters add, maps add per key,
+// histograms add bucket by bucket, ramp_ms takes the max), so percentiles of
+// the merged result are those of all samples, not an average of percentiles.
+// report_json() is the user-facing summary written by --json.
+#pragma once
+
+#include <heartwheel/stats/histogram.h>
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace heartwheel::load {
+
+struct LoadResult {
+  using Counts = std::map<std::string, std::uint64_t>;
+
+  std::uint64_t connections_attempted = 0;
+  std::uint64_t connections_established = 0;
+  Counts connect_errors;                // errno name -> count ("ECONNREFUSED", "ETIMEDOUT", ...)
+  Counts errors;                        // "<where>:<errno name>" for failures after connect
+  std::uint64_t messages_sent = 0;      // echo messages / RPC requests / HTTP requests
+  std::uint64_t messages_received = 0;  // complete echoes / responses
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+  std::uint64_t pings_sent = 0;  // rpc heartbeats we sent
+  std::uint64_t pongs_received = 0;
+  std::uint64_t pings_answered = 0;     // server PINGs we answered with PONG
+  std::uint64_t rpc_errors = 0;         // ERROR frames
+  std::uint64_t sends_dropped = 0;      // sends skipped because the write backlog was full
+  Counts http_status;                   // "200" -> count
+  std::uint64_t dead_count = 0;         // connections chosen to go silent (and established)
+  std::uint64_t dead_closed = 0;        // ... that the server closed
+  std::uint64_t dead_closed_early = 0;  // closed before --expect-idle-close
+  std::uint64_t dead_closed_late = 0;   // closed after --expect-idle-close + slack
+  std::uint64_t live_closed_by_server = 0;
+  std::uint64_t open_at_end = 0;          // still open when the run stopped
+  std::uint64_t connects_unfinished = 0;  // connects still in flight when the run stopped
+  std::uint64_t ramp_ms = 0;              // from start until every connect attempt resolved
+  std::uint64_t processes = 0;            // worker results merged into this one
+  stats::Histogram rtt_us;                // write -> echo/response, from the actual send time
+  stats::Histogram
+      rtt_steady_us;            // rtt_us after the process's ramp ended (connect storms excluded)
+  stats::Histogram latency_us;  // intended send time -> response (wrk2, no coordinated omission)
+  stats::Histogram heartbeat_rtt_us;  // PING -> PONG
+  stats::Histogram connect_us;        // connect() -> connected
+  stats::Histogram dead_close_ms;     // last send of a dead connection -> server closed it
+
+  // Adds `other` into this result. Throws std::invalid_argument if histogram
+  // precisions differ.
+  void merge(const LoadResult& other);
+
+  // Lossless form for the child -> parent pipe; from_json() throws
+  // std::invalid_argument on a malformed document.
+  nlohmann::json to_json() const;
+  static LoadResult from_json(const nlohmann::json& j);
+
+  // The summary: counters, {p50, p90, p99, p999, max} per histogram, and the
+  // `dead` block with close_after_ms {min, p50, p99, max}.
+  nlohmann::json report_json() const;
+
+  // Dead connections the run ended with unclosed.
+  std::uint64_t dead_not_closed() const noexcept { return dead_count - dead_closed; }
+};
+
+}  // namespace heartwheel::load

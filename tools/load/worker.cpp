@@ -1,0 +1,399 @@
+// Worker lifecycle: loop setup, connect ramp, close accounting, progress and
+// the final report. The per-mode protocol lives in session.cpp.
+#include "worker.h"
+
+#include <heartwheel/error.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace heartwheel::load {
+
+namespace {
+constexpr std::size_t kReadBufferBytes = 64 * 1024;
+constexpr std::size_t kMaxWriteBacklog = 1 << 20;  // per connection; beyond it sends are dropped
+constexpr std::uint64_t kRampPeriodMs = 10;
+// A close this little before the expected idle timeout still counts as on
+// time: servers stamp activity with a cached loop clock (uv_now), which can
+// lag the real arrival of our last bytes by one loop iteration.
+constexpr std::uint64_t kEarlyToleranceNs = 50'000'000;
+
+// A write the kernel did not take at once: the request and a copy of the bytes.
+struct PendingWrite {
+  uv_write_t req;
+  std::size_t len;
+  std::uint8_t data[1];  // allocated to len
+};
+
+uv_handle_t* as_handle(void* h) { return static_cast<uv_handle_t*>(h); }
+
+}  // namespace
+
+// Per-connection memory is the harness's scaling cost: keep the state small.
+static_assert(sizeof(Conn) <= 384, "Conn grew: every byte here is paid 100,000 times");
+
+Conn::Conn() : TimerEntry([](TimerEntry&) {}) {}
+
+Worker::Worker(const LoadOptions& options, ProcessShare share, int report_fd)
+    : options_(options), share_(share), report_fd_(report_fd) {
+  check_uv(uv_loop_init(&loop_), "uv_loop_init");
+  loop_.data = this;
+  wheel_.emplace(&loop_, LoopWheel::Options{options.tick, 20000});
+  conns_ = std::make_unique<Conn[]>(share.connections);
+  for (std::uint64_t j = 0; j < share.connections; ++j) {
+    Conn& c = conns_[j];
+    c.worker = this;
+    c.index = share.index + j * share.count;
+    c.dead = is_dead(options.dead_fraction, c.index);
+    c.set_callback(&Worker::on_conn_timer);
+  }
+  read_buf_ = std::make_unique<std::uint8_t[]>(kReadBufferBytes);
+  prepare_payload(options, scratch_, http_request_);
+
+  result_.processes = 1;
+}
+
+Worker::~Worker() {
+  // run() closed every handle; anything left means run() never ran.
+  if (wheel_) {
+    for (std::uint64_t j = 0; j < share_.connections; ++j) wheel_->cancel(conns_[j]);
+    wheel_.reset();
+  }
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  uv_loop_close(&loop_);
+}
+
+std::uint64_t Worker::elapsed_ms() const noexcept { return (uv_hrtime() - start_ns_) / 1'000'000; }
+
+int Worker::run() {
+  start_ns_ = uv_hrtime();
+  uv_timer_init(&loop_, &ramp_timer_);
+  uv_timer_init(&loop_, &progress_timer_);
+  uv_timer_init(&loop_, &stop_timer_);
+  uv_signal_init(&loop_, &sigterm_);
+  uv_signal_init(&loop_, &sigint_);
+  ramp_timer_.data = progress_timer_.data = stop_timer_.data = sigterm_.data = sigint_.data = this;
+  uv_timer_start(
+      &ramp_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->ramp(); }, 0, kRampPeriodMs);
+  uv_timer_start(
+      &progress_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->progress(); }, 1000,
+      1000);
+  uv_timer_start(
+      &stop_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->stop(); },
+      static_cast<std::uint64_t>(options_.duration.count() / 1'000'000), 0);
+  uv_signal_start(
+      &sigterm_, [](uv_signal_t* s, int) { static_cast<Worker*>(s->data)->stop(); }, SIGTERM);
+  uv_signal_start(
+      &sigint_, [](uv_signal_t* s, int) { static_cast<Worker*>(s->data)->stop(); }, SIGINT);
+  if (share_.connections == 0) note_resolved();
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  const nlohmann::json line = {{"type", "result"}, {"result", result_.to_json()}};
+  return write_line(line.dump() + "\n") ? 0 : 1;
+}
+
+void Worker::ramp() {
+  if (stopping_) return;
+  const double rate = options_.connect_rate / share_.count;
+  const double elapsed_s = static_cast<double>(uv_hrtime() - start_ns_) / 1e9;
+  // One connection at once, then the rate; never more than the share.
+  const auto allowed =
+      std::min<std::uint64_t>(share_.connections, 1 + static_cast<std::uint64_t>(rate * elapsed_s));
+  while (started_ < allowed && pending_ < options_.max_pending_connects)
+    start_connect(conns_[started_++]);
+  if (started_ == share_.connections) uv_timer_stop(&ramp_timer_);
+}
+
+void Worker::start_connect(Conn& c) {
+  ++result_.connections_attempted;
+  int rc = uv_tcp_init_ex(&loop_, &c.tcp, AF_INET);
+  if (rc < 0) {  // the handle does not exist: nothing to close
+    ++result_.connect_errors[uv_err_name(rc)];
+    c.state = Conn::State::closed;
+    note_resolved();
+    return;
+  }
+  c.tcp.data = &c;
+  c.state = Conn::State::connecting;
+  if (!options_.source_ips.empty()) {
+    rc = bind_source(c);
+    if (rc < 0) return connect_failed(c, rc);
+  }
+  const sockaddr_in& dst = options_.targets[c.index % options_.targets.size()].addr;
+  auto* req = new uv_connect_t;
+  req->data = &c;
+  rc = uv_tcp_connect(req, &c.tcp, reinterpret_cast<const sockaddr*>(&dst), &Worker::on_connect);
+  if (rc < 0) {
+    delete req;
+    return connect_failed(c, rc);
+  }
+  ++pending_;
+  c.next_send_ns = uv_hrtime();
+  wheel_->schedule(c, options_.connect_timeout);
+}
+
+int Worker::bind_source(Conn& c) {
+  // bind() on the raw socket: uv_tcp_bind() defers EADDRINUSE to connect(),
+  // too late to try another port.
+  sockaddr_in src = options_.source_ips[c.index % options_.source_ips.size()];
+  uv_os_fd_t fd;
+  if (int rc = uv_fileno(as_handle(&c.tcp), &fd); rc < 0) return rc;
+  const auto try_bind = [&] {
+    return ::bind(fd, reinterpret_cast<const sockaddr*>(&src), sizeof src) == 0 ? 0 : -errno;
+  };
+  if (options_.source_port_lo != 0) {
+    // Our own port plan: the connections of one address take consecutive
+    // ports from a per-run offset, so no two connections of the run share an
+    // (address, port), and bind() is O(1) instead of a kernel port search at
+    // connect() that slows down as the address fills up. A port some other
+    // socket holds is skipped.
+    const std::uint64_t range =
+        std::uint64_t{options_.source_port_hi} - options_.source_port_lo + 1;
+    std::uint64_t slot = c.index / options_.source_ips.size() + options_.port_offset;
+    for (int attempt = 0; attempt < 4; ++attempt, slot += range / 4 + 1) {
+      src.sin_port = htons(static_cast<std::uint16_t>(options_.source_port_lo + slot % range));
+      const int rc = try_bind();
+      if (rc != -EADDRINUSE) return rc;
+    }
+    ++result_.errors["bind:port_taken_fallback"];
+    src.sin_port = 0;
+  }
+  // Let the kernel pick the port at connect() for the full 4-tuple, not at
+  // bind(): then an address serves ~28k ports per target instead of 28k overall.
+  int one = 1;
+  setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+  return try_bind();
+}
+
+void Worker::connect_failed(Conn& c, int uv_code) {
+  ++result_.connect_errors[uv_err_name(uv_code)];
+  close_conn(c);
+  note_resolved();
+}
+
+void Worker::on_connect(uv_connect_t* req, int status) {
+  Conn& c = *static_cast<Conn*>(req->data);
+  delete req;
+  Worker& w = *c.worker;
+  --w.pending_;
+  if (status == UV_ECANCELED) return;  // we closed it (timeout or stop) and counted it then
+  if (status < 0) return w.connect_failed(c, status);
+  w.result_.connect_us.record((uv_hrtime() - c.next_send_ns) / 1000);
+  w.on_open(c);
+  w.note_resolved();
+  if (w.pending_ < w.options_.max_pending_connects && w.started_ < w.share_.connections) w.ramp();
+}
+
+void Worker::on_open(Conn& c) {
+  ++result_.connections_established;
+  ++open_;
+  c.state = Conn::State::open;
+  wheel_->cancel(c);
+  uv_tcp_nodelay(&c.tcp, 1);
+  int rc =
+      uv_read_start(reinterpret_cast<uv_stream_t*>(&c.tcp), &Worker::on_alloc, &Worker::on_read);
+  if (rc < 0) {
+    ++result_.errors[std::string("read_start:") + uv_err_name(rc)];
+    return close_conn(c);
+  }
+  const std::uint64_t now = uv_hrtime();
+  c.last_write_ns = now;
+  c.next_send_ns = now;
+  if (c.dead) {
+    ++result_.dead_count;
+    // Nothing will ever be exchanged: silent from the start, timed from connect.
+    if (options_.message_interval.count() == 0 && options_.heartbeat.count() == 0) c.silent = true;
+  }
+  if (options_.mode == Mode::http) init_http(c);
+  session_due(c);
+}
+
+void Worker::note_resolved() {
+  if (++resolved_ >= share_.connections && !ramp_done_) {
+    ramp_done_ = true;
+    result_.ramp_ms = std::max<std::uint64_t>(1, elapsed_ms());
+  }
+}
+
+void Worker::on_conn_timer(TimerEntry& e) {
+  Conn& c = static_cast<Conn&>(e);
+  Worker& w = *c.worker;
+  if (c.state == Conn::State::connecting) {
+    ++w.result_.connect_errors["ETIMEDOUT"];
+    w.close_conn(c);
+    w.note_resolved();
+    return;
+  }
+  if (c.state == Conn::State::open) w.session_due(c);
+}
+
+void Worker::schedule_session(Conn& c) {
+  std::uint64_t next = UINT64_MAX;
+  if (!c.silent) {
+    if (options_.message_interval.count() > 0 && !(options_.mode == Mode::http && c.awaiting))
+      next = c.next_send_ns;
+    if (options_.mode == Mode::rpc && options_.heartbeat.count() > 0)
+      next = std::min<std::uint64_t>(
+          next, c.last_write_ns + static_cast<std::uint64_t>(options_.heartbeat.count()));
+  }
+  if (next == UINT64_MAX) {
+    wheel_->cancel(c);
+    return;
+  }
+  wheel_->schedule_at(c, TimePoint(std::chrono::nanoseconds(next)));
+}
+
+void Worker::on_alloc(uv_handle_t* h, std::size_t, uv_buf_t* buf) {
+  Worker& w = *static_cast<Conn*>(h->data)->worker;
+  *buf = uv_buf_init(reinterpret_cast<char*>(w.read_buf_.get()), kReadBufferBytes);
+}
+
+void Worker::on_read(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
+  Conn& c = *static_cast<Conn*>(s->data);
+  Worker& w = *c.worker;
+  if (nread > 0) {
+    w.result_.bytes_received += static_cast<std::uint64_t>(nread);
+    w.on_data(c, reinterpret_cast<const std::uint8_t*>(buf->base), static_cast<std::size_t>(nread));
+  } else if (nread < 0) {
+    if (nread == UV_EOF) w.finish_http(c);
+    w.server_closed(c, "read", static_cast<int>(nread));
+  }
+}
+
+void Worker::server_closed(Conn& c, const char* what, int uv_code) {
+  if (c.state != Conn::State::open) return;
+  ++closed_by_server_;
+  if (c.dead) {
+    ++result_.dead_closed;
+    const std::uint64_t after_ns = uv_hrtime() - c.last_write_ns;
+    result_.dead_close_ms.record(after_ns / 1'000'000);
+    const auto expect = static_cast<std::uint64_t>(options_.expect_idle_close.count());
+    if (expect > 0) {
+      if (after_ns + kEarlyToleranceNs < expect)
+        ++result_.dead_closed_early;
+      else if (after_ns > expect + static_cast<std::uint64_t>(options_.idle_close_slack.count()))
+        ++result_.dead_closed_late;
+    }
+  } else {
+    ++result_.live_closed_by_server;
+    ++result_.errors[std::string(what) + ":" + uv_err_name(uv_code)];
+  }
+  close_conn(c);
+}
+
+void Worker::protocol_error(Conn& c, const char* what) {
+  ++result_.errors[std::string("protocol:") + what];
+  close_conn(c);
+}
+
+void Worker::send_bytes(Conn& c, const std::uint8_t* data, std::size_t len) {
+  auto* stream = reinterpret_cast<uv_stream_t*>(&c.tcp);
+  std::size_t done = 0;
+  if (c.tcp.write_queue_size == 0) {
+    const uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(const_cast<std::uint8_t*>(data)),
+                                   static_cast<unsigned>(len));
+    const int rc = uv_try_write(stream, &b, 1);
+    if (rc >= 0)
+      done = static_cast<std::size_t>(rc);
+    else if (rc != UV_EAGAIN)
+      return server_closed(c, "write", rc);
+  } else if (c.tcp.write_queue_size > kMaxWriteBacklog) {
+    ++result_.sends_dropped;
+    return;
+  }
+  c.last_write_ns = uv_hrtime();
+  result_.bytes_sent += len;
+  if (done == len) return;
+  // The kernel's buffer is full: keep a copy of the rest until it drains.
+  const std::size_t rest = len - done;
+  auto* pw = static_cast<PendingWrite*>(::operator new(offsetof(PendingWrite, data) + rest));
+  pw->len = rest;
+  std::memcpy(pw->data, data + done, rest);
+  const uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(pw->data), static_cast<unsigned>(rest));
+  pw->req.data = &c;
+  const int rc = uv_write(&pw->req, stream, &b, 1, &Worker::on_write);
+  if (rc < 0) {
+    ::operator delete(pw);
+    server_closed(c, "write", rc);
+  }
+}
+
+void Worker::on_write(uv_write_t* req, int status) {
+  auto* pw = reinterpret_cast<PendingWrite*>(req);
+  Conn& c = *static_cast<Conn*>(req->data);
+  ::operator delete(pw);
+  if (status < 0 && status != UV_ECANCELED) c.worker->server_closed(c, "write", status);
+}
+
+void Worker::close_conn(Conn& c) {
+  if (c.state == Conn::State::closing || c.state == Conn::State::closed ||
+      c.state == Conn::State::idle)
+    return;
+  if (c.state == Conn::State::open) --open_;
+  c.state = Conn::State::closing;
+  wheel_->cancel(c);
+  uv_close(as_handle(&c.tcp), &Worker::on_closed);
+}
+
+void Worker::on_closed(uv_handle_t* h) {
+  Conn& c = *static_cast<Conn*>(h->data);
+  c.state = Conn::State::closed;
+  free_http(c);
+}
+
+bool Worker::write_line(const std::string& line) {
+  std::size_t off = 0;
+  while (off < line.size()) {
+    const ssize_t n = ::write(report_fd_, line.data() + off, line.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+void Worker::progress() {
+  std::uint64_t connect_failed = 0;
+  for (const auto& [name, n] : result_.connect_errors) connect_failed += n;
+  const nlohmann::json line = {{"type", "progress"},
+                               {"open", open_},
+                               {"attempted", result_.connections_attempted},
+                               {"established", result_.connections_established},
+                               {"connect_errors", connect_failed},
+                               {"sent", result_.messages_sent},
+                               {"received", result_.messages_received},
+                               {"dead_closed", result_.dead_closed},
+                               {"live_closed", result_.live_closed_by_server}};
+  // A parent that went away cannot read us: stop instead of running blind.
+  if (!write_line(line.dump() + "\n")) stop();
+}
+
+void Worker::stop() {
+  if (stopping_) return;
+  stopping_ = true;
+  progress();
+  for (std::uint64_t j = 0; j < started_; ++j) {
+    Conn& c = conns_[j];
+    if (c.state == Conn::State::open) ++result_.open_at_end;
+    if (c.state == Conn::State::connecting) ++result_.connects_unfinished;
+    if (options_.linger_reset &&
+        (c.state == Conn::State::open || c.state == Conn::State::connecting)) {
+      uv_os_fd_t fd;
+      if (uv_fileno(as_handle(&c.tcp), &fd) == 0) {
+        linger l{1, 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+      }
+    }
+    close_conn(c);
+  }
+  wheel_.reset();  // every entry is cancelled; its handles close on this run
+  uv_close(as_handle(&ramp_timer_), nullptr);
+  uv_close(as_handle(&progress_timer_), nullptr);
+  uv_close(as_handle(&stop_timer_), nullptr);
+  uv_close(as_handle(&sigterm_), nullptr);
+  uv_close(as_handle(&sigint_), nullptr);
+}
+
+}  // namespace heartwheel::load

@@ -1,0 +1,139 @@
+// tools/load/worker.h - one load process: a libuv loop holding its share of
+// the connections.
+//
+// Per connection the worker keeps one Conn (uv_tcp_t plus ~100 bytes of state,
+// of which one 32-byte TimerEntry): the entry is the connect timeout while
+// connecting and the send schedule (next message, next heartbeat) once open,
+// all in the one heartwheel::LoopWheel of the loop. Reads go into one shared
+// 64 KiB buffer per loop (libuv calls alloc and read back to back), and writes
+// try uv_try_write() from a shared scratch buffer first, so a connection owns
+// no buffer at all unless the kernel pushes back.
+//
+// Life of a run: connects are started by a ramp timer (connect_rate / P per
+// second, at most max_pending_connects in flight); at `duration` (or SIGTERM /
+// SIGINT) the worker closes everything it opened, writes its LoadResult as one
+// JSON line to `report_fd` and run() returns. Once a second it writes a
+// progress line there too.
+//
+// Threads: everything runs on the worker's loop thread.
+#pragma once
+
+#include <heartwheel/loop_wheel.h>
+#include <heartwheel/timer_entry.h>
+#include <uv.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "options.h"
+#include "result.h"
+
+struct llhttp__internal_s;
+
+namespace heartwheel::load {
+
+class Worker;
+
+struct Conn final : TimerEntry {
+  enum class State : std::uint8_t { idle, connecting, open, closing, closed };
+
+  Conn();
+  uv_tcp_t tcp;
+  Worker* worker = nullptr;
+  std::uint64_t index = 0;  // global connection index
+  std::uint64_t next_send_ns =
+      0;  // intended time of the next message (connect start while connecting)
+  std::uint64_t last_write_ns = 0;  // last write; dead connections' close time counts from it
+  std::uint64_t rx_id = 0;          // rpc: id of the frame being read
+  std::uint32_t rx_pos = 0;         // bytes of the current message/header/payload consumed
+  std::uint32_t rx_len = 0;         // rpc: payload length of the frame being read
+  State state = State::idle;
+  std::uint8_t rx_type = 0;                   // rpc: 0 while reading a header
+  bool dead = false;                          // chosen to go silent after its first exchange
+  bool silent = false;                        // writes nothing any more
+  bool awaiting = false;                      // http: a request is outstanding
+  std::uint8_t rx_buf[16] = {};               // header or stamp bytes being assembled
+  struct llhttp__internal_s* http = nullptr;  // http mode only
+};
+
+class Worker {
+ public:
+  // Throws std::system_error if the loop cannot be set up.
+  Worker(const LoadOptions& options, ProcessShare share, int report_fd);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Runs until the duration ends or a stop signal arrives; returns the
+  // process exit status (0, or 1 if the result could not be written).
+  int run();
+
+  // --- used by the protocol code (session.cpp) ---
+  const LoadOptions& options() const noexcept { return options_; }
+  LoadResult& result() noexcept { return result_; }
+  void send_bytes(Conn& c, const std::uint8_t* data, std::size_t len);
+  void close_conn(Conn& c);
+  void server_closed(Conn& c, const char* what, int uv_code);
+  void first_exchange(Conn& c);
+  // Records RTT and latency from the 16 stamp bytes a reply brought back.
+  void record_reply(std::uint64_t now_ns, const std::uint8_t* stamps);
+  void schedule_session(Conn& c);
+  void protocol_error(Conn& c, const char* what);
+  static int on_http_complete(struct llhttp__internal_s* parser);  // llhttp callback
+
+ private:
+  static void on_conn_timer(TimerEntry& e);
+  static void on_connect(uv_connect_t* req, int status);
+  static void on_alloc(uv_handle_t* h, std::size_t suggested, uv_buf_t* buf);
+  static void on_read(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
+  static void on_write(uv_write_t* req, int status);
+  static void on_closed(uv_handle_t* h);
+
+  void ramp();
+  void start_connect(Conn& c);
+  void connect_failed(Conn& c, int uv_code);
+  int bind_source(Conn& c);  // 0 or a negative errno (libuv's codes on Linux)
+  void on_open(Conn& c);
+  void session_due(Conn& c);  // session.cpp: the send schedule fired
+  void on_data(Conn& c, const std::uint8_t* data, std::size_t len);  // session.cpp
+  void send_message(Conn& c, std::uint64_t intended_ns);             // session.cpp
+  void send_ping(Conn& c);                                           // session.cpp
+  void init_http(Conn& c);                                           // session.cpp
+  void finish_http(Conn& c);                                         // session.cpp
+  static void free_http(Conn& c);                                    // session.cpp
+  void progress();
+  void stop();
+  bool write_line(const std::string& line);
+  std::uint64_t elapsed_ms() const noexcept;
+  void note_resolved();
+
+  const LoadOptions& options_;
+  ProcessShare share_;
+  int report_fd_;
+  uv_loop_t loop_{};
+  std::optional<LoopWheel> wheel_;
+  uv_timer_t ramp_timer_{}, progress_timer_{}, stop_timer_{};
+  uv_signal_t sigterm_{}, sigint_{};
+  std::unique_ptr<Conn[]> conns_;
+  std::uint64_t started_ = 0;   // connects started (next conns_ slot)
+  std::uint64_t pending_ = 0;   // connects in flight
+  std::uint64_t resolved_ = 0;  // connects that succeeded or failed
+  std::uint64_t open_ = 0;      // connections open now
+  std::uint64_t closed_by_server_ = 0;
+  std::uint64_t start_ns_ = 0;
+  bool stopping_ = false;
+  bool ramp_done_ = false;  // every connect of this process resolved
+  LoadResult result_;
+  std::unique_ptr<std::uint8_t[]> read_buf_;
+  std::vector<std::uint8_t> scratch_;  // one outgoing message, stamped per send
+  std::string http_request_;
+};
+
+// Per-mode one-time setup of the scratch buffer and request text (session.cpp).
+void prepare_payload(const LoadOptions& o, std::vector<std::uint8_t>& scratch,
+                     std::string& http_request);
+
+}  // namespace heartwheel::load
