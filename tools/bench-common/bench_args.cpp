@@ -1,5 +1,7 @@
 #include "bench_args.h"
 
+#include <heartwheel/duration_parse.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -21,19 +23,7 @@ std::pair<double, std::string> split_number(const std::string& text, const char*
 }
 }  // namespace
 
-Duration parse_duration(const std::string& text) {
-  const auto [value, unit] = split_number(text, "duration");
-  double ns_per_unit = 0;
-  if (unit == "ns") ns_per_unit = 1;
-  else if (unit == "us") ns_per_unit = 1e3;
-  else if (unit == "ms") ns_per_unit = 1e6;
-  else if (unit == "s") ns_per_unit = 1e9;
-  else if (unit == "m") ns_per_unit = 60e9;
-  else if (unit == "h") ns_per_unit = 3600e9;
-  else
-    throw std::invalid_argument("bad duration '" + text + "': write a unit, e.g. 250ms, 2s, 5m");
-  return Duration(static_cast<Duration::rep>(value * ns_per_unit));
-}
+Duration parse_duration(const std::string& text) { return heartwheel::parse_duration(text); }
 
 std::size_t parse_count(const std::string& text) {
   const auto [value, suffix] = split_number(text, "count");
