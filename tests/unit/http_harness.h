@@ -29,12 +29,14 @@ struct RecordingTransport final : Transport {
     last_mode = mode;
   }
   void set_reading(bool on) override { reading = on; }
+  void set_busy(bool on) override { busy = on; }
 
   std::string out;
   std::size_t unacked = 0;
   int closes = 0;
   CloseMode last_mode = CloseMode::kAfterFlush;
   bool reading = true;
+  bool busy = false;
 };
 
 struct ParsedResponse {

@@ -37,6 +37,7 @@ TEST_CASE("Pipelined responses go out in request order even when a later one is 
   REQUIRE(h.held.size() == 2);
   CHECK(h.seen == std::vector<std::string>{"/async?n=1", "/async?n=2", "/"});
   CHECK(h.transport.out.empty());  // "/" is ready but waits for the two before it
+  CHECK(h.transport.busy);
   REQUIRE(h.held[1].respond(200, "second"));
   CHECK(h.transport.out.empty());
   REQUIRE(h.held[0].respond(200, "first"));
@@ -46,6 +47,7 @@ TEST_CASE("Pipelined responses go out in request order even when a later one is 
   CHECK(rs[1].body == "second");
   CHECK(rs[2].body == "hello\n");
   CHECK_FALSE(h.closed());
+  CHECK_FALSE(h.transport.busy);
 }
 
 TEST_CASE("Requests split at every byte boundary parse the same", "[http][pipelining]") {
@@ -335,6 +337,23 @@ TEST_CASE("Drain closes an idle connection at once and answers in-flight ones wi
     CHECK(h.closed());
     CHECK(h.seen.size() == 2);
   }
+}
+
+TEST_CASE("A drain signal shared across threads turns the next response into the last",
+          "[http][drain]") {
+  std::atomic<bool> flag{false};
+  Harness h;
+  h.options.drain_signal = &flag;
+  h.start();
+  h.feed(get("/async") + get("/async"));
+  flag = true;
+  h.held[0].respond(200, "a");
+  h.held[1].respond(200, "b");
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 2);
+  CHECK_FALSE(rs[0].has("connection"));
+  CHECK(rs[1].header("connection") == "close");
+  CHECK(h.closed());
 }
 
 TEST_CASE("EOF after complete pipelined requests: they are answered, then the session closes",

@@ -28,7 +28,8 @@ void Session::parse(std::string_view bytes) {
   while (p < end) {
     if (closed() || stop_reading_) return;  // the rest is never answered
     if (!receiving_) {
-      if (draining_) {
+      if (draining_ || drain_signalled()) {
+        draining_ = true;
         stop_reading_ = true;
         return;
       }
@@ -122,6 +123,7 @@ void Session::begin_request() {
   parser_->error_status = 0;
   receiving_ = ex;
   queue_.push_back(std::move(ex));
+  if (queue_.size() == 1) transport_->set_busy(true);
   // The header timeout runs from the first byte and is NOT pushed back by
   // later bytes, so a client trickling its headers cannot hold us forever.
   read_phase_ = ReadPhase::kHeaders;

@@ -91,6 +91,7 @@ void Session::fail(int status, CloseReason reason) {
     ex->session = this;
     ex->request.started = timers_->now();
     queue_.push_back(ex);
+    if (queue_.size() == 1) transport_->set_busy(true);
   }
   ex->received = true;
   ex->expect_continue = false;
@@ -115,6 +116,7 @@ void Session::send_continue(Exchange& ex) {
 void Session::write_head(Exchange& ex) {
   // Decided as late as possible: only now do we know whether this is the
   // last response of a draining connection.
+  if (drain_signalled()) draining_ = true;
   if (draining_ && queue_.size() == 1) {
     ex.close_after = true;
     ex.close_reason = CloseReason::kDrained;
@@ -163,6 +165,7 @@ void Session::finish_exchange() {
     close(Transport::CloseMode::kAfterFlush, ex->close_reason);
     return;
   }
+  if (queue_.empty()) transport_->set_busy(false);
   if (queue_.empty() && !receiving_) {
     if (draining_) close(Transport::CloseMode::kAfterFlush, CloseReason::kDrained);
     else if (peer_eof_ && !reading_paused_)

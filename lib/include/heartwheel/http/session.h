@@ -69,6 +69,10 @@ class Transport {
   // Pause (false) or resume (true) delivering on_data; a hint the transport
   // may honour late (bytes that still arrive are buffered by the session).
   virtual void set_reading(bool on) = 0;
+  // The session got its first request in flight (true) or answered its last
+  // one (false). Lets a server's graceful drain tell busy connections from
+  // idle ones. Optional.
+  virtual void set_busy(bool /*busy*/) {}
 
  protected:
   ~Transport() = default;
@@ -160,6 +164,10 @@ class Session {
   void update_timers();
   void enter_idle();
   void send_continue(detail::Exchange& exchange);
+  bool drain_signalled() const noexcept {
+    return options_->drain_signal != nullptr &&
+           options_->drain_signal->load(std::memory_order_relaxed);
+  }
 
   static void on_read_timeout(TimerEntry& e);
   static void on_request_timeout(TimerEntry& e);

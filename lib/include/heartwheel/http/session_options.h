@@ -25,6 +25,7 @@
 // (reading pauses; no error).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -46,6 +47,12 @@ struct SessionOptions {
   std::size_t max_pipelined = 32;  // parsed requests awaiting a response before reading pauses
 
   std::string server_name = "heartwheel";  // Server header; empty: none
+
+  // Optional shutdown flag for servers whose sessions live on other threads:
+  // once it reads true, each session behaves as if Session::drain() had been
+  // called (checked with a relaxed load before each response head and each
+  // new request; no callback, so an idle session is closed by its owner).
+  const std::atomic<bool>* drain_signal = nullptr;
 
   // Throws std::invalid_argument naming the field when a duration is negative
   // or a size limit is zero.
