@@ -372,8 +372,13 @@ TEST_CASE("EOF after complete pipelined requests: they are answered, then the se
 TEST_CASE("A Responder outliving its session is inactive and harmless", "[http]") {
   Harness h;
   h.start();
-  h.feed(get("/async"));
+  h.feed(get("/async") + get("/async"));
+  int abandoned = 0;
+  h.held[0].on_abandon([&] { ++abandoned; });
+  h.held[1].on_abandon([&] { ++abandoned; });
+  h.held[1].respond(200, "answered: not abandoned");
   h.session.reset();
+  CHECK(abandoned == 1);
   CHECK_FALSE(h.held[0].active());
   CHECK_FALSE(h.held[0].respond(200, "late"));
 }

@@ -89,6 +89,9 @@ TEST_CASE("Request timeout with an unanswered handler: 503 with Connection: clos
   h.feed("\r\n");
   REQUIRE(h.held.size() == 1);
   CHECK(h.held[0].deadline() == TimePoint{} + 2s);
+  CHECK(h.held[0].timers() == &h.timers);
+  bool abandoned = false;
+  h.held[0].on_abandon([&] { abandoned = true; });
   const Duration t = run_until_closed(h, 3s);
   CHECK(t >= 1500ms);  // 2 s from the first byte, not from the handler call
   CHECK(t <= 1502ms);
@@ -98,6 +101,7 @@ TEST_CASE("Request timeout with an unanswered handler: 503 with Connection: clos
   CHECK(rs[0].header("connection") == "close");
   CHECK_FALSE(h.held[0].active());
   CHECK_FALSE(h.held[0].respond(200, "too late"));
+  CHECK(abandoned);
   CHECK(h.stats.request_timeouts == 1);
 }
 

@@ -2,6 +2,7 @@
 // handler's Responder. Private to lib/src/http.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include <heartwheel/http/message.h>
@@ -32,6 +33,16 @@ struct Exchange {
   Headers headers;
   std::string out;           // body bytes (framed) not yet handed to the transport
   std::size_t content_length = 0;  // for respond(): the body size
+  std::function<void()> on_abandon;  // Responder::on_abandon
+
+  // Runs on_abandon once if the handler never answered. Call after detaching.
+  void abandon() {
+    if (answered_by_handler || !on_abandon) return;
+    auto cb = std::move(on_abandon);
+    on_abandon = nullptr;
+    cb();
+  }
+  bool answered_by_handler = false;
 };
 
 }  // namespace heartwheel::http::detail

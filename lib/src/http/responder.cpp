@@ -54,8 +54,17 @@ TimePoint Responder::deadline() const noexcept {
   return exchange_ ? exchange_->request.deadline : TimePoint::max();
 }
 
+void Responder::on_abandon(std::function<void()> callback) {
+  if (active()) exchange_->on_abandon = std::move(callback);
+}
+
+TimerService* Responder::timers() const noexcept {
+  return active() ? exchange_->session->timers_ : nullptr;
+}
+
 bool Responder::respond(Response response) {
   if (!active() || exchange_->answered) return false;
+  exchange_->answered_by_handler = true;
   Session& s = *exchange_->session;
   s.answer(*exchange_, std::move(response), false);
   s.flush();
@@ -66,6 +75,7 @@ bool Responder::begin(int status, Headers headers) {
   if (!active() || exchange_->answered) return false;
   detail::Exchange& ex = *exchange_;
   ex.answered = true;
+  ex.answered_by_handler = true;
   ex.streaming = true;
   const Request& req = ex.request;
   // HTTP/1.0 has no chunked coding: the body ends when the connection does.

@@ -25,10 +25,20 @@ Session::Session(TimerService& timers, const SessionOptions& options, const Hand
 }
 
 Session::~Session() {
-  for (auto& ex : queue_) ex->session = nullptr;
   timers_->cancel(read_timer_);
   timers_->cancel(request_timer_);
   timers_->cancel(send_timer_);
+  abandon_all();
+}
+
+void Session::abandon_all() {
+  // Detach everything first, then run the handlers' callbacks: they may not
+  // call into the session, and the session must be consistent if they do.
+  std::deque<std::shared_ptr<Exchange>> gone;
+  gone.swap(queue_);
+  for (auto& ex : gone) ex->session = nullptr;
+  receiving_.reset();
+  for (auto& ex : gone) ex->abandon();
 }
 
 void Session::start() {
@@ -190,9 +200,6 @@ void Session::update_timers() {
 void Session::close(Transport::CloseMode mode, CloseReason reason) {
   if (closed()) return;
   close_reason_ = reason;
-  for (auto& ex : queue_) ex->session = nullptr;
-  queue_.clear();
-  receiving_.reset();
   pending_input_.clear();
   timed_front_ = nullptr;
   timers_->cancel(read_timer_);
@@ -201,6 +208,7 @@ void Session::close(Transport::CloseMode mode, CloseReason reason) {
   // timeout armed so a peer that stops reading cannot keep us half-closed.
   if (mode == Transport::CloseMode::kAbort || unacked_ == 0) timers_->cancel(send_timer_);
   transport_->close(mode);
+  abandon_all();
 }
 
 void Session::on_request_timeout(TimerEntry& e) {
@@ -220,7 +228,9 @@ void Session::on_request_timeout(TimerEntry& e) {
     std::string body(reason_phrase(503));
     body += '\n';
     s.answer(ex, Response::text(503, std::move(body)), true);
+    std::shared_ptr<Exchange> keep = s.queue_.front();
     s.flush();
+    keep->abandon();
   }
 }
 

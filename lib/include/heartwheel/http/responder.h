@@ -21,12 +21,14 @@
 // the handler call itself; the session is never destroyed by them.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include <heartwheel/http/message.h>
 #include <heartwheel/time.h>
+#include <heartwheel/timer_service.h>
 
 namespace heartwheel::http {
 
@@ -55,6 +57,17 @@ class Responder {
   bool begin(int status, Headers headers = {});
   bool write(std::string_view piece);
   bool end();
+
+  // `callback` runs once if this request can no longer be answered before the
+  // handler answered it: the session closed (peer gone, timeout, drain) or
+  // the request deadline passed (the session answered 503/408). Use it to
+  // cancel work scheduled for the answer, e.g. a wheel entry. It runs on the
+  // loop thread, possibly inside the session's close or destructor, so it
+  // must not call into the session (Responder calls just return false).
+  void on_abandon(std::function<void()> callback);
+  // The timer service of the session's loop, for handlers that answer later
+  // from a wheel entry; nullptr once inactive.
+  TimerService* timers() const noexcept;
 
   // True while an answer (or the rest of a streamed one) can still be delivered.
   bool active() const noexcept;

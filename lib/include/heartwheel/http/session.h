@@ -161,6 +161,7 @@ class Session {
   void send(std::string bytes);
   void finish_exchange();
   void close(Transport::CloseMode mode, CloseReason reason);
+  void abandon_all();
   void update_timers();
   void enter_idle();
   void send_continue(detail::Exchange& exchange);
