@@ -1,0 +1,253 @@
+// heartwheel-echo: a TCP echo server with per-connection idle timeouts in the
+// loop's timing wheel. Doubles as the scale-run target (--timers uv gives the
+// one-uv_timer_t-per-connection baseline) and as the integration tests' server.
+// See README.md in this folder.
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <uv.h>
+
+#include <heartwheel/duration_parse.h>
+#include <heartwheel/net/address.h>
+#include <heartwheel/net/prefork.h>
+#include <heartwheel/net/workers.h>
+
+namespace net = heartwheel::net;
+using heartwheel::Duration;
+
+namespace {
+
+class EchoHandler final : public net::Handler {
+ public:
+  void on_data(net::Connection& conn, std::string_view data) override { conn.write(data); }
+};
+
+struct Config {
+  std::string listen = "127.0.0.1:0";
+  std::string read_idle = "0", write_idle = "0", all_idle = "0", max_age = "0", jitter = "0";
+  std::string tick = "10ms", drain_timeout = "5s", stats_interval = "0", write_stall = "30s";
+  std::string timers = "wheel", refresh = "lazy";
+  unsigned workers = 1, processes = 1;
+  std::size_t max_connections = 0;
+  std::size_t high_watermark = std::size_t{1} << 20;
+  std::string stats_json;
+};
+
+struct Setup {
+  net::WorkersOptions workers;
+  Duration drain_timeout{};
+  Duration stats_interval{};
+};
+
+Setup make_setup(const Config& c) {
+  using heartwheel::parse_duration;
+  Setup s;
+  const auto hp = net::parse_host_port(c.listen);
+  auto& so = s.workers.server;
+  so.host = hp.host;
+  so.port = hp.port;
+  so.max_connections = c.max_connections;
+  auto& co = so.connection;
+  co.idle.read_idle = parse_duration(c.read_idle);
+  co.idle.write_idle = parse_duration(c.write_idle);
+  co.idle.all_idle = parse_duration(c.all_idle);
+  co.idle.max_age = parse_duration(c.max_age);
+  co.idle.jitter = parse_duration(c.jitter);
+  co.idle.refresh = c.refresh == "eager" ? net::RefreshMode::eager : net::RefreshMode::lazy;
+  co.timers = c.timers == "uv" ? net::TimerBackend::uv_timer : net::TimerBackend::wheel;
+  co.write.high_watermark = c.high_watermark;
+  co.write.low_watermark = c.high_watermark / 4;
+  co.write.max_queued_bytes = std::max(co.write.max_queued_bytes, c.high_watermark);
+  co.write.stall_timeout = parse_duration(c.write_stall);
+  s.workers.threads = c.workers;
+  s.workers.wheel.tick = parse_duration(c.tick);
+  s.drain_timeout = parse_duration(c.drain_timeout);
+  s.stats_interval = parse_duration(c.stats_interval);
+  if (c.processes > 1) so.reuse_port = true;
+  so.validate();
+  return s;
+}
+
+// Runs the workers of this process until a signal drained them. Calls
+// `on_ready(port)` once every worker listens. Returns the final statistics.
+net::LoopSnapshot serve(const Setup& setup, const std::function<void(int)>& on_ready) {
+  net::Workers workers(setup.workers, [](unsigned) { return std::make_unique<EchoHandler>(); });
+  workers.start();
+  on_ready(workers.port());
+
+  // The main thread only waits for signals and prints periodic statistics.
+  struct Control {
+    net::Workers* workers;
+    const Setup* setup;
+    int signals = 0;
+    uv_signal_t term, intr;
+    uv_timer_t poll, stats;
+  } ctl{&workers, &setup, 0, {}, {}, {}, {}};
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  auto on_signal = [](uv_signal_t* h, int) {
+    auto* c = static_cast<Control*>(h->data);
+    if (++c->signals == 1) {
+      c->workers->drain(c->setup->drain_timeout);
+    } else {
+      c->workers->stop();  // a second signal: stop waiting
+    }
+  };
+  for (uv_signal_t* s : {&ctl.term, &ctl.intr}) {
+    uv_signal_init(&loop, s);
+    s->data = &ctl;
+  }
+  uv_signal_start(&ctl.term, on_signal, SIGTERM);
+  uv_signal_start(&ctl.intr, on_signal, SIGINT);
+  uv_timer_init(&loop, &ctl.poll);
+  ctl.poll.data = &ctl;
+  // Workers end on their own after a drain; notice it without a cross-thread callback.
+  uv_timer_start(&ctl.poll, [](uv_timer_t* t) {
+    auto* c = static_cast<Control*>(t->data);
+    if (!c->workers->running()) uv_stop(t->loop);
+  }, 20, 20);
+  uv_timer_init(&loop, &ctl.stats);
+  ctl.stats.data = &ctl;
+  if (setup.stats_interval.count() > 0) {
+    const auto every = heartwheel::to_uv_millis_ceil(setup.stats_interval);
+    uv_timer_start(&ctl.stats, [](uv_timer_t* t) {
+      auto* c = static_cast<Control*>(t->data);
+      std::fprintf(stderr, "%s\n", net::to_json(c->workers->total()).c_str());
+    }, every, every);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  for (auto* h : {reinterpret_cast<uv_handle_t*>(&ctl.term), reinterpret_cast<uv_handle_t*>(&ctl.intr),
+                  reinterpret_cast<uv_handle_t*>(&ctl.poll), reinterpret_cast<uv_handle_t*>(&ctl.stats)})
+    uv_close(h, nullptr);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  workers.join();
+  return workers.total();
+}
+
+void announce(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  std::printf("listening on %s%s%s:%d\n", v6 ? "[" : "", host.c_str(), v6 ? "]" : "", port);
+  std::fflush(stdout);
+}
+
+void write_stats(const Config& c, const net::LoopSnapshot& total, unsigned processes) {
+  if (c.stats_json.empty()) return;
+  auto j = nlohmann::json::parse(net::to_json(total));
+  j["processes"] = processes;
+  j["workers_per_process"] = c.workers;
+  j["timers"] = c.timers;
+  j["refresh"] = c.refresh;
+  std::ofstream out(c.stats_json);
+  out << j.dump(2) << "\n";
+  if (!out) std::fprintf(stderr, "heartwheel-echo: cannot write %s\n", c.stats_json.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config c;
+  CLI::App app{"heartwheel-echo: TCP echo server whose connections close when idle.\n"
+               "Durations: 250ms, 2s, 1.5s, 5m, 1h; 0 = off."};
+  app.add_option("--listen", c.listen, "HOST:PORT to listen on (port 0 = pick one; the real one is "
+                                       "printed as 'listening on HOST:PORT')")->capture_default_str();
+  app.add_option("--read-idle", c.read_idle, "close a connection after this long with nothing read")
+      ->capture_default_str();
+  app.add_option("--write-idle", c.write_idle, "close after this long with nothing written")
+      ->capture_default_str();
+  app.add_option("--all-idle", c.all_idle, "close after this long with nothing read or written")
+      ->capture_default_str();
+  app.add_option("--max-age", c.max_age, "close every connection this long after it opened")
+      ->capture_default_str();
+  app.add_option("--jitter", c.jitter, "push each connection's first idle deadline back by a random "
+                                       "0..jitter (spreads connections opened together)")
+      ->capture_default_str();
+  app.add_option("--tick", c.tick, "timing wheel resolution (>= 1ms)")->capture_default_str();
+  app.add_option("--timers", c.timers, "idle tracking: 'wheel' (one shared timing wheel per loop) or "
+                                       "'uv' (one uv_timer_t per connection, the baseline)")
+      ->check(CLI::IsMember({"wheel", "uv"}))->capture_default_str();
+  app.add_option("--refresh", c.refresh, "refresh on I/O: 'lazy' (timestamp, re-arm on fire) or "
+                                         "'eager' (reschedule on every read/write)")
+      ->check(CLI::IsMember({"lazy", "eager"}))->capture_default_str();
+  app.add_option("--workers", c.workers, "event-loop threads per process, each with its own wheel "
+                                         "and SO_REUSEPORT listener")
+      ->check(CLI::Range(1u, 256u))->capture_default_str();
+  app.add_option("--processes", c.processes, "pre-forked processes sharing the port (for low "
+                                             "per-process descriptor limits)")
+      ->check(CLI::Range(1u, 256u))->capture_default_str();
+  app.add_option("--max-connections", c.max_connections, "per worker loop; beyond it new connections "
+                                                         "are accepted and reset (counted as 'limit'); 0 = no limit")
+      ->capture_default_str();
+  app.add_option("--high-watermark", c.high_watermark, "bytes queued for a slow reader before reading "
+                                                       "from it pauses")
+      ->capture_default_str();
+  app.add_option("--write-stall", c.write_stall, "close a connection whose queued bytes made no progress "
+                                                 "for this long (reason write_stall); 0 = off")
+      ->capture_default_str();
+  app.add_option("--drain-timeout", c.drain_timeout, "on SIGTERM/SIGINT: stop accepting, wait this long "
+                                                     "for connections to finish, then close them (reason drain)")
+      ->capture_default_str();
+  app.add_option("--stats-json", c.stats_json, "write final statistics as JSON to this file at exit");
+  app.add_option("--stats-interval", c.stats_interval, "print a one-line statistics JSON to stderr this "
+                                                       "often; 0 = never")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  Setup setup;
+  try {
+    setup = make_setup(c);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "heartwheel-echo: %s\n", e.what());
+    return 2;
+  }
+  const std::string host = setup.workers.server.host;
+  try {
+    if (c.processes <= 1) {
+      const auto total = serve(setup, [&](int port) { announce(host, port); });
+      write_stats(c, total, 1);
+      return 0;
+    }
+    // Reserve the port in the parent (bound, not listening: it receives no
+    // connections) so every child can join it with SO_REUSEPORT.
+    sockaddr_storage ss;
+    if (auto ec = net::to_sockaddr({host, setup.workers.server.port}, ss)) throw std::system_error(ec, "address");
+    std::error_code ec;
+    const int reserve_fd = net::open_reuseport_socket(reinterpret_cast<sockaddr*>(&ss), ec);
+    if (reserve_fd < 0) throw std::system_error(ec, "bind " + c.listen);
+    sockaddr_storage bound{};
+    socklen_t len = sizeof bound;
+    getsockname(reserve_fd, reinterpret_cast<sockaddr*>(&bound), &len);
+    const int port = net::port_of(reinterpret_cast<sockaddr*>(&bound));
+    setup.workers.server.port = port;
+    auto result = net::run_prefork(
+        c.processes,
+        [&](net::PreforkChild& child) {
+          ::close(reserve_fd);
+          const auto total = serve(setup, [&](int) { child.ready(); });
+          child.report(std::string_view(reinterpret_cast<const char*>(&total), sizeof total));
+          return 0;
+        },
+        [&] { announce(host, port); });
+    ::close(reserve_fd);
+    net::LoopSnapshot total;
+    total.loops = 0;
+    for (const auto& r : result.reports) {
+      if (r.size() != sizeof(net::LoopSnapshot)) continue;
+      net::LoopSnapshot s;
+      std::memcpy(&s, r.data(), sizeof s);
+      total.merge(s);
+    }
+    write_stats(c, total, c.processes);
+    return result.exit_code;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "heartwheel-echo: %s\n", e.what());
+    return 1;
+  }
+}

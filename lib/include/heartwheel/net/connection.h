@@ -1,0 +1,226 @@
+// heartwheel/net/connection.h - one TCP connection on a libuv loop, with its
+// idle timers, write queue and close reason.
+//
+// What it is
+//   A Connection owns a uv_tcp_t and ONE timer entry (through IdleTimer) that
+//   covers read idle, write idle, all idle, the request deadline, the maximum
+//   age and the write-stall checks. Reads go into the loop's shared read
+//   buffer (one per thread, never one per connection); writes go straight to
+//   the socket when it takes them (uv_try_write) and are queued otherwise, in
+//   a write queue allocated only while bytes are pending. An idle connection
+//   therefore costs sizeof(Connection) (about 450 bytes; see
+//   tests/unit/connection_size_test.cpp) plus the kernel's socket.
+//
+// Ownership and lifetime
+//   Created by a Server (accepted) or a Connector (connected); never by the
+//   application. Destroyed by the library right after Handler::on_close
+//   returns. A pointer to a Connection is valid until then.
+//
+// Threads: the connection's loop thread only, for every method.
+// Re-entrancy: every method may be called from any Handler callback of this
+//   connection. close() from inside a callback is safe: the socket is closed
+//   and on_close follows on a later loop iteration.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include <uv.h>
+
+#include <heartwheel/net/close_reason.h>
+#include <heartwheel/net/handler.h>
+#include <heartwheel/net/idle_policy.h>
+#include <heartwheel/net/idle_timer.h>
+#include <heartwheel/net/stats.h>
+#include <heartwheel/net/write_policy.h>
+
+namespace heartwheel::net {
+
+// Which timer a connection's idle tracking uses.
+enum class TimerBackend : std::uint8_t {
+  wheel,     // the loop's shared timing wheel (one 32-byte entry per connection)
+  uv_timer,  // one uv_timer_t per connection: the baseline, for comparisons only
+};
+
+// Settings every connection of one server (or connector) shares.
+struct ConnectionOptions {
+  IdlePolicy idle;
+  WritePolicy write;
+  TimerBackend timers = TimerBackend::wheel;
+  bool tcp_nodelay = true;
+  // TCP_USER_TIMEOUT (Linux): unacknowledged data older than this makes the
+  // kernel drop the connection. 0 = leave the system default.
+  Duration tcp_user_timeout{0};
+
+  // Throws std::invalid_argument with the offending field.
+  void validate() const;
+};
+
+// Per-connection heartbeat bookkeeping (see heartbeat.h).
+struct HeartbeatState {
+  TimePoint ping_sent_at{};       // when the outstanding ping was sent
+  Duration last_rtt{-1};          // negative: not measured yet
+  std::uint32_t pings_sent = 0;
+  bool awaiting_pong = false;
+};
+
+class Connection;
+
+namespace detail {
+// What a Connection needs from whoever made it (Server or Connector).
+class ConnectionHost {
+ public:
+  virtual const ConnectionOptions& connection_options() const noexcept = 0;
+  virtual NetStats& net_stats() noexcept = 0;
+  virtual TimerService& timer_service() noexcept = 0;
+  virtual uv_loop_t* host_loop() const noexcept = 0;
+  // The connection finished closing (on_close ran). The host unlinks it and
+  // deletes it.
+  virtual void connection_closed(Connection& conn) noexcept = 0;
+  // A connection ended its request (Connection::end_request); drain uses it.
+  virtual void request_ended(Connection& /*conn*/) noexcept {}
+
+ protected:
+  ~ConnectionHost() = default;
+};
+}  // namespace detail
+
+class Connection final : private IdleTimer {
+ public:
+  // Internal: made by Server/Connector. The caller then uv_accept()s or
+  // uv_tcp_connect()s into handle() and calls open().
+  Connection(detail::ConnectionHost& host, Handler& handler, std::uint64_t id);
+  ~Connection() override;
+
+  // ---- identity -------------------------------------------------------------
+  std::uint64_t id() const noexcept { return id_; }
+  uv_tcp_t* handle() noexcept { return &tcp_; }
+  uv_loop_t* loop() const noexcept { return tcp_.loop; }
+  TimerService& timers() const noexcept { return IdleTimer::timers(); }
+  // "127.0.0.1:54321"; empty if the socket has no peer (closed).
+  std::string peer_address() const;
+  std::string local_address() const;
+
+  // ---- handler and user data ------------------------------------------------
+  // Replaces the handler for the following callbacks. Not owned: it must stay
+  // valid until its on_close returns (it may delete itself there).
+  void set_handler(Handler& handler) noexcept { handler_ = &handler; }
+  Handler& handler() const noexcept { return *handler_; }
+  void set_user_data(void* data) noexcept { user_data_ = data; }
+  void* user_data() const noexcept { return user_data_; }
+
+  // ---- writing --------------------------------------------------------------
+  // Sends `bytes` (copied if they cannot be written at once).
+  // Errors: errc::closed if the connection is closing (bytes counted as
+  // dropped); errc::limit_reached if queueing would pass
+  // WritePolicy::max_queued_bytes (nothing queued, bytes counted as dropped).
+  std::error_code write(std::string_view bytes);
+  // Bytes accepted by write() that the kernel has not taken yet.
+  std::size_t queued_bytes() const noexcept;
+  // False above the high watermark until back at the low watermark.
+  bool writable() const noexcept { return writable_; }
+
+  // ---- reading --------------------------------------------------------------
+  // Stops/resumes delivering on_data (the kernel buffers, then TCP pushes
+  // back on the peer). Independent of the slow-reader pause.
+  void pause_reading() noexcept;
+  void resume_reading() noexcept;
+  bool reading() const noexcept { return reading_; }
+
+  // ---- requests -------------------------------------------------------------
+  // A request is in flight from begin_request to end_request; with a non-zero
+  // timeout a request_timeout event fires if end_request has not come by
+  // then. One request at a time: a new begin_request replaces the deadline.
+  // Graceful drain closes a connection only when no request is in flight.
+  void begin_request(Duration timeout) noexcept { IdleTimer::begin_request(timeout); }
+  void end_request() noexcept;
+  bool in_request() const noexcept { return IdleTimer::in_request(); }
+
+  // ---- idle policy ----------------------------------------------------------
+  // The policy in force (the server's, unless overridden here).
+  const IdlePolicy& idle_policy() const noexcept { return IdleTimer::idle_policy(); }
+  // Overrides the server's policy for this connection only (copied).
+  // Throws std::invalid_argument for a negative duration.
+  void set_idle_policy(const IdlePolicy& policy);
+  // When the connection's timer fires next (IdleTracker::kNever if none).
+  TimePoint next_timer_deadline() const noexcept { return armed_for(); }
+
+  // ---- closing --------------------------------------------------------------
+  // Closes now: stops reading, drops queued bytes (counted), closes the socket.
+  // `error` is passed to on_close (for CloseReason::error). Idempotent: the
+  // first reason wins.
+  void close(CloseReason reason = CloseReason::local, std::error_code error = {}) noexcept;
+  // Stops reading, writes what is queued, then closes with `reason`. The
+  // write-stall rules still bound how long this takes.
+  void close_after_flush(CloseReason reason = CloseReason::local) noexcept;
+  // Closes with a TCP reset (no FIN, queued bytes dropped).
+  void reset(CloseReason reason = CloseReason::local) noexcept;
+  bool closing() const noexcept { return closing_ || flush_then_close_; }
+  CloseReason close_reason() const noexcept { return reason_; }
+
+  // ---- counters ---------------------------------------------------------------
+  std::uint64_t bytes_read() const noexcept { return bytes_read_; }
+  std::uint64_t bytes_written() const noexcept;  // taken by the kernel
+  std::uint64_t bytes_dropped() const noexcept { return bytes_dropped_; }
+  TimePoint opened_at() const noexcept { return tracker().opened_at(); }
+  HeartbeatState& heartbeat() noexcept { return heartbeat_; }
+  const HeartbeatState& heartbeat() const noexcept { return heartbeat_; }
+
+  // ---- internal (Server / Connector) -----------------------------------------
+  // Starts reading and the idle timers, calls on_open. Returns a libuv error
+  // (then the connection is already closing with CloseReason::error).
+  int open() noexcept;
+  // Closes without any callback (the host is going away); frees itself when
+  // libuv is done with the handle.
+  void abandon() noexcept;
+  Connection* next_in_host = nullptr;  // the host's intrusive list
+  Connection* prev_in_host = nullptr;
+
+ private:
+  struct WriteQueue;
+  friend struct WriteQueue;
+
+  void on_idle_event(IdleEvent event) override;
+  void on_check(TimePoint now) override;
+  static void on_alloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buf);
+  static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
+  static void on_write_done(uv_write_t* req, int status);
+  static void on_closed(uv_handle_t* handle);
+  void handle_eof() noexcept;
+  void start_write() noexcept;
+  void after_progress() noexcept;
+  void update_reading() noexcept;
+  void schedule_write_check() noexcept;
+  void count_dropped(std::size_t n) noexcept;
+  void finish_close(CloseReason reason, std::error_code error, bool rst) noexcept;
+  template <class F>
+  bool guarded(F&& f) noexcept;
+
+  uv_tcp_t tcp_;
+  detail::ConnectionHost* host_;
+  Handler* handler_;
+  void* user_data_ = nullptr;
+  std::uint64_t id_;
+  std::uint64_t bytes_read_ = 0;
+  std::uint64_t bytes_written_ = 0;  // completed writes
+  std::uint64_t bytes_dropped_ = 0;
+  std::unique_ptr<WriteQueue> wq_;           // only while bytes are queued
+  std::unique_ptr<IdlePolicy> own_policy_;   // only when overridden
+  HeartbeatState heartbeat_;
+  std::error_code error_;
+  CloseReason reason_ = CloseReason::local;
+  bool writable_ = true;
+  bool reading_ = false;          // uv_read_start is active
+  bool user_paused_ = false;
+  bool policy_paused_ = false;    // slow-reader pause
+  bool eof_ = false;
+  bool closing_ = false;
+  bool flush_then_close_ = false;
+  bool opened_ = false;
+};
+
+}  // namespace heartwheel::net

@@ -1,0 +1,53 @@
+// heartwheel/net/prefork.h - P worker processes under one supervising parent,
+// for hosts whose per-process descriptor limit caps one process far below
+// the connection count (here: 20000 per process).
+//
+// The parent forks `processes` children, waits until each reports ready,
+// then calls on_ready (print "listening on ..." there, once). It forwards
+// SIGTERM and SIGINT to every child, reaps them, and collects the bytes each
+// child passed to report() (e.g. a LoopSnapshot) so it can merge statistics.
+// Children share a port through SO_REUSEPORT: the caller binds one socket in
+// the parent before forking (open_reuseport_socket, not listening, which keeps
+// the port reserved) and each child listens on that port with reuse_port.
+//
+// Call it from a process with no other threads (fork copies only the
+// calling thread). Children must not return into the caller's stack: their
+// result becomes their exit status (_exit).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace heartwheel::net {
+
+class PreforkChild {
+ public:
+  PreforkChild(unsigned index, int fd) noexcept : index_(index), fd_(fd) {}
+  unsigned index() const noexcept { return index_; }
+  // Tells the parent this child is serving. Call once.
+  void ready() noexcept;
+  // Hands `bytes` to the parent (call at most once, before returning).
+  void report(std::string_view bytes) noexcept;
+
+ private:
+  unsigned index_;
+  int fd_;
+};
+
+struct PreforkResult {
+  int exit_code = 0;                 // 0 when every child exited with status 0
+  std::vector<std::string> reports;  // per child, what it passed to report()
+  std::vector<int> exit_statuses;    // per child, exit status (128 + signal if killed)
+  bool all_ready = false;            // every child reported ready
+};
+
+// Runs the children and supervises them until all have exited. A child that
+// ends before it reported ready makes the parent stop the others (SIGTERM);
+// the result then has all_ready == false. Throws std::system_error if fork or
+// pipe fail before any child ran.
+PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChild&)>& child_main,
+                          const std::function<void()>& on_ready);
+
+}  // namespace heartwheel::net

@@ -1,0 +1,67 @@
+// heartwheel/net/stats.h - the counters a server (or connector) keeps.
+//
+// Plain counters updated on the loop thread without atomics; read them on
+// that thread, or through Workers::stats() which copies them across threads.
+// merge() adds another set (other workers, other processes).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <heartwheel/net/close_reason.h>
+#include <heartwheel/timing_wheel.h>
+
+namespace heartwheel::net {
+
+inline constexpr std::size_t kIdleKindCount = 5;
+
+struct NetStats {
+  std::uint64_t accepted = 0;        // server: accepted sockets (incl. closed for limit); client: connects
+  std::uint64_t current = 0;         // open connections now
+  std::uint64_t peak = 0;            // most open at once (merged: sum of the parts' peaks)
+  std::uint64_t accept_errors = 0;   // failed accepts, of which:
+  std::uint64_t fd_exhausted = 0;    //   EMFILE / ENFILE (libuv's reserve-fd trick sheds them)
+  std::uint64_t connect_failures = 0;  // client: failed connect attempts
+  std::array<std::uint64_t, kCloseReasonCount> closed_by_reason{};
+  std::array<std::uint64_t, kIdleKindCount> idle_events{};  // delivered to handlers, by IdleKind
+  std::uint64_t bytes_read = 0;
+  std::uint64_t bytes_written = 0;
+  std::uint64_t bytes_dropped = 0;   // refused by the queue cap or queued at close
+  std::uint64_t handler_exceptions = 0;
+  std::uint64_t unwritable_events = 0;  // high-watermark crossings
+  std::uint64_t read_pauses = 0;        // slow-reader pauses
+
+  std::uint64_t closed() const noexcept {
+    std::uint64_t n = 0;
+    for (auto c : closed_by_reason) n += c;
+    return n;
+  }
+  std::uint64_t closed(CloseReason r) const noexcept {
+    return closed_by_reason[static_cast<std::size_t>(r)];
+  }
+  void merge(const NetStats& other) noexcept;
+};
+
+using ServerStats = NetStats;
+
+// One loop's counters: its server(s) and its wheel. Plain data (trivially
+// copyable) so worker processes can hand it to their parent as bytes.
+struct LoopSnapshot {
+  NetStats net;
+  WheelStats wheel;
+  std::uint64_t wheel_entries = 0;     // entries armed now
+  std::uint64_t budget_exhausted = 0;  // iterations that hit max_fired_per_iteration
+  std::uint64_t loops = 1;             // how many loops were merged in
+
+  // Adds `other`; lateness keeps the worst maximum and sums the totals.
+  void merge(const LoopSnapshot& other) noexcept;
+};
+
+// The statistics as one JSON object (the schema is in lib/src/net/README.md):
+// connections_accepted, connections_current, closed_by_reason{...all reasons},
+// idle_events{...}, bytes_*, wheel{...}, expiry_lateness_ms{max, mean}.
+std::string to_json(const LoopSnapshot& snapshot);
+
+}  // namespace heartwheel::net

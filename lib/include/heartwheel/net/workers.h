@@ -1,0 +1,78 @@
+// heartwheel/net/workers.h - N threads, each with its own libuv loop, timing
+// wheel and SO_REUSEPORT listener on one shared port.
+//
+// Nothing is shared between workers on the I/O path: each thread has its own
+// loop, LoopWheel, Server and Handler (made by the factory, on that thread),
+// so no lock is taken per connection or per timer. The kernel spreads new
+// connections over the listeners. The only cross-thread traffic is commands
+// (drain, stop) through a uv_async_t and a statistics copy each worker
+// publishes every `publish_interval` under a mutex.
+//
+// Threads: construct, start, drain, stop, join and snapshots from any one
+// controlling thread (normally main). Handlers run on their worker's thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <heartwheel/loop_wheel.h>
+#include <heartwheel/net/handler.h>
+#include <heartwheel/net/server.h>
+#include <heartwheel/net/stats.h>
+
+namespace heartwheel::net {
+
+struct WorkersOptions {
+  unsigned threads = 1;
+  // With threads > 1 (or when several processes share the port) reuse_port is
+  // forced on. With port 0 the first worker picks the port, the rest join it.
+  ServerOptions server;
+  LoopWheel::Options wheel;
+  Duration publish_interval = std::chrono::milliseconds(500);
+};
+
+class Workers {
+ public:
+  using HandlerFactory = std::function<std::unique_ptr<Handler>(unsigned worker_index)>;
+
+  // Validates options (throws std::invalid_argument). Starts nothing.
+  Workers(WorkersOptions options, HandlerFactory factory);
+  // Stops (closes every connection, reason local) and joins if still running.
+  ~Workers();
+
+  Workers(const Workers&) = delete;
+  Workers& operator=(const Workers&) = delete;
+
+  // Starts the threads and returns once every worker listens. Throws
+  // std::system_error with the first listen failure (everything started is
+  // stopped and joined first).
+  void start();
+  // The shared port (valid after start()).
+  int port() const noexcept { return port_; }
+  unsigned size() const noexcept { return static_cast<unsigned>(workers_.size()); }
+
+  // Asks every worker to drain (Server::drain) with `timeout`; each loop ends
+  // when its connections are gone. Any thread, also a signal-handling loop.
+  void drain(Duration timeout);
+  // Asks every worker to close everything now and end.
+  void stop();
+  // Waits until every worker loop has ended. Idempotent.
+  void join();
+  // True until every worker loop has ended.
+  bool running() const noexcept;
+
+  // Each worker's last published counters (final ones after join()).
+  std::vector<LoopSnapshot> snapshots() const;
+  // All workers merged.
+  LoopSnapshot total() const;
+
+ private:
+  struct Worker;
+  WorkersOptions options_;
+  HandlerFactory factory_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  int port_ = 0;
+};
+
+}  // namespace heartwheel::net

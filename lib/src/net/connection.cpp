@@ -1,0 +1,404 @@
+// See heartwheel/net/connection.h. A connection's life:
+//   open() -> reading + one armed timer entry -> on_data/on_idle/... ->
+//   close() -> uv_close -> on_closed: Handler::on_close, host deletes it.
+#include <heartwheel/net/connection.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <array>
+
+#include <heartwheel/error.h>
+#include <heartwheel/net/address.h>
+
+#include "random.h"
+
+namespace heartwheel::net {
+
+// Exists only while bytes are queued, so idle connections do not pay for
+// the 192-byte uv_write_t and two strings.
+struct Connection::WriteQueue {
+  uv_write_t req{};
+  std::string inflight;  // handed to uv_write
+  std::string pending;   // appended by write() while inflight is out
+  bool writing = false;
+  std::uint64_t progress_mark = 0;  // bytes_written() at the last check
+  TimePoint last_progress{};
+  TimePoint window_start{};
+  std::uint64_t window_mark = 0;   // bytes_written() at window_start
+};
+
+namespace {
+// One read buffer per loop thread: libuv on Unix reads right after alloc, and
+// on_data consumes the bytes before the next read, so connections share it.
+constexpr std::size_t kReadBufferSize = 64 * 1024;
+}  // namespace
+
+Connection::Connection(detail::ConnectionHost& host, Handler& handler, std::uint64_t id)
+    : IdleTimer(host.timer_service()), host_(&host), handler_(&handler), id_(id) {
+  tcp_.data = this;
+}
+
+Connection::~Connection() = default;
+
+int Connection::open() noexcept {
+  tcp_.data = this;
+  opened_ = true;
+  const ConnectionOptions& o = host_->connection_options();
+  if (o.tcp_nodelay) uv_tcp_nodelay(&tcp_, 1);
+#ifdef TCP_USER_TIMEOUT
+  if (o.tcp_user_timeout.count() > 0) {
+    uv_os_fd_t fd;
+    if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) == 0) {
+      const auto ms = static_cast<unsigned>(to_uv_millis_ceil(o.tcp_user_timeout));
+      ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
+    }
+  }
+#endif
+  if (o.timers == TimerBackend::uv_timer) {
+    if (const int rc = use_uv_timer(loop()); rc < 0) {
+      close(CloseReason::error, uv_error(rc));
+      return rc;
+    }
+  }
+  start_idle(o.idle, detail::random_up_to(o.idle.jitter));
+  reading_ = true;
+  if (const int rc = uv_read_start(reinterpret_cast<uv_stream_t*>(&tcp_), &on_alloc, &on_read);
+      rc < 0) {
+    reading_ = false;
+    close(CloseReason::error, uv_error(rc));
+    return rc;
+  }
+  guarded([&] { handler_->on_open(*this); });
+  return 0;
+}
+
+template <class F>
+bool Connection::guarded(F&& f) noexcept {
+  try {
+    f();
+    return true;
+  } catch (...) {
+    if (host_) ++host_->net_stats().handler_exceptions;
+    close(CloseReason::error, make_error_code(errc::protocol_error));
+    return false;
+  }
+}
+
+std::string Connection::peer_address() const {
+  sockaddr_storage ss{};
+  int len = sizeof ss;
+  if (uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  return format_address(reinterpret_cast<sockaddr*>(&ss));
+}
+
+std::string Connection::local_address() const {
+  sockaddr_storage ss{};
+  int len = sizeof ss;
+  if (uv_tcp_getsockname(&tcp_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  return format_address(reinterpret_cast<sockaddr*>(&ss));
+}
+
+void Connection::set_idle_policy(const IdlePolicy& policy) {
+  policy.validate();
+  if (own_policy_) {
+    *own_policy_ = policy;
+  } else {
+    own_policy_ = std::make_unique<IdlePolicy>(policy);
+  }
+  set_idle_policy_ref(*own_policy_);
+}
+
+void Connection::end_request() noexcept {
+  IdleTimer::end_request();
+  if (host_) host_->request_ended(*this);
+}
+
+// ---- reading ---------------------------------------------------------------
+
+void Connection::on_alloc(uv_handle_t*, std::size_t, uv_buf_t* buf) {
+  thread_local std::array<char, kReadBufferSize> shared;
+  *buf = uv_buf_init(shared.data(), static_cast<unsigned>(shared.size()));
+}
+
+void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
+  auto* c = static_cast<Connection*>(stream->data);
+  if (nread > 0) {
+    const auto n = static_cast<std::size_t>(nread);
+    c->bytes_read_ += n;
+    c->host_->net_stats().bytes_read += n;
+    // uv_now() here is the post-poll time: a loop that stalled still stamps
+    // this read with the time it was actually seen.
+    c->note_read();
+    c->guarded([&] { c->handler_->on_data(*c, std::string_view(buf->base, n)); });
+    return;
+  }
+  if (nread == 0) return;  // EAGAIN
+  if (nread == UV_EOF) {
+    c->handle_eof();
+    return;
+  }
+  const auto ec = uv_error(static_cast<int>(nread));
+  c->close(nread == UV_ECONNRESET ? CloseReason::peer_closed : CloseReason::error, ec);
+}
+
+void Connection::handle_eof() noexcept {
+  eof_ = true;
+  update_reading();
+  guarded([&] { handler_->on_eof(*this); });
+}
+
+void Connection::pause_reading() noexcept {
+  user_paused_ = true;
+  update_reading();
+}
+
+void Connection::resume_reading() noexcept {
+  user_paused_ = false;
+  update_reading();
+}
+
+void Connection::update_reading() noexcept {
+  const bool want = opened_ && !closing_ && !flush_then_close_ && !eof_ && !user_paused_ &&
+                    !policy_paused_;
+  if (want == reading_) return;
+  auto* stream = reinterpret_cast<uv_stream_t*>(&tcp_);
+  if (want) {
+    if (const int rc = uv_read_start(stream, &on_alloc, &on_read); rc < 0) {
+      close(CloseReason::error, uv_error(rc));
+      return;
+    }
+  } else {
+    uv_read_stop(stream);
+  }
+  reading_ = want;
+}
+
+// ---- idle events -----------------------------------------------------------
+
+void Connection::on_idle_event(IdleEvent event) {
+  ++host_->net_stats().idle_events[static_cast<std::size_t>(event.kind)];
+  IdleAction action = IdleAction::close;
+  if (!guarded([&] { action = handler_->on_idle(*this, event); })) return;
+  if (action == IdleAction::close && !closing_) close(close_reason_for(event.kind));
+}
+
+// ---- closing ---------------------------------------------------------------
+
+void Connection::close(CloseReason reason, std::error_code error) noexcept {
+  if (closing_) return;
+  finish_close(reason, error, false);
+}
+
+void Connection::reset(CloseReason reason) noexcept {
+  if (closing_) return;
+  finish_close(reason, {}, true);
+}
+
+void Connection::close_after_flush(CloseReason reason) noexcept {
+  if (closing_ || flush_then_close_) return;
+  if (queued_bytes() == 0) {
+    close(reason);
+    return;
+  }
+  flush_then_close_ = true;
+  reason_ = reason;
+  update_reading();
+}
+
+void Connection::finish_close(CloseReason reason, std::error_code error, bool rst) noexcept {
+  closing_ = true;
+  flush_then_close_ = false;
+  reason_ = reason;
+  error_ = error;
+  if (const std::size_t queued = queued_bytes(); queued > 0) count_dropped(queued);
+  stop_idle();
+  if (reading_) uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
+  reading_ = false;
+  if (host_) ++host_->net_stats().closed_by_reason[static_cast<std::size_t>(reason)];
+  auto* handle = reinterpret_cast<uv_handle_t*>(&tcp_);
+  if (rst && uv_tcp_close_reset(&tcp_, &on_closed) == 0) return;
+  uv_close(handle, &on_closed);
+}
+
+void Connection::abandon() noexcept {
+  host_ = nullptr;
+  if (closing_) return;  // on_closed will delete it
+  closing_ = true;
+  stop_idle();
+  uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), &on_closed);
+}
+
+void Connection::on_closed(uv_handle_t* handle) {
+  auto* c = static_cast<Connection*>(handle->data);
+  if (!c->host_) {
+    delete c;
+    return;
+  }
+  try {
+    c->handler_->on_close(*c, c->reason_, c->error_);
+  } catch (...) {
+    ++c->host_->net_stats().handler_exceptions;
+  }
+  c->host_->connection_closed(*c);  // deletes c
+}
+
+void Connection::count_dropped(std::size_t n) noexcept {
+  bytes_dropped_ += n;
+  if (host_) host_->net_stats().bytes_dropped += n;
+}
+
+// ---- writing ---------------------------------------------------------------
+
+std::size_t Connection::queued_bytes() const noexcept {
+  if (!wq_) return 0;
+  return wq_->pending.size() + (wq_->writing ? tcp_.write_queue_size : 0);
+}
+
+std::uint64_t Connection::bytes_written() const noexcept {
+  if (!wq_ || !wq_->writing) return bytes_written_;
+  return bytes_written_ + (wq_->inflight.size() - tcp_.write_queue_size);
+}
+
+std::error_code Connection::write(std::string_view bytes) {
+  if (closing()) {
+    count_dropped(bytes.size());
+    return make_error_code(errc::closed);
+  }
+  if (bytes.empty()) return {};
+  const WritePolicy& wp = host_->connection_options().write;
+  if (wp.max_queued_bytes != 0 && queued_bytes() + bytes.size() > wp.max_queued_bytes &&
+      (wq_ || bytes.size() > wp.max_queued_bytes)) {
+    count_dropped(bytes.size());
+    return make_error_code(errc::limit_reached);
+  }
+  std::size_t done = 0;
+  if (!wq_) {
+    // Fast path: nothing queued, so the kernel may take it all right now.
+    uv_buf_t buf = uv_buf_init(const_cast<char*>(bytes.data()), static_cast<unsigned>(bytes.size()));
+    const int rc = uv_try_write(reinterpret_cast<uv_stream_t*>(&tcp_), &buf, 1);
+    if (rc > 0) {
+      done = static_cast<std::size_t>(rc);
+      bytes_written_ += done;
+      host_->net_stats().bytes_written += done;
+      note_write();
+      if (done == bytes.size()) return {};
+    } else if (rc != UV_EAGAIN) {
+      const auto ec = uv_error(rc);
+      count_dropped(bytes.size());
+      close(eof_ ? CloseReason::peer_closed : CloseReason::error, ec);
+      return ec;
+    }
+    wq_ = std::make_unique<WriteQueue>();
+    const TimePoint now = timers().now();
+    wq_->last_progress = wq_->window_start = now;
+    wq_->progress_mark = wq_->window_mark = bytes_written_;
+    schedule_write_check();
+  }
+  wq_->pending.append(bytes.substr(done));
+  if (!wq_->writing) start_write();
+  if (writable_ && !closing_ && queued_bytes() > wp.high_watermark) {
+    writable_ = false;
+    ++host_->net_stats().unwritable_events;
+    if (wp.slow_reader == SlowReaderPolicy::pause_reading) {
+      policy_paused_ = true;
+      ++host_->net_stats().read_pauses;
+      update_reading();
+    }
+    guarded([&] { handler_->on_writable(*this, false); });
+  }
+  return {};
+}
+
+void Connection::start_write() noexcept {
+  WriteQueue& q = *wq_;
+  q.inflight.swap(q.pending);
+  q.pending.clear();
+  uv_buf_t buf = uv_buf_init(q.inflight.data(), static_cast<unsigned>(q.inflight.size()));
+  q.req.data = this;
+  const int rc = uv_write(&q.req, reinterpret_cast<uv_stream_t*>(&tcp_), &buf, 1, &on_write_done);
+  if (rc < 0) {
+    close(CloseReason::error, uv_error(rc));
+    return;
+  }
+  q.writing = true;
+}
+
+void Connection::on_write_done(uv_write_t* req, int status) {
+  auto* c = static_cast<Connection*>(req->data);
+  WriteQueue& q = *c->wq_;
+  if (status < 0) {
+    // ECANCELED: we are closing and counted the bytes as dropped already.
+    if (status != UV_ECANCELED)
+      c->close(c->eof_ ? CloseReason::peer_closed : CloseReason::error, uv_error(status));
+    q.writing = false;
+    return;
+  }
+  q.writing = false;
+  c->bytes_written_ += q.inflight.size();
+  c->host_->net_stats().bytes_written += q.inflight.size();
+  q.inflight.clear();
+  if (c->closing_) return;
+  c->note_write();
+  q.last_progress = c->timers().now();
+  if (!q.pending.empty()) {
+    c->start_write();
+  } else {
+    c->wq_.reset();
+    c->set_check_at(IdleTracker::kNever);
+  }
+  c->after_progress();
+}
+
+void Connection::after_progress() noexcept {
+  const WritePolicy& wp = host_->connection_options().write;
+  if (!writable_ && queued_bytes() <= wp.low_watermark) {
+    writable_ = true;
+    if (policy_paused_) {
+      policy_paused_ = false;
+      update_reading();
+    }
+    guarded([&] { handler_->on_writable(*this, true); });
+  }
+  if (flush_then_close_ && !closing_ && queued_bytes() == 0) finish_close(reason_, {}, false);
+}
+
+void Connection::schedule_write_check() noexcept {
+  if (!wq_) return;
+  const WritePolicy& wp = host_->connection_options().write;
+  TimePoint at = IdleTracker::kNever;
+  if (wp.stall_timeout.count() > 0) at = wq_->last_progress + wp.stall_timeout;
+  if (wp.min_write_rate > 0) at = std::min(at, wq_->window_start + wp.rate_window);
+  set_check_at(at);
+}
+
+void Connection::on_check(TimePoint now) {
+  if (!wq_ || closing_) return;
+  WriteQueue& q = *wq_;
+  const WritePolicy& wp = host_->connection_options().write;
+  const std::uint64_t progress = bytes_written();
+  if (progress > q.progress_mark) {
+    // The kernel took part of a large write since the last look: that is
+    // write activity even though the write has not completed.
+    q.progress_mark = progress;
+    q.last_progress = now;
+    note_write();
+  }
+  if (wp.stall_timeout.count() > 0 && now - q.last_progress >= wp.stall_timeout) {
+    close(CloseReason::write_stall, make_error_code(errc::timed_out));
+    return;
+  }
+  if (wp.min_write_rate > 0 && now - q.window_start >= wp.rate_window) {
+    const double seconds = std::chrono::duration<double>(now - q.window_start).count();
+    const double rate = static_cast<double>(progress - q.window_mark) / seconds;
+    if (rate < static_cast<double>(wp.min_write_rate)) {
+      close(CloseReason::write_stall, make_error_code(errc::timed_out));
+      return;
+    }
+    q.window_start = now;
+    q.window_mark = progress;
+  }
+  schedule_write_check();
+}
+
+}  // namespace heartwheel::net

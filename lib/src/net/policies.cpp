@@ -1,0 +1,88 @@
+// Names, validation and merging for the net layer's plain value types.
+#include <heartwheel/net/close_reason.h>
+#include <heartwheel/net/connection.h>
+#include <heartwheel/net/handler.h>
+#include <heartwheel/net/idle_policy.h>
+#include <heartwheel/net/stats.h>
+#include <heartwheel/net/write_policy.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace heartwheel::net {
+
+const char* to_string(CloseReason reason) noexcept {
+  switch (reason) {
+    case CloseReason::read_idle: return "read_idle";
+    case CloseReason::write_idle: return "write_idle";
+    case CloseReason::all_idle: return "all_idle";
+    case CloseReason::request_timeout: return "request_timeout";
+    case CloseReason::max_age: return "max_age";
+    case CloseReason::peer_closed: return "peer_closed";
+    case CloseReason::error: return "error";
+    case CloseReason::limit: return "limit";
+    case CloseReason::write_stall: return "write_stall";
+    case CloseReason::drain: return "drain";
+    case CloseReason::local: return "local";
+  }
+  return "unknown";
+}
+
+const char* to_string(IdleKind kind) noexcept {
+  return to_string(close_reason_for(kind));  // same spellings
+}
+
+namespace {
+void require_non_negative(Duration d, const char* what) {
+  if (d.count() < 0) throw std::invalid_argument(std::string(what) + " must not be negative (0 = off)");
+}
+}  // namespace
+
+void IdlePolicy::validate() const {
+  require_non_negative(read_idle, "idle policy: read_idle");
+  require_non_negative(write_idle, "idle policy: write_idle");
+  require_non_negative(all_idle, "idle policy: all_idle");
+  require_non_negative(max_age, "idle policy: max_age");
+  require_non_negative(jitter, "idle policy: jitter");
+}
+
+void WritePolicy::validate() const {
+  if (low_watermark > high_watermark)
+    throw std::invalid_argument("write policy: low_watermark (" + std::to_string(low_watermark) +
+                                ") must not exceed high_watermark (" +
+                                std::to_string(high_watermark) + ")");
+  if (max_queued_bytes != 0 && max_queued_bytes < high_watermark)
+    throw std::invalid_argument("write policy: max_queued_bytes must be 0 (no cap) or at least "
+                                "high_watermark, or writability callbacks could never fire");
+  require_non_negative(stall_timeout, "write policy: stall_timeout");
+  if (min_write_rate > 0 && rate_window.count() <= 0)
+    throw std::invalid_argument("write policy: min_write_rate needs a positive rate_window");
+}
+
+void ConnectionOptions::validate() const {
+  idle.validate();
+  write.validate();
+  require_non_negative(tcp_user_timeout, "connection options: tcp_user_timeout");
+}
+
+void NetStats::merge(const NetStats& o) noexcept {
+  accepted += o.accepted;
+  current += o.current;
+  peak += o.peak;  // an upper bound: the parts peaked at different times
+  accept_errors += o.accept_errors;
+  fd_exhausted += o.fd_exhausted;
+  connect_failures += o.connect_failures;
+  for (std::size_t i = 0; i < closed_by_reason.size(); ++i) closed_by_reason[i] += o.closed_by_reason[i];
+  for (std::size_t i = 0; i < idle_events.size(); ++i) idle_events[i] += o.idle_events[i];
+  bytes_read += o.bytes_read;
+  bytes_written += o.bytes_written;
+  bytes_dropped += o.bytes_dropped;
+  handler_exceptions += o.handler_exceptions;
+  unwritable_events += o.unwritable_events;
+  read_pauses += o.read_pauses;
+}
+
+void Handler::on_eof(Connection& conn) { conn.close_after_flush(CloseReason::peer_closed); }
+
+}  // namespace heartwheel::net

@@ -1,0 +1,221 @@
+// See heartwheel/net/server.h.
+#include <heartwheel/net/server.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include <heartwheel/error.h>
+#include <heartwheel/net/address.h>
+
+namespace heartwheel::net {
+
+struct Server::Listener {
+  uv_tcp_t tcp;
+  Server* owner;
+};
+
+void ServerOptions::validate() const {
+  if (port < 0 || port > 65535)
+    throw std::invalid_argument("server options: port " + std::to_string(port) + " is out of range 0..65535");
+  if (backlog <= 0) throw std::invalid_argument("server options: backlog must be positive");
+  sockaddr_storage ss;
+  if (to_sockaddr({host, port}, ss))
+    throw std::invalid_argument("server options: host '" + host +
+                                "' is not a numeric IPv4 or IPv6 address");
+  connection.validate();
+}
+
+Server::Server(LoopWheel& wheel, Handler& handler, ServerOptions options)
+    : wheel_(wheel), handler_(handler), options_(std::move(options)) {
+  options_.validate();
+}
+
+Server::~Server() {
+  stop_listening();
+  if (drain_timer_) {
+    uv_close(reinterpret_cast<uv_handle_t*>(drain_timer_),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+    drain_timer_ = nullptr;
+  }
+  for (Connection* c = head_; c;) {
+    Connection* next = c->next_in_host;
+    c->abandon();
+    c = next;
+  }
+  head_ = nullptr;
+  count_ = 0;
+}
+
+std::error_code Server::listen() {
+  if (listener_) return make_error_code(errc::invalid_argument);
+  if (draining_) return make_error_code(errc::shutting_down);
+  sockaddr_storage ss;
+  if (auto ec = to_sockaddr({options_.host, options_.port}, ss)) return ec;
+  const auto* addr = reinterpret_cast<const sockaddr*>(&ss);
+  listener_ = new Listener{};
+  listener_->owner = this;
+  if (const int rc = uv_tcp_init(loop(), &listener_->tcp); rc < 0) {
+    delete listener_;
+    listener_ = nullptr;
+    return uv_error(rc);
+  }
+  listener_->tcp.data = listener_;
+  int rc = 0;
+  if (options_.reuse_port) {
+    std::error_code ec;
+    const int fd = open_reuseport_socket(addr, ec);
+    if (fd < 0) {
+      stop_listening();
+      return ec;
+    }
+    rc = uv_tcp_open(&listener_->tcp, fd);
+  } else {
+    rc = uv_tcp_bind(&listener_->tcp, addr, 0);
+  }
+  if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_->tcp), options_.backlog, &on_connection);
+  if (rc < 0) {
+    stop_listening();
+    return uv_error(rc);
+  }
+  sockaddr_storage bound{};
+  int len = sizeof bound;
+  uv_tcp_getsockname(&listener_->tcp, reinterpret_cast<sockaddr*>(&bound), &len);
+  port_ = port_of(reinterpret_cast<sockaddr*>(&bound));
+  return {};
+}
+
+void Server::stop_listening() noexcept {
+  if (!listener_) return;
+  listener_->owner = nullptr;
+  uv_close(reinterpret_cast<uv_handle_t*>(&listener_->tcp),
+           [](uv_handle_t* h) { delete static_cast<Listener*>(h->data); });
+  listener_ = nullptr;
+}
+
+void Server::on_connection(uv_stream_t* stream, int status) {
+  auto* l = static_cast<Listener*>(stream->data);
+  Server* s = l->owner;
+  if (!s) return;
+  if (status < 0) {
+    // libuv already shed the backlog with its reserve descriptor on EMFILE,
+    // so returning here cannot spin.
+    ++s->stats_.accept_errors;
+    if (status == UV_EMFILE || status == UV_ENFILE) ++s->stats_.fd_exhausted;
+    return;
+  }
+  if (s->options_.max_connections != 0 && s->count_ >= s->options_.max_connections) {
+    s->reject_one();
+  } else {
+    s->accept_one();
+  }
+}
+
+void Server::accept_one() noexcept {
+  auto* c = new Connection(*this, handler_, next_id_++);
+  if (const int rc = uv_tcp_init(loop(), c->handle()); rc < 0) {
+    ++stats_.accept_errors;
+    delete c;
+    return;
+  }
+  c->handle()->data = c;
+  // Linked before anything can fail, so every path ends in connection_closed.
+  c->next_in_host = head_;
+  if (head_) head_->prev_in_host = c;
+  head_ = c;
+  ++count_;
+  ++stats_.accepted;
+  stats_.current = count_;
+  if (count_ > stats_.peak) stats_.peak = count_;
+  if (const int rc = uv_accept(reinterpret_cast<uv_stream_t*>(&listener_->tcp),
+                               reinterpret_cast<uv_stream_t*>(c->handle()));
+      rc < 0) {
+    ++stats_.accept_errors;
+    c->close(CloseReason::error, uv_error(rc));
+    return;
+  }
+  c->open();
+}
+
+void Server::reject_one() noexcept {
+  auto* t = new uv_tcp_t;
+  auto free_handle = [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); };
+  if (uv_tcp_init(loop(), t) < 0) {
+    delete t;
+    return;
+  }
+  ++stats_.accepted;
+  ++stats_.closed_by_reason[static_cast<std::size_t>(CloseReason::limit)];
+  if (uv_accept(reinterpret_cast<uv_stream_t*>(&listener_->tcp), reinterpret_cast<uv_stream_t*>(t)) == 0 &&
+      uv_tcp_close_reset(t, free_handle) == 0)
+    return;
+  uv_close(reinterpret_cast<uv_handle_t*>(t), free_handle);
+}
+
+void Server::connection_closed(Connection& conn) noexcept {
+  if (conn.prev_in_host) conn.prev_in_host->next_in_host = conn.next_in_host;
+  if (conn.next_in_host) conn.next_in_host->prev_in_host = conn.prev_in_host;
+  if (head_ == &conn) head_ = conn.next_in_host;
+  --count_;
+  stats_.current = count_;
+  delete &conn;
+  if (draining_) check_drained();
+}
+
+void Server::for_each_connection(const std::function<void(Connection&)>& visit) {
+  for (Connection* c = head_; c; c = c->next_in_host) visit(*c);
+}
+
+namespace {
+std::vector<Connection*> snapshot(Connection* head) {
+  std::vector<Connection*> all;
+  for (Connection* c = head; c; c = c->next_in_host) all.push_back(c);
+  return all;
+}
+}  // namespace
+
+void Server::close_all(CloseReason reason) {
+  stop_listening();
+  // close() only starts closing; the list changes in later close callbacks,
+  // but collect first anyway so a handler reacting synchronously cannot bite.
+  for (Connection* c : snapshot(head_)) c->close(reason);
+}
+
+void Server::drain(Duration timeout, std::function<void()> on_drained) {
+  if (draining_) return;
+  draining_ = true;
+  on_drained_ = std::move(on_drained);
+  stop_listening();
+  for (Connection* c : snapshot(head_)) drain_connection(*c);
+  if (count_ > 0) {
+    drain_timer_ = new uv_timer_t;
+    uv_timer_init(loop(), drain_timer_);
+    drain_timer_->data = this;
+    uv_timer_start(drain_timer_, &on_drain_timer, to_uv_millis_ceil(timeout), 0);
+  }
+  check_drained();
+}
+
+void Server::drain_connection(Connection& conn) noexcept {
+  if (conn.closing() || conn.in_request()) return;  // in flight: request_ended() finishes it
+  conn.close_after_flush(CloseReason::drain);
+}
+
+void Server::request_ended(Connection& conn) noexcept {
+  if (draining_ && !drain_timed_out_) drain_connection(conn);
+}
+
+void Server::on_drain_timer(uv_timer_t* timer) {
+  auto* s = static_cast<Server*>(timer->data);
+  s->drain_timed_out_ = true;
+  for (Connection* c : snapshot(s->head_)) c->close(CloseReason::drain);
+}
+
+void Server::check_drained() {
+  if (!draining_ || count_ != 0 || !on_drained_) return;
+  if (drain_timer_) uv_timer_stop(drain_timer_);
+  auto done = std::move(on_drained_);
+  on_drained_ = nullptr;
+  done();
+}
+
+}  // namespace heartwheel::net

@@ -1,0 +1,55 @@
+// LoopSnapshot merging and its JSON form. Written by hand (the library has no
+// JSON dependency); the keys are the contract listed in lib/src/net/README.md.
+#include <heartwheel/net/idle_policy.h>
+#include <heartwheel/net/stats.h>
+
+#include <algorithm>
+#include <sstream>
+
+namespace heartwheel::net {
+
+void LoopSnapshot::merge(const LoopSnapshot& o) noexcept {
+  net.merge(o.net);
+  wheel.scheduled += o.wheel.scheduled;
+  wheel.relinked += o.wheel.relinked;
+  wheel.cancelled += o.wheel.cancelled;
+  wheel.fired += o.wheel.fired;
+  wheel.cascaded += o.wheel.cascaded;
+  wheel.max_lateness = std::max(wheel.max_lateness, o.wheel.max_lateness);
+  wheel.total_lateness += o.wheel.total_lateness;
+  wheel_entries += o.wheel_entries;
+  budget_exhausted += o.budget_exhausted;
+  loops += o.loops;
+}
+
+namespace {
+double ms(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+}  // namespace
+
+std::string to_json(const LoopSnapshot& s) {
+  std::ostringstream o;
+  const NetStats& n = s.net;
+  o << "{\"connections_accepted\":" << n.accepted << ",\"connections_current\":" << n.current
+    << ",\"connections_peak\":" << n.peak << ",\"connections_closed\":" << n.closed()
+    << ",\"accept_errors\":" << n.accept_errors << ",\"fd_exhausted\":" << n.fd_exhausted
+    << ",\"connect_failures\":" << n.connect_failures << ",\"closed_by_reason\":{";
+  for (std::size_t i = 0; i < kCloseReasonCount; ++i) {
+    o << (i ? "," : "") << '"' << to_string(static_cast<CloseReason>(i)) << "\":" << n.closed_by_reason[i];
+  }
+  o << "},\"idle_events\":{";
+  for (std::size_t i = 0; i < kIdleKindCount; ++i) {
+    o << (i ? "," : "") << '"' << to_string(static_cast<IdleKind>(i)) << "\":" << n.idle_events[i];
+  }
+  o << "},\"bytes_read\":" << n.bytes_read << ",\"bytes_written\":" << n.bytes_written
+    << ",\"bytes_dropped\":" << n.bytes_dropped << ",\"handler_exceptions\":" << n.handler_exceptions
+    << ",\"unwritable_events\":" << n.unwritable_events << ",\"read_pauses\":" << n.read_pauses
+    << ",\"loops\":" << s.loops << ",\"wheel\":{\"entries\":" << s.wheel_entries
+    << ",\"scheduled\":" << s.wheel.scheduled << ",\"relinked\":" << s.wheel.relinked
+    << ",\"cancelled\":" << s.wheel.cancelled << ",\"fired\":" << s.wheel.fired
+    << ",\"cascaded\":" << s.wheel.cascaded << ",\"budget_exhausted\":" << s.budget_exhausted
+    << "},\"expiry_lateness_ms\":{\"max\":" << ms(s.wheel.max_lateness) << ",\"mean\":"
+    << (s.wheel.fired ? ms(s.wheel.total_lateness) / static_cast<double>(s.wheel.fired) : 0.0) << "}}";
+  return o.str();
+}
+
+}  // namespace heartwheel::net

@@ -1,0 +1,214 @@
+// See heartwheel/net/workers.h.
+#include <heartwheel/net/workers.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+#include <heartwheel/error.h>
+
+namespace heartwheel::net {
+
+namespace {
+enum Command : int { kNone = 0, kDrain = 1, kStop = 2 };
+}
+
+struct Workers::Worker {
+  unsigned index = 0;
+  std::thread thread;
+  mutable std::mutex mu;
+  uv_async_t* async = nullptr;  // under mu; null before the loop runs and after it ends
+  LoopSnapshot published;       // under mu
+  std::atomic<int> command{kNone};
+  std::atomic<std::int64_t> drain_timeout_ns{0};
+  std::atomic<bool> done{false};
+  std::promise<int> started;
+
+  void send(int cmd, Duration timeout) {
+    std::lock_guard lock(mu);
+    drain_timeout_ns = timeout.count();
+    int expected = command.load();
+    // stop overrides drain, never the other way around
+    while (expected < cmd && !command.compare_exchange_weak(expected, cmd)) {
+    }
+    if (async) uv_async_send(async);
+  }
+};
+
+namespace {
+
+// Everything that lives on one worker thread while its loop runs.
+struct LoopContext {
+  Workers* owner;
+  LoopWheel* wheel;
+  Server* server;
+  uv_async_t async;
+  uv_timer_t publish;
+  int applied = kNone;
+  bool finished = false;
+  std::function<void()> on_command;
+  std::function<void()> on_publish;
+};
+
+LoopSnapshot snapshot_of(Server& server, LoopWheel& wheel) {
+  LoopSnapshot s;
+  s.net = server.stats();
+  s.wheel = wheel.wheel().stats();
+  s.wheel_entries = wheel.wheel().size();
+  s.budget_exhausted = wheel.budget_exhausted();
+  return s;
+}
+
+}  // namespace
+
+Workers::Workers(WorkersOptions options, HandlerFactory factory)
+    : options_(std::move(options)), factory_(std::move(factory)) {
+  if (options_.threads == 0) throw std::invalid_argument("workers: threads must be at least 1");
+  if (!factory_) throw std::invalid_argument("workers: a handler factory is required");
+  if (options_.threads > 1) options_.server.reuse_port = true;
+  options_.server.validate();
+}
+
+Workers::~Workers() {
+  if (running()) stop();
+  join();
+}
+
+void Workers::start() {
+  if (!workers_.empty()) throw std::logic_error("workers: start() called twice");
+  for (unsigned i = 0; i < options_.threads; ++i) {
+    auto w = std::make_unique<Worker>();
+    w->index = i;
+    ServerOptions so = options_.server;
+    if (i > 0) so.port = port_;
+    auto future = w->started.get_future();
+    Worker* wp = w.get();
+    w->thread = std::thread([this, wp, so] {
+      uv_loop_t loop;
+      if (const int rc = uv_loop_init(&loop); rc < 0) {
+        wp->started.set_exception(std::make_exception_ptr(std::system_error(uv_error(rc), "uv_loop_init")));
+        wp->done = true;
+        return;
+      }
+      {
+        std::unique_ptr<LoopWheel> wheel;
+        std::unique_ptr<Handler> handler;
+        std::unique_ptr<Server> server;
+        bool ok = false;
+        try {
+          wheel = std::make_unique<LoopWheel>(&loop, options_.wheel);
+          handler = factory_(wp->index);
+          server = std::make_unique<Server>(*wheel, *handler, so);
+          if (auto ec = server->listen())
+            throw std::system_error(ec, "listen on " + so.host + ":" + std::to_string(so.port));
+          ok = true;
+        } catch (...) {
+          wp->started.set_exception(std::current_exception());
+        }
+        if (ok) {
+          LoopContext ctx{};
+          ctx.owner = this;
+          ctx.wheel = wheel.get();
+          ctx.server = server.get();
+          auto finish = [&ctx, wp] {
+            if (ctx.finished) return;
+            ctx.finished = true;
+            {
+              std::lock_guard lock(wp->mu);
+              wp->async = nullptr;
+            }
+            uv_close(reinterpret_cast<uv_handle_t*>(&ctx.async), nullptr);
+            uv_close(reinterpret_cast<uv_handle_t*>(&ctx.publish), nullptr);
+          };
+          ctx.on_command = [&ctx, wp, finish] {
+            const int cmd = wp->command.load();
+            if (cmd <= ctx.applied || ctx.finished) return;
+            ctx.applied = cmd;
+            if (cmd == kDrain) {
+              ctx.server->drain(Duration{wp->drain_timeout_ns.load()}, finish);
+            } else if (cmd == kStop) {
+              ctx.server->close_all(CloseReason::local);
+              finish();
+            }
+          };
+          ctx.on_publish = [&ctx, wp] {
+            auto snap = snapshot_of(*ctx.server, *ctx.wheel);
+            std::lock_guard lock(wp->mu);
+            wp->published = snap;
+          };
+          uv_async_init(&loop, &ctx.async, [](uv_async_t* a) { static_cast<LoopContext*>(a->data)->on_command(); });
+          ctx.async.data = &ctx;
+          uv_timer_init(&loop, &ctx.publish);
+          ctx.publish.data = &ctx;
+          const auto every = std::max<std::uint64_t>(1, to_uv_millis_ceil(options_.publish_interval));
+          uv_timer_start(&ctx.publish, [](uv_timer_t* t) { static_cast<LoopContext*>(t->data)->on_publish(); },
+                         every, every);
+          uv_unref(reinterpret_cast<uv_handle_t*>(&ctx.publish));
+          {
+            std::lock_guard lock(wp->mu);
+            wp->async = &ctx.async;
+          }
+          wp->started.set_value(server->port());
+          ctx.on_command();  // a command sent before the async existed
+          uv_run(&loop, UV_RUN_DEFAULT);
+          ctx.on_publish();
+        }
+        server.reset();
+        handler.reset();
+        wheel.reset();
+        uv_run(&loop, UV_RUN_DEFAULT);  // let the closed handles finish
+      }
+      uv_loop_close(&loop);
+      wp->done = true;
+    });
+    workers_.push_back(std::move(w));
+    try {
+      const int port = future.get();
+      if (i == 0) port_ = port;
+    } catch (...) {
+      stop();
+      join();
+      throw;
+    }
+  }
+}
+
+void Workers::drain(Duration timeout) {
+  for (auto& w : workers_) w->send(kDrain, timeout);
+}
+
+void Workers::stop() {
+  for (auto& w : workers_) w->send(kStop, Duration{0});
+}
+
+void Workers::join() {
+  for (auto& w : workers_)
+    if (w->thread.joinable()) w->thread.join();
+}
+
+bool Workers::running() const noexcept {
+  for (const auto& w : workers_)
+    if (!w->done) return true;
+  return false;
+}
+
+std::vector<LoopSnapshot> Workers::snapshots() const {
+  std::vector<LoopSnapshot> all;
+  for (const auto& w : workers_) {
+    std::lock_guard lock(w->mu);
+    all.push_back(w->published);
+  }
+  return all;
+}
+
+LoopSnapshot Workers::total() const {
+  LoopSnapshot sum;
+  sum.loops = 0;
+  for (const auto& s : snapshots()) sum.merge(s);
+  return sum;
+}
+
+}  // namespace heartwheel::net
