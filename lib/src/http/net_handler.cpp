@@ -64,7 +64,7 @@ struct NetHandler::Conn final : Transport {
   Conn* prev = nullptr;
 };
 
-NetHandler::NetHandler(SessionOptions options, Handler handler)
+NetHandler::NetHandler(SessionOptions options, http::Handler handler)
     : options_(without_send_timeout(std::move(options))), handler_(std::move(handler)) {}
 
 NetHandler::~NetHandler() {

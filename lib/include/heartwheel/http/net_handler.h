@@ -41,7 +41,7 @@ namespace heartwheel::http {
 class NetHandler final : public net::Handler {
  public:
   // Throws std::invalid_argument when options.validate() does.
-  NetHandler(SessionOptions options, Handler handler);
+  NetHandler(SessionOptions options, http::Handler handler);
   ~NetHandler() override;
   NetHandler(const NetHandler&) = delete;
   NetHandler& operator=(const NetHandler&) = delete;
@@ -66,7 +66,7 @@ class NetHandler final : public net::Handler {
  private:
   struct Conn;
   SessionOptions options_;
-  Handler handler_;
+  http::Handler handler_;
   SessionStats stats_;
   std::function<void(const SessionStats&)> publish_;
   Conn* head_ = nullptr;  // intrusive list of live sessions
