@@ -82,6 +82,14 @@ Harness::Harness() {
       r.write("hello ");
       r.write("world");
       r.end();
+    } else if (path == "/stream204") {
+      r.begin(204);
+      r.write("ignored");
+      r.end();
+    } else if (path == "/stream-drop") {
+      r.begin(200);
+      r.write("partial");
+      // The Responder goes out of scope mid-stream.
     } else if (path == "/throw") {
       throw std::runtime_error("handler bug");
     } else if (path == "/drop") {

@@ -184,6 +184,43 @@ TEST_CASE("A streamed response is chunked for HTTP/1.1", "[http][stream]") {
   CHECK_FALSE(h.closed());
 }
 
+TEST_CASE("A streamed 204 has neither body nor chunked coding and keeps the connection",
+          "[http][stream]") {
+  Harness h;
+  h.start();
+  h.feed(get("/stream204") + kGet);
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].status == 204);
+  CHECK_FALSE(rs[0].has("transfer-encoding"));
+  CHECK_FALSE(rs[0].has("content-length"));
+  CHECK(rs[1].status == 200);
+  CHECK_FALSE(h.closed());
+}
+
+TEST_CASE("A stream dropped by its handler is ended and the connection closed", "[http][stream]") {
+  Harness h;
+  h.start();
+  h.feed(get("/stream-drop") + kGet);
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].body == "partial");
+  CHECK(h.closed());
+  CHECK(h.stats.handler_errors == 1);
+}
+
+TEST_CASE("An Upgrade request is answered as plain HTTP and the connection closed", "[http]") {
+  Harness h;
+  h.start();
+  h.feed("GET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n" + get("/x"));
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].status == 200);
+  CHECK(rs[0].header("connection") == "close");
+  CHECK(h.closed());
+  CHECK(h.seen.size() == 1);
+}
+
 TEST_CASE("HEAD gets Content-Length but no body", "[http]") {
   Harness h;
   h.start();

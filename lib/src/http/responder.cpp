@@ -10,6 +10,15 @@
 
 namespace heartwheel::http {
 
+namespace {
+// Marks a streamed response complete (with the last chunk when it has a body).
+void end_stream(detail::Exchange& ex) {
+  if (ex.chunked && !ex.head_only && detail::status_has_body(ex.status))
+    ex.out += detail::kLastChunk;
+  ex.finished = true;
+}
+}  // namespace
+
 Responder::Responder(std::shared_ptr<detail::Exchange> exchange) noexcept
     : exchange_(std::move(exchange)) {}
 
@@ -35,8 +44,7 @@ void Responder::release() noexcept {
       s->answer(*ex, Response::text(500, "Internal Server Error\n"), false);
     } else {
       // A stream left open cannot get a new status: end it, then close.
-      if (ex->chunked) ex->out += detail::kLastChunk;
-      ex->finished = true;
+      end_stream(*ex);
       ex->close_after = true;
     }
     s->flush();
@@ -98,11 +106,8 @@ bool Responder::write(std::string_view piece) {
 
 bool Responder::end() {
   if (!active() || !exchange_->streaming) return false;
-  detail::Exchange& ex = *exchange_;
-  if (ex.chunked && !ex.head_only && detail::status_has_body(ex.status))
-    ex.out += detail::kLastChunk;
-  ex.finished = true;
-  ex.session->flush();
+  end_stream(*exchange_);
+  exchange_->session->flush();
   return true;
 }
 

@@ -61,7 +61,7 @@ std::string serialize_head(const Exchange& ex, const SessionOptions& options) {
     h += "\r\n";
   }
   if (ex.streaming) {
-    if (ex.chunked) h += "Transfer-Encoding: chunked\r\n";
+    if (ex.chunked && status_has_body(ex.status)) h += "Transfer-Encoding: chunked\r\n";
   } else if (status_has_body(ex.status)) {
     h += "Content-Length: ";
     append_number(h, ex.content_length);

@@ -131,7 +131,9 @@ void Session::write_head(Exchange& ex) {
     ex.close_after = true;
     ex.close_reason = CloseReason::kDrained;
   }
-  if (ex.streaming && !ex.chunked) ex.close_after = true;  // close-delimited (HTTP/1.0)
+  // A streamed body without chunked coding (HTTP/1.0 peer) ends with the connection.
+  if (ex.streaming && !ex.chunked && !ex.head_only && detail::status_has_body(ex.status))
+    ex.close_after = true;
   ++stats_->responses[std::clamp(ex.status / 100, 1, 5)];
   std::string bytes = detail::serialize_head(ex, *options_);
   bytes += ex.out;
