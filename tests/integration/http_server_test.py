@@ -273,6 +273,20 @@ def test_sigterm_drains_in_flight_requests():
         s.stop()
 
 
+def test_slow_reader_hits_send_timeout():
+    with Server("--send-timeout", "500ms", "--max-body-bytes", "64000000",
+                "--request-timeout", "0", "--body-timeout", "0") as s:
+        sock = connect(s.port, timeout=30)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        body = b"x" * (24 * 1024 * 1024)
+        sock.sendall(b"POST /echo HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        # Never read: the echo cannot be written, so the connection must be closed.
+        # (the net counters are published every 500 ms, the http ones at each close)
+        s.read_stats(lambda st: st["http"]["timeouts"]["send"] >= 1 and
+                     st["net"]["closed_by_reason"]["write_stall"] >= 1)
+        sock.close()
+
+
 def test_workers_share_the_port():
     with Server("--workers", "2") as s:
         for _ in range(10):
