@@ -393,6 +393,19 @@ TEST_CASE("A drain signal shared across threads turns the next response into the
   CHECK(h.closed());
 }
 
+TEST_CASE("An idle session that sees the drain signal on its next bytes closes", "[http][drain]") {
+  std::atomic<bool> flag{false};
+  Harness h;
+  h.options.drain_signal = &flag;
+  h.start();
+  h.feed(kGet);
+  flag = true;
+  h.feed(kGet);
+  CHECK(h.closed());
+  CHECK(h.session->close_reason() == CloseReason::kDrained);
+  CHECK(h.responses().size() == 1);
+}
+
 TEST_CASE("EOF after complete pipelined requests: they are answered, then the session closes",
           "[http]") {
   Harness h;

@@ -138,6 +138,27 @@ TEST_CASE("Request timeout covers the oldest of several pipelined requests", "[h
   CHECK(rs[1].status == 503);
 }
 
+TEST_CASE("A request held back by the pipeline limit gets its own full request timeout",
+          "[http][timeout][pipelining]") {
+  Harness h;
+  h.options.request_timeout = 1s;
+  h.options.max_pipelined = 1;
+  h.start();
+  h.feed("GET /async?n=1 HTTP/1.1\r\n\r\nGET /async?n=2 HTTP/1.1\r\n\r\n");
+  REQUIRE(h.held.size() == 1);
+  h.run_for(900ms);
+  h.held[0].respond(200, "one");  // the second request is parsed now, at 900 ms
+  REQUIRE(h.held.size() == 2);
+  CHECK(h.held[1].deadline() == TimePoint{} + 1900ms);
+  h.run_for(999ms);
+  CHECK_FALSE(h.closed());
+  h.run_for(2ms);
+  CHECK(h.closed());
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[1].status == 503);
+}
+
 TEST_CASE("Keep-alive timeout closes an idle kept-alive connection quietly", "[http][timeout]") {
   Harness h;
   h.options.keepalive_timeout = 5s;

@@ -2,6 +2,7 @@
 // handler's Responder. Private to lib/src/http.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -12,6 +13,7 @@ namespace heartwheel::http::detail {
 
 struct Exchange {
   Session* session = nullptr;  // nullptr once finished, timed out or the session closed
+  std::uint64_t seq = 0;       // 1, 2, ... per session; never reused (unlike addresses)
   Request request;
 
   // request side

@@ -117,6 +117,7 @@ void Session::begin_request() {
   ++stats_->requests;
   auto ex = std::make_shared<Exchange>();
   ex->session = this;
+  ex->seq = next_seq_++;
   ex->request.started = timers_->now();
   if (options_->request_timeout.count() > 0)
     ex->request.deadline = ex->request.started + options_->request_timeout;

@@ -99,6 +99,7 @@ void Session::fail(int status, CloseReason reason) {
     // Between requests (e.g. bytes after a complete request were garbage).
     ex = std::make_shared<Exchange>();
     ex->session = this;
+    ex->seq = next_seq_++;
     ex->request.started = timers_->now();
     queue_.push_back(ex);
     if (queue_.size() == 1) transport_->set_busy(true);
@@ -189,21 +190,29 @@ void Session::update_timers() {
   if (closed()) return;
   if (queue_.empty() || options_->request_timeout.count() <= 0) {
     timers_->cancel(request_timer_);
-    timed_front_ = nullptr;
-  } else if (timed_front_ != queue_.front().get()) {
+    timed_seq_ = 0;
+  } else if (timed_seq_ != queue_.front()->seq) {
     // Requests start in order and share one timeout, so the oldest one has the
     // earliest deadline: one entry covers the whole pipeline.
-    timed_front_ = queue_.front().get();
-    timers_->schedule_at(request_timer_, timed_front_->request.deadline);
+    timed_seq_ = queue_.front()->seq;
+    timers_->schedule_at(request_timer_, queue_.front()->request.deadline);
   }
-  if (queue_.empty() && !receiving_ && !stop_reading_) enter_idle();
+  if (!queue_.empty() || receiving_) return;
+  if (!stop_reading_) {
+    enter_idle();
+    return;
+  }
+  // Nothing in flight and nothing more will be read: the session is done.
+  close(Transport::CloseMode::kAfterFlush,
+        peer_eof_ ? CloseReason::kPeerClosed
+                  : draining_ ? CloseReason::kDrained : CloseReason::kConnectionClose);
 }
 
 void Session::close(Transport::CloseMode mode, CloseReason reason) {
   if (closed()) return;
   close_reason_ = reason;
   pending_input_.clear();
-  timed_front_ = nullptr;
+  timed_seq_ = 0;
   timers_->cancel(read_timer_);
   timers_->cancel(request_timer_);
   // A graceful close still has to get its last bytes out: keep the send
@@ -217,7 +226,7 @@ void Session::on_request_timeout(TimerEntry& e) {
   Session& s = *static_cast<Timer&>(e).owner;
   if (s.queue_.empty()) return;
   ++s.stats_->request_timeouts;
-  s.timed_front_ = nullptr;
+  s.timed_seq_ = 0;
   Exchange& ex = *s.queue_.front();
   if (ex.head_written) {
     // Too late for a status: the response is half sent.

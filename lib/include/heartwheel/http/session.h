@@ -195,7 +195,8 @@ class Session {
   CloseReason close_reason_ = CloseReason::kNone;
   int in_flush_ = 0;             // flush() nesting (a handler answering inside a flush)
   bool flush_again_ = false;
-  const detail::Exchange* timed_front_ = nullptr;  // the exchange request_timer_ is armed for
+  std::uint64_t next_seq_ = 1;
+  std::uint64_t timed_seq_ = 0;  // the exchange request_timer_ is armed for (0: none)
 
   Timer read_timer_{this, &on_read_timeout};        // first byte, keep-alive, header, body
   Timer request_timer_{this, &on_request_timeout};  // deadline of the oldest request
