@@ -246,6 +246,24 @@ TEST_CASE("Too many header bytes get 431 and close", "[http][limits]") {
   CHECK(h.seen.empty());
 }
 
+TEST_CASE("Header bytes are counted the same however the request is split", "[http][limits]") {
+  const std::string req = "GET /abc HTTP/1.1\r\nHost: example\r\nX-Long: " + std::string(40, 'v') +
+                          "\r\n\r\n";
+  for (std::size_t limit : {std::size_t{60}, std::size_t{200}}) {
+    Harness whole, bytewise;
+    whole.options.max_header_bytes = bytewise.options.max_header_bytes = limit;
+    whole.start();
+    bytewise.start();
+    whole.feed(req);
+    for (char c : req) bytewise.feed(std::string_view(&c, 1));
+    INFO("limit " << limit);
+    REQUIRE(whole.responses().size() == 1);
+    REQUIRE(bytewise.responses().size() == 1);
+    CHECK(whole.responses()[0].status == bytewise.responses()[0].status);
+    CHECK(whole.responses()[0].status == (limit == 60 ? 431 : 200));
+  }
+}
+
 TEST_CASE("A body over the limit gets 413, announced or chunked", "[http][limits]") {
   Harness h;
   h.options.max_body_bytes = 8;

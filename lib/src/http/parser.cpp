@@ -22,11 +22,13 @@ int on_message_begin(llhttp_t* p) {
 }
 
 // Every byte of the request line and header lines counts against
-// max_header_bytes; the +2 per span stands for the CRLF / ": " around it.
-int count_header_bytes(llhttp_t* p, std::size_t n) {
+// max_header_bytes, plus 2 per line / separator (CRLF, ": "), counted once per
+// span however many reads the span arrives in (a trickling client must not be
+// charged more than a fast one).
+int count_header_bytes(llhttp_t* p, std::size_t n, bool new_span) {
   Parser& parser = parser_of(p);
   Exchange& ex = *parser.receiving();
-  ex.header_bytes += n + 2;
+  ex.header_bytes += n + (new_span ? 2 : 0);
   if (ex.header_bytes > parser.max_header_bytes()) {
     parser.error_status = 431;
     llhttp_set_error_reason(p, "header too large");
@@ -36,25 +38,29 @@ int count_header_bytes(llhttp_t* p, std::size_t n) {
 }
 
 int on_url(llhttp_t* p, const char* at, std::size_t n) {
-  parser_of(p).receiving()->request.target.append(at, n);
-  return count_header_bytes(p, n);
+  std::string& target = parser_of(p).receiving()->request.target;
+  const bool first = target.empty();
+  target.append(at, n);
+  return count_header_bytes(p, n, first);
 }
 
 int on_header_field(llhttp_t* p, const char* at, std::size_t n) {
   Exchange& ex = *parser_of(p).receiving();
   auto& headers = ex.request.headers;
-  if (headers.empty() || ex.last_was_value) headers.emplace_back();
+  const bool new_header = headers.empty() || ex.last_was_value;
+  if (new_header) headers.emplace_back();
   ex.last_was_value = false;
   headers.back().name.append(at, n);
-  return count_header_bytes(p, n);
+  return count_header_bytes(p, n, new_header);
 }
 
 int on_header_value(llhttp_t* p, const char* at, std::size_t n) {
   Exchange& ex = *parser_of(p).receiving();
   if (ex.request.headers.empty()) ex.request.headers.emplace_back();
+  const bool first_piece = !ex.last_was_value;
   ex.last_was_value = true;
   ex.request.headers.back().value.append(at, n);
-  return count_header_bytes(p, n);
+  return count_header_bytes(p, n, first_piece);
 }
 
 int on_headers_complete(llhttp_t* p) { return parser_of(p).headers_complete(); }

@@ -19,7 +19,11 @@
 //              |                                     | when header_timeout is 0): quiet close, no 408
 //   send       | bytes queued to the transport        | write progress          | close (abort)
 //
-// Limits: header bytes (431), body bytes (413, before reading the body when
+// "First byte of a request" is when the session starts parsing it: for a
+// pipelined request held back by max_pipelined, when reading resumes.
+//
+// Limits: header bytes (431; request-target, header names and values plus 2
+// per line, however the bytes are split into reads), body bytes (413, before reading the body when
 // Content-Length announces it), requests per connection (the last response
 // carries Connection: close), pipelined requests waiting for their response
 // (reading pauses; no error).
