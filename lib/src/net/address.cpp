@@ -2,6 +2,7 @@
 #include <heartwheel/net/address.h>
 
 #include <cerrno>
+#include <csignal>
 #include <charconv>
 #include <cstring>
 #include <stdexcept>
@@ -83,6 +84,16 @@ int open_reuseport_socket(const sockaddr* addr, std::error_code& error) noexcept
   }
   error.clear();
   return fd;
+}
+
+void ignore_sigpipe() noexcept {
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) != 0) return;
+  if (current.sa_handler != SIG_DFL) return;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  ::sigaction(SIGPIPE, &ignore, nullptr);
 }
 
 }  // namespace heartwheel::net

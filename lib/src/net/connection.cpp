@@ -46,15 +46,7 @@ int Connection::open() noexcept {
   opened_ = true;
   const ConnectionOptions& o = host_->connection_options();
   if (o.tcp_nodelay) uv_tcp_nodelay(&tcp_, 1);
-#ifdef TCP_USER_TIMEOUT
-  if (o.tcp_user_timeout.count() > 0) {
-    uv_os_fd_t fd;
-    if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) == 0) {
-      const auto ms = static_cast<unsigned>(to_uv_millis_ceil(o.tcp_user_timeout));
-      ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
-    }
-  }
-#endif
+  if (o.tcp_user_timeout.count() > 0) set_tcp_user_timeout(o.tcp_user_timeout);
   if (o.timers == TimerBackend::uv_timer) {
     if (const int rc = use_uv_timer(loop()); rc < 0) {
       close(CloseReason::error, uv_error(rc));
@@ -71,6 +63,18 @@ int Connection::open() noexcept {
   }
   guarded([&] { handler_->on_open(*this); });
   return 0;
+}
+
+bool Connection::set_tcp_user_timeout(Duration timeout) noexcept {
+#ifdef TCP_USER_TIMEOUT
+  uv_os_fd_t fd;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) != 0) return false;
+  const auto ms = static_cast<unsigned>(to_uv_millis_ceil(timeout));
+  return ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms) == 0;
+#else
+  (void)timeout;
+  return false;
+#endif
 }
 
 template <class F>
@@ -210,7 +214,7 @@ void Connection::finish_close(CloseReason reason, std::error_code error, bool rs
   closing_ = true;
   flush_then_close_ = false;
   reason_ = reason;
-  error_ = error;
+  error_ = error.value();
   if (const std::size_t queued = queued_bytes(); queued > 0) count_dropped(queued);
   stop_idle();
   if (reading_) uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
@@ -236,7 +240,8 @@ void Connection::on_closed(uv_handle_t* handle) {
     return;
   }
   try {
-    c->handler_->on_close(*c, c->reason_, c->error_);
+    c->handler_->on_close(*c, c->reason_,
+                          c->error_ ? std::error_code(c->error_, heartwheel_category()) : std::error_code{});
   } catch (...) {
     ++c->host_->net_stats().handler_exceptions;
   }

@@ -14,7 +14,9 @@ void IdleTimer::start_idle(const IdlePolicy& policy, Duration jitter_offset) noe
 
 void IdleTimer::stop_idle() noexcept {
   stopped_ = true;
-  timers_->cancel(*this);
+  // Only touch the service if armed: a connection may be freed after the
+  // wheel (its owner went away first), and then it is never armed.
+  if (armed()) timers_->cancel(*this);
   armed_for_ = IdleTracker::kNever;
   if (uv_timer_) {
     // The handle outlives us until libuv's close callback frees it.

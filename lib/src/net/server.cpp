@@ -49,6 +49,7 @@ Server::~Server() {
 std::error_code Server::listen() {
   if (listener_) return make_error_code(errc::invalid_argument);
   if (draining_) return make_error_code(errc::shutting_down);
+  ignore_sigpipe();
   sockaddr_storage ss;
   if (auto ec = to_sockaddr({options_.host, options_.port}, ss)) return ec;
   const auto* addr = reinterpret_cast<const sockaddr*>(&ss);

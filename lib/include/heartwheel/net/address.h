@@ -36,4 +36,10 @@ int port_of(const sockaddr* addr) noexcept;
 // -1 with `error` set (uv_error of the errno).
 int open_reuseport_socket(const sockaddr* addr, std::error_code& error) noexcept;
 
+// libuv writes with write(2), so a peer that reset its connection would kill
+// the process with SIGPIPE. Sets SIGPIPE to ignored if it is still at its
+// default action (a handler the application installed is left alone).
+// Server::listen() and Connector::start() call it.
+void ignore_sigpipe() noexcept;
+
 }  // namespace heartwheel::net

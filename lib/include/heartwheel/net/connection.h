@@ -124,6 +124,10 @@ class Connection final : private IdleTimer {
   // False above the high watermark until back at the low watermark.
   bool writable() const noexcept { return writable_; }
 
+  // TCP_USER_TIMEOUT (Linux): the kernel drops the connection when sent data
+  // stays unacknowledged this long. False if unsupported or refused.
+  bool set_tcp_user_timeout(Duration timeout) noexcept;
+
   // ---- reading --------------------------------------------------------------
   // Stops/resumes delivering on_data (the kernel buffers, then TCP pushes
   // back on the peer). Independent of the slow-reader pause.
@@ -211,7 +215,7 @@ class Connection final : private IdleTimer {
   std::unique_ptr<WriteQueue> wq_;           // only while bytes are queued
   std::unique_ptr<IdlePolicy> own_policy_;   // only when overridden
   HeartbeatState heartbeat_;
-  std::error_code error_;
+  int error_ = 0;  // heartwheel_category() value: every error here is a uv code or errc
   CloseReason reason_ = CloseReason::local;
   bool writable_ = true;
   bool reading_ = false;          // uv_read_start is active

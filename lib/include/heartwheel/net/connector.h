@@ -1,0 +1,120 @@
+// heartwheel/net/connector.h - a client connection that reconnects.
+//
+// A Connector keeps ONE outgoing connection to host:port alive: it connects,
+// hands the Connection to the Handler (on_open ... on_close, exactly as on a
+// server), and when the connection closes or a connect attempt fails it
+// tries again after an exponential backoff with jitter:
+//   delay(n) = min(backoff_max, backoff_initial x multiplier^(n-1)),
+//   then reduced by a random 0..jitter fraction (so a fleet of clients cut off
+//   together does not come back in lockstep).
+// The backoff resets once a connection opens. With a Heartbeat's
+// connection_options the client pings when write-idle and detects a dead
+// server by read idle; the close (read_idle) then triggers a reconnect.
+//
+// Many Connectors (the load harness: thousands per loop) can share one
+// options object through the shared_ptr constructor.
+//
+// Threads: the loop's thread only. Lifetime: destroy on the loop thread; an
+// open connection is closed without callbacks, an attempt in flight abandoned.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <system_error>
+
+#include <uv.h>
+
+#include <heartwheel/loop_wheel.h>
+#include <heartwheel/net/connection.h>
+#include <heartwheel/net/handler.h>
+#include <heartwheel/net/stats.h>
+
+namespace heartwheel::net {
+
+struct ConnectorOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;
+  // Local address to bind before connecting ("127.0.0.2" lets a load
+  // generator use more source ports); empty = the kernel picks.
+  std::string local_host;
+  ConnectionOptions connection;
+  Duration connect_timeout = std::chrono::seconds(5);
+  bool reconnect = true;
+  Duration backoff_initial = std::chrono::milliseconds(100);
+  Duration backoff_max = std::chrono::seconds(30);
+  double backoff_multiplier = 2.0;
+  double backoff_jitter = 0.2;  // fraction of each delay removed at random, 0..1
+  unsigned max_attempts = 0;    // consecutive failed attempts before giving up; 0 = never give up
+  // Called after each failed attempt with the error and the delay before the
+  // next one (Duration{-1}: no next attempt). Optional.
+  std::function<void(std::error_code, Duration)> on_connect_error;
+
+  // Throws std::invalid_argument naming the bad field.
+  void validate() const;
+  // The delay before attempt `failures + 1`, without jitter.
+  Duration backoff(unsigned failures) const noexcept;
+};
+
+class Connector final : private detail::ConnectionHost {
+ public:
+  // Validates the options (throws std::invalid_argument). Does not connect yet.
+  Connector(LoopWheel& wheel, Handler& handler, ConnectorOptions options);
+  Connector(LoopWheel& wheel, Handler& handler, std::shared_ptr<const ConnectorOptions> options);
+  ~Connector();
+
+  Connector(const Connector&) = delete;
+  Connector& operator=(const Connector&) = delete;
+
+  // Starts connecting (now, or after `delay`). No-op if already started.
+  void start(Duration delay = Duration{0});
+  // Closes the connection (reason local) and stops reconnecting.
+  void stop();
+  bool started() const noexcept { return started_; }
+
+  // The open connection, or nullptr while connecting / backing off.
+  Connection* connection() const noexcept { return conn_; }
+  bool connected() const noexcept { return conn_ != nullptr; }
+  // Consecutive failed attempts since the last successful connect.
+  unsigned failures() const noexcept { return failures_; }
+  // Successful connects so far.
+  std::uint64_t connects() const noexcept { return stats_.accepted; }
+
+  const NetStats& stats() const noexcept { return stats_; }
+  const ConnectorOptions& options() const noexcept { return *options_; }
+
+ private:
+  struct Attempt;
+  struct RetryEntry : TimerEntry {
+    RetryEntry() : TimerEntry(&fire) {}
+    static void fire(TimerEntry& e);
+    Connector* owner = nullptr;
+  };
+  const ConnectionOptions& connection_options() const noexcept override { return options_->connection; }
+  NetStats& net_stats() noexcept override { return stats_; }
+  TimerService& timer_service() noexcept override { return wheel_; }
+  uv_loop_t* host_loop() const noexcept override { return wheel_.loop(); }
+  void connection_closed(Connection& conn) noexcept override;
+
+  static void on_connect(uv_connect_t* req, int status);
+  void attempt();
+  void abandon_attempt() noexcept;
+  void attempt_failed(std::error_code ec);
+  void schedule_retry();
+  void on_timer();
+
+  LoopWheel& wheel_;
+  Handler& handler_;
+  std::shared_ptr<const ConnectorOptions> options_;
+  NetStats stats_;
+  RetryEntry timer_;       // backoff wait, or the connect timeout while attempting
+  Attempt* attempt_ = nullptr;
+  Connection* conn_ = nullptr;
+  std::uint64_t next_id_ = 1;
+  unsigned failures_ = 0;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace heartwheel::net

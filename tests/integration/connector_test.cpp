@@ -1,0 +1,134 @@
+// The reconnecting client: backoff while the server is gone, reconnect when
+// it is back on the same port, and client-side heartbeats.
+#include <heartwheel/net/connector.h>
+#include <heartwheel/net/heartbeat.h>
+#include <heartwheel/net/server.h>
+
+#include "net_test_support.h"
+
+using namespace hwtest;
+using net::CloseReason;
+
+namespace {
+
+struct ClientRecorder : net::Handler {
+  void on_open(net::Connection&) override { ++opened; }
+  void on_data(net::Connection& c, std::string_view d) override {
+    received.append(d);
+    if (data_hook) data_hook(c, d);
+  }
+  net::IdleAction on_idle(net::Connection& c, net::IdleEvent e) override {
+    return idle_hook ? idle_hook(c, e) : net::IdleAction::close;
+  }
+  void on_close(net::Connection&, CloseReason r, std::error_code) override {
+    ++closed;
+    last_reason = r;
+  }
+  int opened = 0, closed = 0;
+  CloseReason last_reason = CloseReason::local;
+  std::string received;
+  std::function<void(net::Connection&, std::string_view)> data_hook;
+  std::function<net::IdleAction(net::Connection&, net::IdleEvent)> idle_hook;
+};
+
+}  // namespace
+
+TEST_CASE("Backoff delays grow exponentially up to the maximum", "[net][connector]") {
+  net::ConnectorOptions o;
+  o.backoff_initial = 100ms;
+  o.backoff_max = 1s;
+  o.backoff_multiplier = 2;
+  CHECK(o.backoff(1) == 100ms);
+  CHECK(o.backoff(2) == 200ms);
+  CHECK(o.backoff(4) == 800ms);
+  CHECK(o.backoff(5) == 1s);
+  CHECK(o.backoff(50) == 1s);
+}
+
+TEST_CASE("A client reconnects with backoff and jitter when the server restarts on the same port",
+          "[net][connector]") {
+  TestLoop t(5ms);
+  Recorder server_rec;
+  auto server = std::make_unique<net::Server>(*t.wheel, server_rec, net::ServerOptions{});
+  REQUIRE_FALSE(server->listen());
+  const int port = server->port();
+
+  std::vector<Duration> delays;
+  net::ConnectorOptions co;
+  co.port = port;
+  co.backoff_initial = 20ms;
+  co.backoff_max = 200ms;
+  co.backoff_jitter = 0.2;
+  co.on_connect_error = [&](std::error_code, Duration next) { delays.push_back(next); };
+  ClientRecorder client_rec;
+  net::Connector client(*t.wheel, client_rec, co);
+  client.start();
+  REQUIRE(t.run_until([&] { return client.connected(); }));
+  client.connection()->write("hello");
+  REQUIRE(t.run_until([&] { return client_rec.received == "hello"; }));
+
+  // The server goes away: the client sees the close and keeps trying.
+  server->close_all(CloseReason::local);
+  server.reset();
+  REQUIRE(t.run_until([&] { return delays.size() >= 5; }));
+  CHECK(client_rec.closed == 1);
+  CHECK_FALSE(client.connected());
+  for (std::size_t i = 0; i < delays.size(); ++i) {
+    const Duration nominal = co.backoff(static_cast<unsigned>(i + 1));
+    CHECK(delays[i] <= nominal);
+    CHECK(delays[i] >= nominal * 0.79);
+  }
+  CHECK(delays[3] > delays[0]);
+
+  // Back on the same port: the client finds it without help.
+  net::ServerOptions so;
+  so.port = port;
+  server = std::make_unique<net::Server>(*t.wheel, server_rec, so);
+  REQUIRE_FALSE(server->listen());
+  REQUIRE(t.run_until([&] { return client.connected(); }, 5s));
+  CHECK(client_rec.opened == 2);
+  CHECK(client.failures() == 0);
+  client_rec.received.clear();
+  client.connection()->write("again");
+  REQUIRE(t.run_until([&] { return client_rec.received == "again"; }));
+  client.stop();
+  REQUIRE(t.run_until([&] { return client_rec.closed == 2; }));
+  CHECK(client.stats().connect_failures >= 5);
+}
+
+TEST_CASE("Client heartbeats measure RTT, detect a dead server by read idle and reconnect",
+          "[net][connector][heartbeat]") {
+  TestLoop t(5ms);
+  // The server answers PING with PONG while `alive`, then goes silent.
+  bool alive = true;
+  Recorder server_rec;
+  server_rec.data_hook = [&](net::Connection& c, std::string_view d) {
+    if (alive && d == "PING") c.write("PONG");
+  };
+  net::Server server(*t.wheel, server_rec, net::ServerOptions{});
+  REQUIRE_FALSE(server.listen());
+
+  net::Heartbeat hb({.interval = 50ms, .miss_limit = 3, .jitter = 0.2}, [](net::Connection& c) { c.write("PING"); });
+  net::ConnectorOptions co;
+  co.port = server.port();
+  co.connection = hb.connection_options();
+  co.backoff_initial = 20ms;
+  ClientRecorder client_rec;
+  client_rec.data_hook = [&](net::Connection& c, std::string_view d) {
+    if (d == "PONG") hb.on_pong(c);
+  };
+  client_rec.idle_hook = [&](net::Connection& c, net::IdleEvent e) { return hb.on_idle(c, e); };
+  net::Connector client(*t.wheel, client_rec, co);
+  client.start();
+  REQUIRE(t.run_until([&] { return client.connected() && client.connection()->heartbeat().last_rtt.count() >= 0; }));
+  CHECK(client.connection()->heartbeat().last_rtt < 100ms);
+  t.run_for(300ms);  // pings flow, pongs answer: no close
+  CHECK(client_rec.closed == 0);
+  alive = false;  // the server stops answering (and sends nothing else)
+  const Duration silent_from = hr_now();
+  REQUIRE(t.run_until([&] { return client_rec.closed == 1; }));
+  CHECK(client_rec.last_reason == CloseReason::read_idle);
+  CHECK(hr_now() - silent_from <= 150ms + 60ms + 200ms);
+  REQUIRE(t.run_until([&] { return client_rec.opened == 2; }));  // reconnected
+  client.stop();
+}

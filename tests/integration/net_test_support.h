@@ -1,0 +1,199 @@
+// Shared helpers for the loopback tests: a loop with its wheel and a watchdog,
+// raw libuv clients, and a recording handler.
+#pragma once
+
+#include <heartwheel/loop_wheel.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <heartwheel/net/connection.h>
+#include <heartwheel/net/handler.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hwtest {
+
+using namespace std::chrono_literals;
+using heartwheel::Duration;
+namespace net = heartwheel::net;
+
+inline Duration hr_now() { return Duration(uv_hrtime()); }
+
+// A blocking client socket off the loop (connect completes from the backlog,
+// before the server accepts). Reads time out after 5 s, so tests never hang.
+inline int connect_blocking(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+// A loop plus its wheel. run_until() never hangs: it gives up at `limit`.
+struct TestLoop {
+  explicit TestLoop(Duration tick = 5ms) {
+    REQUIRE(uv_loop_init(&loop) == 0);
+    wheel = std::make_unique<heartwheel::LoopWheel>(&loop, heartwheel::LoopWheel::Options{.tick = tick});
+  }
+  ~TestLoop() {
+    wheel.reset();
+    uv_run(&loop, UV_RUN_DEFAULT);  // closing handles finish
+    uv_walk(&loop, [](uv_handle_t* h, void*) { if (!uv_is_closing(h)) uv_close(h, nullptr); }, nullptr);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK(uv_loop_close(&loop) == 0);
+  }
+  // Runs the loop until pred() holds or `limit` passed. Returns pred().
+  bool run_until(const std::function<bool()>& pred, Duration limit = 10s) {
+    const Duration end = hr_now() + limit;
+    uv_timer_t tick;
+    uv_timer_init(&loop, &tick);
+    uv_timer_start(&tick, [](uv_timer_t*) {}, 2, 2);  // wake up to re-check pred
+    while (!pred() && hr_now() < end) uv_run(&loop, UV_RUN_ONCE);
+    uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    return pred();
+  }
+  // Runs the loop for `d` (or until nothing is left to do).
+  void run_for(Duration d) {
+    run_until([] { return false; }, d);
+  }
+  uv_loop_t loop;
+  std::unique_ptr<heartwheel::LoopWheel> wheel;
+};
+
+// A plain client socket on the loop: connects, sends, records what comes back
+// and when the server closed it.
+struct RawClient {
+  explicit RawClient(uv_loop_t* loop, int port) {
+    tcp = new uv_tcp_t;
+    uv_tcp_init(loop, tcp);
+    tcp->data = this;
+    sockaddr_in addr;
+    uv_ip4_addr("127.0.0.1", port, &addr);
+    auto* req = new uv_connect_t;
+    REQUIRE(uv_tcp_connect(req, tcp, reinterpret_cast<const sockaddr*>(&addr), [](uv_connect_t* r, int status) {
+      auto* self = static_cast<RawClient*>(r->handle->data);  // null once destroyed
+      delete r;
+      if (!self) return;
+      if (status < 0) {
+        self->closed = true;
+        self->error = status;
+        return;
+      }
+      self->connected = true;
+      uv_read_start(reinterpret_cast<uv_stream_t*>(self->tcp),
+                    [](uv_handle_t*, size_t, uv_buf_t* b) {
+                      static char buf[65536];
+                      *b = uv_buf_init(buf, sizeof buf);
+                    },
+                    [](uv_stream_t* s, ssize_t n, const uv_buf_t* b) {
+                      auto* c = static_cast<RawClient*>(s->data);
+                      if (n > 0) {
+                        if (c->reading) c->received.append(b->base, static_cast<size_t>(n));
+                        c->bytes_received += static_cast<size_t>(n);
+                      } else if (n < 0) {
+                        c->closed = true;
+                        c->closed_at = hr_now();
+                        c->error = static_cast<int>(n);
+                        uv_read_stop(s);
+                      }
+                    });
+    }) == 0);
+  }
+  ~RawClient() {
+    tcp->data = nullptr;
+    uv_close(reinterpret_cast<uv_handle_t*>(tcp), [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); });
+  }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  void send(const std::string& data) {
+    auto* req = new uv_write_t;
+    auto* copy = new std::string(data);
+    req->data = copy;
+    uv_buf_t buf = uv_buf_init(copy->data(), static_cast<unsigned>(copy->size()));
+    uv_write(req, reinterpret_cast<uv_stream_t*>(tcp), &buf, 1, [](uv_write_t* r, int) {
+      delete static_cast<std::string*>(r->data);
+      delete r;
+    });
+  }
+  // Stop reading from the socket (a slow reader): the kernel buffers fill up.
+  void stop_reading() { uv_read_stop(reinterpret_cast<uv_stream_t*>(tcp)); }
+  void shutdown_write() {
+    auto* req = new uv_shutdown_t;
+    uv_shutdown(req, reinterpret_cast<uv_stream_t*>(tcp), [](uv_shutdown_t* r, int) { delete r; });
+  }
+
+  uv_tcp_t* tcp;
+  bool connected = false;
+  bool closed = false;
+  bool reading = true;
+  int error = 0;
+  Duration closed_at{};
+  std::string received;
+  std::size_t bytes_received = 0;
+};
+
+// Records every server-side event, per connection id.
+struct Recorder : net::Handler {
+  struct Entry {
+    Duration opened_at{};
+    Duration closed_at{};
+    bool closed = false;
+    net::CloseReason reason = net::CloseReason::local;
+    std::vector<net::IdleEvent> idle;
+  };
+  void on_open(net::Connection& c) override {
+    auto& e = conns[c.id()];
+    // The loop's (post-poll) time: what the idle anchors start from. Later
+    // hr_now() readings are compared against it, so "never early" is checked
+    // against the server's own clock, not against callback latency.
+    e.opened_at = c.timers().now().time_since_epoch();
+    if (open_hook) open_hook(c);
+  }
+  void on_data(net::Connection& c, std::string_view data) override {
+    if (data_hook) {
+      data_hook(c, data);
+    } else if (echo) {
+      c.write(data);
+    }
+  }
+  net::IdleAction on_idle(net::Connection& c, net::IdleEvent ev) override {
+    conns[c.id()].idle.push_back(ev);
+    return idle_hook ? idle_hook(c, ev) : net::IdleAction::close;
+  }
+  void on_close(net::Connection& c, net::CloseReason r, std::error_code) override {
+    auto& e = conns[c.id()];
+    e.closed = true;
+    e.closed_at = hr_now();
+    e.reason = r;
+    ++closed;
+    if (close_hook) close_hook(c, r);
+  }
+  std::size_t count_closed(net::CloseReason r) const {
+    std::size_t n = 0;
+    for (auto& [id, e] : conns) n += e.closed && e.reason == r;
+    return n;
+  }
+  std::map<std::uint64_t, Entry> conns;
+  std::size_t closed = 0;
+  bool echo = true;
+  std::function<void(net::Connection&)> open_hook;
+  std::function<void(net::Connection&, std::string_view)> data_hook;
+  std::function<net::IdleAction(net::Connection&, net::IdleEvent)> idle_hook;
+  std::function<void(net::Connection&, net::CloseReason)> close_hook;
+};
+
+}  // namespace hwtest
