@@ -23,6 +23,15 @@
 //   threads: point SessionOptions::drain_signal at a flag, set it, then call
 //   net::Workers::drain(): responses then carry Connection: close.
 //
+// Single loop, in short:
+//   heartwheel::LoopWheel wheel(loop);
+//   http::NetHandler http(options, [](const http::Request& req, http::Responder r) {
+//     r.respond(200, "hello\n");
+//   });
+//   net::Server server(wheel, http, server_options);  // idle policy zeros
+//   server.listen();  ...  server.drain(10s, done); http.drain_sessions();
+// Several threads: see examples/http/main.cpp (net::Workers + drain_signal).
+//
 // Threads: the loop thread of the connections it serves. Lifetime: must
 //   outlive its connections' on_close (net::Server guarantees this when the
 //   handler outlives the server).
