@@ -109,7 +109,11 @@ void on_poll(uv_timer_t* h) {
 
 void on_signal(uv_signal_t* h, int signum) {
   auto* c = static_cast<Control*>(h->data);
-  if (c->draining) return;
+  if (c->draining) {
+    std::fprintf(stderr, "heartwheel-http: second signal, closing everything now\n");
+    c->workers->stop();
+    return;
+  }
   c->draining = true;
   std::fprintf(stderr, "heartwheel-http: signal %d, draining (up to %s)\n", signum,
                heartwheel::format_duration(c->drain_timeout).c_str());
@@ -147,7 +151,8 @@ int main(int argc, char** argv) {
   app.add_option("--send-timeout", f.send_timeout,
                  "no write progress for this long: close")->capture_default_str();
   app.add_option("--drain-timeout", f.drain_timeout,
-                 "on SIGTERM/SIGINT, how long in-flight requests may finish")->capture_default_str();
+                 "on SIGTERM/SIGINT, how long in-flight requests may finish (a second signal "
+                 "closes everything at once)")->capture_default_str();
   app.add_option("--max-header-bytes", f.max_header_bytes, "request line + headers limit (431)")
       ->capture_default_str();
   app.add_option("--max-body-bytes", f.max_body_bytes, "request body limit (413)")
