@@ -119,6 +119,7 @@ void Session::begin_request() {
   ex->session = this;
   ex->seq = next_seq_++;
   ex->request.started = timers_->now();
+  ex->request.headers.reserve(8);  // one allocation for typical requests, not three
   if (options_->request_timeout.count() > 0)
     ex->request.deadline = ex->request.started + options_->request_timeout;
   parser_->error_status = 0;
