@@ -68,6 +68,16 @@ NetHandler::NetHandler(SessionOptions options, http::Handler handler)
     : options_(without_send_timeout(std::move(options))), handler_(std::move(handler)) {}
 
 NetHandler::~NetHandler() {
+  // Connections a destroyed net::Server abandoned (closed without on_close):
+  // free their sessions here, which cancels their wheel entries and tells
+  // pending Responders. The loop's wheel must still be alive (it is when the
+  // handler is destroyed before it, as in net::Workers).
+  while (head_ != nullptr) {
+    Conn* c = head_;
+    head_ = c->next;
+    delete c;
+  }
+  count_ = 0;
   if (publish_) publish_(stats_);
 }
 

@@ -33,8 +33,9 @@
 // Several threads: see examples/http/main.cpp (net::Workers + drain_signal).
 //
 // Threads: the loop thread of the connections it serves. Lifetime: must
-//   outlive its connections' on_close (net::Server guarantees this when the
-//   handler outlives the server).
+//   outlive the net::Server using it, and be destroyed before the loop's
+//   wheel: sessions the server abandoned at its destruction (no on_close) are
+//   freed by ~NetHandler, which cancels their wheel entries.
 #pragma once
 
 #include <functional>
