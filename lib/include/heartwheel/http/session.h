@@ -8,7 +8,7 @@
 //   through a TimerService, so the same code runs on a libuv loop (LoopWheel)
 //   and under hand-advanced time in tests (ManualTimerService).
 //   It does no I/O itself: the glue that owns the socket (see
-//   heartwheel/http/server.h) feeds it and implements Transport.
+//   heartwheel/http/net_handler.h) feeds it and implements Transport.
 //
 // Life of a connection
 //   start() arms the first-byte timeout. Each request: first byte (request and
@@ -22,10 +22,12 @@
 //   session once written.
 //
 // Closing
-//   The session asks its Transport to close exactly once: kAfterFlush (send
-//   what is queued, then close; a quiet keep-alive close has nothing queued) or
-//   kAbort (drop what is queued: send timeout, timed-out streaming response).
-//   After that every input is ignored and every Responder becomes inactive.
+//   The session decides to close once: kAfterFlush (send what is queued, then
+//   close; a quiet keep-alive close has nothing queued) or kAbort (drop what
+//   is queued: send timeout, timed-out streaming response). A kAfterFlush
+//   whose bytes do not drain within the send timeout is followed by one
+//   kAbort. After the decision every input is ignored, every Responder
+//   becomes inactive, and each unanswered request's on_abandon runs.
 //   The session is never destroyed by its own calls: the owner destroys it
 //   after Transport::close (typically from the socket's close callback).
 //
@@ -109,7 +111,9 @@ class Session {
   // when options.validate() does.
   Session(TimerService& timers, const SessionOptions& options, const Handler& handler,
           Transport& transport, SessionStats& stats);
-  ~Session();  // cancels its entries; pending Responders become inactive
+  // Cancels its entries; pending Responders become inactive and their
+  // on_abandon callbacks run.
+  ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
