@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
   app.add_option("--drain-timeout", f.drain_timeout,
                  "on SIGTERM/SIGINT, how long in-flight requests may finish (a second signal "
                  "closes everything at once)")->capture_default_str();
-  app.add_option("--max-header-bytes", f.max_header_bytes, "request line + headers limit (431)")
+  app.add_option("--max-header-bytes", f.max_header_bytes, "request line + headers limit (431; 414 if the target alone exceeds it)")
       ->capture_default_str();
   app.add_option("--max-body-bytes", f.max_body_bytes, "request body limit (413)")
       ->capture_default_str();

@@ -246,6 +246,18 @@ TEST_CASE("Too many header bytes get 431 and close", "[http][limits]") {
   CHECK(h.seen.empty());
 }
 
+TEST_CASE("A request-target alone over the header limit gets 414", "[http][limits]") {
+  Harness h;
+  h.options.max_header_bytes = 100;
+  h.start();
+  h.feed("GET /" + std::string(200, 'a') + " HTTP/1.1\r\n\r\n");
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].status == 414);
+  CHECK(h.closed());
+  CHECK(h.stats.header_too_large == 1);
+}
+
 TEST_CASE("Header bytes are counted the same however the request is split", "[http][limits]") {
   const std::string req = "GET /abc HTTP/1.1\r\nHost: example\r\nX-Long: " + std::string(40, 'v') +
                           "\r\n\r\n";

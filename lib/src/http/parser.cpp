@@ -25,12 +25,12 @@ int on_message_begin(llhttp_t* p) {
 // max_header_bytes, plus 2 per line / separator (CRLF, ": "), counted once per
 // span however many reads the span arrives in (a trickling client must not be
 // charged more than a fast one).
-int count_header_bytes(llhttp_t* p, std::size_t n, bool new_span) {
+int count_header_bytes(llhttp_t* p, std::size_t n, bool new_span, int status = 431) {
   Parser& parser = parser_of(p);
   Exchange& ex = *parser.receiving();
   ex.header_bytes += n + (new_span ? 2 : 0);
   if (ex.header_bytes > parser.max_header_bytes()) {
-    parser.error_status = 431;
+    parser.error_status = status;
     llhttp_set_error_reason(p, "header too large");
     return HPE_USER;
   }
@@ -41,7 +41,7 @@ int on_url(llhttp_t* p, const char* at, std::size_t n) {
   std::string& target = parser_of(p).receiving()->request.target;
   const bool first = target.empty();
   target.append(at, n);
-  return count_header_bytes(p, n, first);
+  return count_header_bytes(p, n, first, 414);  // the target alone is too long
 }
 
 int on_header_field(llhttp_t* p, const char* at, std::size_t n) {

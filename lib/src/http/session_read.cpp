@@ -62,7 +62,7 @@ void Session::parse(std::string_view bytes) {
     const int status = parser_->error_status != 0 ? parser_->error_status : 400;
     if (status == 400) ++stats_->parse_errors;
     if (status == 413) ++stats_->body_too_large;
-    if (status == 431) ++stats_->header_too_large;
+    if (status == 431 || status == 414) ++stats_->header_too_large;
     fail(status, CloseReason::kBadRequest);
     return;
   }

@@ -17,7 +17,7 @@
 //   response bytes -> next request (keep-alive timeout while nothing is in
 //   flight). Up to max_pipelined parsed requests may wait for their answers;
 //   beyond that, reading pauses (Transport::set_reading(false)) until answers
-//   go out. Errors (400, 408, 413, 417, 431, 503) are queued in order like any
+//   go out. Errors (400, 408, 413, 414, 417, 431, 503) are queued in order like any
 //   response, carry Connection: close and a short text body, and end the
 //   session once written.
 //
@@ -95,7 +95,7 @@ enum class CloseReason {
   kBodyTimeout,
   kRequestTimeout,
   kSendTimeout,
-  kBadRequest,         // 400, 413, 417, 431
+  kBadRequest,         // 400, 413, 414, 417, 431
   kDrained,            // server shutdown
 };
 const char* to_string(CloseReason reason) noexcept;

@@ -22,7 +22,7 @@
 // "First byte of a request" is when the session starts parsing it: for a
 // pipelined request held back by max_pipelined, when reading resumes.
 //
-// Limits: header bytes (431; request-target, header names and values plus 2
+// Limits: header bytes (431, or 414 when the request-target alone exceeds it; request-target, header names and values plus 2
 // per line, however the bytes are split into reads), body bytes (413, before reading the body when
 // Content-Length announces it), requests per connection (the last response
 // carries Connection: close), pipelined requests waiting for their response

@@ -21,7 +21,7 @@ struct SessionStats {
   std::uint64_t first_byte_timeouts = 0; // quiet close: connection never sent a byte
   std::uint64_t send_timeouts = 0;       // abort: no write progress
   std::uint64_t parse_errors = 0;        // 400: malformed request
-  std::uint64_t header_too_large = 0;    // 431
+  std::uint64_t header_too_large = 0;    // 431 (414 when the target alone is too long)
   std::uint64_t body_too_large = 0;      // 413
   std::uint64_t handler_errors = 0;      // 500: handler threw or dropped its Responder
 
