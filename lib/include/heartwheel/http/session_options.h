@@ -22,11 +22,15 @@
 // "First byte of a request" is when the session starts parsing it: for a
 // pipelined request held back by max_pipelined, when reading resumes.
 //
-// Limits: header bytes (431, or 414 when the request-target alone exceeds it; request-target, header names and values plus 2
-// per line, however the bytes are split into reads), body bytes (413, before reading the body when
-// Content-Length announces it), requests per connection (the last response
-// carries Connection: close), pipelined requests waiting for their response
-// (reading pauses; no error).
+// Limits:
+//   header bytes   431 (414 when the request-target alone exceeds it); counts
+//                  the target, header names and values plus 2 per line,
+//                  however the bytes are split into reads
+//   body bytes     413, before reading the body when Content-Length announces it
+//   requests per   the last allowed response carries Connection: close
+//   connection
+//   pipelined      parsed requests waiting for their answer: reading pauses,
+//                  no error
 #pragma once
 
 #include <atomic>
