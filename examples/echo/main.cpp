@@ -36,6 +36,7 @@ struct Config {
   std::string timers = "wheel", refresh = "lazy";
   unsigned workers = 1, processes = 1;
   std::size_t max_connections = 0;
+  std::size_t max_fired = 20000;
   std::size_t high_watermark = std::size_t{1} << 20;
   std::string stats_json;
 };
@@ -68,6 +69,7 @@ Setup make_setup(const Config& c) {
   co.write.stall_timeout = parse_duration(c.write_stall);
   s.workers.threads = c.workers;
   s.workers.wheel.tick = parse_duration(c.tick);
+  s.workers.wheel.max_fired_per_iteration = c.max_fired;
   s.drain_timeout = parse_duration(c.drain_timeout);
   s.stats_interval = parse_duration(c.stats_interval);
   if (c.processes > 1) so.reuse_port = true;
@@ -138,10 +140,11 @@ void announce(const std::string& host, int port) {
   std::fflush(stdout);
 }
 
-void write_stats(const Config& c, const net::LoopSnapshot& total, unsigned processes) {
+void write_stats(const Config& c, const net::LoopSnapshot& total, unsigned processes, unsigned restarts = 0) {
   if (c.stats_json.empty()) return;
   auto j = nlohmann::json::parse(net::to_json(total));
   j["processes"] = processes;
+  j["process_restarts"] = restarts;
   j["workers_per_process"] = c.workers;
   j["timers"] = c.timers;
   j["refresh"] = c.refresh;
@@ -170,6 +173,9 @@ int main(int argc, char** argv) {
                                        "0..jitter (spreads connections opened together)")
       ->capture_default_str();
   app.add_option("--tick", c.tick, "timing wheel resolution (>= 1ms)")->capture_default_str();
+  app.add_option("--max-fired-per-iteration", c.max_fired, "expiry budget: at most this many timer "
+                                                         "callbacks per loop iteration (mass expiry is spread)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))->capture_default_str();
   app.add_option("--timers", c.timers, "idle tracking: 'wheel' (one shared timing wheel per loop) or "
                                        "'uv' (one uv_timer_t per connection, the baseline)")
       ->check(CLI::IsMember({"wheel", "uv"}))->capture_default_str();
@@ -244,7 +250,7 @@ int main(int argc, char** argv) {
       std::memcpy(&s, r.data(), sizeof s);
       total.merge(s);
     }
-    write_stats(c, total, c.processes);
+    write_stats(c, total, c.processes, result.restarts);
     return result.exit_code;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "heartwheel-echo: %s\n", e.what());

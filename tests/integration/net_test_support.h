@@ -4,8 +4,15 @@
 
 #include <heartwheel/loop_wheel.h>
 
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/net/handler.h>
@@ -43,9 +50,10 @@ inline int connect_blocking(int port) {
 
 // A loop plus its wheel. run_until() never hangs: it gives up at `limit`.
 struct TestLoop {
-  explicit TestLoop(Duration tick = 5ms) {
+  explicit TestLoop(Duration tick = 5ms, std::size_t max_fired = 20000) {
     REQUIRE(uv_loop_init(&loop) == 0);
-    wheel = std::make_unique<heartwheel::LoopWheel>(&loop, heartwheel::LoopWheel::Options{.tick = tick});
+    wheel = std::make_unique<heartwheel::LoopWheel>(
+        &loop, heartwheel::LoopWheel::Options{.tick = tick, .max_fired_per_iteration = max_fired});
   }
   ~TestLoop() {
     wheel.reset();
@@ -195,5 +203,84 @@ struct Recorder : net::Handler {
   std::function<net::IdleAction(net::Connection&, net::IdleEvent)> idle_hook;
   std::function<void(net::Connection&, net::CloseReason)> close_hook;
 };
+
+#ifdef HEARTWHEEL_ECHO_BIN
+// The heartwheel-echo binary as a child process: started with arguments,
+// reads back the port from its one "listening on" line, stopped by signal.
+struct EchoProcess {
+  // `fd_limit` > 0 lowers RLIMIT_NOFILE in the child before exec.
+  explicit EchoProcess(std::vector<std::string> args, rlim_t fd_limit = 0) {
+    char path[] = "/tmp/heartwheel-echo-stats-XXXXXX";
+    const int tmp = ::mkstemp(path);
+    REQUIRE(tmp >= 0);
+    ::close(tmp);
+    stats_path = path;
+    args.insert(args.begin(), {HEARTWHEEL_ECHO_BIN, "--listen", "127.0.0.1:0", "--stats-json", stats_path});
+    int out[2];
+    REQUIRE(::pipe(out) == 0);
+    pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::dup2(out[1], 1);
+      ::close(out[0]);
+      if (fd_limit > 0) {
+        rlimit rl{fd_limit, fd_limit};
+        ::setrlimit(RLIMIT_NOFILE, &rl);
+      }
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(HEARTWHEEL_ECHO_BIN, argv.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    out_ = ::fdopen(out[0], "r");
+    char line[256] = {};
+    REQUIRE(std::fgets(line, sizeof line, out_) != nullptr);
+    REQUIRE(std::sscanf(line, "listening on 127.0.0.1:%d", &port) == 1);
+  }
+  ~EchoProcess() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    if (out_) std::fclose(out_);
+    ::unlink(stats_path.c_str());
+  }
+  // Sends `sig`, waits, returns the exit status (-1 if killed by a signal).
+  int stop(int sig = SIGTERM) {
+    ::kill(pid, sig);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  // True if the child printed nothing after its first line.
+  bool quiet_since_ready() { return std::fgetc(out_) == EOF; }
+  std::string stats() const {
+    std::ifstream in(stats_path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  // CPU time (user + system) the child used so far.
+  Duration cpu_time() const {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream fields(all.substr(all.rfind(')') + 2));
+    std::string f;
+    long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && fields >> f; ++i) {
+      if (i == 14) utime = std::stol(f);
+      if (i == 15) stime = std::stol(f);
+    }
+    return std::chrono::milliseconds((utime + stime) * 1000 / ::sysconf(_SC_CLK_TCK));
+  }
+  pid_t pid = -1;
+  int port = 0;
+  std::string stats_path;
+  FILE* out_ = nullptr;
+};
+#endif
 
 }  // namespace hwtest

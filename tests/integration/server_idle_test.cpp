@@ -175,3 +175,19 @@ TEST_CASE("Eager refresh and the uv_timer baseline close silent peers like lazy 
   const auto& first = rec.conns.begin()->second;
   CHECK(first.closed_at - first.opened_at >= 149ms);
 }
+
+TEST_CASE("Mass expiry is spread over loop iterations by the wheel's budget", "[net][idle]") {
+  constexpr int kClients = 300;
+  TestLoop t(20ms, 20);  // coarse ticks gather deadlines; at most 20 expiries per iteration
+  Recorder rec;
+  net::Server server(*t.wheel, rec, options_with({.read_idle = 150ms}));
+  REQUIRE_FALSE(server.listen());
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < kClients; ++i) clients.push_back(std::make_unique<RawClient>(&t.loop, server.port()));
+  REQUIRE(t.run_until([&] { return server.connection_count() == kClients; }));
+  REQUIRE(t.run_until([&] { return rec.closed == kClients; }));
+  CHECK(server.stats().closed(CloseReason::read_idle) == kClients);
+  CHECK(t.wheel->budget_exhausted() > 0);
+  // Spreading costs lateness, and the wheel measures it.
+  CHECK(t.wheel->wheel().stats().max_lateness > Duration{0});
+}

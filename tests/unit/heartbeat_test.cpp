@@ -155,6 +155,6 @@ TEST_CASE("An idle Connection stays under 512 bytes of user space", "[memory]") 
   // The socket handle is 248 bytes of it; write queues exist only while
   // bytes are pending, and reads share one buffer per loop thread.
   CHECK(sizeof(uv_tcp_t) == 248);
-  CHECK(sizeof(Connection) <= 512);
+  CHECK(sizeof(Connection) <= 504);  // malloc adds 8: one 512-byte chunk
   WARN("sizeof(Connection) = " << sizeof(Connection));
 }

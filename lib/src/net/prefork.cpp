@@ -82,7 +82,7 @@ void PreforkChild::report(std::string_view bytes) noexcept {
 }
 
 PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChild&)>& child_main,
-                          const std::function<void()>& on_ready) {
+                          const std::function<void()>& on_ready, unsigned max_restarts) {
   PreforkResult result;
   result.reports.resize(processes);
   result.exit_statuses.resize(processes, 0);
@@ -91,16 +91,20 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
   if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
     throw std::system_error(errno, std::generic_category(), "prefork: pipe");
 
-  for (unsigned i = 0; i < processes; ++i) {
+  // Forks child `i`; in the child, never returns.
+  auto spawn = [&](unsigned i) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "prefork: pipe");
     const pid_t pid = ::fork();
     if (pid < 0) throw std::system_error(errno, std::generic_category(), "prefork: fork");
     if (pid == 0) {
       ::close(fds[0]);
-      for (unsigned j = 0; j < i; ++j) ::close(children[j].fd);
+      for (auto& other : children)
+        if (other.fd >= 0 && !other.exited) ::close(other.fd);
       ::close(g_signal_pipe[0]);
       ::close(g_signal_pipe[1]);
+      ::signal(SIGTERM, SIG_DFL);
+      ::signal(SIGINT, SIG_DFL);
       PreforkChild child(i, fds[1]);
       int code = 1;
       try {
@@ -114,9 +118,11 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
       ::_exit(code);
     }
     ::close(fds[1]);
+    children[i] = Child{};
     children[i].pid = pid;
     children[i].fd = fds[0];
-  }
+  };
+  for (unsigned i = 0; i < processes; ++i) spawn(i);
 
   struct sigaction sa {};
   sa.sa_handler = forward_signal;
@@ -132,6 +138,7 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
 
   bool announced = false;
   bool aborting = false;
+  bool shutting_down = false;
   for (;;) {
     std::vector<pollfd> fds;
     std::vector<std::size_t> which;
@@ -148,7 +155,10 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
     }
     if (fds[0].revents & POLLIN) {
       unsigned char sig;
-      while (::read(g_signal_pipe[0], &sig, 1) == 1) signal_all(sig);
+      while (::read(g_signal_pipe[0], &sig, 1) == 1) {
+        shutting_down = true;
+        signal_all(sig);
+      }
     }
     for (std::size_t k = 1; k < fds.size(); ++k) {
       if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -168,7 +178,18 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
       while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
       }
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      result.exit_statuses[which[k - 1]] = code;
+      const auto index = static_cast<unsigned>(which[k - 1]);
+      if (c.ready && !shutting_down && !aborting && result.restarts < max_restarts) {
+        // Died while serving: its connections are lost, but the port keeps
+        // its full set of listeners. Its statistics are lost with it.
+        std::fprintf(stderr, "worker process %u (pid %d) ended with status %d; restarting it\n", index,
+                     static_cast<int>(c.pid), code);
+        ++result.restarts;
+        spawn(index);
+        children[index].ready = true;  // announced already; do not wait again
+        continue;
+      }
+      result.exit_statuses[index] = code;
       if (code != 0) result.exit_code = 1;
       if (!c.ready && !aborting) {
         aborting = true;

@@ -41,13 +41,16 @@ struct PreforkResult {
   std::vector<std::string> reports;  // per child, what it passed to report()
   std::vector<int> exit_statuses;    // per child, exit status (128 + signal if killed)
   bool all_ready = false;            // every child reported ready
+  unsigned restarts = 0;             // children restarted after dying while serving
 };
 
 // Runs the children and supervises them until all have exited. A child that
 // ends before it reported ready makes the parent stop the others (SIGTERM);
-// the result then has all_ready == false. Throws std::system_error if fork or
-// pipe fail before any child ran.
+// the result then has all_ready == false. A child that dies while serving
+// (no signal was forwarded) is forked again, up to `max_restarts` times in
+// total; a restarted child's statistics die with the old process. Throws
+// std::system_error if fork or pipe fail.
 PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChild&)>& child_main,
-                          const std::function<void()>& on_ready);
+                          const std::function<void()>& on_ready, unsigned max_restarts = 16);
 
 }  // namespace heartwheel::net

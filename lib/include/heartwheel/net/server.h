@@ -12,7 +12,11 @@
 //   at once (with a reset) and counted as CloseReason::limit. When the process
 //   runs out of descriptors (EMFILE/ENFILE), libuv's reserve-fd trick accepts
 //   and closes the pending connections so the loop does not spin (the peers
-//   see a reset); the server counts them in fd_exhausted.
+//   see their connection closed). libuv does this silently: those peers never
+//   reach the server, so they are not counted; fd_exhausted counts only the
+//   EMFILE/ENFILE errors libuv passes on (when its reserve descriptor is
+//   gone too). To make the limit visible and counted, set max_connections
+//   below the descriptor limit.
 //
 // Draining
 //   drain(timeout): stop accepting; close at once every connection with no
