@@ -174,6 +174,26 @@ def test_pipelined_responses_in_order():
         sock.close()
 
 
+def test_delays_run_on_the_wheel_not_a_sleeping_thread():
+    with Server("--workers", "1") as s:
+        socks = [connect(s.port) for _ in range(100)]
+        t0 = time.monotonic()
+        for sock in socks:
+            sock.sendall(b"GET /delay?ms=400 HTTP/1.1\r\nHost: x\r\n\r\n")
+        # One worker thread holds 100 pending answers and still serves others.
+        c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=5)
+        c.request("GET", "/")
+        assert c.getresponse().read() == b"Hello from heartwheel\n"
+        for sock in socks:
+            (status, _, body), = read_responses(sock, 1)
+            assert status == 200 and body == b"delayed 400 ms\n"
+        elapsed = time.monotonic() - t0
+        # All 100 concurrently: one after another would take 40 s.
+        assert 0.39 <= elapsed < 3.0, elapsed
+        for sock in socks:
+            sock.close()
+
+
 def test_slowloris_gets_408_while_others_are_served():
     with Server("--header-timeout", "1s", "--request-timeout", "5s") as s:
         slow = connect(s.port)
