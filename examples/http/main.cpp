@@ -197,7 +197,9 @@ int main(int argc, char** argv) {
       return h;
     });
     workers.start();
-    std::printf("listening on %s:%d\n", hp.host.c_str(), workers.port());
+    const bool v6 = hp.host.find(':') != std::string::npos;  // "[::1]:8080", as --listen takes it
+    std::printf("listening on %s%s%s:%d\n", v6 ? "[" : "", hp.host.c_str(), v6 ? "]" : "",
+                workers.port());
     std::fflush(stdout);
 
     Control c{};
