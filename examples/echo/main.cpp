@@ -38,6 +38,7 @@ struct Config {
   unsigned workers = 1, processes = 1;
   std::size_t max_connections = 0;
   std::size_t max_fired = 20000;
+  int backlog = 4096;
   std::size_t high_watermark = std::size_t{1} << 20;
   std::string stats_json;
 };
@@ -56,6 +57,7 @@ Setup make_setup(const Config& c) {
   so.host = hp.host;
   so.port = hp.port;
   so.max_connections = c.max_connections;
+  so.backlog = c.backlog;
   auto& co = so.connection;
   co.idle.read_idle = parse_duration(c.read_idle);
   co.idle.write_idle = parse_duration(c.write_idle);
@@ -195,6 +197,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-connections", c.max_connections, "per worker loop; beyond it new connections "
                                                          "are accepted and reset (counted as 'limit'); 0 = no limit")
       ->capture_default_str();
+  app.add_option("--backlog", c.backlog, "listen backlog (the kernel caps it at net.core.somaxconn)")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--high-watermark", c.high_watermark, "bytes queued for a slow reader before reading "
                                                        "from it pauses")
       ->capture_default_str();
