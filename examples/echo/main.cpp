@@ -21,6 +21,7 @@
 
 namespace net = heartwheel::net;
 using heartwheel::Duration;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -37,6 +38,7 @@ struct Config {
   unsigned workers = 1, processes = 1;
   std::size_t max_connections = 0;
   std::size_t max_fired = 20000;
+  int backlog = 4096;
   std::size_t high_watermark = std::size_t{1} << 20;
   std::string stats_json;
 };
@@ -55,6 +57,7 @@ Setup make_setup(const Config& c) {
   so.host = hp.host;
   so.port = hp.port;
   so.max_connections = c.max_connections;
+  so.backlog = c.backlog;
   auto& co = so.connection;
   co.idle.read_idle = parse_duration(c.read_idle);
   co.idle.write_idle = parse_duration(c.write_idle);
@@ -72,6 +75,9 @@ Setup make_setup(const Config& c) {
   s.workers.wheel.max_fired_per_iteration = c.max_fired;
   s.drain_timeout = parse_duration(c.drain_timeout);
   s.stats_interval = parse_duration(c.stats_interval);
+  // Workers publish their counters for the periodic line; keep that lag small.
+  if (s.stats_interval.count() > 0)
+    s.workers.publish_interval = std::min(s.workers.publish_interval, std::max<Duration>(s.stats_interval / 2, 1ms));
   if (c.processes > 1) so.reuse_port = true;
   so.validate();
   return s;
@@ -191,6 +197,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-connections", c.max_connections, "per worker loop; beyond it new connections "
                                                          "are accepted and reset (counted as 'limit'); 0 = no limit")
       ->capture_default_str();
+  app.add_option("--backlog", c.backlog, "listen backlog (the kernel caps it at net.core.somaxconn)")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--high-watermark", c.high_watermark, "bytes queued for a slow reader before reading "
                                                        "from it pauses")
       ->capture_default_str();

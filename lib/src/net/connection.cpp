@@ -187,6 +187,13 @@ void Connection::on_idle_event(IdleEvent event) {
   if (action == IdleAction::close && !closing_) close(close_reason_for(event.kind));
 }
 
+void Connection::on_timer_fired(Duration lateness) {
+  NetStats& s = host_->net_stats();
+  ++s.timer_fires;
+  s.timer_lateness_total += lateness;
+  if (lateness > s.timer_lateness_max) s.timer_lateness_max = lateness;
+}
+
 // ---- closing ---------------------------------------------------------------
 
 void Connection::close(CloseReason reason, std::error_code error) noexcept {
@@ -265,32 +272,47 @@ std::uint64_t Connection::bytes_written() const noexcept {
   return bytes_written_ + (wq_->inflight.size() - tcp_.write_queue_size);
 }
 
-std::error_code Connection::write(std::string_view bytes) {
+std::error_code Connection::write(std::string_view bytes) { return write_parts(&bytes, 1); }
+
+std::error_code Connection::write(std::initializer_list<std::string_view> parts) {
+  return write_parts(parts.begin(), parts.size());
+}
+
+std::error_code Connection::write_parts(const std::string_view* parts, std::size_t count) {
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < count; ++i) total += parts[i].size();
   if (closing()) {
-    count_dropped(bytes.size());
+    count_dropped(total);
     return make_error_code(errc::closed);
   }
-  if (bytes.empty()) return {};
+  if (total == 0) return {};
   const WritePolicy& wp = host_->connection_options().write;
-  if (wp.max_queued_bytes != 0 && queued_bytes() + bytes.size() > wp.max_queued_bytes &&
-      (wq_ || bytes.size() > wp.max_queued_bytes)) {
-    count_dropped(bytes.size());
+  if (wp.max_queued_bytes != 0 && queued_bytes() + total > wp.max_queued_bytes &&
+      (wq_ || total > wp.max_queued_bytes)) {
+    count_dropped(total);
     return make_error_code(errc::limit_reached);
   }
   std::size_t done = 0;
   if (!wq_) {
-    // Fast path: nothing queued, so the kernel may take it all right now.
-    uv_buf_t buf = uv_buf_init(const_cast<char*>(bytes.data()), static_cast<unsigned>(bytes.size()));
-    const int rc = uv_try_write(reinterpret_cast<uv_stream_t*>(&tcp_), &buf, 1);
+    // Fast path: nothing queued, so the kernel may take it all right now
+    // (one writev for several parts; parts past the 16th are queued).
+    constexpr std::size_t kMaxBufs = 16;
+    uv_buf_t bufs[kMaxBufs];
+    unsigned nbufs = 0;
+    for (std::size_t i = 0; i < count && nbufs < kMaxBufs; ++i) {
+      if (parts[i].empty()) continue;
+      bufs[nbufs++] = uv_buf_init(const_cast<char*>(parts[i].data()), static_cast<unsigned>(parts[i].size()));
+    }
+    const int rc = uv_try_write(reinterpret_cast<uv_stream_t*>(&tcp_), bufs, nbufs);
     if (rc > 0) {
       done = static_cast<std::size_t>(rc);
       bytes_written_ += done;
       host_->net_stats().bytes_written += done;
       note_write();
-      if (done == bytes.size()) return {};
+      if (done == total) return {};
     } else if (rc != UV_EAGAIN) {
       const auto ec = uv_error(rc);
-      count_dropped(bytes.size());
+      count_dropped(total);
       close(eof_ ? CloseReason::peer_closed : CloseReason::error, ec);
       return ec;
     }
@@ -300,7 +322,15 @@ std::error_code Connection::write(std::string_view bytes) {
     wq_->progress_mark = wq_->window_mark = bytes_written_;
     schedule_write_check();
   }
-  wq_->pending.append(bytes.substr(done));
+  for (std::size_t i = 0; i < count; ++i) {  // the rest, after the `done` bytes the kernel took
+    const std::string_view part = parts[i];
+    if (done >= part.size()) {
+      done -= part.size();
+      continue;
+    }
+    wq_->pending.append(part.substr(done));
+    done = 0;
+  }
   if (!wq_->writing) start_write();
   if (writable_ && !closing_ && queued_bytes() > wp.high_watermark) {
     writable_ = false;

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -120,6 +121,10 @@ class Connection final : private IdleTimer {
   // dropped); errc::limit_reached if queueing would pass
   // WritePolicy::max_queued_bytes (nothing queued, bytes counted as dropped).
   std::error_code write(std::string_view bytes);
+  // Sends several parts in order, as one writev when the socket takes them
+  // (e.g. a header and a body without joining them first). Same errors; all
+  // or nothing is refused.
+  std::error_code write(std::initializer_list<std::string_view> parts);
   // Bytes accepted by write() that the kernel has not taken yet.
   std::size_t queued_bytes() const noexcept;
   // False above the high watermark until back at the low watermark.
@@ -191,10 +196,12 @@ class Connection final : private IdleTimer {
 
   void on_idle_event(IdleEvent event) override;
   void on_check(TimePoint now) override;
+  void on_timer_fired(Duration lateness) override;
   static void on_alloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buf);
   static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   static void on_write_done(uv_write_t* req, int status);
   static void on_closed(uv_handle_t* handle);
+  std::error_code write_parts(const std::string_view* parts, std::size_t count);
   void handle_eof() noexcept;
   void start_write() noexcept;
   void after_progress() noexcept;

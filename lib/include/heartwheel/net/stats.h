@@ -11,6 +11,7 @@
 #include <string>
 
 #include <heartwheel/net/close_reason.h>
+#include <heartwheel/time.h>
 #include <heartwheel/timing_wheel.h>
 
 namespace heartwheel::net {
@@ -32,6 +33,12 @@ struct NetStats {
   std::uint64_t handler_exceptions = 0;
   std::uint64_t unwritable_events = 0;  // high-watermark crossings
   std::uint64_t read_pauses = 0;        // slow-reader pauses
+  // Connection timer wake-ups (either backend, incl. lazy re-arms) and how
+  // late they ran after the deadline they were armed for: the same measure
+  // for the wheel and the uv_timer baseline.
+  std::uint64_t timer_fires = 0;
+  Duration timer_lateness_max{0};
+  Duration timer_lateness_total{0};
 
   std::uint64_t closed() const noexcept {
     std::uint64_t n = 0;

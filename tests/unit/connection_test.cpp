@@ -1,0 +1,185 @@
+// Connection write path on a manual clock: write idle counts bytes the
+// kernel took, not bytes queued; the stall timeout and drop accounting.
+#include <heartwheel/error.h>
+#include <heartwheel/net/connection.h>
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "unit/manual_host.h"
+
+using namespace std::chrono_literals;
+using namespace heartwheel::net;
+using manual::ManualHost;
+using manual::open_on_socketpair;
+
+namespace {
+
+struct Events final : Handler {
+  void on_data(Connection&, std::string_view) override {}
+  IdleAction on_idle(Connection&, IdleEvent e) override {
+    idle.push_back(e);
+    return keep ? IdleAction::keep : IdleAction::close;
+  }
+  void on_writable(Connection&, bool w) override { writable.push_back(w); }
+  void on_close(Connection& c, CloseReason r, std::error_code) override {
+    reason = r;
+    dropped = c.bytes_dropped();
+  }
+  std::vector<IdleEvent> idle;
+  std::vector<bool> writable;
+  bool keep = true;
+  CloseReason reason = CloseReason::local;
+  std::uint64_t dropped = 0;
+};
+
+// Writes until the socket pair is full and the rest queues.
+std::size_t fill(Connection& c) {
+  const std::string block(64 * 1024, 'q');
+  std::size_t written = 0;
+  while (c.queued_bytes() == 0 && written < (std::size_t{64} << 20)) {
+    REQUIRE_FALSE(c.write(block));
+    written += block.size();
+  }
+  return written;
+}
+
+}  // namespace
+
+TEST_CASE("Write idle counts bytes the kernel took, not bytes queued", "[connection][idle]") {
+  ConnectionOptions o;
+  o.idle.write_idle = 1s;
+  o.write.stall_timeout = std::chrono::seconds(0);
+  ManualHost host(o);
+  Events events;
+  Connection* conn = nullptr;
+  const int peer = open_on_socketpair(host, conn, events);
+  host.timers.run_for(600ms);
+  fill(*conn);  // the peer does not read: everything after this queues
+  REQUIRE(conn->queued_bytes() > 0);
+  host.timers.run_for(300ms);
+  CHECK(events.idle.empty());  // 900 ms: the last completed write was at 600 ms
+  REQUIRE_FALSE(conn->write("more"));  // queued only: does not count
+  host.timers.run_for(699ms);
+  CHECK(events.idle.empty());
+  host.timers.run_for(1ms);
+  REQUIRE(events.idle.size() == 1);  // 1.6 s = the last completed write + 1 s
+  CHECK(events.idle[0].kind == IdleKind::write_idle);
+  conn->close();
+  uv_run(&host.loop, UV_RUN_DEFAULT);
+  ::close(peer);
+}
+
+TEST_CASE("Queued bytes with no progress close the connection as write_stall, counted as dropped",
+          "[connection][write]") {
+  ConnectionOptions o;
+  o.write.stall_timeout = 2s;
+  o.write.high_watermark = 128 * 1024;
+  o.write.low_watermark = 32 * 1024;
+  ManualHost host(o);
+  Events events;
+  Connection* conn = nullptr;
+  const int peer = open_on_socketpair(host, conn, events);
+  fill(*conn);
+  const std::size_t queued = conn->queued_bytes();
+  REQUIRE(queued > 0);
+  host.timers.run_for(1999ms);
+  CHECK_FALSE(conn->closing());
+  host.timers.run_for(1ms);
+  CHECK(conn->closing());
+  uv_run(&host.loop, UV_RUN_DEFAULT);
+  REQUIRE(host.closed);
+  CHECK(events.reason == CloseReason::write_stall);
+  CHECK(events.dropped == queued);
+  CHECK(host.stats.bytes_dropped == queued);
+  ::close(peer);
+}
+
+TEST_CASE("Crossing the watermarks reports writability both ways", "[connection][write]") {
+  ConnectionOptions o;
+  o.write.high_watermark = 64 * 1024;
+  o.write.low_watermark = 0;
+  o.write.max_queued_bytes = 0;
+  ManualHost host(o);
+  Events events;
+  Connection* conn = nullptr;
+  const int peer = open_on_socketpair(host, conn, events);
+  fill(*conn);
+  const std::string block(128 * 1024, 'w');
+  REQUIRE_FALSE(conn->write(block));
+  REQUIRE(events.writable == std::vector<bool>{false});
+  CHECK_FALSE(conn->writable());
+  CHECK_FALSE(conn->reading());  // slow-reader policy: pause reading
+  // The peer drains everything; the queue empties over a few loop turns.
+  for (int i = 0; i < 1000 && conn->queued_bytes() > 0; ++i) {
+    manual::drain(peer);
+    uv_run(&host.loop, UV_RUN_NOWAIT);
+  }
+  CHECK(conn->queued_bytes() == 0);
+  CHECK(events.writable == std::vector<bool>{false, true});
+  CHECK(conn->reading());
+  conn->close();
+  uv_run(&host.loop, UV_RUN_DEFAULT);
+  ::close(peer);
+}
+
+TEST_CASE("Writes after close are refused and counted as dropped", "[connection][write]") {
+  ManualHost host(ConnectionOptions{});
+  Events events;
+  Connection* conn = nullptr;
+  const int peer = open_on_socketpair(host, conn, events);
+  conn->close(CloseReason::local);
+  CHECK(conn->write("late") == heartwheel::errc::closed);
+  CHECK(host.stats.bytes_dropped == 4);
+  uv_run(&host.loop, UV_RUN_DEFAULT);
+  ::close(peer);
+}
+
+TEST_CASE("Several parts go out in order, also when part of them had to queue", "[connection][write]") {
+  ManualHost host(ConnectionOptions{});
+  Events events;
+  Connection* conn = nullptr;
+  const int peer = open_on_socketpair(host, conn, events);
+  REQUIRE_FALSE(conn->write({"HTTP/1.1 200 OK\r\n", "", "\r\n", "body"}));
+  CHECK(manual::drain(peer) == "HTTP/1.1 200 OK\r\n\r\nbody");
+  // Now with a full socket: a big middle part queues after a partial write.
+  const std::string big(1 << 20, 'm');
+  REQUIRE_FALSE(conn->write({"<", big, ">"}));
+  std::string got;
+  for (int i = 0; i < 10000 && got.size() < big.size() + 2; ++i) {
+    got += manual::drain(peer);
+    uv_run(&host.loop, UV_RUN_NOWAIT);
+  }
+  REQUIRE(got.size() == big.size() + 2);
+  CHECK(got.front() == '<');
+  CHECK(got.back() == '>');
+  CHECK(got.substr(1, big.size()) == big);
+  CHECK(conn->bytes_written() == 17 + 2 + 4 + 1 + big.size() + 1);
+  conn->close();
+  uv_run(&host.loop, UV_RUN_DEFAULT);
+  ::close(peer);
+}
+
+TEST_CASE("A per-connection idle policy overrides the server's and re-arms at once", "[connection][idle]") {
+  ConnectionOptions o;
+  o.idle.read_idle = 10s;
+  ManualHost host(o);
+  Events events;
+  events.keep = false;
+  Connection* conn = nullptr;
+  const int peer = open_on_socketpair(host, conn, events);
+  host.timers.run_for(1s);
+  conn->set_idle_policy({.read_idle = 500ms});
+  CHECK(conn->idle_policy().read_idle == 500ms);
+  CHECK(&conn->idle_policy() != &host.options.idle);  // a copy, not the shared one
+  CHECK_THROWS_AS(conn->set_idle_policy({.read_idle = -1s}), std::invalid_argument);
+  // Silent since it opened 1 s ago: under the new policy it is overdue, so
+  // the entry moved from 10 s to now and fires at the next expiry run.
+  CHECK(conn->next_timer_deadline() <= host.timers.now());
+  host.timers.run_for(1ms);
+  CHECK(conn->closing());
+  uv_run(&host.loop, UV_RUN_DEFAULT);
+  CHECK(events.reason == CloseReason::read_idle);
+  ::close(peer);
+}
