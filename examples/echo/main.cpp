@@ -15,6 +15,7 @@
 #include <uv.h>
 
 #include <heartwheel/duration_parse.h>
+#include <heartwheel/error.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/prefork.h>
 #include <heartwheel/net/workers.h>
@@ -87,10 +88,10 @@ Setup make_setup(const Config& c) {
 // `on_ready(port)` once every worker listens. Returns the final statistics.
 net::LoopSnapshot serve(const Setup& setup, const std::function<void(int)>& on_ready) {
   net::Workers workers(setup.workers, [](unsigned) { return std::make_unique<EchoHandler>(); });
-  workers.start();
-  on_ready(workers.port());
 
   // The main thread only waits for signals and prints periodic statistics.
+  // Its loop and handles exist before any worker accepts: with a low
+  // descriptor limit, connections could otherwise take the descriptors it needs.
   struct Control {
     net::Workers* workers;
     const Setup* setup;
@@ -99,7 +100,7 @@ net::LoopSnapshot serve(const Setup& setup, const std::function<void(int)>& on_r
     uv_timer_t poll, stats;
   } ctl{&workers, &setup, 0, {}, {}, {}, {}};
   uv_loop_t loop;
-  uv_loop_init(&loop);
+  heartwheel::check_uv(uv_loop_init(&loop), "uv_loop_init");
   auto on_signal = [](uv_signal_t* h, int) {
     auto* c = static_cast<Control*>(h->data);
     if (++c->signals == 1) {
@@ -109,20 +110,24 @@ net::LoopSnapshot serve(const Setup& setup, const std::function<void(int)>& on_r
     }
   };
   for (uv_signal_t* s : {&ctl.term, &ctl.intr}) {
-    uv_signal_init(&loop, s);
+    heartwheel::check_uv(uv_signal_init(&loop, s), "uv_signal_init");
     s->data = &ctl;
   }
-  uv_signal_start(&ctl.term, on_signal, SIGTERM);
-  uv_signal_start(&ctl.intr, on_signal, SIGINT);
-  uv_timer_init(&loop, &ctl.poll);
+  heartwheel::check_uv(uv_signal_start(&ctl.term, on_signal, SIGTERM), "uv_signal_start");
+  heartwheel::check_uv(uv_signal_start(&ctl.intr, on_signal, SIGINT), "uv_signal_start");
+  heartwheel::check_uv(uv_timer_init(&loop, &ctl.poll), "uv_timer_init");
   ctl.poll.data = &ctl;
+  heartwheel::check_uv(uv_timer_init(&loop, &ctl.stats), "uv_timer_init");
+  ctl.stats.data = &ctl;
+
+  workers.start();
+  on_ready(workers.port());
+
   // Workers end on their own after a drain; notice it without a cross-thread callback.
   uv_timer_start(&ctl.poll, [](uv_timer_t* t) {
     auto* c = static_cast<Control*>(t->data);
     if (!c->workers->running()) uv_stop(t->loop);
   }, 20, 20);
-  uv_timer_init(&loop, &ctl.stats);
-  ctl.stats.data = &ctl;
   if (setup.stats_interval.count() > 0) {
     const auto every = heartwheel::to_uv_millis_ceil(setup.stats_interval);
     uv_timer_start(&ctl.stats, [](uv_timer_t* t) {

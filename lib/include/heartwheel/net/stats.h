@@ -24,6 +24,7 @@ struct NetStats {
   std::uint64_t peak = 0;            // most open at once (merged: sum of the parts' peaks)
   std::uint64_t accept_errors = 0;   // failed accepts, of which:
   std::uint64_t fd_exhausted = 0;    //   EMFILE / ENFILE that libuv reported (its reserve-fd trick sheds the rest silently)
+  std::uint64_t accept_pauses = 0;   // times accepting stopped for ServerOptions::accept_pause
   std::uint64_t connect_failures = 0;  // client: failed connect attempts
   std::array<std::uint64_t, kCloseReasonCount> closed_by_reason{};
   std::array<std::uint64_t, kIdleKindCount> idle_events{};  // delivered to handlers, by IdleKind
