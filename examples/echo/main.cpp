@@ -15,6 +15,7 @@
 #include <uv.h>
 
 #include <heartwheel/duration_parse.h>
+#include <heartwheel/error.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/prefork.h>
 #include <heartwheel/net/workers.h>
@@ -38,6 +39,7 @@ struct Config {
   unsigned workers = 1, processes = 1;
   std::size_t max_connections = 0;
   std::size_t max_fired = 20000;
+  int backlog = 4096;
   std::size_t high_watermark = std::size_t{1} << 20;
   std::string stats_json;
 };
@@ -56,6 +58,7 @@ Setup make_setup(const Config& c) {
   so.host = hp.host;
   so.port = hp.port;
   so.max_connections = c.max_connections;
+  so.backlog = c.backlog;
   auto& co = so.connection;
   co.idle.read_idle = parse_duration(c.read_idle);
   co.idle.write_idle = parse_duration(c.write_idle);
@@ -85,10 +88,10 @@ Setup make_setup(const Config& c) {
 // `on_ready(port)` once every worker listens. Returns the final statistics.
 net::LoopSnapshot serve(const Setup& setup, const std::function<void(int)>& on_ready) {
   net::Workers workers(setup.workers, [](unsigned) { return std::make_unique<EchoHandler>(); });
-  workers.start();
-  on_ready(workers.port());
 
   // The main thread only waits for signals and prints periodic statistics.
+  // Its loop and handles exist before any worker accepts: with a low
+  // descriptor limit, connections could otherwise take the descriptors it needs.
   struct Control {
     net::Workers* workers;
     const Setup* setup;
@@ -97,7 +100,7 @@ net::LoopSnapshot serve(const Setup& setup, const std::function<void(int)>& on_r
     uv_timer_t poll, stats;
   } ctl{&workers, &setup, 0, {}, {}, {}, {}};
   uv_loop_t loop;
-  uv_loop_init(&loop);
+  heartwheel::check_uv(uv_loop_init(&loop), "uv_loop_init");
   auto on_signal = [](uv_signal_t* h, int) {
     auto* c = static_cast<Control*>(h->data);
     if (++c->signals == 1) {
@@ -107,20 +110,24 @@ net::LoopSnapshot serve(const Setup& setup, const std::function<void(int)>& on_r
     }
   };
   for (uv_signal_t* s : {&ctl.term, &ctl.intr}) {
-    uv_signal_init(&loop, s);
+    heartwheel::check_uv(uv_signal_init(&loop, s), "uv_signal_init");
     s->data = &ctl;
   }
-  uv_signal_start(&ctl.term, on_signal, SIGTERM);
-  uv_signal_start(&ctl.intr, on_signal, SIGINT);
-  uv_timer_init(&loop, &ctl.poll);
+  heartwheel::check_uv(uv_signal_start(&ctl.term, on_signal, SIGTERM), "uv_signal_start");
+  heartwheel::check_uv(uv_signal_start(&ctl.intr, on_signal, SIGINT), "uv_signal_start");
+  heartwheel::check_uv(uv_timer_init(&loop, &ctl.poll), "uv_timer_init");
   ctl.poll.data = &ctl;
+  heartwheel::check_uv(uv_timer_init(&loop, &ctl.stats), "uv_timer_init");
+  ctl.stats.data = &ctl;
+
+  workers.start();
+  on_ready(workers.port());
+
   // Workers end on their own after a drain; notice it without a cross-thread callback.
   uv_timer_start(&ctl.poll, [](uv_timer_t* t) {
     auto* c = static_cast<Control*>(t->data);
     if (!c->workers->running()) uv_stop(t->loop);
   }, 20, 20);
-  uv_timer_init(&loop, &ctl.stats);
-  ctl.stats.data = &ctl;
   if (setup.stats_interval.count() > 0) {
     const auto every = heartwheel::to_uv_millis_ceil(setup.stats_interval);
     uv_timer_start(&ctl.stats, [](uv_timer_t* t) {
@@ -195,6 +202,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-connections", c.max_connections, "per worker loop; beyond it new connections "
                                                          "are accepted and reset (counted as 'limit'); 0 = no limit")
       ->capture_default_str();
+  app.add_option("--backlog", c.backlog, "listen backlog (the kernel caps it at net.core.somaxconn)")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--high-watermark", c.high_watermark, "bytes queued for a slow reader before reading "
                                                        "from it pauses")
       ->capture_default_str();

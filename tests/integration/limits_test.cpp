@@ -2,7 +2,11 @@
 // counted; a handler that throws loses its own connection only.
 #include <heartwheel/net/server.h>
 
+#include <csignal>
 #include <stdexcept>
+
+#include <fcntl.h>
+#include <sys/resource.h>
 
 #include "net_test_support.h"
 
@@ -82,4 +86,50 @@ TEST_CASE("A half-closed peer gets its pending bytes, then the close counts as p
   CHECK(c.bytes_received == big.size());
   CHECK(server.stats().closed(CloseReason::peer_closed) == 1);
   CHECK(server.stats().bytes_dropped == 0);
+}
+
+namespace {
+rlimit g_saved_nofile{};
+// Watchdog: if the loop spins on EMFILE, give descriptors back so it ends and
+// the test fails on its checks instead of hanging.
+extern "C" void restore_nofile(int) { ::setrlimit(RLIMIT_NOFILE, &g_saved_nofile); }
+}  // namespace
+
+TEST_CASE("EMFILE that libuv cannot shed pauses accepting instead of spinning, then resumes",
+          "[net][limits]") {
+  TestLoop t(5ms);
+  Recorder rec;
+  net::ServerOptions o;
+  o.accept_pause = 100ms;
+  net::Server server(*t.wheel, rec, o);
+  REQUIRE_FALSE(server.listen());
+  const int port = server.port();
+  // Take libuv's reserve descriptor away (the state another thread can leave
+  // it in), then cap descriptors at the lowest free one: every accept fails.
+  if (t.loop.emfile_fd >= 0) ::close(t.loop.emfile_fd);
+  t.loop.emfile_fd = -1;
+  const int client = connect_blocking(port);  // sits in the backlog
+  int lowest_free = 0;
+  while (::fcntl(lowest_free, F_GETFD) != -1) ++lowest_free;
+  ::getrlimit(RLIMIT_NOFILE, &g_saved_nofile);
+  rlimit tight = g_saved_nofile;
+  tight.rlim_cur = static_cast<rlim_t>(lowest_free);
+  auto* previous = ::signal(SIGALRM, restore_nofile);
+  ::alarm(2);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &tight) == 0);
+  t.run_for(30ms);
+  ::alarm(0);
+  ::signal(SIGALRM, previous);
+  ::setrlimit(RLIMIT_NOFILE, &g_saved_nofile);
+  // One failed accept, one pause: libuv's retry loop ended.
+  CHECK(server.stats().fd_exhausted == 1);
+  CHECK(server.stats().accept_pauses == 1);
+  ::close(client);
+  // After the pause the server listens again on the same port.
+  t.run_for(150ms);
+  RawClient again(&t.loop, port);
+  REQUIRE(t.run_until([&] { return again.connected || again.closed; }));
+  again.send("back");
+  REQUIRE(t.run_until([&] { return again.received == "back"; }));
+  CHECK(server.port() == port);
 }

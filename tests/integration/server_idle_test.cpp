@@ -48,7 +48,7 @@ TEST_CASE("Silent clients close by read idle on time while chatty ones stay open
     const Duration lived = e.closed_at - e.opened_at;
     CHECK(lived >= kIdle - 1ms);  // uv_now() is cached to the millisecond
     // tick + loop latency; generous for a loaded 2-core machine
-    CHECK(lived <= kIdle + kTick + 150ms);
+    CHECK(lived <= kIdle + kTick + 250ms);
   }
   for (auto& c : chatty) CHECK_FALSE(c->closed);
 }
@@ -127,7 +127,7 @@ TEST_CASE("Max age closes even a busy connection on time", "[net][idle]") {
   const auto& e = rec.conns.begin()->second;
   CHECK(e.reason == CloseReason::max_age);
   CHECK(e.closed_at - e.opened_at >= 199ms);
-  CHECK(e.closed_at - e.opened_at <= 200ms + 5ms + 150ms);
+  CHECK(e.closed_at - e.opened_at <= 200ms + 5ms + 250ms);
 }
 
 TEST_CASE("A request deadline fires request_timeout unless the request ends first", "[net][idle]") {

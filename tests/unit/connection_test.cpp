@@ -160,3 +160,26 @@ TEST_CASE("Several parts go out in order, also when part of them had to queue", 
   uv_run(&host.loop, UV_RUN_DEFAULT);
   ::close(peer);
 }
+
+TEST_CASE("A per-connection idle policy overrides the server's and re-arms at once", "[connection][idle]") {
+  ConnectionOptions o;
+  o.idle.read_idle = 10s;
+  ManualHost host(o);
+  Events events;
+  events.keep = false;
+  Connection* conn = nullptr;
+  const int peer = open_on_socketpair(host, conn, events);
+  host.timers.run_for(1s);
+  conn->set_idle_policy({.read_idle = 500ms});
+  CHECK(conn->idle_policy().read_idle == 500ms);
+  CHECK(&conn->idle_policy() != &host.options.idle);  // a copy, not the shared one
+  CHECK_THROWS_AS(conn->set_idle_policy({.read_idle = -1s}), std::invalid_argument);
+  // Silent since it opened 1 s ago: under the new policy it is overdue, so
+  // the entry moved from 10 s to now and fires at the next expiry run.
+  CHECK(conn->next_timer_deadline() <= host.timers.now());
+  host.timers.run_for(1ms);
+  CHECK(conn->closing());
+  uv_run(&host.loop, UV_RUN_DEFAULT);
+  CHECK(events.reason == CloseReason::read_idle);
+  ::close(peer);
+}

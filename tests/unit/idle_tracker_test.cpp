@@ -26,9 +26,11 @@ class Probe final : public IdleTimer {
   explicit Probe(ManualTimerService& timers) : IdleTimer(timers), timers_(timers) {}
   ~Probe() override = default;
   std::vector<Fired> fired;
+  std::vector<Duration> lateness;
   bool stop_on_event = false;
 
  private:
+  void on_timer_fired(Duration late) override { lateness.push_back(late); }
   void on_idle_event(IdleEvent e) override {
     fired.push_back({e, timers_.now()});
     if (stop_on_event) stop_idle();
@@ -199,4 +201,17 @@ TEST_CASE("A zero policy arms nothing", "[idle]") {
 TEST_CASE("The tracker stays small", "[idle][memory]") {
   CHECK(sizeof(IdleTracker) <= 64);
   CHECK(sizeof(IdleTimer) <= 136);  // vtable, entry, service, tracker, armed deadline, baseline timer, flags
+}
+
+TEST_CASE("Timer lateness is measured against the unrounded deadline", "[idle]") {
+  ManualTimerService timers(10ms);  // deadlines round up to the 10 ms tick
+  IdlePolicy policy{.read_idle = 15ms};
+  Probe p(timers);
+  p.start_idle(policy);
+  timers.run_for(15ms);
+  CHECK(p.fired.empty());  // never early, and the wheel has not reached 20 ms
+  timers.run_for(5ms);
+  REQUIRE(p.fired.size() == 1);
+  REQUIRE(p.lateness.size() == 1);
+  CHECK(p.lateness[0] == 5ms);  // at most one tick late, by design
 }

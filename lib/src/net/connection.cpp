@@ -187,6 +187,13 @@ void Connection::on_idle_event(IdleEvent event) {
   if (action == IdleAction::close && !closing_) close(close_reason_for(event.kind));
 }
 
+void Connection::on_timer_fired(Duration lateness) {
+  NetStats& s = host_->net_stats();
+  ++s.timer_fires;
+  s.timer_lateness_total += lateness;
+  if (lateness > s.timer_lateness_max) s.timer_lateness_max = lateness;
+}
+
 // ---- closing ---------------------------------------------------------------
 
 void Connection::close(CloseReason reason, std::error_code error) noexcept {

@@ -69,9 +69,11 @@ void IdleTimer::on_uv_timer(uv_timer_t* timer) {
 }
 
 void IdleTimer::fire() {
+  const TimePoint due = armed_for_;
   armed_for_ = IdleTracker::kNever;
   if (stopped_) return;
   const TimePoint now = timers_->now();
+  if (due != IdleTracker::kNever) on_timer_fired(now > due ? now - due : Duration{0});
   firing_ = true;
   if (now >= tracker_.check_deadline()) {
     tracker_.set_check_deadline(IdleTracker::kNever);

@@ -72,6 +72,7 @@ void NetStats::merge(const NetStats& o) noexcept {
   peak += o.peak;  // an upper bound: the parts peaked at different times
   accept_errors += o.accept_errors;
   fd_exhausted += o.fd_exhausted;
+  accept_pauses += o.accept_pauses;
   connect_failures += o.connect_failures;
   for (std::size_t i = 0; i < closed_by_reason.size(); ++i) closed_by_reason[i] += o.closed_by_reason[i];
   for (std::size_t i = 0; i < idle_events.size(); ++i) idle_events[i] += o.idle_events[i];
@@ -81,6 +82,9 @@ void NetStats::merge(const NetStats& o) noexcept {
   handler_exceptions += o.handler_exceptions;
   unwritable_events += o.unwritable_events;
   read_pauses += o.read_pauses;
+  timer_fires += o.timer_fires;
+  timer_lateness_max = std::max(timer_lateness_max, o.timer_lateness_max);
+  timer_lateness_total += o.timer_lateness_total;
 }
 
 void Handler::on_eof(Connection& conn) { conn.close_after_flush(CloseReason::peer_closed); }

@@ -18,6 +18,7 @@ void ServerOptions::validate() const {
   if (port < 0 || port > 65535)
     throw std::invalid_argument("server options: port " + std::to_string(port) + " is out of range 0..65535");
   if (backlog <= 0) throw std::invalid_argument("server options: backlog must be positive");
+  if (accept_pause.count() < 0) throw std::invalid_argument("server options: accept_pause must not be negative");
   sockaddr_storage ss;
   if (to_sockaddr({host, port}, ss))
     throw std::invalid_argument("server options: host '" + host +
@@ -30,13 +31,18 @@ Server::Server(LoopWheel& wheel, Handler& handler, ServerOptions options)
   options_.validate();
 }
 
+namespace {
+void close_timer(uv_timer_t*& timer) {
+  if (!timer) return;
+  uv_close(reinterpret_cast<uv_handle_t*>(timer), [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+  timer = nullptr;
+}
+}  // namespace
+
 Server::~Server() {
   stop_listening();
-  if (drain_timer_) {
-    uv_close(reinterpret_cast<uv_handle_t*>(drain_timer_),
-             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
-    drain_timer_ = nullptr;
-  }
+  close_timer(drain_timer_);
+  close_timer(resume_timer_);
   for (Connection* c = head_; c;) {
     Connection* next = c->next_in_host;
     c->abandon();
@@ -66,7 +72,7 @@ std::error_code Server::listen() {
     std::error_code ec;
     const int fd = open_reuseport_socket(addr, ec);
     if (fd < 0) {
-      stop_listening();
+      close_listener();
       return ec;
     }
     rc = uv_tcp_open(&listener_->tcp, fd);
@@ -75,7 +81,7 @@ std::error_code Server::listen() {
   }
   if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_->tcp), options_.backlog, &on_connection);
   if (rc < 0) {
-    stop_listening();
+    close_listener();
     return uv_error(rc);
   }
   sockaddr_storage bound{};
@@ -86,6 +92,11 @@ std::error_code Server::listen() {
 }
 
 void Server::stop_listening() noexcept {
+  if (resume_timer_) uv_timer_stop(resume_timer_);
+  close_listener();
+}
+
+void Server::close_listener() noexcept {
   if (!listener_) return;
   listener_->owner = nullptr;
   uv_close(reinterpret_cast<uv_handle_t*>(&listener_->tcp),
@@ -101,7 +112,12 @@ void Server::on_connection(uv_stream_t* stream, int status) {
     // libuv already shed the backlog with its reserve descriptor on EMFILE,
     // so returning here cannot spin.
     ++s->stats_.accept_errors;
-    if (status == UV_EMFILE || status == UV_ENFILE) ++s->stats_.fd_exhausted;
+    if (status == UV_EMFILE || status == UV_ENFILE) {
+      ++s->stats_.fd_exhausted;
+      // libuv's reserve descriptor is gone as well, and it would retry the
+      // accept at once, forever. Closing the listener ends that loop.
+      s->pause_accepting();
+    }
     return;
   }
   if (s->options_.max_connections != 0 && s->count_ >= s->options_.max_connections) {
@@ -150,6 +166,28 @@ void Server::reject_one() noexcept {
       uv_tcp_close_reset(t, free_handle) == 0)
     return;
   uv_close(reinterpret_cast<uv_handle_t*>(t), free_handle);
+}
+
+void Server::pause_accepting() noexcept {
+  if (!listener_ || options_.accept_pause.count() <= 0) return;
+  close_listener();
+  ++stats_.accept_pauses;
+  if (!resume_timer_) {
+    resume_timer_ = new uv_timer_t;
+    uv_timer_init(loop(), resume_timer_);
+    resume_timer_->data = this;
+  }
+  uv_timer_start(resume_timer_, &on_resume_timer, to_uv_millis_ceil(options_.accept_pause), 0);
+}
+
+void Server::on_resume_timer(uv_timer_t* timer) {
+  auto* s = static_cast<Server*>(timer->data);
+  if (s->draining_ || s->listener_) return;
+  s->options_.port = s->port_;  // the same port, also when it was picked by the kernel
+  if (s->listen()) {
+    // Still out of descriptors (or the port is gone): try again later.
+    uv_timer_start(timer, &on_resume_timer, to_uv_millis_ceil(s->options_.accept_pause), 0);
+  }
 }
 
 void Server::connection_closed(Connection& conn) noexcept {

@@ -196,6 +196,7 @@ class Connection final : private IdleTimer {
 
   void on_idle_event(IdleEvent event) override;
   void on_check(TimePoint now) override;
+  void on_timer_fired(Duration lateness) override;
   static void on_alloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buf);
   static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   static void on_write_done(uv_write_t* req, int status);

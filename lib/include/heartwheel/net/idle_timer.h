@@ -81,6 +81,9 @@ class IdleTimer : private TimerEntry {
   virtual void on_idle_event(IdleEvent event) = 0;
   // The internal check deadline passed (see set_check_at).
   virtual void on_check(TimePoint /*now*/) {}
+  // The timer fired `lateness` after the deadline it was armed for (either
+  // backend), before any event of this round. For statistics.
+  virtual void on_timer_fired(Duration /*lateness*/) {}
   // Sets the internal check deadline (IdleTracker::kNever clears it).
   void set_check_at(TimePoint when) noexcept;
 

@@ -15,8 +15,10 @@
 //   see their connection closed). libuv does this silently: those peers never
 //   reach the server, so they are not counted; fd_exhausted counts only the
 //   EMFILE/ENFILE errors libuv passes on (when its reserve descriptor is
-//   gone too). To make the limit visible and counted, set max_connections
-//   below the descriptor limit.
+//   gone too). Then libuv would retry the accept at once, forever: so on such
+//   an error the server stops listening for accept_pause and listens again on
+//   the same port (counted in accept_pauses). To make the limit visible and
+//   counted, set max_connections below the descriptor limit.
 //
 // Draining
 //   drain(timeout): stop accepting; close at once every connection with no
@@ -53,6 +55,8 @@ struct ServerOptions {
   // processes) can listen on one port, each with its own wheel.
   bool reuse_port = false;
   std::size_t max_connections = 0;  // 0 = unlimited
+  // How long to stop accepting after an EMFILE/ENFILE libuv could not shed.
+  Duration accept_pause = std::chrono::milliseconds(100);
   ConnectionOptions connection;
 
   // Throws std::invalid_argument naming the bad field.
@@ -82,7 +86,7 @@ class Server final : private detail::ConnectionHost {
 
   // Stops listening and closes every connection now (reason `reason`).
   void close_all(CloseReason reason = CloseReason::local);
-  // Stops accepting (the listener is closed).
+  // Stops accepting for good (the listener is closed).
   void stop_listening() noexcept;
 
   std::size_t connection_count() const noexcept { return count_; }
@@ -106,6 +110,9 @@ class Server final : private detail::ConnectionHost {
 
   static void on_connection(uv_stream_t* listener, int status);
   static void on_drain_timer(uv_timer_t* timer);
+  static void on_resume_timer(uv_timer_t* timer);
+  void pause_accepting() noexcept;
+  void close_listener() noexcept;
   void accept_one() noexcept;
   void reject_one() noexcept;
   void drain_connection(Connection& conn) noexcept;
@@ -117,7 +124,8 @@ class Server final : private detail::ConnectionHost {
   ServerOptions options_;
   ServerStats stats_;
   Listener* listener_ = nullptr;   // heap: libuv needs it until its close callback
-  uv_timer_t* drain_timer_ = nullptr;  // heap, same reason
+  uv_timer_t* drain_timer_ = nullptr;   // heap, same reason
+  uv_timer_t* resume_timer_ = nullptr;  // heap, same reason
   Connection* head_ = nullptr;
   std::size_t count_ = 0;
   std::uint64_t next_id_ = 1;

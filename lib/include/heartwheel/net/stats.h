@@ -11,6 +11,7 @@
 #include <string>
 
 #include <heartwheel/net/close_reason.h>
+#include <heartwheel/time.h>
 #include <heartwheel/timing_wheel.h>
 
 namespace heartwheel::net {
@@ -23,6 +24,7 @@ struct NetStats {
   std::uint64_t peak = 0;            // most open at once (merged: sum of the parts' peaks)
   std::uint64_t accept_errors = 0;   // failed accepts, of which:
   std::uint64_t fd_exhausted = 0;    //   EMFILE / ENFILE that libuv reported (its reserve-fd trick sheds the rest silently)
+  std::uint64_t accept_pauses = 0;   // times accepting stopped for ServerOptions::accept_pause
   std::uint64_t connect_failures = 0;  // client: failed connect attempts
   std::array<std::uint64_t, kCloseReasonCount> closed_by_reason{};
   std::array<std::uint64_t, kIdleKindCount> idle_events{};  // delivered to handlers, by IdleKind
@@ -32,6 +34,12 @@ struct NetStats {
   std::uint64_t handler_exceptions = 0;
   std::uint64_t unwritable_events = 0;  // high-watermark crossings
   std::uint64_t read_pauses = 0;        // slow-reader pauses
+  // Connection timer wake-ups (either backend, incl. lazy re-arms) and how
+  // late they ran after the deadline they were armed for: the same measure
+  // for the wheel and the uv_timer baseline.
+  std::uint64_t timer_fires = 0;
+  Duration timer_lateness_max{0};
+  Duration timer_lateness_total{0};
 
   std::uint64_t closed() const noexcept {
     std::uint64_t n = 0;

@@ -1,0 +1,27 @@
+#!/usr/bin/env python3
+# RSS growth of heartwheel-echo per idle connection, --timers wheel vs uv.
+# Run from anywhere after building; figures are in docs/BENCHMARKS.md.
+import os
+BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'build', 'bin', 'heartwheel-echo')
+import socket, subprocess, sys, time, os
+def run(timers):
+    p = subprocess.Popen([BIN, "--read-idle", "10m", "--timers", timers, "--stats-interval", "0"], stdout=subprocess.PIPE, text=True)
+    port = int(p.stdout.readline().strip().rsplit(":",1)[1])
+    import atexit
+    atexit.register(lambda: p.poll() is None and p.terminate())  # never leave the server behind
+    def rss():
+        for l in open(f"/proc/{p.pid}/status"):
+            if l.startswith("VmRSS"): return int(l.split()[1])
+    time.sleep(0.2)
+    # warm up: 200 connections so one-time allocations are paid
+    warm = [socket.create_connection(("127.0.0.1", port)) for _ in range(200)]
+    time.sleep(0.3)
+    r0 = rss()
+    N = 8000
+    socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(N)]
+    time.sleep(0.5)
+    r1 = rss()
+    print(f"{timers}: RSS delta {(r1-r0)} KiB for {N} idle connections = {(r1-r0)*1024/N:.0f} bytes/connection (user space)")
+    p.terminate(); p.wait()
+    for s in socks + warm: s.close()
+run("wheel"); run("uv")

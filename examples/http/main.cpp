@@ -1,0 +1,233 @@
+// heartwheel-http: an HTTP/1.1 server on heartwheel (net::Workers + one
+// http::Session per connection). See README.md in this folder.
+#include <heartwheel/duration_parse.h>
+#include <heartwheel/error.h>
+#include <heartwheel/http/net_handler.h>
+#include <heartwheel/net/address.h>
+#include <heartwheel/net/workers.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <uv.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <vector>
+
+#include "routes.h"
+
+namespace {
+
+using heartwheel::Duration;
+using heartwheel::parse_duration;
+namespace http = heartwheel::http;
+namespace net = heartwheel::net;
+
+// Each worker publishes its HTTP counters here (from its own thread).
+class StatsBoard {
+ public:
+  explicit StatsBoard(unsigned workers) : slots_(workers) {}
+  void publish(unsigned worker, const http::SessionStats& s) {
+    std::lock_guard lock(mutex_);
+    slots_.at(worker) = s;
+  }
+  http::SessionStats total() const {
+    std::lock_guard lock(mutex_);
+    http::SessionStats t;
+    for (const auto& s : slots_) t.merge(s);
+    return t;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<http::SessionStats> slots_;
+};
+
+nlohmann::json to_json(const http::SessionStats& s) {
+  return {{"sessions", s.sessions},
+          {"requests", s.requests},
+          {"responses", {{"1xx", s.responses[1]}, {"2xx", s.responses[2]}, {"3xx", s.responses[3]},
+                         {"4xx", s.responses[4]}, {"5xx", s.responses[5]}}},
+          {"timeouts", {{"header", s.header_timeouts}, {"body", s.body_timeouts},
+                        {"request", s.request_timeouts}, {"keepalive", s.keepalive_timeouts},
+                        {"first_byte", s.first_byte_timeouts}, {"send", s.send_timeouts}}},
+          {"parse_errors", s.parse_errors},
+          {"header_too_large", s.header_too_large},
+          {"body_too_large", s.body_too_large},
+          {"handler_errors", s.handler_errors}};
+}
+
+void write_stats(const std::string& path, const StatsBoard& board, const net::Workers& workers) {
+  if (path.empty()) return;
+  nlohmann::json j;
+  j["http"] = to_json(board.total());
+  j["net"] = nlohmann::json::parse(net::to_json(workers.total()));
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << j.dump(2) << '\n';
+  }
+  std::rename(tmp.c_str(), path.c_str());  // readers never see half a file
+}
+
+struct Flags {
+  std::string listen = "127.0.0.1:8080";
+  unsigned workers = 1;
+  std::string header_timeout = "10s", body_timeout = "10s", request_timeout = "30s",
+              keepalive_timeout = "5s", send_timeout = "30s", drain_timeout = "10s", tick = "10ms",
+              stats_interval = "1s";
+  std::size_t max_header_bytes = 16 * 1024, max_body_bytes = 1024 * 1024, max_requests = 0;
+  std::string stats_json;
+};
+
+// The main thread's loop: signals, periodic stats file, end of the workers.
+struct Control {
+  uv_loop_t loop;
+  uv_signal_t sigterm, sigint;
+  uv_timer_t tick;  // rewrites the stats file
+  uv_timer_t poll;  // after a signal: notices the end of the workers
+  net::Workers* workers;
+  StatsBoard* board;
+  std::atomic<bool>* drain_flag;
+  const Flags* flags;
+  Duration drain_timeout;
+  bool draining = false;
+};
+
+void on_poll(uv_timer_t* h) {
+  auto* c = static_cast<Control*>(h->data);
+  if (c->workers->running()) return;
+  for (uv_handle_t* handle : {reinterpret_cast<uv_handle_t*>(&c->sigterm),
+                              reinterpret_cast<uv_handle_t*>(&c->sigint),
+                              reinterpret_cast<uv_handle_t*>(&c->tick),
+                              reinterpret_cast<uv_handle_t*>(&c->poll)})
+    uv_close(handle, nullptr);
+}
+
+void on_signal(uv_signal_t* h, int signum) {
+  auto* c = static_cast<Control*>(h->data);
+  if (c->draining) {
+    std::fprintf(stderr, "heartwheel-http: second signal, closing everything now\n");
+    c->workers->stop();
+    return;
+  }
+  c->draining = true;
+  std::fprintf(stderr, "heartwheel-http: signal %d, draining (up to %s)\n", signum,
+               heartwheel::format_duration(c->drain_timeout).c_str());
+  c->drain_flag->store(true, std::memory_order_relaxed);  // responses now say Connection: close
+  c->workers->drain(c->drain_timeout);
+  uv_timer_start(&c->poll, on_poll, 10, 10);
+}
+
+void on_tick(uv_timer_t* h) {
+  auto* c = static_cast<Control*>(h->data);
+  write_stats(c->flags->stats_json, *c->board, *c->workers);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"heartwheel-http: HTTP/1.1 server with wheel-driven timeouts.\n"
+               "Routes: GET / (short text), POST /echo (echoes the body), GET /delay?ms=N "
+               "(answers after N ms).\nDurations: 250ms, 2s, 5m; 0 turns a timeout off."};
+  app.add_option("--listen", f.listen, "HOST:PORT to listen on (port 0: pick a free one)")
+      ->capture_default_str();
+  app.add_option("--workers", f.workers, "worker threads, each with its own loop and wheel "
+                 "(SO_REUSEPORT)")->capture_default_str()->check(CLI::Range(1u, 64u));
+  app.add_option("--header-timeout", f.header_timeout,
+                 "first byte of a request to end of headers (408); also the wait for a new "
+                 "connection's first byte (quiet close)")->capture_default_str();
+  app.add_option("--body-timeout", f.body_timeout, "longest gap between body reads (408)")
+      ->capture_default_str();
+  app.add_option("--request-timeout", f.request_timeout,
+                 "first byte to complete response (503, or 408 while the client still sends)")
+      ->capture_default_str();
+  app.add_option("--keepalive-timeout", f.keepalive_timeout,
+                 "idle time between requests before a quiet close")->capture_default_str();
+  app.add_option("--send-timeout", f.send_timeout,
+                 "no write progress for this long: close")->capture_default_str();
+  app.add_option("--drain-timeout", f.drain_timeout,
+                 "on SIGTERM/SIGINT, how long in-flight requests may finish (a second signal "
+                 "closes everything at once)")->capture_default_str();
+  app.add_option("--max-header-bytes", f.max_header_bytes, "request line + headers limit (431; 414 if the target alone exceeds it)")
+      ->capture_default_str();
+  app.add_option("--max-body-bytes", f.max_body_bytes, "request body limit (413)")
+      ->capture_default_str();
+  app.add_option("--max-requests", f.max_requests,
+                 "requests per connection, then Connection: close (0: unlimited)")
+      ->capture_default_str();
+  app.add_option("--tick", f.tick, "timing wheel tick (>= 1ms)")->capture_default_str();
+  app.add_option("--stats-json", f.stats_json,
+                 "write counters as JSON to FILE every --stats-interval and at exit");
+  app.add_option("--stats-interval", f.stats_interval, "how often --stats-json is rewritten")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    http::SessionOptions so;
+    so.header_timeout = parse_duration(f.header_timeout);
+    so.body_timeout = parse_duration(f.body_timeout);
+    so.request_timeout = parse_duration(f.request_timeout);
+    so.keepalive_timeout = parse_duration(f.keepalive_timeout);
+    so.send_timeout = parse_duration(f.send_timeout);
+    so.max_header_bytes = f.max_header_bytes;
+    so.max_body_bytes = f.max_body_bytes;
+    so.max_requests_per_connection = f.max_requests;
+    std::atomic<bool> drain_flag{false};
+    so.drain_signal = &drain_flag;
+    so.validate();
+
+    net::WorkersOptions wo;
+    wo.threads = f.workers;
+    const net::HostPort hp = net::parse_host_port(f.listen);
+    wo.server.host = hp.host;
+    wo.server.port = hp.port;
+    wo.server.connection.idle = {};  // HTTP's own timeouts replace the idle policy
+    wo.server.connection.write.stall_timeout = so.send_timeout;
+    wo.wheel.tick = parse_duration(f.tick);
+
+    StatsBoard board(f.workers);
+    net::Workers workers(wo, [&](unsigned index) -> std::unique_ptr<net::Handler> {
+      auto h = std::make_unique<http::NetHandler>(so, heartwheel_example::make_routes());
+      h->set_publisher([&board, index](const http::SessionStats& s) { board.publish(index, s); });
+      return h;
+    });
+    workers.start();
+    const bool v6 = hp.host.find(':') != std::string::npos;  // "[::1]:8080", as --listen takes it
+    std::printf("listening on %s%s%s:%d\n", v6 ? "[" : "", hp.host.c_str(), v6 ? "]" : "",
+                workers.port());
+    std::fflush(stdout);
+
+    Control c{};
+    c.workers = &workers;
+    c.board = &board;
+    c.drain_flag = &drain_flag;
+    c.flags = &f;
+    c.drain_timeout = parse_duration(f.drain_timeout);
+    heartwheel::check_uv(uv_loop_init(&c.loop), "uv_loop_init");
+    uv_signal_init(&c.loop, &c.sigterm);
+    uv_signal_init(&c.loop, &c.sigint);
+    uv_timer_init(&c.loop, &c.tick);
+    uv_timer_init(&c.loop, &c.poll);
+    c.sigterm.data = c.sigint.data = c.tick.data = c.poll.data = &c;
+    uv_signal_start(&c.sigterm, on_signal, SIGTERM);
+    uv_signal_start(&c.sigint, on_signal, SIGINT);
+    const auto interval = heartwheel::to_uv_millis_ceil(parse_duration(f.stats_interval));
+    if (!f.stats_json.empty() && interval > 0) uv_timer_start(&c.tick, on_tick, interval, interval);
+    uv_run(&c.loop, UV_RUN_DEFAULT);
+    uv_loop_close(&c.loop);
+    workers.join();
+    write_stats(f.stats_json, board, workers);
+    const auto t = board.total();
+    std::fprintf(stderr, "heartwheel-http: stopped after %llu requests\n",
+                 static_cast<unsigned long long>(t.requests));
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "heartwheel-http: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,51 @@
+// heartwheel/http/session_stats.h - counters an HTTP server keeps.
+//
+// Sessions of one loop share one SessionStats (loop thread only, plain
+// integers, no atomics). A multi-loop server sums them with merge() after
+// collecting each loop's copy on that loop's thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace heartwheel::http {
+
+struct SessionStats {
+  std::uint64_t sessions = 0;        // sessions started
+  std::uint64_t requests = 0;        // requests whose first byte arrived
+  std::array<std::uint64_t, 6> responses{};  // index status / 100: [1]=1xx ... [5]=5xx; [0] unused
+  std::uint64_t header_timeouts = 0;     // 408: headers not complete in time
+  std::uint64_t body_timeouts = 0;       // 408: gap between body reads too long
+  std::uint64_t request_timeouts = 0;    // 503/408/abort: response not complete in time
+  std::uint64_t keepalive_timeouts = 0;  // quiet close: idle between requests
+  std::uint64_t first_byte_timeouts = 0; // quiet close: connection never sent a byte
+  std::uint64_t send_timeouts = 0;       // abort: no write progress
+  std::uint64_t parse_errors = 0;        // 400: malformed request
+  std::uint64_t header_too_large = 0;    // 431 (414 when the target alone is too long)
+  std::uint64_t body_too_large = 0;      // 413
+  std::uint64_t handler_errors = 0;      // 500: handler threw or dropped its Responder
+
+  std::uint64_t responses_total() const noexcept {
+    std::uint64_t n = 0;
+    for (auto r : responses) n += r;
+    return n;
+  }
+
+  void merge(const SessionStats& o) noexcept {
+    sessions += o.sessions;
+    requests += o.requests;
+    for (std::size_t i = 0; i < responses.size(); ++i) responses[i] += o.responses[i];
+    header_timeouts += o.header_timeouts;
+    body_timeouts += o.body_timeouts;
+    request_timeouts += o.request_timeouts;
+    keepalive_timeouts += o.keepalive_timeouts;
+    first_byte_timeouts += o.first_byte_timeouts;
+    send_timeouts += o.send_timeouts;
+    parse_errors += o.parse_errors;
+    header_too_large += o.header_too_large;
+    body_too_large += o.body_too_large;
+    handler_errors += o.handler_errors;
+  }
+};
+
+}  // namespace heartwheel::http

@@ -1,0 +1,50 @@
+// One request and its response, shared by the session's queue and the
+// handler's Responder. Private to lib/src/http.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <heartwheel/http/message.h>
+#include <heartwheel/http/session.h>
+
+namespace heartwheel::http::detail {
+
+struct Exchange {
+  Session* session = nullptr;  // nullptr once finished, timed out or the session closed
+  std::uint64_t seq = 0;       // 1, 2, ... per session; never reused (unlike addresses)
+  Request request;
+
+  // request side
+  bool received = false;         // message complete
+  bool expect_continue = false;  // 100 Continue owed before the body
+  std::size_t header_bytes = 0;
+  bool last_was_value = false;   // header field/value assembly across reads
+
+  // response side
+  bool answered = false;   // respond() or begin() was called (or the session answered)
+  bool streaming = false;  // begin() used: body arrives in pieces
+  bool chunked = false;    // streaming framed as chunked (HTTP/1.1 peer)
+  bool finished = false;   // the whole response is in `out`/`head` (end() or respond())
+  bool head_written = false;
+  bool close_after = false;  // the connection ends after this response
+  CloseReason close_reason = CloseReason::kConnectionClose;  // ... and why
+  bool head_only = false;    // HEAD request: no body bytes
+  int status = 0;
+  Headers headers;
+  std::string out;           // body bytes (framed) not yet handed to the transport
+  std::size_t content_length = 0;  // for respond(): the body size
+  std::function<void()> on_abandon;  // Responder::on_abandon
+
+  // Runs on_abandon once if the handler never answered. Call after detaching.
+  void abandon() {
+    if (answered_by_handler || !on_abandon) return;
+    auto cb = std::move(on_abandon);
+    on_abandon = nullptr;
+    cb();
+  }
+  bool answered_by_handler = false;
+};
+
+}  // namespace heartwheel::http::detail

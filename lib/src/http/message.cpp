@@ -1,0 +1,92 @@
+// Request accessors, response helpers and reason phrases.
+#include <heartwheel/http/message.h>
+
+namespace heartwheel::http {
+
+namespace {
+char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+}  // namespace
+
+bool iequals(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+const std::string* find_header(const Headers& headers, std::string_view name) noexcept {
+  for (const Header& h : headers)
+    if (iequals(h.name, name)) return &h.value;
+  return nullptr;
+}
+
+std::string_view Request::path() const noexcept {
+  std::string_view t = target;
+  return t.substr(0, t.find('?'));
+}
+
+std::string_view Request::query() const noexcept {
+  std::string_view t = target;
+  const auto q = t.find('?');
+  return q == std::string_view::npos ? std::string_view{} : t.substr(q + 1);
+}
+
+std::optional<std::string_view> Request::query_param(std::string_view key) const noexcept {
+  std::string_view rest = query();
+  while (!rest.empty()) {
+    const auto amp = rest.find('&');
+    std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
+    const auto eq = pair.find('=');
+    if (pair.substr(0, eq) != key) continue;
+    return eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+  }
+  return std::nullopt;
+}
+
+Response Response::text(int status, std::string body, std::string_view content_type) {
+  Response r;
+  r.status = status;
+  r.headers.push_back({"Content-Type", std::string(content_type)});
+  r.body = std::move(body);
+  return r;
+}
+
+std::string_view reason_phrase(int status) noexcept {
+  switch (status) {
+    case 100: return "Continue";
+    case 101: return "Switching Protocols";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 206: return "Partial Content";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Unknown";
+  }
+}
+
+}  // namespace heartwheel::http

@@ -1,0 +1,33 @@
+// Bytes of response heads (private to lib/src/http).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <heartwheel/http/session_options.h>
+
+#include "exchange.h"
+
+namespace heartwheel::http::detail {
+
+inline constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// 1xx, 204 and 304 responses never carry a body.
+inline bool status_has_body(int status) noexcept {
+  return status >= 200 && status != 204 && status != 304;
+}
+
+// Status line, Server, Date, the handler's headers (minus the framing ones the
+// session owns), framing (Content-Length or Transfer-Encoding: chunked) and
+// Connection, as decided in `ex` (close_after, streaming, chunked).
+std::string serialize_head(const Exchange& ex, const SessionOptions& options);
+
+// "Sat, 21 Nov 2026 23:59:14 GMT", recomputed at most once per second per thread.
+std::string_view http_date();
+
+// Appends one chunk of chunked transfer coding; an empty piece appends nothing
+// (an empty chunk would end the body).
+void append_chunk(std::string& out, std::string_view piece);
+inline constexpr std::string_view kLastChunk = "0\r\n\r\n";
+
+}  // namespace heartwheel::http::detail

@@ -1,0 +1,483 @@
+// HTTP session protocol behaviour: keep-alive, pipelining order, chunked
+// bodies, 100-continue, HTTP/1.0, limits, malformed input, drain, handlers
+// that answer late, stream, throw or forget. No sockets, no sleeping.
+#include "http_harness.h"
+
+using namespace http_test;
+
+namespace {
+const char* kGet = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+std::string get(const std::string& target) {
+  return "GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n";
+}
+}  // namespace
+
+TEST_CASE("A keep-alive GET is answered and the connection stays open", "[http]") {
+  Harness h;
+  h.start();
+  h.feed(kGet);
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].status == 200);
+  CHECK(rs[0].body == "hello\n");
+  CHECK_FALSE(rs[0].has("connection"));
+  CHECK(rs[0].has("date"));
+  CHECK_FALSE(h.closed());
+  CHECK(h.stats.requests == 1);
+  CHECK(h.stats.responses[2] == 1);
+  h.feed(kGet);
+  CHECK(h.responses().size() == 2);
+}
+
+TEST_CASE("Pipelined responses go out in request order even when a later one is answered first",
+          "[http][pipelining]") {
+  Harness h;
+  h.start();
+  h.feed(get("/async?n=1") + get("/async?n=2") + get("/"));
+  REQUIRE(h.held.size() == 2);
+  CHECK(h.seen == std::vector<std::string>{"/async?n=1", "/async?n=2", "/"});
+  CHECK(h.transport.out.empty());  // "/" is ready but waits for the two before it
+  CHECK(h.transport.busy);
+  REQUIRE(h.held[1].respond(200, "second"));
+  CHECK(h.transport.out.empty());
+  REQUIRE(h.held[0].respond(200, "first"));
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 3);
+  CHECK(rs[0].body == "first");
+  CHECK(rs[1].body == "second");
+  CHECK(rs[2].body == "hello\n");
+  CHECK_FALSE(h.closed());
+  CHECK_FALSE(h.transport.busy);
+}
+
+TEST_CASE("Requests split at every byte boundary parse the same", "[http][pipelining]") {
+  const std::string input = get("/a") + "POST /echo HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc" + get("/b");
+  for (std::size_t cut = 1; cut < input.size(); ++cut) {
+    Harness h;
+    h.start();
+    h.feed(std::string_view(input).substr(0, cut));
+    h.feed(std::string_view(input).substr(cut));
+    auto rs = h.responses();
+    INFO("cut at " << cut);
+    REQUIRE(rs.size() == 3);
+    CHECK(rs[1].body == "abc");
+  }
+}
+
+TEST_CASE("A chunked request body is de-chunked for the handler", "[http][body]") {
+  Harness h;
+  h.start();
+  h.feed("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+  h.feed("5\r\nhello\r\n");
+  h.feed("1;ext=1\r\n \r\n6\r\nworld!\r\n");
+  CHECK(h.transport.out.empty());
+  h.feed("0\r\n\r\n");
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].body == "hello world!");
+}
+
+TEST_CASE("Expect: 100-continue gets 100 Continue before the body", "[http][body]") {
+  Harness h;
+  h.start();
+  h.feed("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
+  CHECK(h.transport.out == "HTTP/1.1 100 Continue\r\n\r\n");
+  h.feed("ping");
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].status == 100);
+  CHECK(rs[1].status == 200);
+  CHECK(rs[1].body == "ping");
+}
+
+TEST_CASE("100 Continue for a pipelined request waits until it is at the head", "[http][body]") {
+  Harness h;
+  h.start();
+  h.feed(get("/async") +
+         "POST /echo HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n");
+  CHECK(h.transport.out.empty());
+  h.held[0].respond(200, "first");
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[1].status == 100);
+  h.feed("ok");
+  rs = h.responses();
+  REQUIRE(rs.size() == 3);
+  CHECK(rs[2].body == "ok");
+}
+
+TEST_CASE("Expect: 100-continue with a too large body is refused before the body", "[http][limits]") {
+  Harness h;
+  h.options.max_body_bytes = 10;
+  h.start();
+  h.feed("POST /echo HTTP/1.1\r\nContent-Length: 11\r\nExpect: 100-continue\r\n\r\n");
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].status == 413);
+  CHECK(rs[0].header("connection") == "close");
+  CHECK(h.closed());
+  CHECK(h.stats.body_too_large == 1);
+}
+
+TEST_CASE("An unknown expectation is answered 417", "[http]") {
+  Harness h;
+  h.start();
+  h.feed("POST /echo HTTP/1.1\r\nContent-Length: 1\r\nExpect: teapot\r\n\r\n");
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].status == 417);
+  CHECK(h.closed());
+}
+
+TEST_CASE("HTTP/1.0 closes by default and keeps alive only when asked", "[http][http10]") {
+  SECTION("plain HTTP/1.0") {
+    Harness h;
+    h.start();
+    h.feed("GET / HTTP/1.0\r\n\r\n" + get("/never"));
+    auto rs = h.responses();
+    REQUIRE(rs.size() == 1);
+    CHECK(rs[0].header("connection") == "close");
+    CHECK(h.closed());
+    CHECK(h.session->close_reason() == CloseReason::kConnectionClose);
+    CHECK(h.seen.size() == 1);
+  }
+  SECTION("HTTP/1.0 with Connection: keep-alive") {
+    Harness h;
+    h.start();
+    h.feed("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    auto rs = h.responses();
+    REQUIRE(rs.size() == 1);
+    CHECK(rs[0].header("connection") == "keep-alive");
+    CHECK_FALSE(h.closed());
+  }
+  SECTION("HTTP/1.0 streaming is close-delimited") {
+    Harness h;
+    h.start();
+    h.feed("GET /stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    auto rs = h.responses();
+    REQUIRE(rs.size() == 1);
+    CHECK(rs[0].body == "hello world");
+    CHECK_FALSE(rs[0].has("transfer-encoding"));
+    CHECK(h.closed());
+  }
+}
+
+TEST_CASE("Connection: close on HTTP/1.1 ends the connection after the response", "[http]") {
+  Harness h;
+  h.start();
+  h.feed("GET / HTTP/1.1\r\nConnection: close\r\n\r\n" + get("/ignored"));
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].header("connection") == "close");
+  CHECK(h.closed());
+  CHECK(h.transport.last_mode == Transport::CloseMode::kAfterFlush);
+}
+
+TEST_CASE("A streamed response is chunked for HTTP/1.1", "[http][stream]") {
+  Harness h;
+  h.start();
+  h.feed(get("/stream") + kGet);
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].header("transfer-encoding") == "chunked");
+  CHECK(rs[0].body == "hello world");
+  CHECK_FALSE(h.closed());
+}
+
+TEST_CASE("A streamed 204 has neither body nor chunked coding and keeps the connection",
+          "[http][stream]") {
+  Harness h;
+  h.start();
+  h.feed(get("/stream204") + kGet);
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].status == 204);
+  CHECK_FALSE(rs[0].has("transfer-encoding"));
+  CHECK_FALSE(rs[0].has("content-length"));
+  CHECK(rs[1].status == 200);
+  CHECK_FALSE(h.closed());
+}
+
+TEST_CASE("A stream dropped by its handler is ended and the connection closed", "[http][stream]") {
+  Harness h;
+  h.start();
+  h.feed(get("/stream-drop") + kGet);
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].body == "partial");
+  CHECK(h.closed());
+  CHECK(h.stats.handler_errors == 1);
+}
+
+TEST_CASE("An Upgrade request is answered as plain HTTP and the connection closed", "[http]") {
+  Harness h;
+  h.start();
+  h.feed("GET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n" + get("/x"));
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].status == 200);
+  CHECK(rs[0].header("connection") == "close");
+  CHECK(h.closed());
+  CHECK(h.seen.size() == 1);
+}
+
+TEST_CASE("HEAD gets Content-Length but no body", "[http]") {
+  Harness h;
+  h.start();
+  h.feed("HEAD / HTTP/1.1\r\n\r\n");
+  auto rs = split_responses(h.transport.out, true);
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].header("content-length") == "6");
+  CHECK(h.transport.out.size() == h.transport.out.find("\r\n\r\n") + 4);
+}
+
+TEST_CASE("Too many header bytes get 431 and close", "[http][limits]") {
+  Harness h;
+  h.options.max_header_bytes = 100;
+  h.start();
+  h.feed("GET / HTTP/1.1\r\nX-Big: " + std::string(200, 'a') + "\r\n\r\n");
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].status == 431);
+  CHECK(rs[0].header("connection") == "close");
+  CHECK_FALSE(rs[0].body.empty());
+  CHECK(h.closed());
+  CHECK(h.stats.header_too_large == 1);
+  CHECK(h.seen.empty());
+}
+
+TEST_CASE("A request-target alone over the header limit gets 414", "[http][limits]") {
+  Harness h;
+  h.options.max_header_bytes = 100;
+  h.start();
+  h.feed("GET /" + std::string(200, 'a') + " HTTP/1.1\r\n\r\n");
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].status == 414);
+  CHECK(h.closed());
+  CHECK(h.stats.header_too_large == 1);
+}
+
+TEST_CASE("Header bytes are counted the same however the request is split", "[http][limits]") {
+  const std::string req = "GET /abc HTTP/1.1\r\nHost: example\r\nX-Long: " + std::string(40, 'v') +
+                          "\r\n\r\n";
+  for (std::size_t limit : {std::size_t{60}, std::size_t{200}}) {
+    Harness whole, bytewise;
+    whole.options.max_header_bytes = bytewise.options.max_header_bytes = limit;
+    whole.start();
+    bytewise.start();
+    whole.feed(req);
+    for (char c : req) bytewise.feed(std::string_view(&c, 1));
+    INFO("limit " << limit);
+    REQUIRE(whole.responses().size() == 1);
+    REQUIRE(bytewise.responses().size() == 1);
+    CHECK(whole.responses()[0].status == bytewise.responses()[0].status);
+    CHECK(whole.responses()[0].status == (limit == 60 ? 431 : 200));
+  }
+}
+
+TEST_CASE("A body over the limit gets 413, announced or chunked", "[http][limits]") {
+  Harness h;
+  h.options.max_body_bytes = 8;
+  h.start();
+  SECTION("Content-Length too large: refused before the body") {
+    h.feed("POST /echo HTTP/1.1\r\nContent-Length: 9\r\n\r\n");
+  }
+  SECTION("chunked body growing too large") {
+    h.feed("POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n");
+    CHECK(h.transport.out.empty());
+    h.feed("4\r\nmore\r\n");
+  }
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].status == 413);
+  CHECK(h.closed());
+  CHECK(h.seen.empty());
+}
+
+TEST_CASE("The last request allowed on a connection is answered with Connection: close",
+          "[http][limits]") {
+  Harness h;
+  h.options.max_requests_per_connection = 2;
+  h.start();
+  h.feed(std::string(kGet) + kGet + kGet);
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 2);
+  CHECK_FALSE(rs[0].has("connection"));
+  CHECK(rs[1].header("connection") == "close");
+  CHECK(h.closed());
+  CHECK(h.session->close_reason() == CloseReason::kRequestLimit);
+  CHECK(h.seen.size() == 2);
+}
+
+TEST_CASE("Malformed requests get 400 and close", "[http][errors]") {
+  const char* bad = GENERATE("GARBAGE\r\n\r\n", "GET / HTTP/9.9\r\n\r\n",
+                             "GET / HTTP/1.1\r\nBad Header\r\n\r\n",
+                             "POST / HTTP/1.1\r\nContent-Length: abc\r\n\r\n",
+                             "POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n");
+  Harness h;
+  h.start();
+  h.feed(bad);
+  auto rs = h.responses();
+  INFO(bad);
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].status == 400);
+  CHECK(rs[0].header("connection") == "close");
+  CHECK(rs[0].body == "Bad Request\n");
+  CHECK(h.closed());
+  CHECK(h.stats.parse_errors == 1);
+}
+
+TEST_CASE("Garbage after a good pipelined request: the good one first, then 400", "[http][errors]") {
+  Harness h;
+  h.start();
+  h.feed(get("/async") + "\x01\x02 nonsense\r\n\r\n");
+  CHECK(h.transport.out.empty());
+  h.held[0].respond(200, "ok");
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].status == 200);
+  CHECK_FALSE(rs[0].has("connection"));
+  CHECK(rs[1].status == 400);
+  CHECK(h.closed());
+}
+
+TEST_CASE("A throwing handler or a dropped Responder yields 500 and the pipeline moves on",
+          "[http][errors]") {
+  Harness h;
+  h.start();
+  h.feed(get("/throw") + get("/drop") + kGet);
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 3);
+  CHECK(rs[0].status == 500);
+  CHECK(rs[1].status == 500);
+  CHECK(rs[2].status == 200);
+  CHECK(h.stats.handler_errors == 2);
+  CHECK_FALSE(h.closed());
+}
+
+TEST_CASE("Reading pauses when too many requests wait and resumes as answers go out",
+          "[http][pipelining]") {
+  Harness h;
+  h.options.max_pipelined = 2;
+  h.start();
+  h.feed(get("/async?n=1") + get("/async?n=2") + get("/async?n=3") + get("/async?n=4"));
+  CHECK(h.held.size() == 2);
+  CHECK_FALSE(h.transport.reading);
+  h.held[0].respond(200, "1");
+  CHECK(h.held.size() == 3);
+  CHECK_FALSE(h.transport.reading);  // full again
+  h.held[1].respond(200, "2");
+  h.held[2].respond(200, "3");
+  REQUIRE(h.held.size() == 4);
+  CHECK(h.transport.reading);
+  h.held[3].respond(200, "4");
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 4);
+  for (int i = 0; i < 4; ++i) CHECK(rs[static_cast<std::size_t>(i)].body == std::to_string(i + 1));
+}
+
+TEST_CASE("Drain closes an idle connection at once and answers in-flight ones with close",
+          "[http][drain]") {
+  SECTION("idle") {
+    Harness h;
+    h.start();
+    h.feed(kGet);
+    h.session->drain();
+    CHECK(h.closed());
+    CHECK(h.session->close_reason() == CloseReason::kDrained);
+    CHECK(h.responses().size() == 1);
+  }
+  SECTION("in flight") {
+    Harness h;
+    h.start();
+    h.feed(get("/async") + get("/async"));
+    h.session->drain();
+    CHECK_FALSE(h.closed());
+    h.feed(kGet);  // not begun before the drain: never answered
+    h.held[0].respond(200, "a");
+    h.held[1].respond(200, "b");
+    auto rs = h.responses();
+    REQUIRE(rs.size() == 2);
+    CHECK_FALSE(rs[0].has("connection"));
+    CHECK(rs[1].header("connection") == "close");
+    CHECK(h.closed());
+    CHECK(h.seen.size() == 2);
+  }
+}
+
+TEST_CASE("A drain signal shared across threads turns the next response into the last",
+          "[http][drain]") {
+  std::atomic<bool> flag{false};
+  Harness h;
+  h.options.drain_signal = &flag;
+  h.start();
+  h.feed(get("/async") + get("/async"));
+  flag = true;
+  h.held[0].respond(200, "a");
+  h.held[1].respond(200, "b");
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 2);
+  CHECK_FALSE(rs[0].has("connection"));
+  CHECK(rs[1].header("connection") == "close");
+  CHECK(h.closed());
+}
+
+TEST_CASE("An idle session that sees the drain signal on its next bytes closes", "[http][drain]") {
+  std::atomic<bool> flag{false};
+  Harness h;
+  h.options.drain_signal = &flag;
+  h.start();
+  h.feed(kGet);
+  flag = true;
+  h.feed(kGet);
+  CHECK(h.closed());
+  CHECK(h.session->close_reason() == CloseReason::kDrained);
+  CHECK(h.responses().size() == 1);
+}
+
+TEST_CASE("EOF after complete pipelined requests: they are answered, then the session closes",
+          "[http]") {
+  Harness h;
+  h.start();
+  h.feed(get("/async") + kGet + "GET /partial HTTP/1.1\r\n");
+  h.session->on_eof();
+  CHECK_FALSE(h.closed());
+  h.held[0].respond(200, "x");
+  CHECK(h.responses().size() == 2);
+  CHECK(h.closed());
+  CHECK(h.session->close_reason() == CloseReason::kPeerClosed);
+}
+
+TEST_CASE("A Responder outliving its session is inactive and harmless", "[http]") {
+  Harness h;
+  h.start();
+  h.feed(get("/async") + get("/async"));
+  int abandoned = 0;
+  h.held[0].on_abandon([&] { ++abandoned; });
+  h.held[1].on_abandon([&] { ++abandoned; });
+  h.held[1].respond(200, "answered: not abandoned");
+  h.session.reset();
+  CHECK(abandoned == 1);
+  CHECK_FALSE(h.held[0].active());
+  CHECK_FALSE(h.held[0].respond(200, "late"));
+}
+
+TEST_CASE("Request accessors split path and query", "[http]") {
+  Request r;
+  r.target = "/delay?ms=25&x";
+  CHECK(r.path() == "/delay");
+  CHECK(r.query() == "ms=25&x");
+  CHECK(r.query_param("ms") == std::optional<std::string_view>("25"));
+  CHECK(r.query_param("x") == std::optional<std::string_view>(""));
+  CHECK_FALSE(r.query_param("y"));
+}
+
+TEST_CASE("Invalid options are refused with the field's name", "[http]") {
+  SessionOptions o;
+  o.header_timeout = -1ms;
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("header_timeout"));
+  o = {};
+  o.max_pipelined = 0;
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("max_pipelined"));
+}

@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""heartwheel-http-bench: heartwheel-http against nginx (Debian nginx-light),
+end to end, with wrk keep-alive load. Prints one JSON object (--json) or a
+short table, including the ratio heartwheel / nginx measured in this run.
+
+The machine is shared, so single runs are noisy: the servers run in
+--rounds alternating rounds (heartwheel, nginx, nginx, heartwheel, ...), each
+a --duration wrk run against a freshly started server, and the medians and
+their ratio are reported (plus every round and the load average).
+
+Both servers: loopback, the same worker count, the same small response
+("Hello from heartwheel\\n", 22 bytes, text/plain), keep-alive, no access log.
+nginx runs from a temporary prefix with its own config on a free port and is
+stopped by PID afterwards, like heartwheel-http.
+
+  tools/http-bench/http-bench.py --server build/bin/heartwheel-http --json
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+BODY = "Hello from heartwheel\n"
+
+NGINX_CONF = """
+worker_processes {workers};
+daemon off;
+master_process on;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 60s;
+  client_body_temp_path {prefix}/body;
+  proxy_temp_path {prefix}/proxy;
+  fastcgi_temp_path {prefix}/fastcgi;
+  uwsgi_temp_path {prefix}/uwsgi;
+  scgi_temp_path {prefix}/scgi;
+  server {{
+    listen 127.0.0.1:{port} reuseport;
+    location / {{
+      default_type text/plain;
+      return 200 "Hello from heartwheel\\n";
+    }}
+  }}
+}}
+"""
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_listening(port, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("nothing listens on port %d" % port)
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def to_ms(text):
+    m = re.match(r"([\d.]+)(us|ms|s|m)$", text)
+    if not m:
+        return None
+    v, unit = float(m.group(1)), m.group(2)
+    return v * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
+
+
+def run_wrk(args, port):
+    cmd = ["wrk", "-t%d" % args.threads, "-c%d" % args.connections, "-d%s" % args.duration,
+           "--latency", "http://127.0.0.1:%d/" % port]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300).stdout
+    res = {"command": " ".join(cmd)}
+    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    res["requests_per_sec"] = float(m.group(1)) if m else None
+    m = re.search(r"(\d+) requests in", out)
+    res["requests"] = int(m.group(1)) if m else None
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    res["non_2xx"] = int(m.group(1)) if m else 0
+    m = re.search(r"Socket errors: (.*)", out)
+    res["socket_errors"] = m.group(1).strip() if m else None
+    for p in ("50", "90", "99"):
+        m = re.search(r"^\s+%s%%\s+(\S+)" % p, out, re.M)
+        res["latency_p%s_ms" % p] = to_ms(m.group(1)) if m else None
+    if res["requests_per_sec"] is None:
+        raise RuntimeError("could not read wrk output:\n" + out)
+    return res
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def bench_heartwheel(args):
+    proc = subprocess.Popen([args.server, "--listen", "127.0.0.1:0", "--workers",
+                             str(args.workers), "--tick", args.tick],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = proc.stdout.readline()
+        if not line.startswith("listening on "):
+            raise RuntimeError("heartwheel-http did not start: %r" % line)
+        port = int(line.rsplit(":", 1)[1])
+        check_body(port)
+        return run_wrk(args, port)
+    finally:
+        stop(proc)
+
+
+def bench_nginx(args):
+    prefix = tempfile.mkdtemp(prefix="hw-nginx-")
+    port = free_port()
+    conf = os.path.join(prefix, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(NGINX_CONF.format(workers=args.workers, prefix=prefix, port=port))
+    proc = subprocess.Popen([args.nginx, "-p", prefix, "-c", conf, "-e", prefix + "/error.log"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_listening(port)
+        check_body(port)
+        res = run_wrk(args, port)
+        res["version"] = subprocess.run([args.nginx, "-v"], capture_output=True,
+                                        text=True).stderr.strip()
+        return res
+    finally:
+        stop(proc)  # SIGTERM to the master: it stops its workers
+        shutil.rmtree(prefix, ignore_errors=True)
+
+
+def check_body(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    data = b""
+    while b"\r\n\r\n" not in data or not data.endswith(BODY.encode()):
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    if not data.startswith(b"HTTP/1.1 200") or not data.endswith(BODY.encode()):
+        raise RuntimeError("unexpected response on port %d: %r" % (port, data))
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    default_server = os.path.normpath(os.path.join(here, "..", "..", "build", "bin",
+                                                   "heartwheel-http"))
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--server", default=default_server, help="heartwheel-http binary")
+    p.add_argument("--nginx", default="/usr/sbin/nginx", help="nginx binary")
+    p.add_argument("--workers", type=int, default=1, help="server workers (both servers)")
+    p.add_argument("--connections", type=int, default=50, help="wrk -c")
+    p.add_argument("--threads", type=int, default=1, help="wrk -t")
+    p.add_argument("--duration", default="5s", help="wrk -d per round (keep it short: shared machine)")
+    p.add_argument("--rounds", type=int, default=3, help="alternating rounds per server")
+    p.add_argument("--tick", default="10ms", help="heartwheel-http --tick")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    args = p.parse_args()
+    for tool in ("wrk", args.nginx, args.server):
+        if shutil.which(tool) is None and not os.access(tool, os.X_OK):
+            sys.exit("http-bench: %s not found" % tool)
+
+    load_before = os.getloadavg()[0]
+    rounds = {"heartwheel": [], "nginx": []}
+    for i in range(args.rounds):
+        order = (("heartwheel", bench_heartwheel), ("nginx", bench_nginx))
+        for name, run in (order if i % 2 == 0 else order[::-1]):
+            rounds[name].append(run(args))
+            time.sleep(0.5)
+
+    def summary(rs):
+        out = {"requests_per_sec": median([r["requests_per_sec"] for r in rs]),
+               "rounds_rps": [r["requests_per_sec"] for r in rs],
+               "non_2xx": sum(r["non_2xx"] for r in rs),
+               "command": rs[0]["command"].rsplit(":", 1)[0] + ":PORT/"}
+        for p in ("50", "90", "99"):
+            key = "latency_p%s_ms" % p
+            vals = [r[key] for r in rs if r[key] is not None]
+            out[key] = median(vals) if vals else None
+        if "version" in rs[0]:
+            out["version"] = rs[0]["version"]
+        return out
+
+    hw, ng = summary(rounds["heartwheel"]), summary(rounds["nginx"])
+    result = {"bench": "http_keepalive", "workers": args.workers,
+              "connections": args.connections, "wrk_threads": args.threads,
+              "duration_per_round": args.duration, "rounds": args.rounds,
+              "body_bytes": len(BODY), "loadavg_1m": [load_before, os.getloadavg()[0]],
+              "heartwheel": hw, "nginx": ng,
+              "ratio_rps": round(hw["requests_per_sec"] / ng["requests_per_sec"], 3)}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print("%-11s %12s %9s %9s %9s" % ("server", "req/s", "p50 ms", "p90 ms", "p99 ms"))
+        for name, r in (("heartwheel", hw), ("nginx", ng)):
+            print("%-11s %12.0f %9.3f %9.3f %9.3f" % (name, r["requests_per_sec"],
+                  r["latency_p50_ms"] or 0, r["latency_p90_ms"] or 0, r["latency_p99_ms"] or 0))
+        print("ratio heartwheel/nginx (medians of %d rounds): %.3f" % (args.rounds,
+                                                                     result["ratio_rps"]))
+
+
+if __name__ == "__main__":
+    main()
