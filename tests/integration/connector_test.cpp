@@ -132,3 +132,31 @@ TEST_CASE("Client heartbeats measure RTT, detect a dead server by read idle and 
   REQUIRE(t.run_until([&] { return client_rec.opened == 2; }));  // reconnected
   client.stop();
 }
+
+TEST_CASE("Connectors can share one options object and one statistics set", "[net][connector]") {
+  TestLoop t(5ms);
+  Recorder server_rec;
+  net::Server server(*t.wheel, server_rec, net::ServerOptions{});
+  REQUIRE_FALSE(server.listen());
+  auto options = std::make_shared<net::ConnectorOptions>();
+  options->port = server.port();
+  options->reconnect = false;
+  net::NetStats shared;
+  ClientRecorder rec;
+  std::vector<std::unique_ptr<net::Connector>> clients;
+  for (int i = 0; i < 20; ++i) {
+    clients.push_back(std::make_unique<net::Connector>(*t.wheel, rec, options, &shared));
+    clients.back()->start();
+  }
+  REQUIRE(t.run_until([&] { return shared.current == 20; }));
+  CHECK(shared.accepted == 20);
+  CHECK(shared.peak == 20);
+  for (auto& c : clients) CHECK(c->connects() == 1);
+  CHECK(&clients[0]->stats() == &shared);
+  for (int i = 0; i < 10; ++i) clients[i]->stop();
+  REQUIRE(t.run_until([&] { return shared.current == 10; }));
+  CHECK(shared.closed(CloseReason::local) == 10);
+  clients.clear();  // destroyed while connected: closed without callbacks
+  CHECK(shared.current == 0);
+  CHECK(sizeof(net::Connector) <= 160);
+}

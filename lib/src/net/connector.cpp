@@ -47,8 +47,13 @@ Duration ConnectorOptions::backoff(unsigned failures) const noexcept {
 Connector::Connector(LoopWheel& wheel, Handler& handler, ConnectorOptions options)
     : Connector(wheel, handler, std::make_shared<const ConnectorOptions>(std::move(options))) {}
 
-Connector::Connector(LoopWheel& wheel, Handler& handler, std::shared_ptr<const ConnectorOptions> options)
-    : wheel_(wheel), handler_(handler), options_(std::move(options)) {
+Connector::Connector(LoopWheel& wheel, Handler& handler, std::shared_ptr<const ConnectorOptions> options,
+                     NetStats* shared_stats)
+    : wheel_(wheel),
+      handler_(handler),
+      options_(std::move(options)),
+      own_stats_(shared_stats ? nullptr : std::make_unique<NetStats>()),
+      stats_(shared_stats ? shared_stats : own_stats_.get()) {
   if (!options_) throw std::invalid_argument("connector: options are required");
   options_->validate();
   timer_.owner = this;
@@ -57,6 +62,7 @@ Connector::Connector(LoopWheel& wheel, Handler& handler, std::shared_ptr<const C
 Connector::~Connector() {
   abandon_attempt();
   if (conn_) {
+    --stats_->current;  // abandoned: connection_closed() will not run for it
     conn_->abandon();
     conn_ = nullptr;
   }
@@ -151,15 +157,16 @@ void Connector::on_connect(uv_connect_t* req, int status) {
     return;
   }
   self->failures_ = 0;
-  ++self->stats_.accepted;
-  self->stats_.current = 1;
-  self->stats_.peak = 1;
+  ++self->connects_;
+  NetStats& st = *self->stats_;
+  ++st.accepted;
+  if (++st.current > st.peak) st.peak = st.current;
   self->conn_ = c;
   c->open();
 }
 
 void Connector::attempt_failed(std::error_code ec) {
-  ++stats_.connect_failures;
+  ++stats_->connect_failures;
   ++failures_;
   const auto& o = *options_;
   Duration delay{-1};
@@ -175,7 +182,7 @@ void Connector::attempt_failed(std::error_code ec) {
 
 void Connector::connection_closed(Connection& conn) noexcept {
   if (conn_ == &conn) conn_ = nullptr;
-  stats_.current = 0;
+  --stats_->current;
   delete &conn;
   if (stopped_ || !options_->reconnect) {
     started_ = false;
