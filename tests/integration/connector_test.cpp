@@ -4,6 +4,8 @@
 #include <heartwheel/net/heartbeat.h>
 #include <heartwheel/net/server.h>
 
+#include <netinet/tcp.h>
+
 #include "net_test_support.h"
 
 using namespace hwtest;
@@ -122,6 +124,16 @@ TEST_CASE("Client heartbeats measure RTT, detect a dead server by read idle and 
   client.start();
   REQUIRE(t.run_until([&] { return client.connected() && client.connection()->heartbeat().last_rtt.count() >= 0; }));
   CHECK(client.connection()->heartbeat().last_rtt < 100ms);
+#ifdef TCP_USER_TIMEOUT
+  {  // the kernel gives up on unacknowledged data after the heartbeat timeout too
+    uv_os_fd_t fd;
+    REQUIRE(uv_fileno(reinterpret_cast<uv_handle_t*>(client.connection()->handle()), &fd) == 0);
+    unsigned ms = 0;
+    socklen_t len = sizeof ms;
+    REQUIRE(::getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, &len) == 0);
+    CHECK(ms == 150);
+  }
+#endif
   t.run_for(300ms);  // pings flow, pongs answer: no close
   CHECK(client_rec.closed == 0);
   alive = false;  // the server stops answering (and sends nothing else)
