@@ -87,6 +87,21 @@ TEST_CASE("Draining workers end their loops; final statistics survive the join",
   for (int fd : fds) ::close(fd);
 }
 
+TEST_CASE("A worker that cannot listen fails start() cleanly", "[net][workers]") {
+  net::WorkersOptions first;
+  first.threads = 1;  // no SO_REUSEPORT: holds the port exclusively
+  net::Workers holder(first, [](unsigned) { return std::make_unique<Echo>(); });
+  holder.start();
+  net::WorkersOptions second;
+  second.threads = 2;
+  second.server.port = holder.port();
+  net::Workers late(second, [](unsigned) { return std::make_unique<Echo>(); });
+  CHECK_THROWS_AS(late.start(), std::system_error);
+  CHECK_FALSE(late.running());
+  holder.stop();
+  holder.join();
+}
+
 #ifdef HEARTWHEEL_ECHO_BIN
 TEST_CASE("heartwheel-echo with several processes shares one port and merges statistics",
           "[net][workers][process]") {
