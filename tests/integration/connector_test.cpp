@@ -110,7 +110,8 @@ TEST_CASE("Client heartbeats measure RTT, detect a dead server by read idle and 
   net::Server server(*t.wheel, server_rec, net::ServerOptions{});
   REQUIRE_FALSE(server.listen());
 
-  net::Heartbeat hb({.interval = 50ms, .miss_limit = 3, .jitter = 0.2}, [](net::Connection& c) { c.write("PING"); });
+  net::Heartbeat hb({.interval = 50ms, .miss_limit = 3, .jitter = 0.2},
+                    [](net::Connection& c) { c.write("PING"); });
   net::ConnectorOptions co;
   co.port = server.port();
   co.connection = hb.connection_options();
@@ -122,7 +123,9 @@ TEST_CASE("Client heartbeats measure RTT, detect a dead server by read idle and 
   client_rec.idle_hook = [&](net::Connection& c, net::IdleEvent e) { return hb.on_idle(c, e); };
   net::Connector client(*t.wheel, client_rec, co);
   client.start();
-  REQUIRE(t.run_until([&] { return client.connected() && client.connection()->heartbeat().last_rtt.count() >= 0; }));
+  REQUIRE(t.run_until([&] {
+    return client.connected() && client.connection()->heartbeat().last_rtt.count() >= 0;
+  }));
   CHECK(client.connection()->heartbeat().last_rtt < 100ms);
 #ifdef TCP_USER_TIMEOUT
   {  // the kernel gives up on unacknowledged data after the heartbeat timeout too

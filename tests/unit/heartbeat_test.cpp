@@ -31,18 +31,22 @@ struct PingPongHandler final : Handler {
 
 }  // namespace
 
-TEST_CASE("Heartbeat configurations with a timeout under twice the interval are rejected", "[heartbeat]") {
+TEST_CASE("Heartbeat configurations with a timeout under twice the interval are rejected",
+          "[heartbeat]") {
   CHECK_NOTHROW(HeartbeatConfig{.interval = 10s}.validate());  // 3 x 10 s
   CHECK_NOTHROW(HeartbeatConfig{.interval = 10s, .timeout = 20s}.validate());
   CHECK_THROWS_WITH(HeartbeatConfig({.interval = 10s, .timeout = 15s}).validate(),
                     Catch::Contains("under twice the interval"));
-  CHECK_THROWS_AS(HeartbeatConfig({.interval = 10s, .miss_limit = 1}).validate(), std::invalid_argument);
+  CHECK_THROWS_AS(HeartbeatConfig({.interval = 10s, .miss_limit = 1}).validate(),
+                  std::invalid_argument);
   CHECK_THROWS_AS(HeartbeatConfig({.interval = Duration{0}}).validate(), std::invalid_argument);
-  CHECK_THROWS_AS(HeartbeatConfig({.interval = 1s, .jitter = 1.5}).validate(), std::invalid_argument);
+  CHECK_THROWS_AS(HeartbeatConfig({.interval = 1s, .jitter = 1.5}).validate(),
+                  std::invalid_argument);
   CHECK_THROWS_AS(Heartbeat(HeartbeatConfig{}, nullptr), std::invalid_argument);
 }
 
-TEST_CASE("A heartbeat maps to write idle = interval and read idle = miss_limit intervals", "[heartbeat]") {
+TEST_CASE("A heartbeat maps to write idle = interval and read idle = miss_limit intervals",
+          "[heartbeat]") {
   Heartbeat hb({.interval = 20s, .jitter = 0.5}, [](Connection&) {});
   const IdlePolicy p = hb.idle_policy({.all_idle = 5min});
   CHECK(p.write_idle == 20s);

@@ -21,16 +21,21 @@ struct Connector::Attempt {
 
 void ConnectorOptions::validate() const {
   if (port <= 0 || port > 65535)
-    throw std::invalid_argument("connector: port " + std::to_string(port) + " is out of range 1..65535");
+    throw std::invalid_argument("connector: port " + std::to_string(port) +
+                                " is out of range 1..65535");
   sockaddr_storage ss;
   if (to_sockaddr({host, port}, ss))
-    throw std::invalid_argument("connector: host '" + host + "' is not a numeric IPv4 or IPv6 address");
+    throw std::invalid_argument("connector: host '" + host +
+                                "' is not a numeric IPv4 or IPv6 address");
   if (!local_host.empty() && to_sockaddr({local_host, 0}, ss))
-    throw std::invalid_argument("connector: local_host '" + local_host + "' is not a numeric address");
-  if (connect_timeout.count() <= 0) throw std::invalid_argument("connector: connect_timeout must be positive");
+    throw std::invalid_argument("connector: local_host '" + local_host +
+                                "' is not a numeric address");
+  if (connect_timeout.count() <= 0)
+    throw std::invalid_argument("connector: connect_timeout must be positive");
   if (backoff_initial.count() <= 0 || backoff_max < backoff_initial)
     throw std::invalid_argument("connector: need 0 < backoff_initial <= backoff_max");
-  if (backoff_multiplier < 1.0) throw std::invalid_argument("connector: backoff_multiplier must be >= 1");
+  if (backoff_multiplier < 1.0)
+    throw std::invalid_argument("connector: backoff_multiplier must be >= 1");
   if (backoff_jitter < 0 || backoff_jitter > 1)
     throw std::invalid_argument("connector: backoff_jitter is a fraction between 0 and 1");
   connection.validate();
@@ -47,8 +52,8 @@ Duration ConnectorOptions::backoff(unsigned failures) const noexcept {
 Connector::Connector(LoopWheel& wheel, Handler& handler, ConnectorOptions options)
     : Connector(wheel, handler, std::make_shared<const ConnectorOptions>(std::move(options))) {}
 
-Connector::Connector(LoopWheel& wheel, Handler& handler, std::shared_ptr<const ConnectorOptions> options,
-                     NetStats* shared_stats)
+Connector::Connector(LoopWheel& wheel, Handler& handler,
+                     std::shared_ptr<const ConnectorOptions> options, NetStats* shared_stats)
     : wheel_(wheel),
       handler_(handler),
       options_(std::move(options)),
@@ -132,7 +137,8 @@ void Connector::attempt() {
   a->owner = this;
   a->conn = c;
   a->req.data = a;
-  if (rc == 0) rc = uv_tcp_connect(&a->req, c->handle(), reinterpret_cast<const sockaddr*>(&ss), &on_connect);
+  if (rc == 0)
+    rc = uv_tcp_connect(&a->req, c->handle(), reinterpret_cast<const sockaddr*>(&ss), &on_connect);
   if (rc < 0) {
     delete a;
     c->abandon();

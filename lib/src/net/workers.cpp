@@ -91,7 +91,8 @@ void Workers::start() {
     w->thread = std::thread([this, wp, so, go] {
       uv_loop_t loop;
       if (const int rc = uv_loop_init(&loop); rc < 0) {
-        wp->started.set_exception(std::make_exception_ptr(std::system_error(uv_error(rc), "uv_loop_init")));
+        wp->started.set_exception(
+            std::make_exception_ptr(std::system_error(uv_error(rc), "uv_loop_init")));
         wp->done = true;
         return;
       }
@@ -141,13 +142,16 @@ void Workers::start() {
             std::lock_guard lock(wp->mu);
             wp->published = snap;
           };
-          uv_async_init(&loop, &ctx.async, [](uv_async_t* a) { static_cast<LoopContext*>(a->data)->on_command(); });
+          uv_async_init(&loop, &ctx.async,
+                        [](uv_async_t* a) { static_cast<LoopContext*>(a->data)->on_command(); });
           ctx.async.data = &ctx;
           uv_timer_init(&loop, &ctx.publish);
           ctx.publish.data = &ctx;
-          const auto every = std::max<std::uint64_t>(1, to_uv_millis_ceil(options_.publish_interval));
-          uv_timer_start(&ctx.publish, [](uv_timer_t* t) { static_cast<LoopContext*>(t->data)->on_publish(); },
-                         every, every);
+          const auto every =
+              std::max<std::uint64_t>(1, to_uv_millis_ceil(options_.publish_interval));
+          uv_timer_start(
+              &ctx.publish, [](uv_timer_t* t) { static_cast<LoopContext*>(t->data)->on_publish(); },
+              every, every);
           uv_unref(reinterpret_cast<uv_handle_t*>(&ctx.publish));
           {
             std::lock_guard lock(wp->mu);

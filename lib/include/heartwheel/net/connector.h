@@ -96,7 +96,9 @@ class Connector final : private detail::ConnectionHost {
     static void fire(TimerEntry& e);
     Connector* owner = nullptr;
   };
-  const ConnectionOptions& connection_options() const noexcept override { return options_->connection; }
+  const ConnectionOptions& connection_options() const noexcept override {
+    return options_->connection;
+  }
   NetStats& net_stats() noexcept override { return *stats_; }
   TimerService& timer_service() noexcept override { return wheel_; }
   uv_loop_t* host_loop() const noexcept override { return wheel_.loop(); }
@@ -114,7 +116,7 @@ class Connector final : private detail::ConnectionHost {
   std::shared_ptr<const ConnectorOptions> options_;
   std::unique_ptr<NetStats> own_stats_;  // null when counting into a shared set
   NetStats* stats_;
-  RetryEntry timer_;       // backoff wait, or the connect timeout while attempting
+  RetryEntry timer_;  // backoff wait, or the connect timeout while attempting
   Attempt* attempt_ = nullptr;
   Connection* conn_ = nullptr;
   std::uint64_t next_id_ = 1;
