@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
+#include <uv.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <uv.h>
 
 #include <heartwheel/duration_parse.h>
 #include <heartwheel/error.h>
@@ -78,7 +78,8 @@ Setup make_setup(const Config& c) {
   s.stats_interval = parse_duration(c.stats_interval);
   // Workers publish their counters for the periodic line; keep that lag small.
   if (s.stats_interval.count() > 0)
-    s.workers.publish_interval = std::min(s.workers.publish_interval, std::max<Duration>(s.stats_interval / 2, 1ms));
+    s.workers.publish_interval =
+        std::min(s.workers.publish_interval, std::max<Duration>(s.stats_interval / 2, 1ms));
   if (c.processes > 1) so.reuse_port = true;
   so.validate();
   return s;
@@ -124,20 +125,27 @@ net::LoopSnapshot serve(const Setup& setup, const std::function<void(int)>& on_r
   on_ready(workers.port());
 
   // Workers end on their own after a drain; notice it without a cross-thread callback.
-  uv_timer_start(&ctl.poll, [](uv_timer_t* t) {
-    auto* c = static_cast<Control*>(t->data);
-    if (!c->workers->running()) uv_stop(t->loop);
-  }, 20, 20);
+  uv_timer_start(
+      &ctl.poll,
+      [](uv_timer_t* t) {
+        auto* c = static_cast<Control*>(t->data);
+        if (!c->workers->running()) uv_stop(t->loop);
+      },
+      20, 20);
   if (setup.stats_interval.count() > 0) {
     const auto every = heartwheel::to_uv_millis_ceil(setup.stats_interval);
-    uv_timer_start(&ctl.stats, [](uv_timer_t* t) {
-      auto* c = static_cast<Control*>(t->data);
-      std::fprintf(stderr, "%s\n", net::to_json(c->workers->total()).c_str());
-    }, every, every);
+    uv_timer_start(
+        &ctl.stats,
+        [](uv_timer_t* t) {
+          auto* c = static_cast<Control*>(t->data);
+          std::fprintf(stderr, "%s\n", net::to_json(c->workers->total()).c_str());
+        },
+        every, every);
   }
   uv_run(&loop, UV_RUN_DEFAULT);
-  for (auto* h : {reinterpret_cast<uv_handle_t*>(&ctl.term), reinterpret_cast<uv_handle_t*>(&ctl.intr),
-                  reinterpret_cast<uv_handle_t*>(&ctl.poll), reinterpret_cast<uv_handle_t*>(&ctl.stats)})
+  for (auto* h :
+       {reinterpret_cast<uv_handle_t*>(&ctl.term), reinterpret_cast<uv_handle_t*>(&ctl.intr),
+        reinterpret_cast<uv_handle_t*>(&ctl.poll), reinterpret_cast<uv_handle_t*>(&ctl.stats)})
     uv_close(h, nullptr);
   uv_run(&loop, UV_RUN_DEFAULT);
   uv_loop_close(&loop);
@@ -151,7 +159,8 @@ void announce(const std::string& host, int port) {
   std::fflush(stdout);
 }
 
-void write_stats(const Config& c, const net::LoopSnapshot& total, unsigned processes, unsigned restarts = 0) {
+void write_stats(const Config& c, const net::LoopSnapshot& total, unsigned processes,
+                 unsigned restarts = 0) {
   if (c.stats_json.empty()) return;
   auto j = nlohmann::json::parse(net::to_json(total));
   j["processes"] = processes;
@@ -168,10 +177,13 @@ void write_stats(const Config& c, const net::LoopSnapshot& total, unsigned proce
 
 int main(int argc, char** argv) {
   Config c;
-  CLI::App app{"heartwheel-echo: TCP echo server whose connections close when idle.\n"
-               "Durations: 250ms, 2s, 1.5s, 5m, 1h; 0 = off."};
-  app.add_option("--listen", c.listen, "HOST:PORT to listen on (port 0 = pick one; the real one is "
-                                       "printed as 'listening on HOST:PORT')")->capture_default_str();
+  CLI::App app{
+      "heartwheel-echo: TCP echo server whose connections close when idle.\n"
+      "Durations: 250ms, 2s, 1.5s, 5m, 1h; 0 = off."};
+  app.add_option("--listen", c.listen,
+                 "HOST:PORT to listen on (port 0 = pick one; the real one is "
+                 "printed as 'listening on HOST:PORT')")
+      ->capture_default_str();
   app.add_option("--read-idle", c.read_idle, "close a connection after this long with nothing read")
       ->capture_default_str();
   app.add_option("--write-idle", c.write_idle, "close after this long with nothing written")
@@ -180,42 +192,61 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-age", c.max_age, "close every connection this long after it opened")
       ->capture_default_str();
-  app.add_option("--jitter", c.jitter, "push each connection's first idle deadline back by a random "
-                                       "0..jitter (spreads connections opened together)")
+  app.add_option("--jitter", c.jitter,
+                 "push each connection's first idle deadline back by a random "
+                 "0..jitter (spreads connections opened together)")
       ->capture_default_str();
   app.add_option("--tick", c.tick, "timing wheel resolution (>= 1ms)")->capture_default_str();
-  app.add_option("--max-fired-per-iteration", c.max_fired, "expiry budget: at most this many timer "
-                                                         "callbacks per loop iteration (mass expiry is spread)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))->capture_default_str();
-  app.add_option("--timers", c.timers, "idle tracking: 'wheel' (one shared timing wheel per loop) or "
-                                       "'uv' (one uv_timer_t per connection, the baseline)")
-      ->check(CLI::IsMember({"wheel", "uv"}))->capture_default_str();
-  app.add_option("--refresh", c.refresh, "refresh on I/O: 'lazy' (timestamp, re-arm on fire) or "
-                                         "'eager' (reschedule on every read/write)")
-      ->check(CLI::IsMember({"lazy", "eager"}))->capture_default_str();
-  app.add_option("--workers", c.workers, "event-loop threads per process, each with its own wheel "
-                                         "and SO_REUSEPORT listener")
-      ->check(CLI::Range(1u, 256u))->capture_default_str();
-  app.add_option("--processes", c.processes, "pre-forked processes sharing the port (for low "
-                                             "per-process descriptor limits)")
-      ->check(CLI::Range(1u, 256u))->capture_default_str();
-  app.add_option("--max-connections", c.max_connections, "per worker loop; beyond it new connections "
-                                                         "are accepted and reset (counted as 'limit'); 0 = no limit")
+  app.add_option("--max-fired-per-iteration", c.max_fired,
+                 "expiry budget: at most this many timer "
+                 "callbacks per loop iteration (mass expiry is spread)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
       ->capture_default_str();
-  app.add_option("--backlog", c.backlog, "listen backlog (the kernel caps it at net.core.somaxconn)")
-      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  app.add_option("--high-watermark", c.high_watermark, "bytes queued for a slow reader before reading "
-                                                       "from it pauses")
+  app.add_option("--timers", c.timers,
+                 "idle tracking: 'wheel' (one shared timing wheel per loop) or "
+                 "'uv' (one uv_timer_t per connection, the baseline)")
+      ->check(CLI::IsMember({"wheel", "uv"}))
       ->capture_default_str();
-  app.add_option("--write-stall", c.write_stall, "close a connection whose queued bytes made no progress "
-                                                 "for this long (reason write_stall); 0 = off")
+  app.add_option("--refresh", c.refresh,
+                 "refresh on I/O: 'lazy' (timestamp, re-arm on fire) or "
+                 "'eager' (reschedule on every read/write)")
+      ->check(CLI::IsMember({"lazy", "eager"}))
       ->capture_default_str();
-  app.add_option("--drain-timeout", c.drain_timeout, "on SIGTERM/SIGINT: stop accepting, wait this long "
-                                                     "for connections to finish, then close them (reason drain)")
+  app.add_option("--workers", c.workers,
+                 "event-loop threads per process, each with its own wheel "
+                 "and SO_REUSEPORT listener")
+      ->check(CLI::Range(1u, 256u))
       ->capture_default_str();
-  app.add_option("--stats-json", c.stats_json, "write final statistics as JSON to this file at exit");
-  app.add_option("--stats-interval", c.stats_interval, "print a one-line statistics JSON to stderr this "
-                                                       "often; 0 = never")
+  app.add_option("--processes", c.processes,
+                 "pre-forked processes sharing the port (for low "
+                 "per-process descriptor limits)")
+      ->check(CLI::Range(1u, 256u))
+      ->capture_default_str();
+  app.add_option("--max-connections", c.max_connections,
+                 "per worker loop; beyond it new connections "
+                 "are accepted and reset (counted as 'limit'); 0 = no limit")
+      ->capture_default_str();
+  app.add_option("--backlog", c.backlog,
+                 "listen backlog (the kernel caps it at net.core.somaxconn)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--high-watermark", c.high_watermark,
+                 "bytes queued for a slow reader before reading "
+                 "from it pauses")
+      ->capture_default_str();
+  app.add_option("--write-stall", c.write_stall,
+                 "close a connection whose queued bytes made no progress "
+                 "for this long (reason write_stall); 0 = off")
+      ->capture_default_str();
+  app.add_option("--drain-timeout", c.drain_timeout,
+                 "on SIGTERM/SIGINT: stop accepting, wait this long "
+                 "for connections to finish, then close them (reason drain)")
+      ->capture_default_str();
+  app.add_option("--stats-json", c.stats_json,
+                 "write final statistics as JSON to this file at exit");
+  app.add_option("--stats-interval", c.stats_interval,
+                 "print a one-line statistics JSON to stderr this "
+                 "often; 0 = never")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -236,7 +267,8 @@ int main(int argc, char** argv) {
     // Reserve the port in the parent (bound, not listening: it receives no
     // connections) so every child can join it with SO_REUSEPORT.
     sockaddr_storage ss;
-    if (auto ec = net::to_sockaddr({host, setup.workers.server.port}, ss)) throw std::system_error(ec, "address");
+    if (auto ec = net::to_sockaddr({host, setup.workers.server.port}, ss))
+      throw std::system_error(ec, "address");
     std::error_code ec;
     const int reserve_fd = net::open_reuseport_socket(reinterpret_cast<sockaddr*>(&ss), ec);
     if (reserve_fd < 0) throw std::system_error(ec, "bind " + c.listen);

@@ -4,6 +4,8 @@
 #include <heartwheel/net/heartbeat.h>
 #include <heartwheel/net/server.h>
 
+#include <netinet/tcp.h>
+
 #include "net_test_support.h"
 
 using namespace hwtest;
@@ -108,7 +110,8 @@ TEST_CASE("Client heartbeats measure RTT, detect a dead server by read idle and 
   net::Server server(*t.wheel, server_rec, net::ServerOptions{});
   REQUIRE_FALSE(server.listen());
 
-  net::Heartbeat hb({.interval = 50ms, .miss_limit = 3, .jitter = 0.2}, [](net::Connection& c) { c.write("PING"); });
+  net::Heartbeat hb({.interval = 50ms, .miss_limit = 3, .jitter = 0.2},
+                    [](net::Connection& c) { c.write("PING"); });
   net::ConnectorOptions co;
   co.port = server.port();
   co.connection = hb.connection_options();
@@ -120,8 +123,20 @@ TEST_CASE("Client heartbeats measure RTT, detect a dead server by read idle and 
   client_rec.idle_hook = [&](net::Connection& c, net::IdleEvent e) { return hb.on_idle(c, e); };
   net::Connector client(*t.wheel, client_rec, co);
   client.start();
-  REQUIRE(t.run_until([&] { return client.connected() && client.connection()->heartbeat().last_rtt.count() >= 0; }));
+  REQUIRE(t.run_until([&] {
+    return client.connected() && client.connection()->heartbeat().last_rtt.count() >= 0;
+  }));
   CHECK(client.connection()->heartbeat().last_rtt < 100ms);
+#ifdef TCP_USER_TIMEOUT
+  {  // the kernel gives up on unacknowledged data after the heartbeat timeout too
+    uv_os_fd_t fd;
+    REQUIRE(uv_fileno(reinterpret_cast<uv_handle_t*>(client.connection()->handle()), &fd) == 0);
+    unsigned ms = 0;
+    socklen_t len = sizeof ms;
+    REQUIRE(::getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, &len) == 0);
+    CHECK(ms == 150);
+  }
+#endif
   t.run_for(300ms);  // pings flow, pongs answer: no close
   CHECK(client_rec.closed == 0);
   alive = false;  // the server stops answering (and sends nothing else)
@@ -131,4 +146,32 @@ TEST_CASE("Client heartbeats measure RTT, detect a dead server by read idle and 
   CHECK(hr_now() - silent_from <= 150ms + 60ms + 200ms);
   REQUIRE(t.run_until([&] { return client_rec.opened == 2; }));  // reconnected
   client.stop();
+}
+
+TEST_CASE("Connectors can share one options object and one statistics set", "[net][connector]") {
+  TestLoop t(5ms);
+  Recorder server_rec;
+  net::Server server(*t.wheel, server_rec, net::ServerOptions{});
+  REQUIRE_FALSE(server.listen());
+  auto options = std::make_shared<net::ConnectorOptions>();
+  options->port = server.port();
+  options->reconnect = false;
+  net::NetStats shared;
+  ClientRecorder rec;
+  std::vector<std::unique_ptr<net::Connector>> clients;
+  for (int i = 0; i < 20; ++i) {
+    clients.push_back(std::make_unique<net::Connector>(*t.wheel, rec, options, &shared));
+    clients.back()->start();
+  }
+  REQUIRE(t.run_until([&] { return shared.current == 20; }));
+  CHECK(shared.accepted == 20);
+  CHECK(shared.peak == 20);
+  for (auto& c : clients) CHECK(c->connects() == 1);
+  CHECK(&clients[0]->stats() == &shared);
+  for (int i = 0; i < 10; ++i) clients[i]->stop();
+  REQUIRE(t.run_until([&] { return shared.current == 10; }));
+  CHECK(shared.closed(CloseReason::local) == 10);
+  clients.clear();  // destroyed while connected: closed without callbacks
+  CHECK(shared.current == 0);
+  CHECK(sizeof(net::Connector) <= 160);
 }

@@ -19,11 +19,14 @@ struct DelayedResponder : Recorder {
       uv_timer_init(loop_, timer);
       timer->data = &c;
       timers_[c.id()] = timer;
-      uv_timer_start(timer, [](uv_timer_t* tm) {
-        auto* conn = static_cast<net::Connection*>(tm->data);
-        conn->write("resp");
-        conn->end_request();
-      }, heartwheel::to_uv_millis_ceil(delay_), 0);
+      uv_timer_start(
+          timer,
+          [](uv_timer_t* tm) {
+            auto* conn = static_cast<net::Connection*>(tm->data);
+            conn->write("resp");
+            conn->end_request();
+          },
+          heartwheel::to_uv_millis_ceil(delay_), 0);
     };
     // The response timer dies with its connection.
     close_hook = [this](net::Connection& c, net::CloseReason) {
@@ -41,7 +44,8 @@ struct DelayedResponder : Recorder {
 
 }  // namespace
 
-TEST_CASE("Drain closes idle connections at once and lets in-flight requests finish", "[net][drain]") {
+TEST_CASE("Drain closes idle connections at once and lets in-flight requests finish",
+          "[net][drain]") {
   TestLoop t(5ms);
   DelayedResponder rec(&t.loop, 200ms);
   net::Server server(*t.wheel, rec, net::ServerOptions{});
@@ -52,7 +56,8 @@ TEST_CASE("Drain closes idle connections at once and lets in-flight requests fin
   busy.send("req");
   REQUIRE(t.run_until([&] {
     bool in_flight = false;
-    server.for_each_connection([&](net::Connection& c) { in_flight = in_flight || c.in_request(); });
+    server.for_each_connection(
+        [&](net::Connection& c) { in_flight = in_flight || c.in_request(); });
     return in_flight;
   }));
   bool drained = false;

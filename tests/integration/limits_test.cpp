@@ -70,7 +70,8 @@ TEST_CASE("A handler exception closes that one connection with reason error", "[
   CHECK(server.connection_count() == 10);
 }
 
-TEST_CASE("A half-closed peer gets its pending bytes, then the close counts as peer_closed", "[net][eof]") {
+TEST_CASE("A half-closed peer gets its pending bytes, then the close counts as peer_closed",
+          "[net][eof]") {
   TestLoop t(5ms);
   Recorder rec;
   net::Server server(*t.wheel, rec, net::ServerOptions{});
@@ -78,7 +79,7 @@ TEST_CASE("A half-closed peer gets its pending bytes, then the close counts as p
   RawClient c(&t.loop, server.port());
   REQUIRE(t.run_until([&] { return server.connection_count() == 1; }));
   const std::string big(4 << 20, 'z');  // more than the socket takes at once
-  c.reading = false;  // count bytes only
+  c.reading = false;                    // count bytes only
   c.send(big);
   c.shutdown_write();
   REQUIRE(t.run_until([&] { return rec.closed == 1; }));

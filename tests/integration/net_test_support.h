@@ -9,13 +9,13 @@
 #include <fstream>
 #include <sstream>
 
+#include <heartwheel/net/connection.h>
+#include <heartwheel/net/handler.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <heartwheel/net/connection.h>
-#include <heartwheel/net/handler.h>
 
 #include <catch2/catch.hpp>
 
@@ -58,7 +58,12 @@ struct TestLoop {
   ~TestLoop() {
     wheel.reset();
     uv_run(&loop, UV_RUN_DEFAULT);  // closing handles finish
-    uv_walk(&loop, [](uv_handle_t* h, void*) { if (!uv_is_closing(h)) uv_close(h, nullptr); }, nullptr);
+    uv_walk(
+        &loop,
+        [](uv_handle_t* h, void*) {
+          if (!uv_is_closing(h)) uv_close(h, nullptr);
+        },
+        nullptr);
     uv_run(&loop, UV_RUN_DEFAULT);
     CHECK(uv_loop_close(&loop) == 0);
   }
@@ -67,7 +72,8 @@ struct TestLoop {
     const Duration end = hr_now() + limit;
     uv_timer_t tick;
     uv_timer_init(&loop, &tick);
-    uv_timer_start(&tick, [](uv_timer_t*) {}, 2, 2);  // wake up to re-check pred
+    uv_timer_start(
+        &tick, [](uv_timer_t*) {}, 2, 2);  // wake up to re-check pred
     while (!pred() && hr_now() < end) uv_run(&loop, UV_RUN_ONCE);
     uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
     uv_run(&loop, UV_RUN_NOWAIT);
@@ -91,38 +97,43 @@ struct RawClient {
     sockaddr_in addr;
     uv_ip4_addr("127.0.0.1", port, &addr);
     auto* req = new uv_connect_t;
-    REQUIRE(uv_tcp_connect(req, tcp, reinterpret_cast<const sockaddr*>(&addr), [](uv_connect_t* r, int status) {
-      auto* self = static_cast<RawClient*>(r->handle->data);  // null once destroyed
-      delete r;
-      if (!self) return;
-      if (status < 0) {
-        self->closed = true;
-        self->error = status;
-        return;
-      }
-      self->connected = true;
-      uv_read_start(reinterpret_cast<uv_stream_t*>(self->tcp),
-                    [](uv_handle_t*, size_t, uv_buf_t* b) {
-                      static char buf[65536];
-                      *b = uv_buf_init(buf, sizeof buf);
-                    },
-                    [](uv_stream_t* s, ssize_t n, const uv_buf_t* b) {
-                      auto* c = static_cast<RawClient*>(s->data);
-                      if (n > 0) {
-                        if (c->reading) c->received.append(b->base, static_cast<size_t>(n));
-                        c->bytes_received += static_cast<size_t>(n);
-                      } else if (n < 0) {
-                        c->closed = true;
-                        c->closed_at = hr_now();
-                        c->error = static_cast<int>(n);
-                        uv_read_stop(s);
-                      }
-                    });
-    }) == 0);
+    REQUIRE(uv_tcp_connect(req, tcp, reinterpret_cast<const sockaddr*>(&addr),
+                           [](uv_connect_t* r, int status) {
+                             auto* self =
+                                 static_cast<RawClient*>(r->handle->data);  // null once destroyed
+                             delete r;
+                             if (!self) return;
+                             if (status < 0) {
+                               self->closed = true;
+                               self->error = status;
+                               return;
+                             }
+                             self->connected = true;
+                             uv_read_start(
+                                 reinterpret_cast<uv_stream_t*>(self->tcp),
+                                 [](uv_handle_t*, size_t, uv_buf_t* b) {
+                                   static char buf[65536];
+                                   *b = uv_buf_init(buf, sizeof buf);
+                                 },
+                                 [](uv_stream_t* s, ssize_t n, const uv_buf_t* b) {
+                                   auto* c = static_cast<RawClient*>(s->data);
+                                   if (n > 0) {
+                                     if (c->reading)
+                                       c->received.append(b->base, static_cast<size_t>(n));
+                                     c->bytes_received += static_cast<size_t>(n);
+                                   } else if (n < 0) {
+                                     c->closed = true;
+                                     c->closed_at = hr_now();
+                                     c->error = static_cast<int>(n);
+                                     uv_read_stop(s);
+                                   }
+                                 });
+                           }) == 0);
   }
   ~RawClient() {
     tcp->data = nullptr;
-    uv_close(reinterpret_cast<uv_handle_t*>(tcp), [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); });
+    uv_close(reinterpret_cast<uv_handle_t*>(tcp),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); });
   }
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;
@@ -215,7 +226,8 @@ struct EchoProcess {
     REQUIRE(tmp >= 0);
     ::close(tmp);
     stats_path = path;
-    args.insert(args.begin(), {HEARTWHEEL_ECHO_BIN, "--listen", "127.0.0.1:0", "--stats-json", stats_path});
+    args.insert(args.begin(),
+                {HEARTWHEEL_ECHO_BIN, "--listen", "127.0.0.1:0", "--stats-json", stats_path});
     int out[2];
     REQUIRE(::pipe(out) == 0);
     pid = ::fork();

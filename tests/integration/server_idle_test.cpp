@@ -27,8 +27,10 @@ TEST_CASE("Silent clients close by read idle on time while chatty ones stay open
   net::Server server(*t.wheel, rec, options_with({.read_idle = kIdle}));
   REQUIRE_FALSE(server.listen());
   std::vector<std::unique_ptr<RawClient>> silent, chatty;
-  for (int i = 0; i < kSilent; ++i) silent.push_back(std::make_unique<RawClient>(&t.loop, server.port()));
-  for (int i = 0; i < kChatty; ++i) chatty.push_back(std::make_unique<RawClient>(&t.loop, server.port()));
+  for (int i = 0; i < kSilent; ++i)
+    silent.push_back(std::make_unique<RawClient>(&t.loop, server.port()));
+  for (int i = 0; i < kChatty; ++i)
+    chatty.push_back(std::make_unique<RawClient>(&t.loop, server.port()));
   REQUIRE(t.run_until([&] { return server.connection_count() == kSilent + kChatty; }));
 
   // Chatty clients send every 100 ms (a third of the timeout) for 3 timeouts.
@@ -153,7 +155,8 @@ TEST_CASE("A request deadline fires request_timeout unless the request ends firs
   CHECK(server.stats().idle_events[static_cast<std::size_t>(net::IdleKind::request_timeout)] == 1);
 }
 
-TEST_CASE("Eager refresh and the uv_timer baseline close silent peers like lazy refresh", "[net][idle]") {
+TEST_CASE("Eager refresh and the uv_timer baseline close silent peers like lazy refresh",
+          "[net][idle]") {
   const auto refresh = GENERATE(net::RefreshMode::lazy, net::RefreshMode::eager);
   const auto backend = GENERATE(net::TimerBackend::wheel, net::TimerBackend::uv_timer);
   TestLoop t(5ms);
@@ -183,7 +186,8 @@ TEST_CASE("Mass expiry is spread over loop iterations by the wheel's budget", "[
   net::Server server(*t.wheel, rec, options_with({.read_idle = 150ms}));
   REQUIRE_FALSE(server.listen());
   std::vector<std::unique_ptr<RawClient>> clients;
-  for (int i = 0; i < kClients; ++i) clients.push_back(std::make_unique<RawClient>(&t.loop, server.port()));
+  for (int i = 0; i < kClients; ++i)
+    clients.push_back(std::make_unique<RawClient>(&t.loop, server.port()));
   REQUIRE(t.run_until([&] { return server.connection_count() == kClients; }));
   REQUIRE(t.run_until([&] { return rec.closed == kClients; }));
   CHECK(server.stats().closed(CloseReason::read_idle) == kClients);

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <thread>
 
-
 #include "net_test_support.h"
 
 using namespace hwtest;
@@ -54,7 +53,7 @@ TEST_CASE("Worker threads share one port, each with its own wheel", "[net][worke
   for (int i = 0; i < 40; ++i) fds.push_back(connect_blocking(workers.port()));
   for (int fd : fds) CHECK(echo_once(fd));
   for (int fd : fds) CHECK(wait_closed(fd));  // read idle, in whichever worker holds it
-  std::this_thread::sleep_for(100ms);          // one more publish
+  std::this_thread::sleep_for(100ms);         // one more publish
   const auto snaps = workers.snapshots();
   REQUIRE(snaps.size() == 2);
   for (const auto& s : snaps) {
@@ -72,7 +71,8 @@ TEST_CASE("Worker threads share one port, each with its own wheel", "[net][worke
   for (int fd : fds) ::close(fd);
 }
 
-TEST_CASE("Draining workers end their loops; final statistics survive the join", "[net][workers][drain]") {
+TEST_CASE("Draining workers end their loops; final statistics survive the join",
+          "[net][workers][drain]") {
   net::WorkersOptions o;
   o.threads = 2;
   net::Workers workers(o, [](unsigned) { return std::make_unique<Echo>(); });
@@ -85,6 +85,21 @@ TEST_CASE("Draining workers end their loops; final statistics survive the join",
   for (int fd : fds) CHECK(wait_closed(fd));
   CHECK(workers.total().net.closed(CloseReason::drain) == 10);
   for (int fd : fds) ::close(fd);
+}
+
+TEST_CASE("A worker that cannot listen fails start() cleanly", "[net][workers]") {
+  net::WorkersOptions first;
+  first.threads = 1;  // no SO_REUSEPORT: holds the port exclusively
+  net::Workers holder(first, [](unsigned) { return std::make_unique<Echo>(); });
+  holder.start();
+  net::WorkersOptions second;
+  second.threads = 2;
+  second.server.port = holder.port();
+  net::Workers late(second, [](unsigned) { return std::make_unique<Echo>(); });
+  CHECK_THROWS_AS(late.start(), std::system_error);
+  CHECK_FALSE(late.running());
+  holder.stop();
+  holder.join();
 }
 
 #ifdef HEARTWHEEL_ECHO_BIN
@@ -112,7 +127,8 @@ TEST_CASE("The prefork parent restarts a worker process that dies while serving"
   EchoProcess echo({"--processes", "2"});
   auto children = [&] {
     std::vector<pid_t> pids;
-    std::ifstream in("/proc/" + std::to_string(echo.pid) + "/task/" + std::to_string(echo.pid) + "/children");
+    std::ifstream in("/proc/" + std::to_string(echo.pid) + "/task/" + std::to_string(echo.pid) +
+                     "/children");
     for (pid_t p; in >> p;) pids.push_back(p);
     return pids;
   };

@@ -50,8 +50,9 @@ net::ServerOptions slow_reader_options(net::SlowReaderPolicy policy, Duration st
 
 }  // namespace
 
-TEST_CASE("A reader that stops is paused, then closed as write_stall; queued bytes count as dropped",
-          "[net][write]") {
+TEST_CASE(
+    "A reader that stops is paused, then closed as write_stall; queued bytes count as dropped",
+    "[net][write]") {
   TestLoop t(5ms);
   Producer p;
   p.open_hook = [&](net::Connection& c) { p.pump(c); };

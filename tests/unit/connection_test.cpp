@@ -59,7 +59,7 @@ TEST_CASE("Write idle counts bytes the kernel took, not bytes queued", "[connect
   fill(*conn);  // the peer does not read: everything after this queues
   REQUIRE(conn->queued_bytes() > 0);
   host.timers.run_for(300ms);
-  CHECK(events.idle.empty());  // 900 ms: the last completed write was at 600 ms
+  CHECK(events.idle.empty());          // 900 ms: the last completed write was at 600 ms
   REQUIRE_FALSE(conn->write("more"));  // queued only: does not count
   host.timers.run_for(699ms);
   CHECK(events.idle.empty());
@@ -136,7 +136,8 @@ TEST_CASE("Writes after close are refused and counted as dropped", "[connection]
   ::close(peer);
 }
 
-TEST_CASE("Several parts go out in order, also when part of them had to queue", "[connection][write]") {
+TEST_CASE("Several parts go out in order, also when part of them had to queue",
+          "[connection][write]") {
   ManualHost host(ConnectionOptions{});
   Events events;
   Connection* conn = nullptr;
@@ -161,7 +162,8 @@ TEST_CASE("Several parts go out in order, also when part of them had to queue", 
   ::close(peer);
 }
 
-TEST_CASE("A per-connection idle policy overrides the server's and re-arms at once", "[connection][idle]") {
+TEST_CASE("A per-connection idle policy overrides the server's and re-arms at once",
+          "[connection][idle]") {
   ConnectionOptions o;
   o.idle.read_idle = 10s;
   ManualHost host(o);

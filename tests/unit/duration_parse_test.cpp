@@ -24,8 +24,8 @@ TEST_CASE("Durations with units parse to exact nanoseconds", "[duration]") {
 }
 
 TEST_CASE("Ambiguous or malformed durations are refused with a helpful message", "[duration]") {
-  for (const char* bad : {"", "30", "-1s", "s", "1.s", ".5s", "1x", "1 s", "1ms2", "2S",
-                          "99999999999999999999h"}) {
+  for (const char* bad :
+       {"", "30", "-1s", "s", "1.s", ".5s", "1x", "1 s", "1ms2", "2S", "99999999999999999999h"}) {
     INFO(bad);
     CHECK_FALSE(try_parse_duration(bad).has_value());
   }
@@ -45,6 +45,7 @@ TEST_CASE("Formatting picks the largest exact unit and round-trips", "[duration]
   CHECK(format_duration(90s) == "90s");
   CHECK(format_duration(5min) == "5m");
   CHECK(format_duration(3ns) == "3ns");
-  for (Duration d : {Duration{1}, Duration{999}, Duration(250ms), Duration(36h), Duration(1234567us)})
+  for (Duration d :
+       {Duration{1}, Duration{999}, Duration(250ms), Duration(36h), Duration(1234567us)})
     CHECK(parse_duration(format_duration(d)) == d);
 }

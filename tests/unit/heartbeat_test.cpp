@@ -6,6 +6,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <set>
+#include <vector>
+
 #include "unit/manual_host.h"
 
 using namespace std::chrono_literals;
@@ -31,18 +34,22 @@ struct PingPongHandler final : Handler {
 
 }  // namespace
 
-TEST_CASE("Heartbeat configurations with a timeout under twice the interval are rejected", "[heartbeat]") {
+TEST_CASE("Heartbeat configurations with a timeout under twice the interval are rejected",
+          "[heartbeat]") {
   CHECK_NOTHROW(HeartbeatConfig{.interval = 10s}.validate());  // 3 x 10 s
   CHECK_NOTHROW(HeartbeatConfig{.interval = 10s, .timeout = 20s}.validate());
   CHECK_THROWS_WITH(HeartbeatConfig({.interval = 10s, .timeout = 15s}).validate(),
                     Catch::Contains("under twice the interval"));
-  CHECK_THROWS_AS(HeartbeatConfig({.interval = 10s, .miss_limit = 1}).validate(), std::invalid_argument);
+  CHECK_THROWS_AS(HeartbeatConfig({.interval = 10s, .miss_limit = 1}).validate(),
+                  std::invalid_argument);
   CHECK_THROWS_AS(HeartbeatConfig({.interval = Duration{0}}).validate(), std::invalid_argument);
-  CHECK_THROWS_AS(HeartbeatConfig({.interval = 1s, .jitter = 1.5}).validate(), std::invalid_argument);
+  CHECK_THROWS_AS(HeartbeatConfig({.interval = 1s, .jitter = 1.5}).validate(),
+                  std::invalid_argument);
   CHECK_THROWS_AS(Heartbeat(HeartbeatConfig{}, nullptr), std::invalid_argument);
 }
 
-TEST_CASE("A heartbeat maps to write idle = interval and read idle = miss_limit intervals", "[heartbeat]") {
+TEST_CASE("A heartbeat maps to write idle = interval and read idle = miss_limit intervals",
+          "[heartbeat]") {
   Heartbeat hb({.interval = 20s, .jitter = 0.5}, [](Connection&) {});
   const IdlePolicy p = hb.idle_policy({.all_idle = 5min});
   CHECK(p.write_idle == 20s);
@@ -115,4 +122,40 @@ TEST_CASE("An idle Connection stays under 512 bytes of user space", "[memory]") 
   CHECK(sizeof(uv_tcp_t) == 248);
   CHECK(sizeof(Connection) <= 504);  // malloc adds 8: one 512-byte chunk
   WARN("sizeof(Connection) = " << sizeof(Connection));
+}
+
+TEST_CASE("First pings of connections opened together are spread by the jitter", "[heartbeat]") {
+  Heartbeat hb({.interval = 1s, .jitter = 0.5}, [](Connection& c) { c.write("PING"); });
+  ManualHost host(hb.connection_options());
+  struct Quiet final : Handler {
+    explicit Quiet(const Heartbeat& h) : hb(h) {}
+    void on_data(Connection&, std::string_view) override {}
+    IdleAction on_idle(Connection& c, IdleEvent e) override { return hb.on_idle(c, e); }
+    const Heartbeat& hb;
+  } handler(hb);
+  constexpr int kConns = 40;
+  std::vector<int> peers;
+  std::vector<Connection*> conns;
+  for (int i = 0; i < kConns; ++i) {
+    Connection* c = nullptr;
+    peers.push_back(open_on_socketpair(host, c, handler));
+    conns.push_back(c);
+  }
+  // Sample who has pinged every 50 ms over the jitter window.
+  std::vector<int> first_ping_step(kConns, -1);
+  host.timers.run_for(999ms);
+  for (int step = 0; step <= 10; ++step) {
+    for (int i = 0; i < kConns; ++i)
+      if (first_ping_step[i] < 0 && !drain(peers[i]).empty()) first_ping_step[i] = step;
+    host.timers.run_for(50ms);
+  }
+  std::set<int> distinct;
+  for (int s : first_ping_step) {
+    CHECK(s >= 0);  // everyone pinged within interval + jitter
+    distinct.insert(s);
+  }
+  CHECK(distinct.size() >= 4);  // not all in the same instant
+  for (Connection* c : conns) c->close();
+  uv_run(&host.loop, UV_RUN_DEFAULT);
+  for (int fd : peers) ::close(fd);
 }

@@ -89,7 +89,8 @@ TEST_CASE("Eager refresh moves the entry on every read and fires exactly once", 
   CHECK(p.fired[0].at == at(160ms));
 }
 
-TEST_CASE("Idle events repeat with first=false and restart after activity (Netty semantics)", "[idle]") {
+TEST_CASE("Idle events repeat with first=false and restart after activity (Netty semantics)",
+          "[idle]") {
   ManualTimerService timers(1ms);
   IdlePolicy policy{.write_idle = 50ms};
   Probe p(timers);
@@ -200,7 +201,8 @@ TEST_CASE("A zero policy arms nothing", "[idle]") {
 
 TEST_CASE("The tracker stays small", "[idle][memory]") {
   CHECK(sizeof(IdleTracker) <= 64);
-  CHECK(sizeof(IdleTimer) <= 136);  // vtable, entry, service, tracker, armed deadline, baseline timer, flags
+  CHECK(sizeof(IdleTimer) <=
+        136);  // vtable, entry, service, tracker, armed deadline, baseline timer, flags
 }
 
 TEST_CASE("Timer lateness is measured against the unrounded deadline", "[idle]") {

@@ -21,7 +21,9 @@ using namespace heartwheel::net;
 
 // A host for one Connection on a manual clock (what Server does on a loop).
 struct ManualHost final : detail::ConnectionHost {
-  explicit ManualHost(ConnectionOptions o) : options(std::move(o)) { REQUIRE(uv_loop_init(&loop) == 0); }
+  explicit ManualHost(ConnectionOptions o) : options(std::move(o)) {
+    REQUIRE(uv_loop_init(&loop) == 0);
+  }
   ~ManualHost() {
     if (conn && !closed) conn->close();  // a failed REQUIRE left it open
     uv_run(&loop, UV_RUN_DEFAULT);

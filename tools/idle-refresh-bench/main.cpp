@@ -73,8 +73,9 @@ Result run(net::RefreshMode mode, std::size_t connections, std::uint64_t io_even
   }
   elapsed += std::chrono::steady_clock::now() - start;
   Result r{};
-  r.ns_per_io = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()) /
-                static_cast<double>(per_step * steps);
+  r.ns_per_io =
+      static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()) /
+      static_cast<double>(per_step * steps);
   const auto& st = timers.wheel().stats();
   r.scheduled = st.scheduled;
   r.relinked = st.relinked;
@@ -92,10 +93,12 @@ int main(int argc, char** argv) {
   std::string sim = "120s", timeout = "30s";
   std::uint64_t seed = 1;
   bool json = false;
-  CLI::App app{"Lazy vs eager refresh of per-connection idle deadlines in one timing wheel "
-               "(simulated connections, manual clock)."};
+  CLI::App app{
+      "Lazy vs eager refresh of per-connection idle deadlines in one timing wheel "
+      "(simulated connections, manual clock)."};
   app.add_option("--connections", connections, "simulated connections")->capture_default_str();
-  app.add_option("--io-events", io_events, "reads+writes spread uniformly over connections and time")
+  app.add_option("--io-events", io_events,
+                 "reads+writes spread uniformly over connections and time")
       ->capture_default_str();
   app.add_option("--duration", sim, "simulated time")->capture_default_str();
   app.add_option("--timeout", timeout, "read and write idle timeout")->capture_default_str();
@@ -109,22 +112,26 @@ int main(int argc, char** argv) {
   const Result eager = run(net::RefreshMode::eager, connections, io_events, sim_d, timeout_d, seed);
   for (const auto& [name, r] : {std::pair{"lazy", lazy}, std::pair{"eager", eager}}) {
     if (json) {
-      std::printf("{\"bench\":\"idle_refresh\",\"mode\":\"%s\",\"connections\":%zu,\"io_events\":%llu,"
-                  "\"ns_per_io\":%.2f,\"wheel_scheduled\":%llu,\"wheel_relinked\":%llu,\"wheel_fired\":%llu,"
-                  "\"idle_events\":%llu}\n",
-                  name, connections, static_cast<unsigned long long>(io_events), r.ns_per_io,
-                  static_cast<unsigned long long>(r.scheduled), static_cast<unsigned long long>(r.relinked),
-                  static_cast<unsigned long long>(r.fired), static_cast<unsigned long long>(r.idle_events));
+      std::printf(
+          "{\"bench\":\"idle_refresh\",\"mode\":\"%s\",\"connections\":%zu,\"io_events\":%llu,"
+          "\"ns_per_io\":%.2f,\"wheel_scheduled\":%llu,\"wheel_relinked\":%llu,\"wheel_fired\":%"
+          "llu,"
+          "\"idle_events\":%llu}\n",
+          name, connections, static_cast<unsigned long long>(io_events), r.ns_per_io,
+          static_cast<unsigned long long>(r.scheduled), static_cast<unsigned long long>(r.relinked),
+          static_cast<unsigned long long>(r.fired), static_cast<unsigned long long>(r.idle_events));
     } else {
-      std::printf("%-5s %8.2f ns/io  scheduled %llu  relinked %llu  fired %llu  idle events %llu\n", name,
-                  r.ns_per_io, static_cast<unsigned long long>(r.scheduled),
-                  static_cast<unsigned long long>(r.relinked), static_cast<unsigned long long>(r.fired),
+      std::printf("%-5s %8.2f ns/io  scheduled %llu  relinked %llu  fired %llu  idle events %llu\n",
+                  name, r.ns_per_io, static_cast<unsigned long long>(r.scheduled),
+                  static_cast<unsigned long long>(r.relinked),
+                  static_cast<unsigned long long>(r.fired),
                   static_cast<unsigned long long>(r.idle_events));
     }
   }
   const double ratio = eager.ns_per_io / lazy.ns_per_io;
   if (json) {
-    std::printf("{\"bench\":\"idle_refresh\",\"baseline\":\"lazy\",\"eager_over_lazy\":%.3f}\n", ratio);
+    std::printf("{\"bench\":\"idle_refresh\",\"baseline\":\"lazy\",\"eager_over_lazy\":%.3f}\n",
+                ratio);
   } else {
     std::printf("eager / lazy = %.2f\n", ratio);
   }

@@ -56,10 +56,12 @@ std::optional<Duration> try_parse_duration(std::string_view text) noexcept {
   const std::string_view unit = text.substr(i);
   for (const Unit& u : kUnits) {
     if (unit != u.name) continue;
-    const auto limit = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() / u.nanos);
+    const auto limit =
+        static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() / u.nanos);
     if (whole >= limit) return std::nullopt;
-    const auto nanos = static_cast<std::int64_t>(whole) * u.nanos +
-                       static_cast<std::int64_t>(std::llround(fraction * static_cast<double>(u.nanos)));
+    const auto nanos =
+        static_cast<std::int64_t>(whole) * u.nanos +
+        static_cast<std::int64_t>(std::llround(fraction * static_cast<double>(u.nanos)));
     return Duration{nanos};
   }
   return std::nullopt;

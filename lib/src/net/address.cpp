@@ -2,8 +2,8 @@
 #include <heartwheel/net/address.h>
 
 #include <cerrno>
-#include <csignal>
 #include <charconv>
+#include <csignal>
 #include <cstring>
 #include <stdexcept>
 
@@ -26,10 +26,12 @@ HostPort parse_host_port(std::string_view text) {
   std::string_view host = text.substr(0, colon);
   const std::string_view port_text = text.substr(colon + 1);
   int port = -1;
-  const auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  const auto [ptr, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (ec != std::errc{} || ptr != port_text.data() + port_text.size() || port < 0 || port > 65535)
     return fail();
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   HostPort hp{std::string(host), port};
   if (hp.host.empty()) hp.host = "0.0.0.0";
   if (hp.host == "localhost") hp.host = "127.0.0.1";
@@ -61,7 +63,8 @@ std::string format_address(const sockaddr* addr) {
 }
 
 int port_of(const sockaddr* addr) noexcept {
-  if (addr->sa_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(addr)->sin_port);
+  if (addr->sa_family == AF_INET)
+    return ntohs(reinterpret_cast<const sockaddr_in*>(addr)->sin_port);
   if (addr->sa_family == AF_INET6)
     return ntohs(reinterpret_cast<const sockaddr_in6*>(addr)->sin6_port);
   return 0;

@@ -25,7 +25,7 @@ struct Connection::WriteQueue {
   std::uint64_t progress_mark = 0;  // bytes_written() at the last check
   TimePoint last_progress{};
   TimePoint window_start{};
-  std::uint64_t window_mark = 0;   // bytes_written() at window_start
+  std::uint64_t window_mark = 0;  // bytes_written() at window_start
 };
 
 namespace {
@@ -163,8 +163,8 @@ void Connection::resume_reading() noexcept {
 }
 
 void Connection::update_reading() noexcept {
-  const bool want = opened_ && !closing_ && !flush_then_close_ && !eof_ && !user_paused_ &&
-                    !policy_paused_;
+  const bool want =
+      opened_ && !closing_ && !flush_then_close_ && !eof_ && !user_paused_ && !policy_paused_;
   if (want == reading_) return;
   auto* stream = reinterpret_cast<uv_stream_t*>(&tcp_);
   if (want) {
@@ -247,8 +247,9 @@ void Connection::on_closed(uv_handle_t* handle) {
     return;
   }
   try {
-    c->handler_->on_close(*c, c->reason_,
-                          c->error_ ? std::error_code(c->error_, heartwheel_category()) : std::error_code{});
+    c->handler_->on_close(
+        *c, c->reason_,
+        c->error_ ? std::error_code(c->error_, heartwheel_category()) : std::error_code{});
   } catch (...) {
     ++c->host_->net_stats().handler_exceptions;
   }
@@ -301,7 +302,8 @@ std::error_code Connection::write_parts(const std::string_view* parts, std::size
     unsigned nbufs = 0;
     for (std::size_t i = 0; i < count && nbufs < kMaxBufs; ++i) {
       if (parts[i].empty()) continue;
-      bufs[nbufs++] = uv_buf_init(const_cast<char*>(parts[i].data()), static_cast<unsigned>(parts[i].size()));
+      bufs[nbufs++] =
+          uv_buf_init(const_cast<char*>(parts[i].data()), static_cast<unsigned>(parts[i].size()));
     }
     const int rc = uv_try_write(reinterpret_cast<uv_stream_t*>(&tcp_), bufs, nbufs);
     if (rc > 0) {

@@ -21,16 +21,21 @@ struct Connector::Attempt {
 
 void ConnectorOptions::validate() const {
   if (port <= 0 || port > 65535)
-    throw std::invalid_argument("connector: port " + std::to_string(port) + " is out of range 1..65535");
+    throw std::invalid_argument("connector: port " + std::to_string(port) +
+                                " is out of range 1..65535");
   sockaddr_storage ss;
   if (to_sockaddr({host, port}, ss))
-    throw std::invalid_argument("connector: host '" + host + "' is not a numeric IPv4 or IPv6 address");
+    throw std::invalid_argument("connector: host '" + host +
+                                "' is not a numeric IPv4 or IPv6 address");
   if (!local_host.empty() && to_sockaddr({local_host, 0}, ss))
-    throw std::invalid_argument("connector: local_host '" + local_host + "' is not a numeric address");
-  if (connect_timeout.count() <= 0) throw std::invalid_argument("connector: connect_timeout must be positive");
+    throw std::invalid_argument("connector: local_host '" + local_host +
+                                "' is not a numeric address");
+  if (connect_timeout.count() <= 0)
+    throw std::invalid_argument("connector: connect_timeout must be positive");
   if (backoff_initial.count() <= 0 || backoff_max < backoff_initial)
     throw std::invalid_argument("connector: need 0 < backoff_initial <= backoff_max");
-  if (backoff_multiplier < 1.0) throw std::invalid_argument("connector: backoff_multiplier must be >= 1");
+  if (backoff_multiplier < 1.0)
+    throw std::invalid_argument("connector: backoff_multiplier must be >= 1");
   if (backoff_jitter < 0 || backoff_jitter > 1)
     throw std::invalid_argument("connector: backoff_jitter is a fraction between 0 and 1");
   connection.validate();
@@ -47,8 +52,13 @@ Duration ConnectorOptions::backoff(unsigned failures) const noexcept {
 Connector::Connector(LoopWheel& wheel, Handler& handler, ConnectorOptions options)
     : Connector(wheel, handler, std::make_shared<const ConnectorOptions>(std::move(options))) {}
 
-Connector::Connector(LoopWheel& wheel, Handler& handler, std::shared_ptr<const ConnectorOptions> options)
-    : wheel_(wheel), handler_(handler), options_(std::move(options)) {
+Connector::Connector(LoopWheel& wheel, Handler& handler,
+                     std::shared_ptr<const ConnectorOptions> options, NetStats* shared_stats)
+    : wheel_(wheel),
+      handler_(handler),
+      options_(std::move(options)),
+      own_stats_(shared_stats ? nullptr : std::make_unique<NetStats>()),
+      stats_(shared_stats ? shared_stats : own_stats_.get()) {
   if (!options_) throw std::invalid_argument("connector: options are required");
   options_->validate();
   timer_.owner = this;
@@ -57,6 +67,7 @@ Connector::Connector(LoopWheel& wheel, Handler& handler, std::shared_ptr<const C
 Connector::~Connector() {
   abandon_attempt();
   if (conn_) {
+    --stats_->current;  // abandoned: connection_closed() will not run for it
     conn_->abandon();
     conn_ = nullptr;
   }
@@ -126,7 +137,8 @@ void Connector::attempt() {
   a->owner = this;
   a->conn = c;
   a->req.data = a;
-  if (rc == 0) rc = uv_tcp_connect(&a->req, c->handle(), reinterpret_cast<const sockaddr*>(&ss), &on_connect);
+  if (rc == 0)
+    rc = uv_tcp_connect(&a->req, c->handle(), reinterpret_cast<const sockaddr*>(&ss), &on_connect);
   if (rc < 0) {
     delete a;
     c->abandon();
@@ -151,15 +163,16 @@ void Connector::on_connect(uv_connect_t* req, int status) {
     return;
   }
   self->failures_ = 0;
-  ++self->stats_.accepted;
-  self->stats_.current = 1;
-  self->stats_.peak = 1;
+  ++self->connects_;
+  NetStats& st = *self->stats_;
+  ++st.accepted;
+  if (++st.current > st.peak) st.peak = st.current;
   self->conn_ = c;
   c->open();
 }
 
 void Connector::attempt_failed(std::error_code ec) {
-  ++stats_.connect_failures;
+  ++stats_->connect_failures;
   ++failures_;
   const auto& o = *options_;
   Duration delay{-1};
@@ -175,7 +188,7 @@ void Connector::attempt_failed(std::error_code ec) {
 
 void Connector::connection_closed(Connection& conn) noexcept {
   if (conn_ == &conn) conn_ = nullptr;
-  stats_.current = 0;
+  --stats_->current;
   delete &conn;
   if (stopped_ || !options_->reconnect) {
     started_ = false;

@@ -14,17 +14,28 @@ namespace heartwheel::net {
 
 const char* to_string(CloseReason reason) noexcept {
   switch (reason) {
-    case CloseReason::read_idle: return "read_idle";
-    case CloseReason::write_idle: return "write_idle";
-    case CloseReason::all_idle: return "all_idle";
-    case CloseReason::request_timeout: return "request_timeout";
-    case CloseReason::max_age: return "max_age";
-    case CloseReason::peer_closed: return "peer_closed";
-    case CloseReason::error: return "error";
-    case CloseReason::limit: return "limit";
-    case CloseReason::write_stall: return "write_stall";
-    case CloseReason::drain: return "drain";
-    case CloseReason::local: return "local";
+    case CloseReason::read_idle:
+      return "read_idle";
+    case CloseReason::write_idle:
+      return "write_idle";
+    case CloseReason::all_idle:
+      return "all_idle";
+    case CloseReason::request_timeout:
+      return "request_timeout";
+    case CloseReason::max_age:
+      return "max_age";
+    case CloseReason::peer_closed:
+      return "peer_closed";
+    case CloseReason::error:
+      return "error";
+    case CloseReason::limit:
+      return "limit";
+    case CloseReason::write_stall:
+      return "write_stall";
+    case CloseReason::drain:
+      return "drain";
+    case CloseReason::local:
+      return "local";
   }
   return "unknown";
 }
@@ -35,7 +46,8 @@ const char* to_string(IdleKind kind) noexcept {
 
 namespace {
 void require_non_negative(Duration d, const char* what) {
-  if (d.count() < 0) throw std::invalid_argument(std::string(what) + " must not be negative (0 = off)");
+  if (d.count() < 0)
+    throw std::invalid_argument(std::string(what) + " must not be negative (0 = off)");
 }
 }  // namespace
 
@@ -53,8 +65,9 @@ void WritePolicy::validate() const {
                                 ") must not exceed high_watermark (" +
                                 std::to_string(high_watermark) + ")");
   if (max_queued_bytes != 0 && max_queued_bytes < high_watermark)
-    throw std::invalid_argument("write policy: max_queued_bytes must be 0 (no cap) or at least "
-                                "high_watermark, or writability callbacks could never fire");
+    throw std::invalid_argument(
+        "write policy: max_queued_bytes must be 0 (no cap) or at least "
+        "high_watermark, or writability callbacks could never fire");
   require_non_negative(stall_timeout, "write policy: stall_timeout");
   if (min_write_rate > 0 && rate_window.count() <= 0)
     throw std::invalid_argument("write policy: min_write_rate needs a positive rate_window");
@@ -74,7 +87,8 @@ void NetStats::merge(const NetStats& o) noexcept {
   fd_exhausted += o.fd_exhausted;
   accept_pauses += o.accept_pauses;
   connect_failures += o.connect_failures;
-  for (std::size_t i = 0; i < closed_by_reason.size(); ++i) closed_by_reason[i] += o.closed_by_reason[i];
+  for (std::size_t i = 0; i < closed_by_reason.size(); ++i)
+    closed_by_reason[i] += o.closed_by_reason[i];
   for (std::size_t i = 0; i < idle_events.size(); ++i) idle_events[i] += o.idle_events[i];
   bytes_read += o.bytes_read;
   bytes_written += o.bytes_written;

@@ -94,7 +94,8 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
   // Forks child `i`; in the child, never returns.
   auto spawn = [&](unsigned i) {
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "prefork: pipe");
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+      throw std::system_error(errno, std::generic_category(), "prefork: pipe");
     const pid_t pid = ::fork();
     if (pid < 0) throw std::system_error(errno, std::generic_category(), "prefork: fork");
     if (pid == 0) {
@@ -127,7 +128,8 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
   struct sigaction sa {};
   sa.sa_handler = forward_signal;
   sigemptyset(&sa.sa_mask);
-  struct sigaction old_term {}, old_int {};
+  struct sigaction old_term {
+  }, old_int{};
   sigaction(SIGTERM, &sa, &old_term);
   sigaction(SIGINT, &sa, &old_int);
 
@@ -182,8 +184,8 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
       if (c.ready && !shutting_down && !aborting && result.restarts < max_restarts) {
         // Died while serving: its connections are lost, but the port keeps
         // its full set of listeners. Its statistics are lost with it.
-        std::fprintf(stderr, "worker process %u (pid %d) ended with status %d; restarting it\n", index,
-                     static_cast<int>(c.pid), code);
+        std::fprintf(stderr, "worker process %u (pid %d) ended with status %d; restarting it\n",
+                     index, static_cast<int>(c.pid), code);
         ++result.restarts;
         spawn(index);
         children[index].ready = true;  // announced already; do not wait again

@@ -11,8 +11,8 @@
 namespace heartwheel::net::detail {
 
 inline std::uint64_t next_random() noexcept {
-  thread_local std::uint64_t state = uv_hrtime() ^ reinterpret_cast<std::uintptr_t>(&state) ^
-                                     0x9e3779b97f4a7c15ULL;
+  thread_local std::uint64_t state =
+      uv_hrtime() ^ reinterpret_cast<std::uintptr_t>(&state) ^ 0x9e3779b97f4a7c15ULL;
   state ^= state << 13;
   state ^= state >> 7;
   state ^= state << 17;
@@ -22,8 +22,8 @@ inline std::uint64_t next_random() noexcept {
 // Uniform in [0, max] (max >= 0).
 inline Duration random_up_to(Duration max) noexcept {
   if (max.count() <= 0) return Duration{0};
-  return Duration{static_cast<Duration::rep>(next_random() %
-                                             (static_cast<std::uint64_t>(max.count()) + 1))};
+  return Duration{
+      static_cast<Duration::rep>(next_random() % (static_cast<std::uint64_t>(max.count()) + 1))};
 }
 
 }  // namespace heartwheel::net::detail

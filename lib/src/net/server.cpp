@@ -16,9 +16,11 @@ struct Server::Listener {
 
 void ServerOptions::validate() const {
   if (port < 0 || port > 65535)
-    throw std::invalid_argument("server options: port " + std::to_string(port) + " is out of range 0..65535");
+    throw std::invalid_argument("server options: port " + std::to_string(port) +
+                                " is out of range 0..65535");
   if (backlog <= 0) throw std::invalid_argument("server options: backlog must be positive");
-  if (accept_pause.count() < 0) throw std::invalid_argument("server options: accept_pause must not be negative");
+  if (accept_pause.count() < 0)
+    throw std::invalid_argument("server options: accept_pause must not be negative");
   sockaddr_storage ss;
   if (to_sockaddr({host, port}, ss))
     throw std::invalid_argument("server options: host '" + host +
@@ -34,7 +36,8 @@ Server::Server(LoopWheel& wheel, Handler& handler, ServerOptions options)
 namespace {
 void close_timer(uv_timer_t*& timer) {
   if (!timer) return;
-  uv_close(reinterpret_cast<uv_handle_t*>(timer), [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+  uv_close(reinterpret_cast<uv_handle_t*>(timer),
+           [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
   timer = nullptr;
 }
 }  // namespace
@@ -79,7 +82,9 @@ std::error_code Server::listen() {
   } else {
     rc = uv_tcp_bind(&listener_->tcp, addr, 0);
   }
-  if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_->tcp), options_.backlog, &on_connection);
+  if (rc == 0)
+    rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_->tcp), options_.backlog,
+                   &on_connection);
   if (rc < 0) {
     close_listener();
     return uv_error(rc);
@@ -162,7 +167,8 @@ void Server::reject_one() noexcept {
   }
   ++stats_.accepted;
   ++stats_.closed_by_reason[static_cast<std::size_t>(CloseReason::limit)];
-  if (uv_accept(reinterpret_cast<uv_stream_t*>(&listener_->tcp), reinterpret_cast<uv_stream_t*>(t)) == 0 &&
+  if (uv_accept(reinterpret_cast<uv_stream_t*>(&listener_->tcp),
+                reinterpret_cast<uv_stream_t*>(t)) == 0 &&
       uv_tcp_close_reset(t, free_handle) == 0)
     return;
   uv_close(reinterpret_cast<uv_handle_t*>(t), free_handle);

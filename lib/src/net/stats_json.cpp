@@ -31,27 +31,32 @@ std::string to_json(const LoopSnapshot& s) {
   const NetStats& n = s.net;
   o << "{\"connections_accepted\":" << n.accepted << ",\"connections_current\":" << n.current
     << ",\"connections_peak\":" << n.peak << ",\"connections_closed\":" << n.closed()
-    << ",\"accept_errors\":" << n.accept_errors << ",\"fd_exhausted\":" << n.fd_exhausted << ",\"accept_pauses\":" << n.accept_pauses
-    << ",\"connect_failures\":" << n.connect_failures << ",\"closed_by_reason\":{";
+    << ",\"accept_errors\":" << n.accept_errors << ",\"fd_exhausted\":" << n.fd_exhausted
+    << ",\"accept_pauses\":" << n.accept_pauses << ",\"connect_failures\":" << n.connect_failures
+    << ",\"closed_by_reason\":{";
   for (std::size_t i = 0; i < kCloseReasonCount; ++i) {
-    o << (i ? "," : "") << '"' << to_string(static_cast<CloseReason>(i)) << "\":" << n.closed_by_reason[i];
+    o << (i ? "," : "") << '"' << to_string(static_cast<CloseReason>(i))
+      << "\":" << n.closed_by_reason[i];
   }
   o << "},\"idle_events\":{";
   for (std::size_t i = 0; i < kIdleKindCount; ++i) {
     o << (i ? "," : "") << '"' << to_string(static_cast<IdleKind>(i)) << "\":" << n.idle_events[i];
   }
   o << "},\"bytes_read\":" << n.bytes_read << ",\"bytes_written\":" << n.bytes_written
-    << ",\"bytes_dropped\":" << n.bytes_dropped << ",\"handler_exceptions\":" << n.handler_exceptions
+    << ",\"bytes_dropped\":" << n.bytes_dropped
+    << ",\"handler_exceptions\":" << n.handler_exceptions
     << ",\"unwritable_events\":" << n.unwritable_events << ",\"read_pauses\":" << n.read_pauses
-    << ",\"connection_timers\":{\"fires\":" << n.timer_fires << ",\"lateness_ms\":{\"max\":"
-    << ms(n.timer_lateness_max) << ",\"mean\":"
-    << (n.timer_fires ? ms(n.timer_lateness_total) / static_cast<double>(n.timer_fires) : 0.0) << "}}"
+    << ",\"connection_timers\":{\"fires\":" << n.timer_fires
+    << ",\"lateness_ms\":{\"max\":" << ms(n.timer_lateness_max) << ",\"mean\":"
+    << (n.timer_fires ? ms(n.timer_lateness_total) / static_cast<double>(n.timer_fires) : 0.0)
+    << "}}"
     << ",\"loops\":" << s.loops << ",\"wheel\":{\"entries\":" << s.wheel_entries
     << ",\"scheduled\":" << s.wheel.scheduled << ",\"relinked\":" << s.wheel.relinked
     << ",\"cancelled\":" << s.wheel.cancelled << ",\"fired\":" << s.wheel.fired
     << ",\"cascaded\":" << s.wheel.cascaded << ",\"budget_exhausted\":" << s.budget_exhausted
     << "},\"expiry_lateness_ms\":{\"max\":" << ms(s.wheel.max_lateness) << ",\"mean\":"
-    << (s.wheel.fired ? ms(s.wheel.total_lateness) / static_cast<double>(s.wheel.fired) : 0.0) << "}}";
+    << (s.wheel.fired ? ms(s.wheel.total_lateness) / static_cast<double>(s.wheel.fired) : 0.0)
+    << "}}";
   return o.str();
 }
 

@@ -79,6 +79,8 @@ Workers::~Workers() {
 
 void Workers::start() {
   if (!workers_.empty()) throw std::logic_error("workers: start() called twice");
+  std::promise<void> go_promise;
+  std::shared_future<void> go = go_promise.get_future().share();
   for (unsigned i = 0; i < options_.threads; ++i) {
     auto w = std::make_unique<Worker>();
     w->index = i;
@@ -86,10 +88,11 @@ void Workers::start() {
     if (i > 0) so.port = port_;
     auto future = w->started.get_future();
     Worker* wp = w.get();
-    w->thread = std::thread([this, wp, so] {
+    w->thread = std::thread([this, wp, so, go] {
       uv_loop_t loop;
       if (const int rc = uv_loop_init(&loop); rc < 0) {
-        wp->started.set_exception(std::make_exception_ptr(std::system_error(uv_error(rc), "uv_loop_init")));
+        wp->started.set_exception(
+            std::make_exception_ptr(std::system_error(uv_error(rc), "uv_loop_init")));
         wp->done = true;
         return;
       }
@@ -139,19 +142,26 @@ void Workers::start() {
             std::lock_guard lock(wp->mu);
             wp->published = snap;
           };
-          uv_async_init(&loop, &ctx.async, [](uv_async_t* a) { static_cast<LoopContext*>(a->data)->on_command(); });
+          uv_async_init(&loop, &ctx.async,
+                        [](uv_async_t* a) { static_cast<LoopContext*>(a->data)->on_command(); });
           ctx.async.data = &ctx;
           uv_timer_init(&loop, &ctx.publish);
           ctx.publish.data = &ctx;
-          const auto every = std::max<std::uint64_t>(1, to_uv_millis_ceil(options_.publish_interval));
-          uv_timer_start(&ctx.publish, [](uv_timer_t* t) { static_cast<LoopContext*>(t->data)->on_publish(); },
-                         every, every);
+          const auto every =
+              std::max<std::uint64_t>(1, to_uv_millis_ceil(options_.publish_interval));
+          uv_timer_start(
+              &ctx.publish, [](uv_timer_t* t) { static_cast<LoopContext*>(t->data)->on_publish(); },
+              every, every);
           uv_unref(reinterpret_cast<uv_handle_t*>(&ctx.publish));
           {
             std::lock_guard lock(wp->mu);
             wp->async = &ctx.async;
           }
           wp->started.set_value(server->port());
+          // Accept nothing until every worker has its loop: with a low
+          // descriptor limit, early connections could starve a later
+          // worker's setup. The kernel queues them meanwhile.
+          go.wait();
           ctx.on_command();  // a command sent before the async existed
           uv_run(&loop, UV_RUN_DEFAULT);
           ctx.on_publish();
@@ -169,11 +179,13 @@ void Workers::start() {
       const int port = future.get();
       if (i == 0) port_ = port;
     } catch (...) {
+      go_promise.set_value();
       stop();
       join();
       throw;
     }
   }
+  go_promise.set_value();
 }
 
 void Workers::drain(Duration timeout) {

@@ -64,8 +64,8 @@ struct ConnectionOptions {
 
 // Per-connection heartbeat bookkeeping (see heartbeat.h).
 struct HeartbeatState {
-  TimePoint ping_sent_at{};       // when the outstanding ping was sent
-  Duration last_rtt{-1};          // negative: not measured yet
+  TimePoint ping_sent_at{};  // when the outstanding ping was sent
+  Duration last_rtt{-1};     // negative: not measured yet
   std::uint32_t pings_sent = 0;
   bool awaiting_pong = false;
 };
@@ -220,17 +220,17 @@ class Connection final : private IdleTimer {
   std::uint64_t bytes_read_ = 0;
   std::uint64_t bytes_written_ = 0;  // completed writes
   std::uint64_t bytes_dropped_ = 0;
-  std::unique_ptr<WriteQueue> wq_;           // only while bytes are queued
-  std::unique_ptr<IdlePolicy> own_policy_;   // only when overridden
+  std::unique_ptr<WriteQueue> wq_;          // only while bytes are queued
+  std::unique_ptr<IdlePolicy> own_policy_;  // only when overridden
   HeartbeatState heartbeat_;
   int error_ = 0;  // heartwheel_category() value: every error here is a uv code or errc
   CloseReason reason_ = CloseReason::local;
   // One byte of flags: with them, sizeof(Connection) is 504 and a
   // connection fits malloc's 512-byte size class.
   bool writable_ : 1 = true;
-  bool reading_ : 1 = false;          // uv_read_start is active
+  bool reading_ : 1 = false;  // uv_read_start is active
   bool user_paused_ : 1 = false;
-  bool policy_paused_ : 1 = false;    // slow-reader pause
+  bool policy_paused_ : 1 = false;  // slow-reader pause
   bool eof_ : 1 = false;
   bool closing_ : 1 = false;
   bool flush_then_close_ : 1 = false;

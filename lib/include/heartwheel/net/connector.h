@@ -12,7 +12,8 @@
 // server by read idle; the close (read_idle) then triggers a reconnect.
 //
 // Many Connectors (the load harness: thousands per loop) can share one
-// options object through the shared_ptr constructor.
+// options object and one NetStats through the shared_ptr constructor; then a
+// Connector is about 130 bytes plus its open Connection.
 //
 // Threads: the loop's thread only. Lifetime: destroy on the loop thread; an
 // open connection is closed without callbacks, an attempt in flight abandoned.
@@ -61,7 +62,10 @@ class Connector final : private detail::ConnectionHost {
  public:
   // Validates the options (throws std::invalid_argument). Does not connect yet.
   Connector(LoopWheel& wheel, Handler& handler, ConnectorOptions options);
-  Connector(LoopWheel& wheel, Handler& handler, std::shared_ptr<const ConnectorOptions> options);
+  // `shared_stats`, if given, receives this connector's counters (added to
+  // what is there) instead of a set of its own; it must outlive the connector.
+  Connector(LoopWheel& wheel, Handler& handler, std::shared_ptr<const ConnectorOptions> options,
+            NetStats* shared_stats = nullptr);
   ~Connector();
 
   Connector(const Connector&) = delete;
@@ -79,9 +83,10 @@ class Connector final : private detail::ConnectionHost {
   // Consecutive failed attempts since the last successful connect.
   unsigned failures() const noexcept { return failures_; }
   // Successful connects so far.
-  std::uint64_t connects() const noexcept { return stats_.accepted; }
+  std::uint64_t connects() const noexcept { return connects_; }
 
-  const NetStats& stats() const noexcept { return stats_; }
+  // This connector's counters, or the shared set it counts into.
+  const NetStats& stats() const noexcept { return *stats_; }
   const ConnectorOptions& options() const noexcept { return *options_; }
 
  private:
@@ -91,8 +96,10 @@ class Connector final : private detail::ConnectionHost {
     static void fire(TimerEntry& e);
     Connector* owner = nullptr;
   };
-  const ConnectionOptions& connection_options() const noexcept override { return options_->connection; }
-  NetStats& net_stats() noexcept override { return stats_; }
+  const ConnectionOptions& connection_options() const noexcept override {
+    return options_->connection;
+  }
+  NetStats& net_stats() noexcept override { return *stats_; }
   TimerService& timer_service() noexcept override { return wheel_; }
   uv_loop_t* host_loop() const noexcept override { return wheel_.loop(); }
   void connection_closed(Connection& conn) noexcept override;
@@ -107,11 +114,13 @@ class Connector final : private detail::ConnectionHost {
   LoopWheel& wheel_;
   Handler& handler_;
   std::shared_ptr<const ConnectorOptions> options_;
-  NetStats stats_;
-  RetryEntry timer_;       // backoff wait, or the connect timeout while attempting
+  std::unique_ptr<NetStats> own_stats_;  // null when counting into a shared set
+  NetStats* stats_;
+  RetryEntry timer_;  // backoff wait, or the connect timeout while attempting
   Attempt* attempt_ = nullptr;
   Connection* conn_ = nullptr;
   std::uint64_t next_id_ = 1;
+  std::uint32_t connects_ = 0;
   unsigned failures_ = 0;
   bool started_ = false;
   bool stopped_ = false;

@@ -44,7 +44,9 @@ class Handler {
   // A timer event (idle, request timeout, max age). Return keep to take it
   // over (e.g. send a ping); close (the default) closes the connection with
   // close_reason_for(event.kind).
-  virtual IdleAction on_idle(Connection& /*conn*/, IdleEvent /*event*/) { return IdleAction::close; }
+  virtual IdleAction on_idle(Connection& /*conn*/, IdleEvent /*event*/) {
+    return IdleAction::close;
+  }
 
   // Writability changed (see WritePolicy watermarks).
   virtual void on_writable(Connection& /*conn*/, bool /*writable*/) {}

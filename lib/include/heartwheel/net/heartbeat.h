@@ -28,9 +28,9 @@ namespace heartwheel::net {
 
 struct HeartbeatConfig {
   Duration interval = std::chrono::seconds(60);
-  unsigned miss_limit = 3;   // timeout = miss_limit x interval unless timeout is set
-  Duration timeout{0};       // 0 = miss_limit x interval; must be >= 2 x interval
-  double jitter = 0.2;       // first ping delayed by up to jitter x interval (0..1)
+  unsigned miss_limit = 3;  // timeout = miss_limit x interval unless timeout is set
+  Duration timeout{0};      // 0 = miss_limit x interval; must be >= 2 x interval
+  double jitter = 0.2;      // first ping delayed by up to jitter x interval (0..1)
   bool set_tcp_user_timeout = true;
 
   Duration effective_timeout() const noexcept {

@@ -31,7 +31,8 @@ class IdleTracker {
   // Starts tracking at `now` with `policy` (which must outlive the tracker or
   // be replaced with set_policy). The first idle deadlines are pushed back by
   // `jitter_offset` (>= 0).
-  void start(const IdlePolicy& policy, TimePoint now, Duration jitter_offset = Duration{0}) noexcept;
+  void start(const IdlePolicy& policy, TimePoint now,
+             Duration jitter_offset = Duration{0}) noexcept;
 
   // Replaces the policy; anchors and the request deadline are kept.
   void set_policy(const IdlePolicy& policy) noexcept { policy_ = &policy; }

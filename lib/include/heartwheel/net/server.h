@@ -101,7 +101,9 @@ class Server final : private detail::ConnectionHost {
 
  private:
   struct Listener;
-  const ConnectionOptions& connection_options() const noexcept override { return options_.connection; }
+  const ConnectionOptions& connection_options() const noexcept override {
+    return options_.connection;
+  }
   NetStats& net_stats() noexcept override { return stats_; }
   TimerService& timer_service() noexcept override { return wheel_; }
   uv_loop_t* host_loop() const noexcept override { return wheel_.loop(); }
@@ -123,7 +125,7 @@ class Server final : private detail::ConnectionHost {
   Handler& handler_;
   ServerOptions options_;
   ServerStats stats_;
-  Listener* listener_ = nullptr;   // heap: libuv needs it until its close callback
+  Listener* listener_ = nullptr;        // heap: libuv needs it until its close callback
   uv_timer_t* drain_timer_ = nullptr;   // heap, same reason
   uv_timer_t* resume_timer_ = nullptr;  // heap, same reason
   Connection* head_ = nullptr;

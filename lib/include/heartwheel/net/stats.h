@@ -19,18 +19,20 @@ namespace heartwheel::net {
 inline constexpr std::size_t kIdleKindCount = 5;
 
 struct NetStats {
-  std::uint64_t accepted = 0;        // server: accepted sockets (incl. closed for limit); client: connects
-  std::uint64_t current = 0;         // open connections now
-  std::uint64_t peak = 0;            // most open at once (merged: sum of the parts' peaks)
-  std::uint64_t accept_errors = 0;   // failed accepts, of which:
-  std::uint64_t fd_exhausted = 0;    //   EMFILE / ENFILE that libuv reported (its reserve-fd trick sheds the rest silently)
-  std::uint64_t accept_pauses = 0;   // times accepting stopped for ServerOptions::accept_pause
+  std::uint64_t accepted =
+      0;                      // server: accepted sockets (incl. closed for limit); client: connects
+  std::uint64_t current = 0;  // open connections now
+  std::uint64_t peak = 0;     // most open at once (merged: sum of the parts' peaks)
+  std::uint64_t accept_errors = 0;  // failed accepts, of which:
+  std::uint64_t fd_exhausted =
+      0;  //   EMFILE / ENFILE that libuv reported (its reserve-fd trick sheds the rest silently)
+  std::uint64_t accept_pauses = 0;     // times accepting stopped for ServerOptions::accept_pause
   std::uint64_t connect_failures = 0;  // client: failed connect attempts
   std::array<std::uint64_t, kCloseReasonCount> closed_by_reason{};
   std::array<std::uint64_t, kIdleKindCount> idle_events{};  // delivered to handlers, by IdleKind
   std::uint64_t bytes_read = 0;
   std::uint64_t bytes_written = 0;
-  std::uint64_t bytes_dropped = 0;   // refused by the queue cap or queued at close
+  std::uint64_t bytes_dropped = 0;  // refused by the queue cap or queued at close
   std::uint64_t handler_exceptions = 0;
   std::uint64_t unwritable_events = 0;  // high-watermark crossings
   std::uint64_t read_pauses = 0;        // slow-reader pauses

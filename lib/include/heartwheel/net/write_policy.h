@@ -31,8 +31,8 @@ namespace heartwheel::net {
 enum class SlowReaderPolicy : std::uint8_t { pause_reading, close };
 
 struct WritePolicy {
-  std::size_t high_watermark = std::size_t{1} << 20;    // 1 MiB
-  std::size_t low_watermark = std::size_t{256} << 10;   // 256 KiB
+  std::size_t high_watermark = std::size_t{1} << 20;     // 1 MiB
+  std::size_t low_watermark = std::size_t{256} << 10;    // 256 KiB
   std::size_t max_queued_bytes = std::size_t{64} << 20;  // hard cap; 0 = none
   SlowReaderPolicy slow_reader = SlowReaderPolicy::pause_reading;
   Duration stall_timeout = std::chrono::seconds(30);
