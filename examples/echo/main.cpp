@@ -106,6 +106,15 @@ net::LoopSnapshot serve(const Setup& setup, const std::function<void(int)>& on_r
     auto* c = static_cast<Control*>(h->data);
     if (++c->signals == 1) {
       c->workers->drain(c->setup->drain_timeout);
+      // Worker loops end only after a drain or stop, so only now is there
+      // anything to notice: polling from the start cost every process 50
+      // empty wake-ups a second while serving (docs/BENCHMARKS.md, "Server
+      // CPU per message"). Polling, not a cross-thread callback, keeps the
+      // workers free of any hook into this loop.
+      uv_timer_start(&c->poll, [](uv_timer_t* t) {
+        auto* cc = static_cast<Control*>(t->data);
+        if (!cc->workers->running()) uv_stop(t->loop);
+      }, 0, 20);
     } else {
       c->workers->stop();  // a second signal: stop waiting
     }
@@ -124,14 +133,6 @@ net::LoopSnapshot serve(const Setup& setup, const std::function<void(int)>& on_r
   workers.start();
   on_ready(workers.port());
 
-  // Workers end on their own after a drain; notice it without a cross-thread callback.
-  uv_timer_start(
-      &ctl.poll,
-      [](uv_timer_t* t) {
-        auto* c = static_cast<Control*>(t->data);
-        if (!c->workers->running()) uv_stop(t->loop);
-      },
-      20, 20);
   if (setup.stats_interval.count() > 0) {
     const auto every = heartwheel::to_uv_millis_ceil(setup.stats_interval);
     uv_timer_start(

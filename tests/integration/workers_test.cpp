@@ -3,6 +3,8 @@
 #include <heartwheel/net/workers.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "net_test_support.h"
@@ -37,6 +39,20 @@ bool wait_closed(int fd) {
     if (n < 0) return errno == ECONNRESET;
   }
 }
+
+#ifdef HEARTWHEEL_ECHO_BIN
+// Times the threads of `pid` blocked and woke up again (voluntary context
+// switches): each is one epoll_wait that returned, with or without work.
+long wakeups(pid_t pid) {
+  long sum = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::ifstream in(task.path() / "status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) sum += std::stol(line.substr(24));
+  }
+  return sum;
+}
+#endif
 
 }  // namespace
 
@@ -120,6 +136,24 @@ TEST_CASE("heartwheel-echo with several processes shares one port and merges sta
                              "error", "limit", "write_stall", "drain"})
     CHECK(s.find(std::string("\"") + reason + "\"") != std::string::npos);
   for (int fd : fds) ::close(fd);
+}
+
+TEST_CASE("A quiet heartwheel-echo does not wake up to poll while it serves", "[net][workers][process]") {
+  // With one connection 45 s from its deadline the wheel sleeps; what is left
+  // is the statistics publish (every 500 ms) and the echo below: a handful of
+  // wake-ups in 2 s. The main thread used to poll every 20 ms for the end of
+  // a drain, 100 wake-ups in 2 s.
+  EchoProcess echo({"--read-idle", "45s", "--tick", "100ms"});
+  const int fd = connect_blocking(echo.port);
+  CHECK(echo_once(fd));
+  const long before = wakeups(echo.pid);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  CHECK(echo_once(fd));  // wakes the worker at least once: the count is live
+  const long woke = wakeups(echo.pid) - before;
+  CHECK(woke >= 1);
+  CHECK(woke <= 30);
+  ::close(fd);
+  CHECK(echo.stop(SIGTERM) == 0);  // the drain still ends the process
 }
 
 TEST_CASE("The prefork parent restarts a worker process that dies while serving",
