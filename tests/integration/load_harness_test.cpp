@@ -11,13 +11,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <csignal>
 
 #include "mini_echo_server.h"
-#include "subprocess.h"
+#include "process_support.h"
 
 using namespace std::chrono_literals;
 using heartwheel::test::MiniEchoServer;
-using heartwheel::test::Subprocess;
 
 namespace {
 
@@ -43,9 +44,8 @@ Run run_load(const std::string& args) {
   argv.insert(argv.begin(), HEARTWHEEL_LOAD_BIN);
   for (const char* a : {"--quiet", "--json"}) argv.push_back(a);
   argv.push_back(out);
-  Subprocess load;
-  load.start(argv, false);
-  const auto status = load.wait(60s);
+  hwproc::Child load(argv);
+  const auto status = load.wait_exit(60s);
   REQUIRE(status.has_value());
   std::ifstream in(out);
   REQUIRE(in.good());
@@ -151,19 +151,18 @@ TEST_CASE("SIGINT stops a long run early with a complete report and no stray pro
   MiniEchoServer server(30s);
   const std::string out =
       "/tmp/heartwheel-load-test-" + std::to_string(::getpid()) + "-sigint.json";
-  Subprocess load;
   auto argv = words(target(server) +
                     "--connections 100 --processes 2 --message-interval 100ms "
                     "--duration 5m --quiet --json " +
                     out);
   argv.insert(argv.begin(), HEARTWHEEL_LOAD_BIN);
-  load.start(argv, false);
+  hwproc::Child load(argv);
   // Wait until every connection is up, then interrupt.
   for (int i = 0; i < 200 && server.accepted() < 100; ++i) std::this_thread::sleep_for(25ms);
   REQUIRE(server.accepted() == 100);
   std::this_thread::sleep_for(500ms);
   load.signal(SIGINT);
-  const auto status = load.wait(20s);
+  const auto status = load.wait_exit(20s);
   REQUIRE(status.has_value());
   CHECK(*status == 0);
   std::ifstream in(out);
@@ -191,11 +190,9 @@ TEST_CASE("A refused target is reported per errno, not as a crash", "[integratio
 
 TEST_CASE("Impossible sizes are refused with advice before anything starts",
           "[integration][load]") {
-  Subprocess load;
-  load.start({HEARTWHEEL_LOAD_BIN, "--target", "127.0.0.1:9", "--connections", "50000",
-              "--processes", "1", "--duration", "1s"},
-             false);
-  const auto status = load.wait(10s);
+  hwproc::Child load({HEARTWHEEL_LOAD_BIN, "--target", "127.0.0.1:9", "--connections", "50000",
+                      "--processes", "1", "--duration", "1s"});
+  const auto status = load.wait_exit(10s);
   REQUIRE(status.has_value());
   CHECK(*status == 2);
 }

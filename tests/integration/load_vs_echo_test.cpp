@@ -8,33 +8,24 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <string>
+#include <csignal>
 
-#include "subprocess.h"
+#include "process_support.h"
 
 using namespace std::chrono_literals;
-using heartwheel::test::Subprocess;
 
 TEST_CASE(
     "heartwheel-echo closes the harness's dead connections after read-idle and keeps the live ones",
     "[integration][load][echo]") {
-  Subprocess server;
-  server.start(
-      {HEARTWHEEL_ECHO_BIN, "--listen", "127.0.0.1:0", "--read-idle", "1s", "--tick", "10ms"},
-      true);
-  std::string target;
-  for (int i = 0; i < 20 && target.empty(); ++i) {
-    const auto line = server.read_line(10s);
-    REQUIRE(line.has_value());
-    std::smatch m;
-    if (std::regex_search(*line, m, std::regex(R"(listening on (\S+:\d+))"))) target = m[1];
-  }
-  REQUIRE(!target.empty());
+  hwproc::Child server(
+      {HEARTWHEEL_ECHO_BIN, "--listen", "127.0.0.1:0", "--read-idle", "1s", "--tick", "10ms"});
+  const int port = server.wait_listening(10s);
+  REQUIRE(port > 0);
+  const std::string target = "127.0.0.1:" + std::to_string(port);
 
   const std::string out = "/tmp/heartwheel-load-echo-" + std::to_string(::getpid()) + ".json";
-  Subprocess load;
-  load.start({HEARTWHEEL_LOAD_BIN,
+  hwproc::Child load({HEARTWHEEL_LOAD_BIN,
               "--target",
               target,
               "--connections",
@@ -55,11 +46,10 @@ TEST_CASE(
               "5s",
               "--quiet",
               "--json",
-              out},
-             false);
-  const auto status = load.wait(60s);
+              out});
+  const auto status = load.wait_exit(60s);
   server.signal(SIGTERM);
-  CHECK(server.wait(15s).has_value());
+  CHECK(server.wait_exit(15s).has_value());
   REQUIRE(status.has_value());
   std::ifstream in(out);
   REQUIRE(in.good());
