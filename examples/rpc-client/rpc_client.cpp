@@ -185,8 +185,8 @@ void RpcClient::send_ping(net::Connection& conn) {
   conn.write(rpc::encode_frame(rpc::FrameType::ping, ++ping_seq_, rpc::ping_payload(hr_now())));
 }
 
-net::IdleAction RpcClient::on_idle(net::Connection& conn, net::IdleEvent event) {
-  return heartbeat_ ? heartbeat_->on_idle(conn, event) : net::IdleAction::close;
+net::DeadlineAction RpcClient::on_deadline(net::Connection& conn, net::DeadlineEvent event) {
+  return heartbeat_ ? heartbeat_->on_deadline(conn, event) : net::DeadlineAction::close;
 }
 
 void RpcClient::on_close(net::Connection&, net::CloseReason, std::error_code) {

@@ -75,7 +75,7 @@ class RpcClient final : public net::Handler, private rpc::CallListener {
   // net::Handler
   void on_open(net::Connection& conn) override;
   void on_data(net::Connection& conn, std::string_view data) override;
-  net::IdleAction on_idle(net::Connection& conn, net::IdleEvent event) override;
+  net::DeadlineAction on_deadline(net::Connection& conn, net::DeadlineEvent event) override;
   void on_close(net::Connection& conn, net::CloseReason reason, std::error_code error) override;
   // rpc::CallListener
   void on_call_done(const rpc::CallCompletion& done) override;

@@ -159,9 +159,9 @@ void RpcService::send_ping(net::Connection& conn) {
   conn.write(rpc::encode_frame(rpc::FrameType::ping, ++s.ping_seq, rpc::ping_payload(hr_now())));
 }
 
-net::IdleAction RpcService::on_idle(net::Connection& conn, net::IdleEvent event) {
-  if (heartbeat_) return heartbeat_->on_idle(conn, event);
-  return net::IdleAction::close;
+net::DeadlineAction RpcService::on_deadline(net::Connection& conn, net::DeadlineEvent event) {
+  if (heartbeat_) return heartbeat_->on_deadline(conn, event);
+  return net::DeadlineAction::close;
 }
 
 void RpcService::on_close(net::Connection& conn, net::CloseReason, std::error_code) {

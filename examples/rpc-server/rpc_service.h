@@ -51,7 +51,7 @@ class RpcService final : public net::Handler {
 
   void on_open(net::Connection& conn) override;
   void on_data(net::Connection& conn, std::string_view data) override;
-  net::IdleAction on_idle(net::Connection& conn, net::IdleEvent event) override;
+  net::DeadlineAction on_deadline(net::Connection& conn, net::DeadlineEvent event) override;
   void on_close(net::Connection& conn, net::CloseReason reason, std::error_code error) override;
 
  private:

@@ -19,8 +19,8 @@ struct ClientRecorder : net::Handler {
     received.append(d);
     if (data_hook) data_hook(c, d);
   }
-  net::IdleAction on_idle(net::Connection& c, net::IdleEvent e) override {
-    return idle_hook ? idle_hook(c, e) : net::IdleAction::close;
+  net::DeadlineAction on_deadline(net::Connection& c, net::DeadlineEvent e) override {
+    return deadline_hook ? deadline_hook(c, e) : net::DeadlineAction::close;
   }
   void on_close(net::Connection&, CloseReason r, std::error_code) override {
     ++closed;
@@ -30,7 +30,7 @@ struct ClientRecorder : net::Handler {
   CloseReason last_reason = CloseReason::local;
   std::string received;
   std::function<void(net::Connection&, std::string_view)> data_hook;
-  std::function<net::IdleAction(net::Connection&, net::IdleEvent)> idle_hook;
+  std::function<net::DeadlineAction(net::Connection&, net::DeadlineEvent)> deadline_hook;
 };
 
 }  // namespace
@@ -120,7 +120,7 @@ TEST_CASE("Client heartbeats measure RTT, detect a dead server by read idle and 
   client_rec.data_hook = [&](net::Connection& c, std::string_view d) {
     if (d == "PONG") hb.on_pong(c);
   };
-  client_rec.idle_hook = [&](net::Connection& c, net::IdleEvent e) { return hb.on_idle(c, e); };
+  client_rec.deadline_hook = [&](net::Connection& c, net::DeadlineEvent e) { return hb.on_deadline(c, e); };
   net::Connector client(*t.wheel, client_rec, co);
   client.start();
   REQUIRE(t.run_until([&] {

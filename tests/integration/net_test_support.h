@@ -172,7 +172,7 @@ struct Recorder : net::Handler {
     Duration closed_at{};
     bool closed = false;
     net::CloseReason reason = net::CloseReason::local;
-    std::vector<net::IdleEvent> idle;
+    std::vector<net::DeadlineEvent> idle;
   };
   void on_open(net::Connection& c) override {
     auto& e = conns[c.id()];
@@ -189,9 +189,9 @@ struct Recorder : net::Handler {
       c.write(data);
     }
   }
-  net::IdleAction on_idle(net::Connection& c, net::IdleEvent ev) override {
+  net::DeadlineAction on_deadline(net::Connection& c, net::DeadlineEvent ev) override {
     conns[c.id()].idle.push_back(ev);
-    return idle_hook ? idle_hook(c, ev) : net::IdleAction::close;
+    return deadline_hook ? deadline_hook(c, ev) : net::DeadlineAction::close;
   }
   void on_close(net::Connection& c, net::CloseReason r, std::error_code) override {
     auto& e = conns[c.id()];
@@ -211,7 +211,7 @@ struct Recorder : net::Handler {
   bool echo = true;
   std::function<void(net::Connection&)> open_hook;
   std::function<void(net::Connection&, std::string_view)> data_hook;
-  std::function<net::IdleAction(net::Connection&, net::IdleEvent)> idle_hook;
+  std::function<net::DeadlineAction(net::Connection&, net::DeadlineEvent)> deadline_hook;
   std::function<void(net::Connection&, net::CloseReason)> close_hook;
 };
 

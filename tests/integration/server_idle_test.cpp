@@ -58,16 +58,16 @@ TEST_CASE("Silent clients close by read idle on time while chatty ones stay open
 TEST_CASE("Write idle repeats with first=false until a write, then starts over", "[net][idle]") {
   TestLoop t(5ms);
   Recorder rec;
-  rec.idle_hook = [](net::Connection&, net::IdleEvent) { return net::IdleAction::keep; };
+  rec.deadline_hook = [](net::Connection&, net::DeadlineEvent) { return net::DeadlineAction::keep; };
   net::Server server(*t.wheel, rec, options_with({.write_idle = 100ms}));
   REQUIRE_FALSE(server.listen());
   RawClient client(&t.loop, server.port());
   REQUIRE(t.run_until([&] { return server.connection_count() == 1; }));
   auto& events = rec.conns.begin()->second.idle;
   REQUIRE(t.run_until([&] { return events.size() >= 2; }));
-  CHECK(events[0].kind == net::IdleKind::write_idle);
+  CHECK(events[0].kind == net::Deadline::write_idle);
   CHECK(events[0].first);
-  CHECK(events[1].kind == net::IdleKind::write_idle);
+  CHECK(events[1].kind == net::Deadline::write_idle);
   CHECK_FALSE(events[1].first);
   client.send("x");  // echoed: a completed write
   REQUIRE(t.run_until([&] { return client.bytes_received == 1; }));
@@ -152,7 +152,7 @@ TEST_CASE("A request deadline fires request_timeout unless the request ends firs
   CHECK(slow.closed);
   CHECK_FALSE(fast.closed);
   CHECK(server.stats().closed(CloseReason::request_timeout) == 1);
-  CHECK(server.stats().idle_events[static_cast<std::size_t>(net::IdleKind::request_timeout)] == 1);
+  CHECK(server.stats().idle_events[static_cast<std::size_t>(net::Deadline::request_timeout)] == 1);
 }
 
 TEST_CASE("Eager refresh and the uv_timer baseline close silent peers like lazy refresh",

@@ -18,16 +18,16 @@ namespace {
 
 struct Events final : Handler {
   void on_data(Connection&, std::string_view) override {}
-  IdleAction on_idle(Connection&, IdleEvent e) override {
+  DeadlineAction on_deadline(Connection&, DeadlineEvent e) override {
     idle.push_back(e);
-    return keep ? IdleAction::keep : IdleAction::close;
+    return keep ? DeadlineAction::keep : DeadlineAction::close;
   }
   void on_writable(Connection&, bool w) override { writable.push_back(w); }
   void on_close(Connection& c, CloseReason r, std::error_code) override {
     reason = r;
     dropped = c.bytes_dropped();
   }
-  std::vector<IdleEvent> idle;
+  std::vector<DeadlineEvent> idle;
   std::vector<bool> writable;
   bool keep = true;
   CloseReason reason = CloseReason::local;
@@ -65,7 +65,7 @@ TEST_CASE("Write idle counts bytes the kernel took, not bytes queued", "[connect
   CHECK(events.idle.empty());
   host.timers.run_for(1ms);
   REQUIRE(events.idle.size() == 1);  // 1.6 s = the last completed write + 1 s
-  CHECK(events.idle[0].kind == IdleKind::write_idle);
+  CHECK(events.idle[0].kind == Deadline::write_idle);
   conn->close();
   uv_run(&host.loop, UV_RUN_DEFAULT);
   ::close(peer);

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <thread>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -117,4 +118,55 @@ TEST_CASE("Mass expiry is spread over loop iterations", "[loop_wheel]") {
 TEST_CASE("LoopWheel rejects a tick below one millisecond", "[loop_wheel]") {
   Loop l;
   CHECK_THROWS_AS(LoopWheel(&l.loop, {.tick = 100us}), std::invalid_argument);
+}
+
+TEST_CASE("now() is never older than real time after the loop stalled", "[loop][stall]") {
+  Loop l;
+  LoopWheel driver(&l.loop, {.tick = 1ms});
+  uv_timer_t t;
+  REQUIRE(uv_timer_init(&l.loop, &t) == 0);
+  struct Seen {
+    LoopWheel* driver;
+    Duration behind_cached{0};  // real - uv_now() inside the stalled callback
+    Duration behind_now{0};     // real - driver.now()
+  } seen{&driver};
+  t.data = &seen;
+  uv_timer_start(
+      &t,
+      [](uv_timer_t* h) {
+        auto* s = static_cast<Seen*>(h->data);
+        std::this_thread::sleep_for(300ms);  // the stall: uv_now() is not updated
+        const TimePoint real = hr_now();
+        s->behind_cached = real - heartwheel::from_uv_millis(uv_now(h->loop));
+        s->behind_now = real - s->driver->now();
+        uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr);
+      },
+      1, 0);
+  uv_run(&l.loop, UV_RUN_DEFAULT);
+  CHECK(seen.behind_cached >= 290ms);  // the loop's cached time is stale...
+  CHECK(seen.behind_now < 20ms);       // ...the time stamps use is not (coarse clock: <= a jiffy)
+}
+
+TEST_CASE("A callback that blocks the loop counts as a stall in the loop statistics",
+          "[loop][stall]") {
+  Loop l;
+  LoopWheel driver(&l.loop, {.tick = 1ms, .stall_threshold = 200ms});
+  Stamp keepalive;  // keeps the check phase running
+  driver.schedule(keepalive, 400ms);
+  uv_idle_t idle;
+  REQUIRE(uv_idle_init(&l.loop, &idle) == 0);
+  uv_idle_start(&idle, [](uv_idle_t* h) {
+    std::this_thread::sleep_for(300ms);
+    uv_close(reinterpret_cast<uv_handle_t*>(h), nullptr);
+  });
+  uv_run(&l.loop, UV_RUN_DEFAULT);
+  const auto& s = driver.loop_stats();
+  CHECK(s.stalls == 1);
+  CHECK(s.stall_max >= 290ms);
+  CHECK(s.stall_total == s.stall_max);
+  std::uint64_t in_buckets = 0;
+  for (auto n : s.lag_buckets) in_buckets += n;
+  CHECK(in_buckets == s.iterations);
+  CHECK(s.lag_buckets[9] >= 1);  // 300 ms lies in (256, 512] ms
+  CHECK(keepalive.count == 1);
 }

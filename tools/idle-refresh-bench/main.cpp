@@ -13,7 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include <heartwheel/duration_parse.h>
-#include <heartwheel/net/idle_timer.h>
+#include <heartwheel/net/deadline_timer.h>
 #include <heartwheel/virtual_clock.h>
 
 namespace net = heartwheel::net;
@@ -22,13 +22,13 @@ using namespace std::chrono_literals;
 
 namespace {
 
-class Conn final : public net::IdleTimer {
+class Conn final : public net::DeadlineTimer {
  public:
-  using IdleTimer::IdleTimer;
+  using DeadlineTimer::DeadlineTimer;
   std::uint64_t events = 0;
 
  private:
-  void on_idle_event(net::IdleEvent) override { ++events; }
+  void on_deadline_event(net::DeadlineEvent, heartwheel::TimePoint) override { ++events; }
 };
 
 struct Result {
@@ -44,7 +44,7 @@ Result run(net::RefreshMode mode, std::size_t connections, std::uint64_t io_even
   conns.reserve(connections);
   for (std::size_t i = 0; i < connections; ++i) {
     conns.push_back(std::make_unique<Conn>(timers));
-    conns.back()->start_idle(policy);
+    conns.back()->start_deadlines(policy);
   }
   std::mt19937_64 rng(seed);
   const auto steps = static_cast<std::uint64_t>(sim / 1ms);
@@ -81,7 +81,7 @@ Result run(net::RefreshMode mode, std::size_t connections, std::uint64_t io_even
   r.relinked = st.relinked;
   r.fired = st.fired;
   for (auto& c : conns) r.idle_events += c->events;
-  for (auto& c : conns) c->stop_idle();
+  for (auto& c : conns) c->stop_deadlines();
   return r;
 }
 

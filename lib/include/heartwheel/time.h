@@ -16,6 +16,20 @@ using Clock = std::chrono::steady_clock;
 using Duration = std::chrono::nanoseconds;
 using TimePoint = std::chrono::time_point<Clock, Duration>;
 
+// "Never": a deadline that is not set. Every deadline sum in the library goes
+// through deadline_after(), so a huge timeout (Duration::max() as "never")
+// saturates here instead of wrapping into the past.
+inline constexpr TimePoint kNever = TimePoint::max();
+
+// now + timeout, saturating at kNever. A timeout <= 0 means "off" and gives
+// kNever too: in every policy of the library a zero duration switches that
+// check off.
+constexpr TimePoint deadline_after(TimePoint now, Duration timeout) noexcept {
+  if (timeout.count() <= 0 || now == kNever) return kNever;
+  if (now.time_since_epoch().count() >= 0 && timeout >= kNever - now) return kNever;
+  return now + timeout;
+}
+
 // Converts libuv's loop time (uv_now(), milliseconds on CLOCK_MONOTONIC).
 inline TimePoint from_uv_millis(std::uint64_t ms) noexcept {
   return TimePoint(std::chrono::milliseconds(ms));

@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 
 #include <array>
+#include <cassert>
 
 #include <heartwheel/error.h>
 #include <heartwheel/net/address.h>
@@ -14,6 +15,12 @@
 #include "random.h"
 
 namespace heartwheel::net {
+
+// Exists only when a policy is overridden for this one connection.
+struct Connection::Overrides {
+  IdlePolicy idle;
+  WritePolicy write;
+};
 
 // Exists only while bytes are queued, so idle connections do not pay for
 // the 192-byte uv_write_t and two strings.
@@ -35,11 +42,24 @@ constexpr std::size_t kReadBufferSize = 64 * 1024;
 }  // namespace
 
 Connection::Connection(detail::ConnectionHost& host, Handler& handler, std::uint64_t id)
-    : IdleTimer(host.timer_service()), host_(&host), handler_(&handler), id_(id) {
+    : DeadlineTimer(host.timer_service()), host_(&host), handler_(&handler), id_(id) {
   tcp_.data = this;
 }
 
 Connection::~Connection() = default;
+
+NetStats& Connection::stats() noexcept {
+  // After abandon() the host may be gone while libuv still calls back (a
+  // write completing, the close): those counts go nowhere.
+  thread_local NetStats orphaned;
+  return host_ ? host_->net_stats() : orphaned;
+}
+
+const WritePolicy& Connection::write_policy() const noexcept {
+  if (own_) return own_->write;
+  static const WritePolicy defaults;
+  return host_ ? host_->connection_options().write : defaults;
+}
 
 int Connection::open() noexcept {
   tcp_.data = this;
@@ -53,7 +73,7 @@ int Connection::open() noexcept {
       return rc;
     }
   }
-  start_idle(o.idle, detail::random_up_to(o.idle.jitter));
+  start_deadlines(o.idle, detail::random_up_to(o.idle.jitter));
   reading_ = true;
   if (const int rc = uv_read_start(reinterpret_cast<uv_stream_t*>(&tcp_), &on_alloc, &on_read);
       rc < 0) {
@@ -83,7 +103,7 @@ bool Connection::guarded(F&& f) noexcept {
     f();
     return true;
   } catch (...) {
-    if (host_) ++host_->net_stats().handler_exceptions;
+    ++stats().handler_exceptions;
     close(CloseReason::error, make_error_code(errc::protocol_error));
     return false;
   }
@@ -105,16 +125,27 @@ std::string Connection::local_address() const {
 
 void Connection::set_idle_policy(const IdlePolicy& policy) {
   policy.validate();
-  if (own_policy_) {
-    *own_policy_ = policy;
-  } else {
-    own_policy_ = std::make_unique<IdlePolicy>(policy);
-  }
-  set_idle_policy_ref(*own_policy_);
+  if (!own_) own_ = std::make_unique<Overrides>(Overrides{policy, write_policy()});
+  own_->idle = policy;
+  set_idle_policy_ref(own_->idle);
+}
+
+void Connection::set_write_policy(const WritePolicy& policy) {
+  policy.validate();
+  if (!own_) own_ = std::make_unique<Overrides>(Overrides{idle_policy(), policy});
+  own_->write = policy;
+  set_idle_policy_ref(own_->idle);  // the idle policy now lives in own_ too
+  schedule_write_check();
+}
+
+void Connection::set_deadline(Deadline slot, TimePoint when) noexcept {
+  assert(slot >= Deadline::header_timeout && slot <= Deadline::close_timeout &&
+         "set_deadline takes protocol slots");
+  DeadlineTimer::set_deadline(slot, when);
 }
 
 void Connection::end_request() noexcept {
-  IdleTimer::end_request();
+  DeadlineTimer::end_request();
   if (host_) host_->request_ended(*this);
 }
 
@@ -130,9 +161,9 @@ void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf
   if (nread > 0) {
     const auto n = static_cast<std::size_t>(nread);
     c->bytes_read_ += n;
-    c->host_->net_stats().bytes_read += n;
-    // uv_now() here is the post-poll time: a loop that stalled still stamps
-    // this read with the time it was actually seen.
+    c->stats().bytes_read += n;
+    // Stamped with TimerService::now(), which under LoopWheel is never older
+    // than the read (the loop's cached time may be: a stalled loop).
     c->note_read();
     c->guarded([&] { c->handler_->on_data(*c, std::string_view(buf->base, n)); });
     return;
@@ -178,17 +209,21 @@ void Connection::update_reading() noexcept {
   reading_ = want;
 }
 
-// ---- idle events -----------------------------------------------------------
+// ---- deadline events --------------------------------------------------------
 
-void Connection::on_idle_event(IdleEvent event) {
-  ++host_->net_stats().idle_events[static_cast<std::size_t>(event.kind)];
-  IdleAction action = IdleAction::close;
-  if (!guarded([&] { action = handler_->on_idle(*this, event); })) return;
-  if (action == IdleAction::close && !closing_) close(close_reason_for(event.kind));
+void Connection::on_deadline_event(DeadlineEvent event, TimePoint now) {
+  if (event.kind == Deadline::write_stall) {
+    check_write_progress(now);
+    return;
+  }
+  ++stats().idle_events[static_cast<std::size_t>(event.kind)];
+  DeadlineAction action = DeadlineAction::close;
+  if (!guarded([&] { action = handler_->on_deadline(*this, event); })) return;
+  if (action == DeadlineAction::close && !closing_) close(close_reason_for(event.kind));
 }
 
 void Connection::on_timer_fired(Duration lateness) {
-  NetStats& s = host_->net_stats();
+  NetStats& s = stats();
   ++s.timer_fires;
   s.timer_lateness_total += lateness;
   if (lateness > s.timer_lateness_max) s.timer_lateness_max = lateness;
@@ -223,10 +258,10 @@ void Connection::finish_close(CloseReason reason, std::error_code error, bool rs
   reason_ = reason;
   error_ = error.value();
   if (const std::size_t queued = queued_bytes(); queued > 0) count_dropped(queued);
-  stop_idle();
+  stop_deadlines();
   if (reading_) uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
   reading_ = false;
-  if (host_) ++host_->net_stats().closed_by_reason[static_cast<std::size_t>(reason)];
+  ++stats().closed_by_reason[static_cast<std::size_t>(reason)];
   auto* handle = reinterpret_cast<uv_handle_t*>(&tcp_);
   if (rst && uv_tcp_close_reset(&tcp_, &on_closed) == 0) return;
   uv_close(handle, &on_closed);
@@ -236,7 +271,7 @@ void Connection::abandon() noexcept {
   host_ = nullptr;
   if (closing_) return;  // on_closed will delete it
   closing_ = true;
-  stop_idle();
+  stop_deadlines();
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), &on_closed);
 }
 
@@ -251,14 +286,14 @@ void Connection::on_closed(uv_handle_t* handle) {
         *c, c->reason_,
         c->error_ ? std::error_code(c->error_, heartwheel_category()) : std::error_code{});
   } catch (...) {
-    ++c->host_->net_stats().handler_exceptions;
+    ++c->stats().handler_exceptions;
   }
   c->host_->connection_closed(*c);  // deletes c
 }
 
 void Connection::count_dropped(std::size_t n) noexcept {
   bytes_dropped_ += n;
-  if (host_) host_->net_stats().bytes_dropped += n;
+  stats().bytes_dropped += n;
 }
 
 // ---- writing ---------------------------------------------------------------
@@ -287,7 +322,7 @@ std::error_code Connection::write_parts(const std::string_view* parts, std::size
     return make_error_code(errc::closed);
   }
   if (total == 0) return {};
-  const WritePolicy& wp = host_->connection_options().write;
+  const WritePolicy& wp = write_policy();
   if (wp.max_queued_bytes != 0 && queued_bytes() + total > wp.max_queued_bytes &&
       (wq_ || total > wp.max_queued_bytes)) {
     count_dropped(total);
@@ -309,7 +344,7 @@ std::error_code Connection::write_parts(const std::string_view* parts, std::size
     if (rc > 0) {
       done = static_cast<std::size_t>(rc);
       bytes_written_ += done;
-      host_->net_stats().bytes_written += done;
+      stats().bytes_written += done;
       note_write();
       if (done == total) return {};
     } else if (rc != UV_EAGAIN) {
@@ -336,10 +371,10 @@ std::error_code Connection::write_parts(const std::string_view* parts, std::size
   if (!wq_->writing) start_write();
   if (writable_ && !closing_ && queued_bytes() > wp.high_watermark) {
     writable_ = false;
-    ++host_->net_stats().unwritable_events;
+    ++stats().unwritable_events;
     if (wp.slow_reader == SlowReaderPolicy::pause_reading) {
       policy_paused_ = true;
-      ++host_->net_stats().read_pauses;
+      ++stats().read_pauses;
       update_reading();
     }
     guarded([&] { handler_->on_writable(*this, false); });
@@ -373,22 +408,22 @@ void Connection::on_write_done(uv_write_t* req, int status) {
   }
   q.writing = false;
   c->bytes_written_ += q.inflight.size();
-  c->host_->net_stats().bytes_written += q.inflight.size();
+  c->stats().bytes_written += q.inflight.size();
   q.inflight.clear();
-  if (c->closing_) return;
+  if (c->closing_ || !c->host_) return;
   c->note_write();
   q.last_progress = c->timers().now();
   if (!q.pending.empty()) {
     c->start_write();
   } else {
     c->wq_.reset();
-    c->set_check_at(IdleTracker::kNever);
+    c->DeadlineTimer::clear_deadline(Deadline::write_stall);
   }
   c->after_progress();
 }
 
 void Connection::after_progress() noexcept {
-  const WritePolicy& wp = host_->connection_options().write;
+  const WritePolicy& wp = write_policy();
   if (!writable_ && queued_bytes() <= wp.low_watermark) {
     writable_ = true;
     if (policy_paused_) {
@@ -402,17 +437,16 @@ void Connection::after_progress() noexcept {
 
 void Connection::schedule_write_check() noexcept {
   if (!wq_) return;
-  const WritePolicy& wp = host_->connection_options().write;
-  TimePoint at = IdleTracker::kNever;
-  if (wp.stall_timeout.count() > 0) at = wq_->last_progress + wp.stall_timeout;
-  if (wp.min_write_rate > 0) at = std::min(at, wq_->window_start + wp.rate_window);
-  set_check_at(at);
+  const WritePolicy& wp = write_policy();
+  TimePoint at = deadline_after(wq_->last_progress, wp.stall_timeout);
+  if (wp.min_write_rate > 0) at = std::min(at, deadline_after(wq_->window_start, wp.rate_window));
+  DeadlineTimer::set_deadline(Deadline::write_stall, at);
 }
 
-void Connection::on_check(TimePoint now) {
+void Connection::check_write_progress(TimePoint now) {
   if (!wq_ || closing_) return;
   WriteQueue& q = *wq_;
-  const WritePolicy& wp = host_->connection_options().write;
+  const WritePolicy& wp = write_policy();
   const std::uint64_t progress = bytes_written();
   if (progress > q.progress_mark) {
     // The kernel took part of a large write since the last look: that is

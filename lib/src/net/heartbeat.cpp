@@ -43,8 +43,8 @@ ConnectionOptions Heartbeat::connection_options(ConnectionOptions base) const no
   return base;
 }
 
-IdleAction Heartbeat::on_idle(Connection& conn, IdleEvent event) const {
-  if (event.kind != IdleKind::write_idle) return IdleAction::close;
+DeadlineAction Heartbeat::on_deadline(Connection& conn, DeadlineEvent event) const {
+  if (event.kind != Deadline::write_idle) return DeadlineAction::close;
   HeartbeatState& hb = conn.heartbeat();
   // A ping still unanswered keeps its send time, so the RTT of a late pong
   // is measured from the first ping rather than the latest.
@@ -52,7 +52,7 @@ IdleAction Heartbeat::on_idle(Connection& conn, IdleEvent event) const {
   hb.awaiting_pong = true;
   ++hb.pings_sent;
   send_ping_(conn);
-  return IdleAction::keep;
+  return DeadlineAction::keep;
 }
 
 void Heartbeat::on_pong(Connection& conn) const noexcept {

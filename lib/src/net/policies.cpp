@@ -1,6 +1,7 @@
 // Names, validation and merging for the net layer's plain value types.
 #include <heartwheel/net/close_reason.h>
 #include <heartwheel/net/connection.h>
+#include <heartwheel/net/deadline.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/idle_policy.h>
 #include <heartwheel/net/stats.h>
@@ -24,14 +25,38 @@ const char* to_string(CloseReason reason) noexcept {
       return "request_timeout";
     case CloseReason::max_age:
       return "max_age";
-    case CloseReason::peer_closed:
-      return "peer_closed";
-    case CloseReason::error:
-      return "error";
-    case CloseReason::limit:
-      return "limit";
+    case CloseReason::header_timeout:
+      return "header_timeout";
+    case CloseReason::body_timeout:
+      return "body_timeout";
+    case CloseReason::keepalive_timeout:
+      return "keepalive_timeout";
+    case CloseReason::pong_timeout:
+      return "pong_timeout";
+    case CloseReason::close_timeout:
+      return "close_timeout";
     case CloseReason::write_stall:
       return "write_stall";
+    case CloseReason::peer_closed:
+      return "peer_closed";
+    case CloseReason::protocol_close:
+      return "protocol_close";
+    case CloseReason::protocol_error:
+      return "protocol_error";
+    case CloseReason::error:
+      return "error";
+    case CloseReason::slow_consumer:
+      return "slow_consumer";
+    case CloseReason::limit:
+      return "limit";
+    case CloseReason::ip_limit:
+      return "ip_limit";
+    case CloseReason::overload:
+      return "overload";
+    case CloseReason::proxy_header_timeout:
+      return "proxy_header_timeout";
+    case CloseReason::proxy_header_invalid:
+      return "proxy_header_invalid";
     case CloseReason::drain:
       return "drain";
     case CloseReason::local:
@@ -40,8 +65,38 @@ const char* to_string(CloseReason reason) noexcept {
   return "unknown";
 }
 
-const char* to_string(IdleKind kind) noexcept {
-  return to_string(close_reason_for(kind));  // same spellings
+CloseReason close_reason_for(Deadline kind) noexcept {
+  switch (kind) {
+    case Deadline::read_idle:
+      return CloseReason::read_idle;
+    case Deadline::write_idle:
+      return CloseReason::write_idle;
+    case Deadline::all_idle:
+      return CloseReason::all_idle;
+    case Deadline::request_timeout:
+      return CloseReason::request_timeout;
+    case Deadline::max_age:
+      return CloseReason::max_age;
+    case Deadline::header_timeout:
+      return CloseReason::header_timeout;
+    case Deadline::body_timeout:
+      return CloseReason::body_timeout;
+    case Deadline::keepalive_timeout:
+      return CloseReason::keepalive_timeout;
+    case Deadline::ping:
+      return CloseReason::local;
+    case Deadline::pong_timeout:
+      return CloseReason::pong_timeout;
+    case Deadline::close_timeout:
+      return CloseReason::close_timeout;
+    case Deadline::write_stall:
+      return CloseReason::write_stall;
+  }
+  return CloseReason::local;
+}
+
+const char* to_string(Deadline kind) noexcept {
+  return kind == Deadline::ping ? "ping" : to_string(close_reason_for(kind));
 }
 
 namespace {
@@ -102,5 +157,9 @@ void NetStats::merge(const NetStats& o) noexcept {
 }
 
 void Handler::on_eof(Connection& conn) { conn.close_after_flush(CloseReason::peer_closed); }
+
+void Handler::on_drain(Connection& conn) {
+  if (!conn.in_request()) conn.close_after_flush(CloseReason::drain);
+}
 
 }  // namespace heartwheel::net

@@ -19,8 +19,12 @@ void ServerOptions::validate() const {
     throw std::invalid_argument("server options: port " + std::to_string(port) +
                                 " is out of range 0..65535");
   if (backlog <= 0) throw std::invalid_argument("server options: backlog must be positive");
-  if (accept_pause.count() < 0)
-    throw std::invalid_argument("server options: accept_pause must not be negative");
+  // 0 would leave libuv retrying an accept that fails with EMFILE forever
+  // (a spinning loop): the pause is what breaks that cycle.
+  if (accept_pause < std::chrono::milliseconds(1))
+    throw std::invalid_argument(
+        "server options: accept_pause must be at least 1ms (it stops the accept loop from "
+        "spinning when descriptors run out)");
   sockaddr_storage ss;
   if (to_sockaddr({host, port}, ss))
     throw std::invalid_argument("server options: host '" + host +
@@ -34,6 +38,17 @@ Server::Server(LoopWheel& wheel, Handler& handler, ServerOptions options)
 }
 
 namespace {
+// A heap uv_timer_t with `data` set, or nullptr when libuv refuses it.
+uv_timer_t* new_timer(uv_loop_t* loop, void* data) {
+  auto* t = new uv_timer_t;
+  if (uv_timer_init(loop, t) < 0) {
+    delete t;
+    return nullptr;
+  }
+  t->data = data;
+  return t;
+}
+
 void close_timer(uv_timer_t*& timer) {
   if (!timer) return;
   uv_close(reinterpret_cast<uv_handle_t*>(timer),
@@ -91,7 +106,11 @@ std::error_code Server::listen() {
   }
   sockaddr_storage bound{};
   int len = sizeof bound;
-  uv_tcp_getsockname(&listener_->tcp, reinterpret_cast<sockaddr*>(&bound), &len);
+  rc = uv_tcp_getsockname(&listener_->tcp, reinterpret_cast<sockaddr*>(&bound), &len);
+  if (rc < 0) {
+    close_listener();
+    return uv_error(rc);
+  }
   port_ = port_of(reinterpret_cast<sockaddr*>(&bound));
   return {};
 }
@@ -175,13 +194,13 @@ void Server::reject_one() noexcept {
 }
 
 void Server::pause_accepting() noexcept {
-  if (!listener_ || options_.accept_pause.count() <= 0) return;
+  if (!listener_) return;
   close_listener();
   ++stats_.accept_pauses;
-  if (!resume_timer_) {
-    resume_timer_ = new uv_timer_t;
-    uv_timer_init(loop(), resume_timer_);
-    resume_timer_->data = this;
+  if (!resume_timer_ && !(resume_timer_ = new_timer(loop(), this))) {
+    // No timer, no way to resume: better no listener than a spinning one.
+    ++stats_.accept_errors;
+    return;
   }
   uv_timer_start(resume_timer_, &on_resume_timer, to_uv_millis_ceil(options_.accept_pause), 0);
 }
@@ -232,27 +251,40 @@ void Server::drain(Duration timeout, std::function<void()> on_drained) {
   stop_listening();
   for (Connection* c : snapshot(head_)) drain_connection(*c);
   if (count_ > 0) {
-    drain_timer_ = new uv_timer_t;
-    uv_timer_init(loop(), drain_timer_);
-    drain_timer_->data = this;
-    uv_timer_start(drain_timer_, &on_drain_timer, to_uv_millis_ceil(timeout), 0);
+    drain_timer_ = new_timer(loop(), this);
+    if (drain_timer_) {
+      uv_timer_start(drain_timer_, &on_drain_timer, to_uv_millis_ceil(timeout), 0);
+    } else {
+      // Without a timer the drain could wait forever: end it now.
+      on_drain_timer_fired();
+    }
   }
   check_drained();
 }
 
 void Server::drain_connection(Connection& conn) noexcept {
-  if (conn.closing() || conn.in_request()) return;  // in flight: request_ended() finishes it
-  conn.close_after_flush(CloseReason::drain);
+  if (conn.closing()) return;
+  // The handler decides how to finish (Handler::on_drain); by default a
+  // connection with a request in flight is left to request_ended().
+  try {
+    conn.handler().on_drain(conn);
+  } catch (...) {
+    ++stats_.handler_exceptions;
+    conn.close(CloseReason::drain);
+  }
 }
 
 void Server::request_ended(Connection& conn) noexcept {
-  if (draining_ && !drain_timed_out_) drain_connection(conn);
+  if (draining_ && !drain_timed_out_ && !conn.closing()) conn.close_after_flush(CloseReason::drain);
 }
 
 void Server::on_drain_timer(uv_timer_t* timer) {
-  auto* s = static_cast<Server*>(timer->data);
-  s->drain_timed_out_ = true;
-  for (Connection* c : snapshot(s->head_)) c->close(CloseReason::drain);
+  static_cast<Server*>(timer->data)->on_drain_timer_fired();
+}
+
+void Server::on_drain_timer_fired() {
+  drain_timed_out_ = true;
+  for (Connection* c : snapshot(head_)) c->close(CloseReason::drain);
 }
 
 void Server::check_drained() {

@@ -1,6 +1,6 @@
 // LoopSnapshot merging and its JSON form. Written by hand (the library has no
 // JSON dependency); the keys are the contract listed in lib/src/net/README.md.
-#include <heartwheel/net/idle_policy.h>
+#include <heartwheel/net/deadline.h>
 #include <heartwheel/net/stats.h>
 
 #include <algorithm>
@@ -18,7 +18,7 @@ void LoopSnapshot::merge(const LoopSnapshot& o) noexcept {
   wheel.max_lateness = std::max(wheel.max_lateness, o.wheel.max_lateness);
   wheel.total_lateness += o.wheel.total_lateness;
   wheel_entries += o.wheel_entries;
-  budget_exhausted += o.budget_exhausted;
+  loop.merge(o.loop);
   loops += o.loops;
 }
 
@@ -39,8 +39,10 @@ std::string to_json(const LoopSnapshot& s) {
       << "\":" << n.closed_by_reason[i];
   }
   o << "},\"idle_events\":{";
-  for (std::size_t i = 0; i < kIdleKindCount; ++i) {
-    o << (i ? "," : "") << '"' << to_string(static_cast<IdleKind>(i)) << "\":" << n.idle_events[i];
+  for (std::size_t i = 0; i < kDeadlineCount; ++i) {
+    const auto kind = static_cast<Deadline>(i);
+    if (kind == Deadline::write_stall) continue;  // handled inside net, never delivered
+    o << (i ? "," : "") << '"' << to_string(kind) << "\":" << n.idle_events[i];
   }
   o << "},\"bytes_read\":" << n.bytes_read << ",\"bytes_written\":" << n.bytes_written
     << ",\"bytes_dropped\":" << n.bytes_dropped
@@ -53,10 +55,15 @@ std::string to_json(const LoopSnapshot& s) {
     << ",\"loops\":" << s.loops << ",\"wheel\":{\"entries\":" << s.wheel_entries
     << ",\"scheduled\":" << s.wheel.scheduled << ",\"relinked\":" << s.wheel.relinked
     << ",\"cancelled\":" << s.wheel.cancelled << ",\"fired\":" << s.wheel.fired
-    << ",\"cascaded\":" << s.wheel.cascaded << ",\"budget_exhausted\":" << s.budget_exhausted
+    << ",\"cascaded\":" << s.wheel.cascaded << ",\"budget_exhausted\":" << s.loop.budget_exhausted
     << "},\"expiry_lateness_ms\":{\"max\":" << ms(s.wheel.max_lateness) << ",\"mean\":"
     << (s.wheel.fired ? ms(s.wheel.total_lateness) / static_cast<double>(s.wheel.fired) : 0.0)
-    << "}}";
+    << "},\"loop\":{\"iterations\":" << s.loop.iterations << ",\"stalls\":" << s.loop.stalls
+    << ",\"expiries_deferred\":" << s.loop.expiries_deferred
+    << ",\"stall_ms\":{\"total\":" << ms(s.loop.stall_total) << ",\"max\":" << ms(s.loop.stall_max)
+    << "},\"lag_ms\":{\"mean\":"
+    << (s.loop.iterations ? ms(s.loop.lag_total) / static_cast<double>(s.loop.iterations) : 0.0)
+    << "}}}";
   return o.str();
 }
 

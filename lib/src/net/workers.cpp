@@ -58,7 +58,7 @@ LoopSnapshot snapshot_of(Server& server, LoopWheel& wheel) {
   s.net = server.stats();
   s.wheel = wheel.wheel().stats();
   s.wheel_entries = wheel.wheel().size();
-  s.budget_exhausted = wheel.budget_exhausted();
+  s.loop = wheel.loop_stats();
   return s;
 }
 
@@ -111,8 +111,8 @@ void Workers::start() {
         } catch (...) {
           wp->started.set_exception(std::current_exception());
         }
+        LoopContext ctx{};
         if (ok) {
-          LoopContext ctx{};
           ctx.owner = this;
           ctx.wheel = wheel.get();
           ctx.server = server.get();
@@ -142,10 +142,19 @@ void Workers::start() {
             std::lock_guard lock(wp->mu);
             wp->published = snap;
           };
-          uv_async_init(&loop, &ctx.async,
-                        [](uv_async_t* a) { static_cast<LoopContext*>(a->data)->on_command(); });
+          int rc = uv_async_init(&loop, &ctx.async, [](uv_async_t* a) {
+            static_cast<LoopContext*>(a->data)->on_command();
+          });
           ctx.async.data = &ctx;
-          uv_timer_init(&loop, &ctx.publish);
+          if (rc == 0 && (rc = uv_timer_init(&loop, &ctx.publish)) < 0)
+            uv_close(reinterpret_cast<uv_handle_t*>(&ctx.async), nullptr);
+          if (rc < 0) {
+            wp->started.set_exception(std::make_exception_ptr(
+                std::system_error(uv_error(rc), "worker " + std::to_string(wp->index) + " setup")));
+            ok = false;
+          }
+        }
+        if (ok) {
           ctx.publish.data = &ctx;
           const auto every =
               std::max<std::uint64_t>(1, to_uv_millis_ceil(options_.publish_interval));

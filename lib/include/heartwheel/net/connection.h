@@ -1,16 +1,19 @@
 // heartwheel/net/connection.h - one TCP connection on a libuv loop, with its
-// idle timers, write queue and close reason.
+// deadline set, write queue and close reason.
 //
 // What it is
-//   A Connection owns a uv_tcp_t and ONE timer entry (through IdleTimer) that
-//   covers read idle, write idle, all idle, the request deadline, the maximum
-//   age and the write-stall checks. Reads go into the loop's shared read
+//   A Connection owns a uv_tcp_t and ONE timer entry (through DeadlineTimer)
+//   that covers every deadline of the connection and of the protocol on it:
+//   read/write/all idle, the request deadline, the maximum age, the write-stall
+//   checks and the protocol slots (header, body, keep-alive, ping, pong, close
+//   handshake; see deadline.h). Protocols set, move and clear slots; they own
+//   no wheel entries of their own. Reads go into the loop's shared read
 //   buffer (one per thread, never one per connection); writes go straight to
 //   the socket when it takes them (uv_try_write) and are queued otherwise, in
 //   a write queue allocated only while bytes are pending. An idle connection
-//   therefore costs sizeof(Connection) (504 bytes on 64-bit Linux, 248 of
-//   them the uv_tcp_t; checked in tests/unit/heartbeat_test.cpp) plus the
-//   kernel's socket.
+//   therefore costs sizeof(Connection) (checked in
+//   tests/unit/connection_test.cpp; 248 bytes of it are the uv_tcp_t) plus
+//   the kernel's socket.
 //
 // Ownership and lifetime
 //   Created by a Server (accepted) or a Connector (connected); never by the
@@ -34,9 +37,9 @@
 #include <uv.h>
 
 #include <heartwheel/net/close_reason.h>
+#include <heartwheel/net/deadline_timer.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/idle_policy.h>
-#include <heartwheel/net/idle_timer.h>
 #include <heartwheel/net/stats.h>
 #include <heartwheel/net/write_policy.h>
 
@@ -85,13 +88,15 @@ class ConnectionHost {
   virtual void connection_closed(Connection& conn) noexcept = 0;
   // A connection ended its request (Connection::end_request); drain uses it.
   virtual void request_ended(Connection& /*conn*/) noexcept {}
+  // True while the host drains (Server::drain).
+  virtual bool host_draining() const noexcept { return false; }
 
  protected:
   ~ConnectionHost() = default;
 };
 }  // namespace detail
 
-class Connection final : private IdleTimer {
+class Connection final : private DeadlineTimer {
  public:
   // Internal: made by Server/Connector. The caller then uv_accept()s or
   // uv_tcp_connect()s into handle() and calls open().
@@ -102,7 +107,7 @@ class Connection final : private IdleTimer {
   std::uint64_t id() const noexcept { return id_; }
   uv_tcp_t* handle() noexcept { return &tcp_; }
   uv_loop_t* loop() const noexcept { return tcp_.loop; }
-  TimerService& timers() const noexcept { return IdleTimer::timers(); }
+  TimerService& timers() const noexcept { return DeadlineTimer::timers(); }
   // "127.0.0.1:54321"; empty if the socket has no peer (closed).
   std::string peer_address() const;
   std::string local_address() const;
@@ -146,17 +151,37 @@ class Connection final : private IdleTimer {
   // timeout a request_timeout event fires if end_request has not come by
   // then. One request at a time: a new begin_request replaces the deadline.
   // Graceful drain closes a connection only when no request is in flight.
-  void begin_request(Duration timeout) noexcept { IdleTimer::begin_request(timeout); }
+  void begin_request(Duration timeout) noexcept { DeadlineTimer::begin_request(timeout); }
   void end_request() noexcept;
-  bool in_request() const noexcept { return IdleTimer::in_request(); }
+  bool in_request() const noexcept { return DeadlineTimer::in_request(); }
 
-  // ---- idle policy ----------------------------------------------------------
-  // The policy in force (the server's, unless overridden here).
-  const IdlePolicy& idle_policy() const noexcept { return IdleTimer::idle_policy(); }
-  // Overrides the server's policy for this connection only (copied).
-  // Throws std::invalid_argument for a negative duration.
+  // ---- protocol deadlines -----------------------------------------------------
+  // Sets a protocol slot (header_timeout .. close_timeout, see deadline.h):
+  // Handler::on_deadline gets {slot} once `when` passes; kNever clears it.
+  // O(1) and allocation-free: a store, plus one wheel operation only when the
+  // new deadline is earlier than the one the connection's entry is armed for.
+  // Setting a slot from its own on_deadline call is allowed.
+  // Preconditions: a protocol slot (request_timeout goes through
+  // begin_request; the idle slots follow the IdlePolicy; write_stall is the
+  // write path's).
+  void set_deadline(Deadline slot, TimePoint when) noexcept;
+  // The same, `timeout` from now (saturating; a timeout <= 0 clears it).
+  void set_timeout(Deadline slot, Duration timeout) noexcept {
+    set_deadline(slot, deadline_after(timers().now(), timeout));
+  }
+  void clear_deadline(Deadline slot) noexcept { set_deadline(slot, kNever); }
+  // When `slot` is due (kNever if clear or off); any slot.
+  TimePoint deadline(Deadline slot) const noexcept { return DeadlineTimer::deadline(slot); }
+
+  // ---- policies -------------------------------------------------------------
+  // The policies in force (the host's, unless overridden here).
+  const IdlePolicy& idle_policy() const noexcept { return DeadlineTimer::idle_policy(); }
+  const WritePolicy& write_policy() const noexcept;
+  // Override the host's policy for this connection only (copied).
+  // Throw std::invalid_argument from the policy's validate().
   void set_idle_policy(const IdlePolicy& policy);
-  // When the connection's timer fires next (IdleTracker::kNever if none).
+  void set_write_policy(const WritePolicy& policy);
+  // When the connection's timer fires next (kNever if none).
   TimePoint next_timer_deadline() const noexcept { return armed_for(); }
 
   // ---- closing --------------------------------------------------------------
@@ -176,7 +201,7 @@ class Connection final : private IdleTimer {
   std::uint64_t bytes_read() const noexcept { return bytes_read_; }
   std::uint64_t bytes_written() const noexcept;  // taken by the kernel
   std::uint64_t bytes_dropped() const noexcept { return bytes_dropped_; }
-  TimePoint opened_at() const noexcept { return tracker().opened_at(); }
+  TimePoint opened_at() const noexcept { return deadlines().opened_at(); }
   HeartbeatState& heartbeat() noexcept { return heartbeat_; }
   const HeartbeatState& heartbeat() const noexcept { return heartbeat_; }
 
@@ -192,11 +217,13 @@ class Connection final : private IdleTimer {
 
  private:
   struct WriteQueue;
+  struct Overrides;
   friend struct WriteQueue;
 
-  void on_idle_event(IdleEvent event) override;
-  void on_check(TimePoint now) override;
+  void on_deadline_event(DeadlineEvent event, TimePoint now) override;
+  void check_write_progress(TimePoint now);
   void on_timer_fired(Duration lateness) override;
+  NetStats& stats() noexcept;
   static void on_alloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buf);
   static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   static void on_write_done(uv_write_t* req, int status);
@@ -220,13 +247,12 @@ class Connection final : private IdleTimer {
   std::uint64_t bytes_read_ = 0;
   std::uint64_t bytes_written_ = 0;  // completed writes
   std::uint64_t bytes_dropped_ = 0;
-  std::unique_ptr<WriteQueue> wq_;          // only while bytes are queued
-  std::unique_ptr<IdlePolicy> own_policy_;  // only when overridden
+  std::unique_ptr<WriteQueue> wq_;   // only while bytes are queued
+  std::unique_ptr<Overrides> own_;   // only when a policy is overridden
   HeartbeatState heartbeat_;
   int error_ = 0;  // heartwheel_category() value: every error here is a uv code or errc
   CloseReason reason_ = CloseReason::local;
-  // One byte of flags: with them, sizeof(Connection) is 504 and a
-  // connection fits malloc's 512-byte size class.
+  // One byte of flags.
   bool writable_ : 1 = true;
   bool reading_ : 1 = false;  // uv_read_start is active
   bool user_paused_ : 1 = false;

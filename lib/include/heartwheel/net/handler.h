@@ -7,7 +7,8 @@
 // Connection::set_handler from on_open.
 //
 // Order of calls for one connection:
-//   on_open, then any of on_data / on_idle / on_writable / on_eof, then
+//   on_open, then any of on_data / on_deadline / on_writable / on_eof /
+//   on_drain, then
 //   exactly one on_close (also after a failed on_open). on_close runs after the
 //   socket is closed, on a later loop iteration than Connection::close(); the
 //   Connection is destroyed when on_close returns.
@@ -24,7 +25,7 @@
 #include <system_error>
 
 #include <heartwheel/net/close_reason.h>
-#include <heartwheel/net/idle_policy.h>
+#include <heartwheel/net/deadline.h>
 
 namespace heartwheel::net {
 
@@ -41,11 +42,12 @@ class Handler {
   // valid only during this call; copy what you keep.
   virtual void on_data(Connection& conn, std::string_view data) = 0;
 
-  // A timer event (idle, request timeout, max age). Return keep to take it
-  // over (e.g. send a ping); close (the default) closes the connection with
-  // close_reason_for(event.kind).
-  virtual IdleAction on_idle(Connection& /*conn*/, IdleEvent /*event*/) {
-    return IdleAction::close;
+  // A deadline slot passed (idle, request timeout, max age, or a protocol
+  // slot the handler set: header, body, keep-alive, ping, pong, close). Return
+  // keep to take it over (send a ping, answer 408, ...); close (the default)
+  // closes the connection with close_reason_for(event.kind).
+  virtual DeadlineAction on_deadline(Connection& /*conn*/, DeadlineEvent /*event*/) {
+    return DeadlineAction::close;
   }
 
   // Writability changed (see WritePolicy watermarks).
@@ -54,6 +56,14 @@ class Handler {
   // The peer half-closed (FIN). Default: flush what is queued, then close
   // with peer_closed. Override to keep writing; call close_after_flush when done.
   virtual void on_eof(Connection& conn);
+
+  // The server started draining (Server::drain). Default: close now after
+  // flushing (reason drain) unless a request is in flight
+  // (Connection::begin_request); such a connection closes when it ends its
+  // request. Protocols override it to finish politely: HTTP answers the
+  // request in flight with Connection: close, WebSocket sends a close frame.
+  // The drain timeout still closes whatever is left.
+  virtual void on_drain(Connection& conn);
 
   // The connection is closed. `error` is set for CloseReason::error.
   virtual void on_close(Connection& /*conn*/, CloseReason /*reason*/, std::error_code /*error*/) {}

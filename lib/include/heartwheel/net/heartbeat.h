@@ -56,10 +56,11 @@ class Heartbeat {
   // `base` with idle_policy(base.idle) and, if configured, tcp_user_timeout.
   ConnectionOptions connection_options(ConnectionOptions base = {}) const noexcept;
 
-  // Call from Handler::on_idle. write_idle: sends a ping, records the send
-  // time, returns keep. read_idle: returns close (the peer is dead). Other
-  // kinds: close (the default action), so a handler can forward everything.
-  IdleAction on_idle(Connection& conn, IdleEvent event) const;
+  // Call from Handler::on_deadline. write_idle: sends a ping, records the
+  // send time, returns keep. read_idle: returns close (the peer is dead).
+  // Other kinds: close (the default action), so a handler can forward
+  // everything.
+  DeadlineAction on_deadline(Connection& conn, DeadlineEvent event) const;
 
   // The protocol read a pong: records the round-trip time in conn.heartbeat().
   void on_pong(Connection& conn) const noexcept;

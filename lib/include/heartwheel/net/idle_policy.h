@@ -1,12 +1,14 @@
-// heartwheel/net/idle_policy.h - when a connection counts as idle, and what
-// an idle event is.
+// heartwheel/net/idle_policy.h - when a connection counts as idle.
 //
 // Semantics follow Netty's IdleStateHandler: a read-idle event fires when
 // nothing was read for `read_idle`; if the connection stays silent, the event
 // repeats every `read_idle` with first == false; any read re-arms it with
 // first == true. Write idle counts bytes that reached the socket (completed or
 // progressing writes), not bytes queued. All idle = neither read nor written.
-// A zero duration switches that check off.
+// A zero duration switches that check off; a huge one (Duration::max()) never
+// fires: every deadline is computed with deadline_after() (time.h), which
+// saturates at kNever instead of wrapping. The events are the deadline
+// slots read_idle, write_idle, all_idle and max_age (deadline.h).
 //
 // Refresh on I/O (RefreshMode):
 //   lazy  - I/O stores a timestamp only; the connection's single timer entry
@@ -20,7 +22,6 @@
 
 #include <cstdint>
 
-#include <heartwheel/net/close_reason.h>
 #include <heartwheel/time.h>
 
 namespace heartwheel::net {
@@ -45,31 +46,5 @@ struct IdlePolicy {
   // Throws std::invalid_argument naming the negative field.
   void validate() const;
 };
-
-// The kinds of timer event a connection reports to its Handler.
-enum class IdleKind : std::uint8_t {
-  read_idle,
-  write_idle,
-  all_idle,
-  request_timeout,  // the deadline of Connection::begin_request passed
-  max_age,
-};
-
-struct IdleEvent {
-  IdleKind kind;
-  bool first;  // first event of this kind since the last activity of this kind
-};
-
-// What the handler wants done about an idle event.
-enum class IdleAction : std::uint8_t {
-  close,  // close with close_reason_for(kind) (the default)
-  keep,   // the handler took it over (sent a ping, answered 408, ...)
-};
-
-inline CloseReason close_reason_for(IdleKind kind) noexcept {
-  return static_cast<CloseReason>(kind);  // the enums share their first five values
-}
-
-const char* to_string(IdleKind kind) noexcept;
 
 }  // namespace heartwheel::net

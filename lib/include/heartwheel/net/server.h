@@ -21,10 +21,13 @@
 //   counted, set max_connections below the descriptor limit.
 //
 // Draining
-//   drain(timeout): stop accepting; close at once every connection with no
-//   request in flight and nothing queued (reason drain); the others close when
-//   their request ends and their bytes are flushed, or at the timeout,
-//   whichever comes first. `on_drained` runs when the last one closed.
+//   drain(timeout): stop accepting; tell every connection's handler
+//   (Handler::on_drain). By default a connection with no request in flight
+//   closes at once after flushing (reason drain); the others close when their
+//   request ends and their bytes are flushed. Protocols override on_drain to
+//   finish politely (HTTP: Connection: close on the answer in flight;
+//   WebSocket: a close frame). The timeout closes whatever is left.
+//   `on_drained` runs when the last one closed.
 //
 // Threads: the loop's thread only (construct, call, destroy). One Server per
 //   loop is the normal setup; several work too (they share the wheel).
@@ -56,6 +59,7 @@ struct ServerOptions {
   bool reuse_port = false;
   std::size_t max_connections = 0;  // 0 = unlimited
   // How long to stop accepting after an EMFILE/ENFILE libuv could not shed.
+  // At least 1 ms (validate() rejects less: it is what stops the spin).
   Duration accept_pause = std::chrono::milliseconds(100);
   ConnectionOptions connection;
 
@@ -109,9 +113,11 @@ class Server final : private detail::ConnectionHost {
   uv_loop_t* host_loop() const noexcept override { return wheel_.loop(); }
   void connection_closed(Connection& conn) noexcept override;
   void request_ended(Connection& conn) noexcept override;
+  bool host_draining() const noexcept override { return draining_; }
 
   static void on_connection(uv_stream_t* listener, int status);
   static void on_drain_timer(uv_timer_t* timer);
+  void on_drain_timer_fired();
   static void on_resume_timer(uv_timer_t* timer);
   void pause_accepting() noexcept;
   void close_listener() noexcept;

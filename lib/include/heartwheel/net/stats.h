@@ -10,13 +10,13 @@
 #include <cstdint>
 #include <string>
 
+#include <heartwheel/loop_wheel.h>
 #include <heartwheel/net/close_reason.h>
+#include <heartwheel/net/deadline.h>
 #include <heartwheel/time.h>
 #include <heartwheel/timing_wheel.h>
 
 namespace heartwheel::net {
-
-inline constexpr std::size_t kIdleKindCount = 5;
 
 struct NetStats {
   std::uint64_t accepted =
@@ -29,7 +29,7 @@ struct NetStats {
   std::uint64_t accept_pauses = 0;     // times accepting stopped for ServerOptions::accept_pause
   std::uint64_t connect_failures = 0;  // client: failed connect attempts
   std::array<std::uint64_t, kCloseReasonCount> closed_by_reason{};
-  std::array<std::uint64_t, kIdleKindCount> idle_events{};  // delivered to handlers, by IdleKind
+  std::array<std::uint64_t, kDeadlineCount> idle_events{};  // deadline events delivered, by slot
   std::uint64_t bytes_read = 0;
   std::uint64_t bytes_written = 0;
   std::uint64_t bytes_dropped = 0;  // refused by the queue cap or queued at close
@@ -56,14 +56,15 @@ struct NetStats {
 
 using ServerStats = NetStats;
 
-// One loop's counters: its server(s) and its wheel. Plain data (trivially
-// copyable) so worker processes can hand it to their parent as bytes.
+// One loop's counters: its server(s), its wheel and the loop itself. Plain
+// data (trivially copyable) so worker processes can hand it to their parent
+// as bytes.
 struct LoopSnapshot {
   NetStats net;
   WheelStats wheel;
-  std::uint64_t wheel_entries = 0;     // entries armed now
-  std::uint64_t budget_exhausted = 0;  // iterations that hit max_fired_per_iteration
-  std::uint64_t loops = 1;             // how many loops were merged in
+  LoopWheel::LoopStats loop;       // iterations, lag histogram, stalls, budget
+  std::uint64_t wheel_entries = 0;  // entries armed now
+  std::uint64_t loops = 1;          // how many loops were merged in
 
   // Adds `other`; lateness keeps the worst maximum and sums the totals.
   void merge(const LoopSnapshot& other) noexcept;
@@ -71,7 +72,8 @@ struct LoopSnapshot {
 
 // The statistics as one JSON object (the schema is in lib/src/net/README.md):
 // connections_accepted, connections_current, closed_by_reason{...all reasons},
-// idle_events{...}, bytes_*, wheel{...}, expiry_lateness_ms{max, mean}.
+// idle_events{...}, bytes_*, wheel{...}, expiry_lateness_ms{max, mean},
+// loop{iterations, stalls, stall_ms{total, max}, lag_ms{mean}}.
 std::string to_json(const LoopSnapshot& snapshot);
 
 }  // namespace heartwheel::net

@@ -1,0 +1,116 @@
+// heartwheel/net/deadline_timer.h - a DeadlineSet bound to ONE timer entry.
+//
+// The base of Connection, usable alone (tests, custom transports). It keeps a
+// single 32-byte TimerEntry armed at the set's next deadline:
+//   - lazy refresh: note_read()/note_write() only store a timestamp, and a
+//     slot moved LATER or cleared only stores its deadline; when the entry
+//     fires, due slots are reported and the entry re-arms for what remains.
+//     A slot moved EARLIER than the armed time re-arms at once (one O(1)
+//     wheel operation, usually a store: see TimingWheel's postpone-in-place).
+//   - eager refresh: every change re-arms the entry at the exact new deadline.
+// Setting a slot therefore costs what a refresh costs.
+//
+// Time: stamps and relative timeouts read TimerService::now(); due slots are
+// judged at the time the wheel expires at (TimingWheel::now(): under
+// LoopWheel, the moment the loop's poll returned), so a connection whose bytes
+// wait unread in the kernel is never judged idle past the last poll. See
+// loop_wheel.h, "Stalls".
+//
+// Baseline backend: use_uv_timer() makes it arm one uv_timer_t of its own
+// instead of the wheel entry (libuv's timer heap, run BEFORE I/O polling).
+// Kept only to compare against; see examples/echo --timers uv.
+//
+// Threads: the TimerService's thread only.
+// Re-entrancy: on_deadline_event may call any method, including
+// stop_deadlines() and setting the slot that is firing; after
+// stop_deadlines() no further event of this round is delivered.
+#pragma once
+
+#include <heartwheel/net/deadline_set.h>
+#include <heartwheel/timer_entry.h>
+#include <heartwheel/timer_service.h>
+#include <uv.h>
+
+namespace heartwheel::net {
+
+class DeadlineTimer : private TimerEntry {
+ public:
+  explicit DeadlineTimer(TimerService& timers) noexcept : TimerEntry(&on_entry), timers_(&timers) {}
+  virtual ~DeadlineTimer();
+
+  DeadlineTimer(const DeadlineTimer&) = delete;
+  DeadlineTimer& operator=(const DeadlineTimer&) = delete;
+
+  // Starts tracking now with `policy` (kept by pointer: it must outlive this
+  // object or be replaced). First idle deadlines move later by `jitter_offset`.
+  void start_deadlines(const IdlePolicy& policy, Duration jitter_offset = Duration{0}) noexcept;
+  // Disarms for good; no more events. Idempotent.
+  void stop_deadlines() noexcept;
+  bool deadlines_stopped() const noexcept { return stopped_; }
+
+  // Replaces the policy (by pointer, as above) and re-arms.
+  void set_idle_policy_ref(const IdlePolicy& policy) noexcept;
+  const IdlePolicy& idle_policy() const noexcept { return set_.policy(); }
+
+  // Activity, stamped with timers().now(). The I/O hot path.
+  void note_read() noexcept {
+    set_.on_read(timers_->now());
+    if (set_.policy().refresh == RefreshMode::eager) rearm();
+  }
+  void note_write() noexcept {
+    set_.on_write(timers_->now());
+    if (set_.policy().refresh == RefreshMode::eager) rearm();
+  }
+
+  // Sets an absolute slot (DeadlineSet::is_absolute) to `when`; kNever clears.
+  void set_deadline(Deadline slot, TimePoint when) noexcept;
+  // The same, `timeout` from now (saturating; <= 0 clears the slot).
+  void set_timeout(Deadline slot, Duration timeout) noexcept {
+    set_deadline(slot, deadline_after(timers_->now(), timeout));
+  }
+  void clear_deadline(Deadline slot) noexcept { set_deadline(slot, kNever); }
+  TimePoint deadline(Deadline slot) const noexcept { return set_.at(slot); }
+
+  // Starts a request: a request_timeout event fires `timeout` from now unless
+  // end_request() comes first. A zero timeout marks a request in flight with
+  // no deadline (graceful drain waits for it). A second begin_request
+  // replaces the first.
+  void begin_request(Duration timeout) noexcept;
+  void end_request() noexcept;
+  bool in_request() const noexcept { return set_.in_request(); }
+
+  // Switches to the uv_timer_t baseline backend. Call before start_deadlines().
+  // Returns a libuv error code (0 on success).
+  int use_uv_timer(uv_loop_t* loop) noexcept;
+
+  TimerService& timers() const noexcept { return *timers_; }
+  const DeadlineSet& deadlines() const noexcept { return set_; }
+  // The time the timer is armed for (kNever if none).
+  TimePoint armed_for() const noexcept { return armed_for_; }
+
+ protected:
+  // One call per due slot, write_stall included, with the time the slot was
+  // judged due at. Runs on the timer's thread, from the wheel's expiry (check
+  // phase) or the baseline's uv_timer_t.
+  virtual void on_deadline_event(DeadlineEvent event, TimePoint now) = 0;
+  // The timer fired `lateness` after the deadline it was armed for (either
+  // backend), before any event of this round. For statistics.
+  virtual void on_timer_fired(Duration /*lateness*/) {}
+
+ private:
+  static void on_entry(TimerEntry& entry);
+  static void on_uv_timer(uv_timer_t* timer);
+  void fire(TimePoint now);
+  void rearm() noexcept;
+  void rearm_if_earlier() noexcept;
+  void arm(TimePoint due) noexcept;
+
+  TimerService* timers_;
+  DeadlineSet set_;
+  TimePoint armed_for_ = kNever;
+  uv_timer_t* uv_timer_ = nullptr;
+  bool stopped_ = false;
+  bool firing_ = false;
+};
+
+}  // namespace heartwheel::net

@@ -1,0 +1,392 @@
+// A connection's deadline set on a hand-driven clock: one timer entry covers
+// read, write, all idle, request deadlines, max age and the protocol slots,
+// with lazy or eager refresh.
+#include <heartwheel/net/deadline_timer.h>
+#include <heartwheel/virtual_clock.h>
+
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <vector>
+
+using namespace std::chrono_literals;
+using heartwheel::Duration;
+using heartwheel::ManualTimerService;
+using heartwheel::TimePoint;
+using namespace heartwheel::net;
+
+namespace {
+
+struct Fired {
+  DeadlineEvent event;
+  TimePoint at;
+};
+
+// A DeadlineTimer that records events and, unless told otherwise, keeps going.
+class Probe final : public DeadlineTimer {
+ public:
+  explicit Probe(ManualTimerService& timers) : DeadlineTimer(timers), timers_(timers) {}
+  ~Probe() override = default;
+  std::vector<Fired> fired;
+  std::vector<Duration> lateness;
+  bool stop_on_event = false;
+  std::function<void(Probe&, DeadlineEvent)> on_event;  // runs inside the expiry
+
+ private:
+  void on_timer_fired(Duration late) override { lateness.push_back(late); }
+  void on_deadline_event(DeadlineEvent e, TimePoint) override {
+    fired.push_back({e, timers_.now()});
+    if (stop_on_event) stop_deadlines();
+    if (on_event) on_event(*this, e);
+  }
+  ManualTimerService& timers_;
+};
+
+TimePoint at(Duration d) { return TimePoint{} + d; }
+
+}  // namespace
+
+TEST_CASE("Read idle fires once the timeout passed with nothing read", "[idle]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy policy{.read_idle = 100ms};
+  Probe p(timers);
+  p.start_deadlines(policy);
+  timers.run_for(99ms);
+  CHECK(p.fired.empty());
+  timers.run_for(1ms);
+  REQUIRE(p.fired.size() == 1);
+  CHECK(p.fired[0].event.kind == Deadline::read_idle);
+  CHECK(p.fired[0].event.first);
+  CHECK(p.fired[0].at == at(100ms));
+}
+
+TEST_CASE("Lazy refresh: reads only stamp time; the entry re-arms when it fires", "[idle]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy policy{.read_idle = 100ms, .refresh = RefreshMode::lazy};
+  Probe p(timers);
+  p.start_deadlines(policy);
+  const auto scheduled_before = timers.wheel().stats().scheduled;
+  timers.run_for(60ms);
+  p.note_read();  // at 60 ms: no reschedule
+  CHECK(timers.wheel().stats().scheduled == scheduled_before);
+  CHECK(p.armed_for() == at(100ms));
+  timers.run_for(40ms);  // the entry fires at 100 ms, finds the read, re-arms for 160 ms
+  CHECK(p.fired.empty());
+  CHECK(p.armed_for() == at(160ms));
+  timers.run_for(60ms);
+  REQUIRE(p.fired.size() == 1);
+  CHECK(p.fired[0].at == at(160ms));
+}
+
+TEST_CASE("Eager refresh moves the entry on every read and fires exactly once", "[idle]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy policy{.read_idle = 100ms, .refresh = RefreshMode::eager};
+  Probe p(timers);
+  p.start_deadlines(policy);
+  timers.run_for(60ms);
+  p.note_read();
+  CHECK(p.armed_for() == at(160ms));
+  timers.run_for(99ms);
+  CHECK(p.fired.empty());
+  timers.run_for(1ms);
+  REQUIRE(p.fired.size() == 1);
+  CHECK(p.fired[0].at == at(160ms));
+}
+
+TEST_CASE("Idle events repeat with first=false and restart after activity (Netty semantics)",
+          "[idle]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy policy{.write_idle = 50ms};
+  Probe p(timers);
+  p.start_deadlines(policy);
+  timers.run_for(150ms);
+  REQUIRE(p.fired.size() == 3);
+  CHECK(p.fired[0].event.first);
+  CHECK_FALSE(p.fired[1].event.first);
+  CHECK_FALSE(p.fired[2].event.first);
+  CHECK(p.fired[2].at == at(150ms));
+  p.note_write();
+  timers.run_for(50ms);
+  REQUIRE(p.fired.size() == 4);
+  CHECK(p.fired[3].event.first);
+}
+
+TEST_CASE("All idle needs both directions silent; reads do not reset write idle", "[idle]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy policy{.write_idle = 100ms, .all_idle = 100ms};
+  Probe p(timers);
+  p.start_deadlines(policy);
+  for (int i = 0; i < 4; ++i) {
+    timers.run_for(30ms);
+    p.note_read();
+  }
+  // 120 ms: write idle fired at 100 ms, all idle never (reads kept it alive).
+  REQUIRE(p.fired.size() == 1);
+  CHECK(p.fired[0].event.kind == Deadline::write_idle);
+  timers.run_for(100ms);
+  bool all_seen = false;
+  for (auto& f : p.fired) all_seen = all_seen || f.event.kind == Deadline::all_idle;
+  CHECK(all_seen);
+}
+
+TEST_CASE("A request deadline fires request_timeout; ending the request prevents it", "[idle]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy policy{.read_idle = 10s};
+  Probe p(timers);
+  p.start_deadlines(policy);
+  p.begin_request(50ms);  // earlier than the armed 10 s: re-armed at once
+  CHECK(p.armed_for() == at(50ms));
+  CHECK(p.in_request());
+  timers.run_for(50ms);
+  REQUIRE(p.fired.size() == 1);
+  CHECK(p.fired[0].event.kind == Deadline::request_timeout);
+  CHECK(p.in_request());  // the handler decides; the deadline is spent
+  p.end_request();
+  p.begin_request(50ms);
+  timers.run_for(20ms);
+  p.end_request();
+  timers.run_for(100ms);
+  CHECK(p.fired.size() == 1);
+  CHECK_FALSE(p.in_request());
+}
+
+TEST_CASE("Max age fires once, however busy the connection", "[idle]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy policy{.read_idle = 40ms, .max_age = 100ms};
+  Probe p(timers);
+  p.start_deadlines(policy);
+  for (int i = 0; i < 10; ++i) {
+    timers.run_for(20ms);
+    p.note_read();
+  }
+  REQUIRE(p.fired.size() == 1);
+  CHECK(p.fired[0].event.kind == Deadline::max_age);
+  CHECK(p.fired[0].at == at(100ms));
+}
+
+TEST_CASE("Jitter pushes first deadlines later, never earlier", "[idle]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy policy{.read_idle = 100ms};
+  std::vector<std::unique_ptr<Probe>> probes;
+  for (int i = 0; i < 50; ++i) {
+    probes.push_back(std::make_unique<Probe>(timers));
+    probes.back()->start_deadlines(policy, Duration(std::chrono::milliseconds(i)));
+  }
+  timers.run_for(200ms);
+  for (int i = 0; i < 50; ++i) {
+    REQUIRE(probes[i]->fired.size() >= 1);
+    CHECK(probes[i]->fired[0].at == at(100ms + std::chrono::milliseconds(i)));
+  }
+}
+
+TEST_CASE("Stopping from inside an event delivers nothing more", "[idle]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy policy{.read_idle = 50ms, .write_idle = 50ms, .all_idle = 50ms};
+  Probe p(timers);
+  p.stop_on_event = true;
+  p.start_deadlines(policy);
+  timers.run_for(500ms);
+  CHECK(p.fired.size() == 1);  // read, write and all were due together
+  CHECK(timers.wheel().empty());
+}
+
+TEST_CASE("A zero policy arms nothing", "[idle]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy off{};
+  Probe p(timers);
+  p.start_deadlines(off);
+  CHECK(timers.wheel().empty());
+  CHECK(p.armed_for() == heartwheel::kNever);
+  p.note_read();
+  p.note_write();
+  timers.run_for(1h);
+  CHECK(p.fired.empty());
+}
+
+TEST_CASE("The deadline set stays small", "[idle][memory]") {
+  CHECK(sizeof(DeadlineSet) <= 112);  // policy, open time, 3 anchors, 8 absolute slots, flags
+  CHECK(sizeof(DeadlineTimer) <=
+        184);  // vtable, entry, service, set, armed deadline, baseline timer, flags
+}
+
+TEST_CASE("Timer lateness is measured against the unrounded deadline", "[idle]") {
+  ManualTimerService timers(10ms);  // deadlines round up to the 10 ms tick
+  IdlePolicy policy{.read_idle = 15ms};
+  Probe p(timers);
+  p.start_deadlines(policy);
+  timers.run_for(15ms);
+  CHECK(p.fired.empty());  // never early, and the wheel has not reached 20 ms
+  timers.run_for(5ms);
+  REQUIRE(p.fired.size() == 1);
+  REQUIRE(p.lateness.size() == 1);
+  CHECK(p.lateness[0] == 5ms);  // at most one tick late, by design
+}
+
+// ---- protocol slots (issue: one deadline set per connection) ----------------
+
+TEST_CASE("A protocol slot fires once at its deadline and is then clear", "[idle][slots]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy off{};
+  Probe p(timers);
+  p.start_deadlines(off);
+  p.set_timeout(Deadline::header_timeout, 40ms);
+  CHECK(p.deadline(Deadline::header_timeout) == at(40ms));
+  CHECK(timers.wheel().size() == 1);  // one entry for the whole set
+  timers.run_for(39ms);
+  CHECK(p.fired.empty());
+  timers.run_for(1ms);
+  REQUIRE(p.fired.size() == 1);
+  CHECK(p.fired[0].event.kind == Deadline::header_timeout);
+  CHECK(p.fired[0].at == at(40ms));
+  CHECK(p.deadline(Deadline::header_timeout) == heartwheel::kNever);
+  timers.run_for(1h);
+  CHECK(p.fired.size() == 1);
+  CHECK(timers.wheel().empty());
+}
+
+TEST_CASE("Moving a slot earlier re-arms at once; later only stores (lazy)", "[idle][slots]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy off{};
+  Probe p(timers);
+  p.start_deadlines(off);
+  p.set_timeout(Deadline::body_timeout, 100ms);
+  CHECK(p.armed_for() == at(100ms));
+  p.set_timeout(Deadline::body_timeout, 30ms);  // earlier: the entry moves
+  CHECK(p.armed_for() == at(30ms));
+  timers.run_for(10ms);
+  p.set_timeout(Deadline::body_timeout, 50ms);  // later (60 ms): the entry stays at 30 ms
+  CHECK(p.armed_for() == at(30ms));
+  const auto scheduled_before = timers.wheel().stats().scheduled;
+  timers.run_for(20ms);  // fires at 30, finds nothing due, re-arms for 60
+  CHECK(p.fired.empty());
+  CHECK(p.armed_for() == at(60ms));
+  CHECK(timers.wheel().stats().scheduled == scheduled_before + 1);
+  timers.run_for(30ms);
+  REQUIRE(p.fired.size() == 1);
+  CHECK(p.fired[0].event.kind == Deadline::body_timeout);
+  CHECK(p.fired[0].at == at(60ms));
+}
+
+TEST_CASE("Eager refresh moves the entry on every slot change", "[idle][slots]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy eager{.refresh = RefreshMode::eager};
+  Probe p(timers);
+  p.start_deadlines(eager);
+  p.set_timeout(Deadline::keepalive_timeout, 30ms);
+  CHECK(p.armed_for() == at(30ms));
+  p.set_timeout(Deadline::keepalive_timeout, 80ms);
+  CHECK(p.armed_for() == at(80ms));
+  p.clear_deadline(Deadline::keepalive_timeout);
+  CHECK(p.armed_for() == heartwheel::kNever);
+  CHECK(timers.wheel().empty());
+}
+
+TEST_CASE("A cleared slot does not fire (lazy: the entry wakes once and disarms)",
+          "[idle][slots]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy off{};
+  Probe p(timers);
+  p.start_deadlines(off);
+  p.set_timeout(Deadline::pong_timeout, 20ms);
+  p.clear_deadline(Deadline::pong_timeout);
+  CHECK(p.deadline(Deadline::pong_timeout) == heartwheel::kNever);
+  timers.run_for(1s);
+  CHECK(p.fired.empty());
+  CHECK(timers.wheel().empty());
+}
+
+TEST_CASE("Two slots due in the same tick both fire, in slot order", "[idle][slots]") {
+  ManualTimerService timers(10ms);
+  IdlePolicy policy{.read_idle = 50ms};
+  Probe p(timers);
+  p.start_deadlines(policy);
+  p.set_timeout(Deadline::close_timeout, 43ms);  // rounds up to the 50 ms tick
+  p.set_timeout(Deadline::pong_timeout, 47ms);
+  timers.run_for(50ms);
+  REQUIRE(p.fired.size() == 3);
+  CHECK(p.fired[0].event.kind == Deadline::read_idle);
+  CHECK(p.fired[1].event.kind == Deadline::pong_timeout);
+  CHECK(p.fired[2].event.kind == Deadline::close_timeout);
+  CHECK(timers.wheel().size() == 1);  // read idle repeats; still one entry
+}
+
+TEST_CASE("A slot set again from inside its own expiry fires again later", "[idle][slots]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy off{};
+  Probe p(timers);
+  p.on_event = [](Probe& self, DeadlineEvent e) {
+    if (e.kind == Deadline::ping && self.fired.size() < 3) self.set_timeout(Deadline::ping, 25ms);
+  };
+  p.start_deadlines(off);
+  p.set_timeout(Deadline::ping, 25ms);
+  timers.run_for(1s);
+  REQUIRE(p.fired.size() == 3);
+  CHECK(p.fired[0].at == at(25ms));
+  CHECK(p.fired[1].at == at(50ms));
+  CHECK(p.fired[2].at == at(75ms));
+  CHECK(timers.wheel().empty());
+}
+
+TEST_CASE("A slot set into the past from its own expiry cannot spin", "[idle][slots]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy off{};
+  Probe p(timers);
+  int calls = 0;
+  p.on_event = [&](Probe& self, DeadlineEvent) {
+    if (++calls < 1000) self.set_deadline(Deadline::ping, timers.now());
+  };
+  p.start_deadlines(off);
+  p.set_timeout(Deadline::ping, 5ms);
+  // One expiry (one advance of the wheel) runs a bounded number of events;
+  // the rest come at later advances, each after the loop polled again.
+  timers.wheel().advance(at(5ms));
+  CHECK(calls >= 1);
+  CHECK(calls <= 2 * static_cast<int>(kDeadlineCount));
+  CHECK(p.armed_for() <= at(5ms));  // still due: it runs at the next advance
+}
+
+TEST_CASE("Protocol slots and idle slots share the entry and the earliest wins", "[idle][slots]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy policy{.read_idle = 200ms};
+  Probe p(timers);
+  p.start_deadlines(policy);
+  p.set_timeout(Deadline::header_timeout, 50ms);
+  CHECK(p.armed_for() == at(50ms));
+  p.begin_request(30ms);
+  CHECK(p.armed_for() == at(30ms));
+  timers.run_for(200ms);
+  REQUIRE(p.fired.size() == 3);
+  CHECK(p.fired[0].event.kind == Deadline::request_timeout);
+  CHECK(p.fired[1].event.kind == Deadline::header_timeout);
+  CHECK(p.fired[2].event.kind == Deadline::read_idle);
+  CHECK(p.in_request());  // a request stays in flight until ended
+}
+
+// ---- "never" (issue: deadline arithmetic overflows) ------------------------
+
+TEST_CASE("A huge timeout means never instead of wrapping into the past", "[idle][never]") {
+  ManualTimerService timers(1ms, TimePoint{} + 5s);
+  IdlePolicy policy{.read_idle = Duration::max(), .write_idle = Duration::max() - 1ns,
+                    .all_idle = Duration::max(), .max_age = Duration::max()};
+  Probe p(timers);
+  p.start_deadlines(policy);
+  p.begin_request(Duration::max());
+  p.set_timeout(Deadline::header_timeout, Duration::max());
+  CHECK(p.deadline(Deadline::read_idle) == heartwheel::kNever);
+  CHECK(p.deadline(Deadline::header_timeout) == heartwheel::kNever);
+  CHECK(p.armed_for() == heartwheel::kNever);
+  timers.run_for(24h);
+  CHECK(p.fired.empty());
+}
+
+TEST_CASE("deadline_after saturates and treats <= 0 as off", "[idle][never]") {
+  using heartwheel::deadline_after;
+  using heartwheel::kNever;
+  const TimePoint now = TimePoint{} + 1h;
+  CHECK(deadline_after(now, 5s) == now + 5s);
+  CHECK(deadline_after(now, Duration{0}) == kNever);
+  CHECK(deadline_after(now, -5s) == kNever);
+  CHECK(deadline_after(now, Duration::max()) == kNever);
+  CHECK(deadline_after(kNever, 1ns) == kNever);
+  CHECK(deadline_after(TimePoint{} - 1h, Duration::max()) < kNever);  // no overflow below zero
+}
