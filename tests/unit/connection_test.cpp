@@ -1,18 +1,17 @@
-// Connection write path on a manual clock: write idle counts bytes the
-// kernel took, not bytes queued; the stall timeout and drop accounting.
+// Connection write path on a manual clock (heartwheel::testing::Host): write
+// idle counts bytes the kernel took, not bytes queued; the stall timeout and
+// drop accounting.
 #include <heartwheel/error.h>
 #include <heartwheel/net/connection.h>
+#include <heartwheel/testing/host.h>
 
 #include <catch2/catch.hpp>
 
 #include <vector>
 
-#include "unit/manual_host.h"
-
 using namespace std::chrono_literals;
 using namespace heartwheel::net;
-using manual::ManualHost;
-using manual::open_on_socketpair;
+using heartwheel::testing::Host;
 
 namespace {
 
@@ -51,24 +50,24 @@ TEST_CASE("Write idle counts bytes the kernel took, not bytes queued", "[connect
   ConnectionOptions o;
   o.idle.write_idle = 1s;
   o.write.stall_timeout = std::chrono::seconds(0);
-  ManualHost host(o);
+  Host host(o);
   Events events;
-  Connection* conn = nullptr;
-  const int peer = open_on_socketpair(host, conn, events);
-  host.timers.run_for(600ms);
+  auto& peer = host.open(events);
+  Connection* conn = peer.connection();
+  host.run_for(600ms);
   fill(*conn);  // the peer does not read: everything after this queues
   REQUIRE(conn->queued_bytes() > 0);
-  host.timers.run_for(300ms);
+  host.run_for(300ms);
   CHECK(events.idle.empty());          // 900 ms: the last completed write was at 600 ms
   REQUIRE_FALSE(conn->write("more"));  // queued only: does not count
-  host.timers.run_for(699ms);
+  host.run_for(699ms);
   CHECK(events.idle.empty());
-  host.timers.run_for(1ms);
+  host.run_for(1ms);
   REQUIRE(events.idle.size() == 1);  // 1.6 s = the last completed write + 1 s
   CHECK(events.idle[0].kind == Deadline::write_idle);
   conn->close();
-  uv_run(&host.loop, UV_RUN_DEFAULT);
-  ::close(peer);
+  host.poll();
+  CHECK_FALSE(peer.open());
 }
 
 TEST_CASE("Queued bytes with no progress close the connection as write_stall, counted as dropped",
@@ -77,23 +76,21 @@ TEST_CASE("Queued bytes with no progress close the connection as write_stall, co
   o.write.stall_timeout = 2s;
   o.write.high_watermark = 128 * 1024;
   o.write.low_watermark = 32 * 1024;
-  ManualHost host(o);
+  Host host(o);
   Events events;
-  Connection* conn = nullptr;
-  const int peer = open_on_socketpair(host, conn, events);
+  auto& peer = host.open(events);
+  Connection* conn = peer.connection();
   fill(*conn);
   const std::size_t queued = conn->queued_bytes();
   REQUIRE(queued > 0);
-  host.timers.run_for(1999ms);
+  host.run_for(1999ms);
   CHECK_FALSE(conn->closing());
-  host.timers.run_for(1ms);
-  CHECK(conn->closing());
-  uv_run(&host.loop, UV_RUN_DEFAULT);
-  REQUIRE(host.closed);
+  host.run_for(1ms);
+  host.poll();
+  REQUIRE(peer.close_reason() == CloseReason::write_stall);
   CHECK(events.reason == CloseReason::write_stall);
   CHECK(events.dropped == queued);
-  CHECK(host.stats.bytes_dropped == queued);
-  ::close(peer);
+  CHECK(host.stats().bytes_dropped == queued);
 }
 
 TEST_CASE("Crossing the watermarks reports writability both ways", "[connection][write]") {
@@ -101,10 +98,10 @@ TEST_CASE("Crossing the watermarks reports writability both ways", "[connection]
   o.write.high_watermark = 64 * 1024;
   o.write.low_watermark = 0;
   o.write.max_queued_bytes = 0;
-  ManualHost host(o);
+  Host host(o);
   Events events;
-  Connection* conn = nullptr;
-  const int peer = open_on_socketpair(host, conn, events);
+  auto& peer = host.open(events);
+  Connection* conn = peer.connection();
   fill(*conn);
   const std::string block(128 * 1024, 'w');
   REQUIRE_FALSE(conn->write(block));
@@ -112,76 +109,68 @@ TEST_CASE("Crossing the watermarks reports writability both ways", "[connection]
   CHECK_FALSE(conn->writable());
   CHECK_FALSE(conn->reading());  // slow-reader policy: pause reading
   // The peer drains everything; the queue empties over a few loop turns.
-  for (int i = 0; i < 1000 && conn->queued_bytes() > 0; ++i) {
-    manual::drain(peer);
-    uv_run(&host.loop, UV_RUN_NOWAIT);
-  }
+  for (int i = 0; i < 1000 && conn->queued_bytes() > 0; ++i) peer.received();
   CHECK(conn->queued_bytes() == 0);
   CHECK(events.writable == std::vector<bool>{false, true});
   CHECK(conn->reading());
   conn->close();
-  uv_run(&host.loop, UV_RUN_DEFAULT);
-  ::close(peer);
+  host.poll();
+  CHECK_FALSE(peer.open());
 }
 
 TEST_CASE("Writes after close are refused and counted as dropped", "[connection][write]") {
-  ManualHost host(ConnectionOptions{});
+  Host host;
   Events events;
-  Connection* conn = nullptr;
-  const int peer = open_on_socketpair(host, conn, events);
+  auto& peer = host.open(events);
+  Connection* conn = peer.connection();
   conn->close(CloseReason::local);
   CHECK(conn->write("late") == heartwheel::errc::closed);
-  CHECK(host.stats.bytes_dropped == 4);
-  uv_run(&host.loop, UV_RUN_DEFAULT);
-  ::close(peer);
+  CHECK(host.stats().bytes_dropped == 4);
+  host.poll();
+  CHECK(peer.close_reason() == CloseReason::local);
 }
 
 TEST_CASE("Several parts go out in order, also when part of them had to queue",
           "[connection][write]") {
-  ManualHost host(ConnectionOptions{});
+  Host host;
   Events events;
-  Connection* conn = nullptr;
-  const int peer = open_on_socketpair(host, conn, events);
+  auto& peer = host.open(events);
+  Connection* conn = peer.connection();
   REQUIRE_FALSE(conn->write({"HTTP/1.1 200 OK\r\n", "", "\r\n", "body"}));
-  CHECK(manual::drain(peer) == "HTTP/1.1 200 OK\r\n\r\nbody");
+  CHECK(peer.received() == "HTTP/1.1 200 OK\r\n\r\nbody");
   // Now with a full socket: a big middle part queues after a partial write.
   const std::string big(1 << 20, 'm');
   REQUIRE_FALSE(conn->write({"<", big, ">"}));
   std::string got;
-  for (int i = 0; i < 10000 && got.size() < big.size() + 2; ++i) {
-    got += manual::drain(peer);
-    uv_run(&host.loop, UV_RUN_NOWAIT);
-  }
+  for (int i = 0; i < 10000 && got.size() < big.size() + 2; ++i) got += peer.received();
   REQUIRE(got.size() == big.size() + 2);
   CHECK(got.front() == '<');
   CHECK(got.back() == '>');
   CHECK(got.substr(1, big.size()) == big);
   CHECK(conn->bytes_written() == 17 + 2 + 4 + 1 + big.size() + 1);
   conn->close();
-  uv_run(&host.loop, UV_RUN_DEFAULT);
-  ::close(peer);
+  host.poll();
+  CHECK_FALSE(peer.open());
 }
 
 TEST_CASE("A per-connection idle policy overrides the server's and re-arms at once",
           "[connection][idle]") {
   ConnectionOptions o;
   o.idle.read_idle = 10s;
-  ManualHost host(o);
+  Host host(o);
   Events events;
   events.keep = false;
-  Connection* conn = nullptr;
-  const int peer = open_on_socketpair(host, conn, events);
-  host.timers.run_for(1s);
+  auto& peer = host.open(events);
+  Connection* conn = peer.connection();
+  host.run_for(1s);
   conn->set_idle_policy({.read_idle = 500ms});
   CHECK(conn->idle_policy().read_idle == 500ms);
-  CHECK(&conn->idle_policy() != &host.options.idle);  // a copy, not the shared one
+  CHECK(&conn->idle_policy() != &host.options().idle);  // a copy, not the shared one
   CHECK_THROWS_AS(conn->set_idle_policy({.read_idle = -1s}), std::invalid_argument);
   // Silent since it opened 1 s ago: under the new policy it is overdue, so
   // the entry moved from 10 s to now and fires at the next expiry run.
-  CHECK(conn->next_timer_deadline() <= host.timers.now());
-  host.timers.run_for(1ms);
-  CHECK(conn->closing());
-  uv_run(&host.loop, UV_RUN_DEFAULT);
+  CHECK(conn->next_timer_deadline() <= host.now());
+  host.run_for(1ms);
+  CHECK(peer.close_reason() == CloseReason::read_idle);
   CHECK(events.reason == CloseReason::read_idle);
-  ::close(peer);
 }

@@ -1,23 +1,20 @@
-// The heartbeat helper and a Connection driven by a manual clock: a real
-// socket pair carries the bytes, ManualTimerService carries the time, so no
-// test here sleeps.
+// The heartbeat helper and a Connection driven by a manual clock
+// (heartwheel::testing::Host): a socket pair carries the bytes, a
+// ManualTimerService the time, so no test here sleeps.
 #include <heartwheel/net/connection.h>
 #include <heartwheel/net/heartbeat.h>
+#include <heartwheel/testing/host.h>
 
 #include <catch2/catch.hpp>
 
 #include <set>
 #include <vector>
 
-#include "unit/manual_host.h"
-
 using namespace std::chrono_literals;
 using heartwheel::Duration;
-using heartwheel::ManualTimerService;
+using heartwheel::testing::Host;
+using heartwheel::testing::Peer;
 using namespace heartwheel::net;
-using manual::drain;
-using manual::ManualHost;
-using manual::open_on_socketpair;
 
 namespace {
 
@@ -61,59 +58,51 @@ TEST_CASE("A heartbeat maps to write idle = interval and read idle = miss_limit 
 
 TEST_CASE("A write-idle connection gets a ping; a pong measures the round trip", "[heartbeat]") {
   Heartbeat hb({.interval = 1s, .jitter = 0}, [](Connection& c) { c.write("PING"); });
-  ManualHost host(hb.connection_options());
+  Host host(hb.connection_options());
   PingPongHandler handler(hb);
-  Connection* conn = nullptr;
-  const int peer = open_on_socketpair(host, conn, handler);
-  host.timers.run_for(999ms);
-  CHECK(drain(peer).empty());
-  host.timers.run_for(1ms);
-  CHECK(drain(peer) == "PING");
+  auto& peer = host.open(handler);
+  Connection* conn = peer.connection();
+  host.run_for(999ms);
+  CHECK(peer.received().empty());
+  host.run_for(1ms);
+  CHECK(peer.received() == "PING");
   CHECK(conn->heartbeat().awaiting_pong);
-  host.timers.run_for(30ms);
-  REQUIRE(::write(peer, "PONG", 4) == 4);
-  uv_run(&host.loop, UV_RUN_NOWAIT);
+  host.run_for(30ms);
+  peer.send("PONG");
   CHECK_FALSE(conn->heartbeat().awaiting_pong);
   CHECK(conn->heartbeat().last_rtt == 30ms);
   conn->close();
-  uv_run(&host.loop, UV_RUN_DEFAULT);
-  CHECK(host.closed);
-  ::close(peer);
+  host.poll();
+  CHECK_FALSE(peer.open());
 }
 
 TEST_CASE("A peer silent for miss_limit intervals is closed as read idle", "[heartbeat]") {
   Heartbeat hb({.interval = 1s, .jitter = 0}, [](Connection& c) { c.write("PING"); });
-  ManualHost host(hb.connection_options());
+  Host host(hb.connection_options());
   PingPongHandler handler(hb);
-  Connection* conn = nullptr;
-  const int peer = open_on_socketpair(host, conn, handler);
-  host.timers.run_for(2999ms);
-  CHECK(drain(peer) == "PINGPING");  // at 1 s and 2 s
+  auto& peer = host.open(handler);
+  Connection* conn = peer.connection();
+  host.run_for(2999ms);
+  CHECK(peer.received() == "PINGPING");  // at 1 s and 2 s
   CHECK(conn->heartbeat().pings_sent == 2);
-  host.timers.run_for(1ms);
-  uv_run(&host.loop, UV_RUN_DEFAULT);
-  CHECK(host.closed);
+  host.run_for(1ms);
+  CHECK(peer.close_reason() == CloseReason::read_idle);
   CHECK(handler.reason == CloseReason::read_idle);
-  CHECK(host.stats.closed(CloseReason::read_idle) == 1);
-  ::close(peer);
+  CHECK(host.stats().closed(CloseReason::read_idle) == 1);
 }
 
 TEST_CASE("Any bytes read keep a heartbeat connection alive", "[heartbeat]") {
   Heartbeat hb({.interval = 1s, .jitter = 0}, [](Connection& c) { c.write("PING"); });
-  ManualHost host(hb.connection_options());
+  Host host(hb.connection_options());
   PingPongHandler handler(hb);
-  Connection* conn = nullptr;
-  const int peer = open_on_socketpair(host, conn, handler);
+  auto& peer = host.open(handler);
+  Connection* conn = peer.connection();
   for (int i = 0; i < 10; ++i) {
-    host.timers.run_for(1500ms);
-    REQUIRE(::write(peer, "data", 4) == 4);
-    uv_run(&host.loop, UV_RUN_NOWAIT);
+    host.run_for(1500ms);
+    peer.send("data");
   }
-  CHECK_FALSE(host.closed);
+  CHECK(peer.open());
   CHECK(conn->heartbeat().pings_sent >= 10);
-  conn->close();
-  uv_run(&host.loop, UV_RUN_DEFAULT);
-  ::close(peer);
 }
 
 TEST_CASE("An idle Connection stays under 560 bytes of user space", "[memory]") {
@@ -127,7 +116,7 @@ TEST_CASE("An idle Connection stays under 560 bytes of user space", "[memory]") 
 
 TEST_CASE("First pings of connections opened together are spread by the jitter", "[heartbeat]") {
   Heartbeat hb({.interval = 1s, .jitter = 0.5}, [](Connection& c) { c.write("PING"); });
-  ManualHost host(hb.connection_options());
+  Host host(hb.connection_options());
   struct Quiet final : Handler {
     explicit Quiet(const Heartbeat& h) : hb(h) {}
     void on_data(Connection&, std::string_view) override {}
@@ -135,21 +124,16 @@ TEST_CASE("First pings of connections opened together are spread by the jitter",
     const Heartbeat& hb;
   } handler(hb);
   constexpr int kConns = 40;
-  std::vector<int> peers;
-  std::vector<Connection*> conns;
-  for (int i = 0; i < kConns; ++i) {
-    Connection* c = nullptr;
-    peers.push_back(open_on_socketpair(host, c, handler));
-    conns.push_back(c);
-  }
+  std::vector<Peer*> peers;
+  for (int i = 0; i < kConns; ++i) peers.push_back(&host.open(handler));
   // Sample who has pinged every 50 ms over the jitter window, [1 s, 1.5 s]
   // (the last sample at 1.549 s also sees a first deadline of exactly 1.5 s).
   std::vector<int> first_ping_step(kConns, -1);
-  host.timers.run_for(999ms);
+  host.run_for(999ms);
   for (int step = 0; step <= 11; ++step) {
     for (int i = 0; i < kConns; ++i)
-      if (first_ping_step[i] < 0 && !drain(peers[i]).empty()) first_ping_step[i] = step;
-    host.timers.run_for(50ms);
+      if (first_ping_step[i] < 0 && !peers[i]->received().empty()) first_ping_step[i] = step;
+    host.run_for(50ms);
   }
   std::set<int> distinct;
   for (int s : first_ping_step) {
@@ -157,7 +141,4 @@ TEST_CASE("First pings of connections opened together are spread by the jitter",
     distinct.insert(s);
   }
   CHECK(distinct.size() >= 4);  // not all in the same instant
-  for (Connection* c : conns) c->close();
-  uv_run(&host.loop, UV_RUN_DEFAULT);
-  for (int fd : peers) ::close(fd);
 }
