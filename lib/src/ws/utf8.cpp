@@ -1,6 +1,7 @@
 // The UTF-8 automaton. See heartwheel/ws/utf8.h.
 //
-// Bytes fall into 12 classes; the automaton has 9 states. From "accept", a
+// Bytes fall into 12 classes; the automaton has 9 states (run as a shift
+// table, see kRows below). From "accept", a
 // lead byte picks how many continuation bytes follow and, for the four lead
 // bytes whose first continuation is restricted (E0, ED, F0, F4), a state that
 // only admits the allowed range: that is what rejects overlong forms,
@@ -25,8 +26,8 @@ namespace {
 constexpr int kClasses = 12;
 
 enum State : std::uint8_t {
-  kAccept = Utf8Validator::kAccept,
-  kReject = Utf8Validator::kReject,
+  kAccept,
+  kReject,
   kNeed1,    // one continuation byte (80..BF) left
   kNeed2,    // two left
   kNeed3,    // three left
@@ -87,20 +88,42 @@ constexpr std::array<std::uint8_t, kStates * kClasses> make_transitions() {
   return t;
 }
 
-constexpr auto kClassOf = make_classes();
-constexpr auto kNext = make_transitions();
+// The automaton as a shift table (a "shift DFA"): a state is stored as a bit
+// offset (state * 6), and row[b] holds, at each state's offset, the offset of
+// the state byte b leads to. One step is then `row[b] >> state & 63`: the
+// load does not depend on the state, so the chain from byte to byte is one
+// shift and one mask instead of a dependent table lookup.
+constexpr int kBits = 6;
+constexpr std::uint64_t kMask = 63;
+static_assert(kStates * kBits <= 64, "every state's next state fits in one 64-bit row");
+
+constexpr std::array<std::uint64_t, 256> make_rows() {
+  constexpr auto classes = make_classes();
+  constexpr auto next = make_transitions();
+  std::array<std::uint64_t, 256> rows{};
+  for (std::size_t b = 0; b < 256; ++b)
+    for (int s = 0; s < kStates; ++s) {
+      const std::uint64_t to = next[static_cast<std::size_t>(s * kClasses + classes[b])];
+      rows[b] |= (to * kBits) << (s * kBits);
+    }
+  return rows;
+}
+
+constexpr auto kRows = make_rows();
 
 constexpr std::uint64_t kHighBits = 0x8080808080808080ULL;
 
 }  // namespace
 
 bool Utf8Validator::feed(std::string_view bytes) noexcept {
-  std::uint8_t state = state_;
+  static_assert(Utf8Validator::kAccept == State::kAccept * kBits &&
+                Utf8Validator::kReject == State::kReject * kBits);
+  std::uint64_t state = state_;
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   const auto* end = p + bytes.size();
-  while (p != end && state != kReject) {
+  while (p != end) {
     // Text is mostly ASCII: between characters, skip 8 ASCII bytes at once.
-    if (state == kAccept) {
+    if (state == Utf8Validator::kAccept) {
       while (end - p >= 8) {
         std::uint64_t word;
         std::memcpy(&word, p, sizeof word);
@@ -109,10 +132,12 @@ bool Utf8Validator::feed(std::string_view bytes) noexcept {
       }
       if (p == end) break;
     }
-    state = kNext[static_cast<std::size_t>(state * kClasses + kClassOf[*p++])];
+    // The reject state leads to itself, so no check per byte: the failure is
+    // seen at the end of this call, with the bytes that caused it.
+    state = (kRows[*p++] >> state) & kMask;
   }
-  state_ = state;
-  return state != kReject;
+  state_ = static_cast<std::uint8_t>(state);
+  return state_ != Utf8Validator::kReject;
 }
 
 bool is_valid_utf8(std::string_view bytes) noexcept {

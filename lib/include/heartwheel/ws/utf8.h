@@ -11,9 +11,9 @@
 //   Noncharacters (U+FFFE, U+FDD0, ...) are valid UTF-8 and are accepted.
 //
 // Cost
-//   One table lookup per byte (a 256-byte class table and a 9 x 12 state
-//   table, 364 bytes shared by all validators); runs of ASCII are skipped
-//   eight bytes at a time. The state is one byte; no allocation.
+//   One load, shift and mask per byte (a 256 x 64-bit shift table, 2 KiB
+//   shared by all validators); runs of ASCII are skipped eight bytes at a
+//   time. The state is one byte; no allocation.
 //
 // Threads: a validator is a value; distinct validators are independent. The
 // tables are constant.
@@ -41,11 +41,10 @@ class Utf8Validator {
   // Starts a new stream.
   void reset() noexcept { state_ = kAccept; }
 
-  // Automaton states; exposed for the tables in utf8.cpp.
-  static constexpr std::uint8_t kAccept = 0;
-  static constexpr std::uint8_t kReject = 1;
-
  private:
+  // States are stored as bit offsets into utf8.cpp's shift table (state * 6).
+  static constexpr std::uint8_t kAccept = 0;  // state 0
+  static constexpr std::uint8_t kReject = 6;  // state 1, sticky
   std::uint8_t state_ = kAccept;
 };
 
