@@ -18,9 +18,20 @@ Session::Session(Transport& transport, Handler& handler, const SessionOptions& o
   options_.validate();
 }
 
+namespace {
+// Marks a feed() in progress, also when a callback throws.
+struct FeedScope {
+  explicit FeedScope(bool& flag) : flag_(flag) { flag_ = true; }
+  ~FeedScope() { flag_ = false; }
+  FeedScope(const FeedScope&) = delete;
+  FeedScope& operator=(const FeedScope&) = delete;
+  bool& flag_;
+};
+}  // namespace
+
 void Session::feed(std::string_view in) {
   assert(!in_feed_ && "ws::Session::feed called from one of its own callbacks");
-  in_feed_ = true;
+  const FeedScope scope(in_feed_);
   while (state_ != State::closed) {
     if (!frame_open_) {
       const auto status = parser_.read_header(in);
@@ -37,7 +48,6 @@ void Session::feed(std::string_view in) {
     frame_open_ = false;
     end_frame();
   }
-  in_feed_ = false;
 }
 
 // A header was read: check the message limit and prepare the buffer.

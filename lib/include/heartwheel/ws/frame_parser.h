@@ -42,7 +42,7 @@
 //   A header is assembled in a 14-byte array inside the parser (at most 14
 //   byte copies per frame). read_payload copies each payload byte once, into
 //   the caller's buffer, and unmasks it there in the same pass, 8 bytes at a
-//   time. No allocation apart from the caller's buffer growing. 48 bytes.
+//   time. No allocation apart from the caller's buffer growing. 56 bytes.
 //
 // Threads: one parser per connection, one thread.
 #pragma once
