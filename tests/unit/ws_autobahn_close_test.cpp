@@ -1,6 +1,6 @@
 // Autobahn|Testsuite section 7 (close handling) and section 9 (limits and
-// performance, scaled down: sizes divided by 16, message counts by 10, so the
-// byte-by-byte runs stay quick under the sanitizers).
+// performance, scaled down: message sizes divided by 16, message counts by 10,
+// chop sizes kept, so the byte-by-byte runs stay quick under the sanitizers).
 #include <catch2/catch.hpp>
 
 #include "ws_harness.h"
@@ -161,7 +161,10 @@ TEST_CASE("ws autobahn 9.2.1-9.2.6 binary messages of 4 KiB to 1 MiB in one fram
     big_message(kBinary, kib * 1024);
   }
 }
-TEST_CASE("ws autobahn 9.3.1-9.3.9 a 256 KiB text message in 64 B to 256 KiB fragments is echoed",
+// 9.3.x / 9.4.x: Autobahn's 4 MiB message in fragments of 64 B to 4 MiB,
+// scaled to 256 KiB; fragments of 1 and 4 MiB (9.3.8, 9.3.9) would be one
+// frame, which 9.1.x / 9.2.x cover.
+TEST_CASE("ws autobahn 9.3.1-9.3.7 a 256 KiB text message in 64 B to 256 KiB fragments is echoed",
           "[ws][autobahn][limits]") {
   for (std::size_t f : {64, 256, 1024, 4096, 16384, 65536, 262144}) {
     INFO("fragments of " << f);
@@ -169,7 +172,7 @@ TEST_CASE("ws autobahn 9.3.1-9.3.9 a 256 KiB text message in 64 B to 256 KiB fra
   }
 }
 TEST_CASE(
-    "ws autobahn 9.4.1-9.4.9 a 256 KiB binary message in 64 B to 256 KiB fragments is "
+    "ws autobahn 9.4.1-9.4.7 a 256 KiB binary message in 64 B to 256 KiB fragments is "
     "echoed",
     "[ws][autobahn][limits]") {
   for (std::size_t f : {64, 256, 1024, 4096, 16384, 65536, 262144}) {
