@@ -1,6 +1,7 @@
 # Third-party dependencies, all from Debian 12 packages (see README.md):
 #   libuv1-dev (pkg-config), node-llhttp (C sources, compiled here), catch2 2.13,
-#   libcli11-dev (command lines), nlohmann-json3-dev (JSON output).
+#   libcli11-dev (command lines), nlohmann-json3-dev (JSON output), libssl-dev
+#   (libcrypto: SHA-1 and base64 for the WebSocket handshake).
 
 # llhttp ships as C sources without a library; build it once, as C99, with its
 # own warnings left alone.
@@ -17,6 +18,8 @@ target_compile_options(llhttp PRIVATE -w)
 
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBUV REQUIRED IMPORTED_TARGET libuv>=1.44)
+# Private to the library: only lib/src/ws/handshake_key.cpp includes OpenSSL.
+pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto>=3.0)
 find_package(Threads REQUIRED)
 find_package(CLI11 2.1 CONFIG REQUIRED)
 find_package(nlohmann_json 3.11 CONFIG REQUIRED)

@@ -1,0 +1,248 @@
+// heartwheel/ws/session.h - one WebSocket connection's protocol, without I/O.
+//
+// What it is
+//   The state machine of one WebSocket connection after the handshake
+//   (heartwheel/ws/handshake.h): bytes in (feed), events out (Handler), bytes
+//   out (Transport). It reassembles fragmented messages, validates text as
+//   UTF-8 as it arrives, enforces the message size limit, answers pings with
+//   pongs and a close with a close, and tracks the close handshake. It owns no
+//   socket, no timer and no clock, so the same code runs on a net::Connection,
+//   in the load harness (Role::client) and in unit tests fed byte by byte.
+//
+// Life of a session
+//   open ---- close() ------------------> closing ---- peer's close --> closed
+//     |                                     (the owner's close timeout runs)
+//     '---- peer's close: answered -------------------------------------> closed
+//     '---- protocol error: close(1002 | 1007 | 1009) sent ------------> closed
+//   Entering `closed` calls Transport::close() once. In `closed` every input is
+//   ignored and every send returns errc::closed.
+//
+//   Protocol errors (the session "fails the connection", RFC 6455 7.1.7):
+//     1002  any frame rule of heartwheel/ws/frame_parser.h; a close frame with
+//           a 1-byte payload or an invalid code (is_valid_close_code)
+//     1007  text (or a close reason) that is not UTF-8: at the first invalid
+//           byte, even mid-frame, before the rest of the message arrives
+//     1009  a frame that would take its message past max_message_bytes: at
+//           its header, before any of its payload is buffered
+//   The session then sends a close frame with that code and an empty reason
+//   (unless it had sent one already), calls Handler::on_protocol_error and
+//   Transport::close(); it does not wait for the peer's close.
+//
+//   While `closing` (we sent close), messages that still arrive are delivered
+//   (the peer may have sent them before it saw our close) but pings are not
+//   answered. After the peer's close, nothing more is read.
+//
+// What the owner must do (timeouts are the owner's: the net layer keeps them
+// in the connection's deadlines on the loop's wheel)
+//   - Feed every byte read, in order, including those that followed the
+//     handshake request in the same read.
+//   - Implement Transport: write what send() gives, in order; on close(),
+//     flush and close the TCP connection (the RFC has the server close TCP
+//     first; a client may wait a moment for the server's FIN).
+//   - Heartbeat: call ping() on its schedule; any on_pong (or any input)
+//     proves the peer alive; close the connection when none comes in time.
+//   - Close handshake timeout: after close(), arm a timeout while state() is
+//     `closing`; when it fires, close TCP without waiting (report 1006).
+//   - Read EOF or a socket error while not `closed`: the connection ended
+//     without a close handshake (1006, abnormal); close TCP.
+//   - Bound the final flush after Transport::close() (net's write-stall rule).
+//
+// Cost
+//   288 bytes per session (x86-64, libstdc++; 125 of them hold a control
+//   frame's payload), plus the receive buffer while a message is
+//   arriving. A single-frame message is copied once, from the caller's bytes
+//   into the receive buffer (reserved at the frame's header to its exact
+//   size, so it never re-grows), and unmasked there; text is validated in
+//   the same call. Fragmented messages grow the buffer geometrically. After a
+//   message, the buffer is kept if its capacity is at most
+//   retained_buffer_bytes, freed otherwise (idle connections hold no buffer).
+//   Sending as a server copies nothing: Transport::send gets the header (2-10
+//   bytes, on the stack) and the caller's payload as two views. A client's
+//   frames are masked into a scratch buffer (one copy).
+//   A peer that announces a large frame and sends it slowly pins up to
+//   max_message_bytes: that option is also the per-connection memory bound.
+//
+// Threads: the owner's thread only (a loop thread). Distinct sessions: safe.
+// Re-entrancy: Handler callbacks may call send*/ping/pong/close on this
+// session (echoing from on_message is the normal case) and on other sessions.
+// They must not call feed() on this session, nor destroy it; Transport::close
+// must not destroy it synchronously either (destroy it from the socket's close
+// callback).
+#pragma once
+
+#include <heartwheel/ws/frame.h>
+#include <heartwheel/ws/frame_parser.h>
+#include <heartwheel/ws/utf8.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace heartwheel::ws {
+
+class Session;
+
+enum class MessageType : std::uint8_t { text, binary };
+
+// One SessionOptions is shared (by const reference) by every session of a
+// server; it must outlive them.
+struct SessionOptions {
+  Role role = Role::server;
+  // Largest message accepted, summed over its fragments; a frame that would
+  // exceed it closes the connection with 1009 at its header.
+  std::size_t max_message_bytes = std::size_t{1} << 20;
+  // After a message, the receive buffer keeps its memory if its capacity is at
+  // most this many bytes; a larger buffer is freed. 0: free every buffer that
+  // left the string's inline storage. Raise it for connections that stream
+  // many messages; keep it low for many mostly idle ones.
+  std::size_t retained_buffer_bytes = 0;
+  // Client role only: the masking key of each frame sent. Empty: a per-thread
+  // pseudo-random generator seeded once from std::random_device: fast and
+  // unpredictable enough for load tests, not cryptographically strong (RFC
+  // 6455 10.3 asks browsers for strong keys; plug one in here if it matters).
+  // Called on the session's thread.
+  std::function<MaskKey()> mask_key_source;
+
+  // Throws std::invalid_argument naming the field when max_message_bytes is 0.
+  void validate() const;
+};
+
+// What the session tells its owner. Every payload view is valid only during
+// the call.
+class Handler {
+ public:
+  // A complete message (all fragments joined and unmasked; text is valid
+  // UTF-8). `payload` is the session's receive buffer: read it, or take it
+  // with std::move (no copy; the session starts a new buffer).
+  virtual void on_message(Session& session, MessageType type, std::string& payload) = 0;
+  // A ping arrived. The pong was already sent (unless we had sent close).
+  virtual void on_ping(Session& /*session*/, std::string_view /*payload*/) {}
+  // A pong arrived, solicited or not.
+  virtual void on_pong(Session& /*session*/, std::string_view /*payload*/) {}
+  // The peer's close frame arrived: `code` is its code, or kCloseNoStatus
+  // (1005) when it carried none. The session already answered it (echoing the
+  // code) unless it had sent close first; Transport::close() follows.
+  virtual void on_close(Session& /*session*/, std::uint16_t /*code*/, std::string_view /*reason*/) {
+  }
+  // The peer broke the protocol. The session sent close(`code`: 1002, 1007 or
+  // 1009); Transport::close() follows. `what` says what was wrong (for logs;
+  // not sent to the peer).
+  virtual void on_protocol_error(Session& /*session*/, std::uint16_t /*code*/,
+                                 std::string_view /*what*/) {}
+
+ protected:
+  ~Handler() = default;
+};
+
+// What the session needs from the connection that carries it.
+class Transport {
+ public:
+  // Queue one frame for the peer, in order: `head` (its header) then
+  // `payload` (may be empty). Both are valid only during the call: write them
+  // now or copy them (net::Connection::write({head, payload}) does both in one
+  // writev when the socket takes them).
+  virtual void send(std::string_view head, std::string_view payload) = 0;
+  // Queue a shared, already encoded frame (Session::send_shared). The
+  // transport may keep the reference until the bytes are written instead of
+  // copying them. Default: send(*frame, {}).
+  virtual void send_shared(const SharedFrame& frame) { send(*frame, {}); }
+  // The WebSocket connection is over (close handshake done, or failed): close
+  // the TCP connection once what was sent is written. Called once. Must not
+  // destroy the session synchronously.
+  virtual void close() = 0;
+
+ protected:
+  ~Transport() = default;
+};
+
+class Session {
+ public:
+  enum class State : std::uint8_t {
+    open,     // messages flow both ways
+    closing,  // we sent close; waiting for the peer's (arm the close timeout)
+    closed,   // close handshake complete or connection failed; Transport::close() was called
+  };
+
+  // `transport`, `handler` and `options` must outlive the session. Calls
+  // options.validate().
+  Session(Transport& transport, Handler& handler, const SessionOptions& options);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Bytes from the peer, split anywhere. Runs the handler's callbacks for
+  // every complete message and control frame in them, in order, and sends
+  // pongs / close replies through the transport. Ignored once `closed`.
+  void feed(std::string_view bytes);
+
+  // Send one unfragmented message. Errors: errc::closed once close was sent
+  // (by us or in answer to the peer). Text must be valid UTF-8 (not checked).
+  std::error_code send(MessageType type, std::string_view payload);
+  std::error_code send_text(std::string_view payload) { return send(MessageType::text, payload); }
+  std::error_code send_binary(std::string_view payload) {
+    return send(MessageType::binary, payload);
+  }
+  // Send a frame made by encode_shared (a publication shared by many
+  // sessions): handed to Transport::send_shared, no copy. Errors:
+  // errc::closed as send(); errc::invalid_argument for a null frame or in the
+  // client role (client frames must be masked, each differently).
+  std::error_code send_shared(const SharedFrame& frame);
+
+  // Control frames. Errors: errc::closed once close was sent;
+  // errc::invalid_argument for a payload above 125 bytes.
+  std::error_code ping(std::string_view payload = {});
+  std::error_code pong(std::string_view payload = {});  // unsolicited pong: a one-way heartbeat
+
+  // Starts the close handshake: sends close(code, reason) and moves to
+  // `closing`; the owner arms its close timeout. The reason is cut to 123
+  // bytes on a UTF-8 boundary. Errors: errc::closed if close was already
+  // sent; errc::invalid_argument if !is_valid_close_code(code) (1005, 1006
+  // and 1015 describe closes, they are never sent).
+  std::error_code close(std::uint16_t code = kCloseNormal, std::string_view reason = {});
+
+  State state() const noexcept { return state_; }
+  bool close_sent() const noexcept { return sent_code_ != 0; }
+  bool close_received() const noexcept { return received_code_ != 0; }
+  // The code we sent (kCloseNoStatus for an empty close), 0 before.
+  std::uint16_t sent_close_code() const noexcept { return sent_code_; }
+  // The code the peer sent (kCloseNoStatus for an empty close), 0 before.
+  std::uint16_t received_close_code() const noexcept { return received_code_; }
+  // True if the session failed the connection with a protocol error.
+  bool failed() const noexcept { return failed_; }
+
+  Role role() const noexcept { return options_.role; }
+  const SessionOptions& options() const noexcept { return options_; }
+  // Payload bytes of an incomplete message held in the receive buffer.
+  std::size_t buffered() const noexcept { return message_.size(); }
+
+ private:
+  bool begin_frame();
+  bool read_payload(std::string_view& in);
+  void end_frame();
+  void end_message();
+  void on_close_frame();
+  void fail(std::uint16_t code, const char* what);
+  void finish();
+  void send_frame(Opcode op, std::string_view payload);
+  void send_close(std::uint16_t code, std::string_view payload);
+
+  Transport& transport_;
+  Handler& handler_;
+  const SessionOptions& options_;
+  FrameParser parser_;
+  Utf8Validator utf8_;  // state of the text message being received
+  State state_ = State::open;
+  bool frame_open_ = false;  // a header was read, its payload is not complete
+  bool failed_ = false;
+  bool in_feed_ = false;
+  std::uint8_t control_size_ = 0;
+  std::uint16_t sent_code_ = 0;
+  std::uint16_t received_code_ = 0;
+  std::string message_;               // the message being received; handed to on_message
+  std::string scratch_;               // client role: the masked copy of a frame's payload
+  char control_[kMaxControlPayload];  // a control frame's payload (may interleave fragments)
+};
+
+}  // namespace heartwheel::ws

@@ -1,0 +1,170 @@
+// The receiving half of ws::Session: frames in, messages and control events
+// out, protocol errors. See heartwheel/ws/session.h.
+#include <heartwheel/ws/session.h>
+
+#include <algorithm>
+#include <cassert>
+#include <stdexcept>
+
+namespace heartwheel::ws {
+
+void SessionOptions::validate() const {
+  if (max_message_bytes == 0)
+    throw std::invalid_argument("ws::SessionOptions: max_message_bytes must be > 0");
+}
+
+Session::Session(Transport& transport, Handler& handler, const SessionOptions& options)
+    : transport_(transport), handler_(handler), options_(options), parser_(options.role) {
+  options_.validate();
+}
+
+namespace {
+// Marks a feed() in progress, also when a callback throws.
+struct FeedScope {
+  explicit FeedScope(bool& flag) : flag_(flag) { flag_ = true; }
+  ~FeedScope() { flag_ = false; }
+  FeedScope(const FeedScope&) = delete;
+  FeedScope& operator=(const FeedScope&) = delete;
+  bool& flag_;
+};
+}  // namespace
+
+void Session::feed(std::string_view in) {
+  assert(!in_feed_ && "ws::Session::feed called from one of its own callbacks");
+  const FeedScope scope(in_feed_);
+  while (state_ != State::closed) {
+    if (!frame_open_) {
+      const auto status = parser_.read_header(in);
+      if (status == FrameParser::Status::need_more) break;
+      if (status == FrameParser::Status::error) {
+        fail(kCloseProtocolError, parser_.error());
+        break;
+      }
+      if (!begin_frame()) break;
+      frame_open_ = true;
+    }
+    if (!read_payload(in)) break;
+    if (parser_.remaining() > 0) break;  // `in` is used up mid-payload
+    frame_open_ = false;
+    end_frame();
+  }
+}
+
+// A header was read: check the message limit and prepare the buffer.
+bool Session::begin_frame() {
+  const FrameHeader& h = parser_.header();
+  if (is_control(h.opcode)) {
+    control_size_ = 0;
+    return true;
+  }
+  if (h.opcode != Opcode::continuation) utf8_.reset();  // a new message
+  const std::size_t held = message_.size();
+  if (h.payload_length > options_.max_message_bytes - held) {
+    fail(kCloseMessageTooBig, "message above max_message_bytes");
+    return false;
+  }
+  const std::size_t total = held + static_cast<std::size_t>(h.payload_length);
+  if (total > message_.capacity()) {
+    // A single-frame message gets its exact size: one copy, no re-growth.
+    // Fragments grow geometrically (bounded by the limit).
+    std::size_t want = total;
+    if (h.opcode == Opcode::continuation || !h.fin)
+      want = std::max(total, std::min(options_.max_message_bytes, 2 * message_.capacity()));
+    message_.reserve(want);
+  }
+  return true;
+}
+
+// Moves the payload bytes available in `in`; text is validated as it comes.
+bool Session::read_payload(std::string_view& in) {
+  if (is_control(parser_.header().opcode)) {
+    control_size_ = static_cast<std::uint8_t>(control_size_ +
+                                              parser_.read_payload(in, control_ + control_size_));
+    return true;
+  }
+  const std::size_t start = message_.size();
+  const std::size_t n = parser_.read_payload(in, message_);
+  if (n > 0 && parser_.message_opcode() == Opcode::text &&
+      !utf8_.feed(std::string_view(message_.data() + start, n))) {
+    fail(kCloseInvalidPayload, "text message is not valid UTF-8");
+    return false;
+  }
+  return true;
+}
+
+void Session::end_frame() {
+  const FrameHeader& h = parser_.header();
+  const std::string_view payload(control_, control_size_);
+  switch (h.opcode) {
+    case Opcode::ping:
+      if (state_ == State::open) send_frame(Opcode::pong, payload);
+      handler_.on_ping(*this, payload);
+      return;
+    case Opcode::pong:
+      handler_.on_pong(*this, payload);
+      return;
+    case Opcode::close:
+      on_close_frame();
+      return;
+    case Opcode::continuation:
+    case Opcode::text:
+    case Opcode::binary:
+      if (h.fin) end_message();
+      return;
+  }
+}
+
+void Session::end_message() {
+  const bool text = parser_.message_opcode() == Opcode::text;
+  if (text && !utf8_.complete()) {
+    fail(kCloseInvalidPayload, "text message ends inside a UTF-8 character");
+    return;
+  }
+  handler_.on_message(*this, text ? MessageType::text : MessageType::binary, message_);
+  // The handler may have moved the buffer out; either way start empty, and
+  // give back memory an idle connection should not hold.
+  if (message_.capacity() > options_.retained_buffer_bytes)
+    std::string().swap(message_);
+  else
+    message_.clear();
+}
+
+void Session::on_close_frame() {
+  const std::string_view payload(control_, control_size_);
+  std::uint16_t code = kCloseNoStatus;
+  std::string_view reason;
+  if (payload.size() == 1) return fail(kCloseProtocolError, "close frame with a 1-byte payload");
+  if (payload.size() >= 2) {
+    code = static_cast<std::uint16_t>((static_cast<unsigned char>(payload[0]) << 8) |
+                                      static_cast<unsigned char>(payload[1]));
+    if (!is_valid_close_code(code)) return fail(kCloseProtocolError, "invalid close code");
+    reason = payload.substr(2);
+    if (!is_valid_utf8(reason))
+      return fail(kCloseInvalidPayload, "close reason is not valid UTF-8");
+  }
+  received_code_ = code;
+  // Answer with the same code (an empty close with an empty one).
+  if (!close_sent()) send_close(code, payload.substr(0, payload.empty() ? 0 : 2));
+  state_ = State::closed;
+  handler_.on_close(*this, code, reason);
+  finish();
+}
+
+void Session::fail(std::uint16_t code, const char* what) {
+  if (state_ == State::closed) return;
+  failed_ = true;
+  if (!close_sent()) send_close(code, close_payload(code));
+  state_ = State::closed;
+  handler_.on_protocol_error(*this, code, what);
+  finish();
+}
+
+// Leaves nothing behind: the connection is over.
+void Session::finish() {
+  frame_open_ = false;
+  std::string().swap(message_);
+  std::string().swap(scratch_);
+  transport_.close();
+}
+
+}  // namespace heartwheel::ws
