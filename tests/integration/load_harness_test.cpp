@@ -5,14 +5,15 @@
 // HEARTWHEEL_LOAD_BIN comes from the build.
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
-#include <csignal>
 
 #include "mini_echo_server.h"
 #include "process_support.h"
@@ -186,6 +187,37 @@ TEST_CASE("A refused target is reported per errno, not as a crash", "[integratio
       run_load("--target 127.0.0.1:" + std::to_string(port) + " --connections 20 --duration 1s");
   CHECK(run.report["connections_established"] == 0);
   CHECK(run.report["connect_errors"]["ECONNREFUSED"] == 20);
+  CHECK(run.status == 1);  // a run that held nothing failed, whatever the report says
+}
+
+TEST_CASE("Bad durations, targets and port ranges exit 2 with one error line, not a crash",
+          "[integration][load]") {
+  struct Bad {
+    std::vector<std::string> args;
+    const char* says;  // the error line names what to fix
+  };
+  const Bad cases[] = {
+      {{"--target", "127.0.0.1:9", "--duration", "5x"}, "--duration: invalid duration '5x'"},
+      {{"--target", "nope:9"}, "--target 'nope:9'"},
+      {{"--target", "127.0.0.1:0"}, "port must be 1..65535"},
+      {{"--target", "127.0.0.1:9", "--source-ips", "127.0.0.1", "--source-ports", "60000-50000"},
+       "--source-ports '60000-50000' is reversed"},
+      {{"--target", "127.0.0.1:9", "--source-ips", "127.0.0.9-127.0.0.1"}, "is reversed"},
+      {{"--target", "127.0.0.1:9", "--no-such-flag"}, "--no-such-flag"},
+  };
+  for (const auto& bad : cases) {
+    std::vector<std::string> argv{HEARTWHEEL_LOAD_BIN};
+    argv.insert(argv.end(), bad.args.begin(), bad.args.end());
+    hwproc::Child load(argv, {.capture_stderr = true, .env = {}});
+    const auto status = load.wait_exit(10s);
+    INFO(bad.args.back() << " -> stderr: " << load.errors());
+    REQUIRE(status.has_value());
+    CHECK(*status == 2);  // not 134 (an uncaught exception's abort, with a core dump)
+    CHECK(load.errors().rfind("heartwheel-load: error: ", 0) == 0);
+    CHECK(load.errors().find(bad.says) != std::string::npos);
+    CHECK(std::count(load.errors().begin(), load.errors().end(), '\n') == 1);
+    CHECK(load.output().empty());
+  }
 }
 
 TEST_CASE("Impossible sizes are refused with advice before anything starts",

@@ -151,7 +151,7 @@ int run_supervisor(const LoadOptions& options) {
   for (unsigned k = 0; k < options.processes; ++k) {
     int fds[2];
     if (::pipe(fds) != 0) {
-      std::perror("heartwheel-load: pipe");
+      std::perror("heartwheel-load: error: pipe");
       signal_all(children, SIGKILL);
       reap(children, true);
       return 1;
@@ -164,7 +164,7 @@ int run_supervisor(const LoadOptions& options) {
     }
     ::close(fds[1]);
     if (pid < 0) {
-      std::perror("heartwheel-load: fork");
+      std::perror("heartwheel-load: error: fork");
       ::close(fds[0]);
       signal_all(children, SIGKILL);
       reap(children, true);
@@ -260,8 +260,18 @@ int run_supervisor(const LoadOptions& options) {
   for (const auto& c : children)
     if (!c.reported || !WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) ++failed;
   if (failed > 0) {
-    std::fprintf(stderr, "heartwheel-load: %u of %u worker processes failed or did not report\n",
+    std::fprintf(stderr,
+                 "heartwheel-load: error: %u of %u worker processes failed or did not report\n",
                  failed, options.processes);
+    status = 1;
+  }
+  if (merged.connections_established == 0 && merged.connections_attempted > 0) {
+    // A run that held nothing measured nothing: say so in the status too.
+    std::fprintf(stderr,
+                 "heartwheel-load: error: none of %llu connection attempts succeeded "
+                 "(connect errors: %s)\n",
+                 static_cast<unsigned long long>(merged.connections_attempted),
+                 nlohmann::json(merged.connect_errors).dump().c_str());
     status = 1;
   }
 
@@ -294,7 +304,7 @@ int run_supervisor(const LoadOptions& options) {
     std::ofstream out(options.json_path);
     out << report.dump(2) << "\n";
     if (!out) {
-      std::fprintf(stderr, "heartwheel-load: cannot write %s\n", options.json_path.c_str());
+      std::fprintf(stderr, "heartwheel-load: error: cannot write %s\n", options.json_path.c_str());
       status = 1;
     }
   }

@@ -15,7 +15,8 @@
 namespace heartwheel::load {
 
 // Runs the whole load test. Returns the process exit status:
-// 0 ok; 1 a worker failed or reported nothing; 3 --expect-idle-close was set
+// 0 ok; 1 a worker failed or reported nothing, or no connection was
+// established at all; 3 --expect-idle-close was set
 // and a dead connection was not closed in [T, T + slack] or a live one was
 // closed.
 int run_supervisor(const LoadOptions& options);
