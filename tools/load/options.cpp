@@ -186,7 +186,8 @@ void add_options(CLI::App& app, LoadOptions& o) {
   add_duration(app, "-d,--duration", o.duration, "Length of the run from start, ramp included");
   add_duration(
       app, "--grace", o.grace,
-      "After --duration, how long processes get to close and report before they are killed");
+      "After --duration, how long processes get to report and close before they are killed (one "
+      "killed after reporting loses nothing)");
   app.add_option_function<std::string>(
          "-m,--mode",
          [&o](const std::string& s) {

@@ -4,6 +4,9 @@
 // parent never creates a libuv loop, so forking is safe). It reads their JSON
 // lines: progress once a second (summed into the live stderr line and the
 // result's timeline) and the final raw LoadResult (merged into one).
+// Workers report before they close their connections, so a worker killed
+// while closing loses nothing. The report says how many workers reported
+// (complete: false when one is missing).
 // Bounded: at --duration + --grace every child still running gets SIGKILL;
 // SIGINT/SIGTERM to the parent are forwarded to the children as SIGTERM (a
 // second one kills them). Every child is reaped before run_supervisor()
