@@ -2,23 +2,24 @@
 // loop's timing wheel. Doubles as the scale-run target (--timers uv gives the
 // one-uv_timer_t-per-connection baseline) and as the integration tests' server.
 // See README.md in this folder.
+#include <heartwheel/error.h>
+#include <heartwheel/net/address.h>
+#include <heartwheel/net/prefork.h>
+#include <heartwheel/net/workers.h>
+#include <uv.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
-#include <uv.h>
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
-#include <heartwheel/duration_parse.h>
-#include <heartwheel/error.h>
-#include <heartwheel/net/address.h>
-#include <heartwheel/net/prefork.h>
-#include <heartwheel/net/workers.h>
+#include "cli_program.h"
 
 namespace net = heartwheel::net;
 using heartwheel::Duration;
@@ -51,7 +52,7 @@ struct Setup {
 };
 
 Setup make_setup(const Config& c) {
-  using heartwheel::parse_duration;
+  using heartwheel::cli::parse_duration_flag;
   Setup s;
   const auto hp = net::parse_host_port(c.listen);
   auto& so = s.workers.server;
@@ -60,22 +61,23 @@ Setup make_setup(const Config& c) {
   so.max_connections = c.max_connections;
   so.backlog = c.backlog;
   auto& co = so.connection;
-  co.idle.read_idle = parse_duration(c.read_idle);
-  co.idle.write_idle = parse_duration(c.write_idle);
-  co.idle.all_idle = parse_duration(c.all_idle);
-  co.idle.max_age = parse_duration(c.max_age);
-  co.idle.jitter = parse_duration(c.jitter);
+  co.idle.read_idle = parse_duration_flag("--read-idle", c.read_idle);
+  co.idle.write_idle = parse_duration_flag("--write-idle", c.write_idle);
+  co.idle.all_idle = parse_duration_flag("--all-idle", c.all_idle);
+  co.idle.max_age = parse_duration_flag("--max-age", c.max_age);
+  co.idle.jitter = parse_duration_flag("--jitter", c.jitter);
   co.idle.refresh = c.refresh == "eager" ? net::RefreshMode::eager : net::RefreshMode::lazy;
   co.timers = c.timers == "uv" ? net::TimerBackend::uv_timer : net::TimerBackend::wheel;
   co.write.high_watermark = c.high_watermark;
   co.write.low_watermark = c.high_watermark / 4;
   co.write.max_queued_bytes = std::max(co.write.max_queued_bytes, c.high_watermark);
-  co.write.stall_timeout = parse_duration(c.write_stall);
+  co.write.stall_timeout = parse_duration_flag("--write-stall", c.write_stall);
   s.workers.threads = c.workers;
-  s.workers.wheel.tick = parse_duration(c.tick);
+  s.workers.wheel.tick = parse_duration_flag("--tick", c.tick);
+  if (s.workers.wheel.tick < 1ms) throw std::invalid_argument("--tick must be at least 1ms");
   s.workers.wheel.max_fired_per_iteration = c.max_fired;
-  s.drain_timeout = parse_duration(c.drain_timeout);
-  s.stats_interval = parse_duration(c.stats_interval);
+  s.drain_timeout = parse_duration_flag("--drain-timeout", c.drain_timeout);
+  s.stats_interval = parse_duration_flag("--stats-interval", c.stats_interval);
   // Workers publish their counters for the periodic line; keep that lag small.
   if (s.stats_interval.count() > 0)
     s.workers.publish_interval =
@@ -160,6 +162,7 @@ void announce(const std::string& host, int port) {
   std::fflush(stdout);
 }
 
+// Throws std::runtime_error if the file cannot be written (a runtime failure).
 void write_stats(const Config& c, const net::LoopSnapshot& total, unsigned processes,
                  unsigned restarts = 0) {
   if (c.stats_json.empty()) return;
@@ -171,7 +174,7 @@ void write_stats(const Config& c, const net::LoopSnapshot& total, unsigned proce
   j["refresh"] = c.refresh;
   std::ofstream out(c.stats_json);
   out << j.dump(2) << "\n";
-  if (!out) std::fprintf(stderr, "heartwheel-echo: cannot write %s\n", c.stats_json.c_str());
+  if (!out) throw std::runtime_error("cannot write --stats-json " + c.stats_json);
 }
 
 }  // namespace
@@ -180,7 +183,9 @@ int main(int argc, char** argv) {
   Config c;
   CLI::App app{
       "heartwheel-echo: TCP echo server whose connections close when idle.\n"
-      "Durations: 250ms, 2s, 1.5s, 5m, 1h; 0 = off."};
+      "Durations: 250ms, 2s, 1.5s, 5m, 1h; 0 = off. Exit status: 0 ok, 1 runtime failure, 2 usage "
+      "error.",
+      "heartwheel-echo"};
   app.add_option("--listen", c.listen,
                  "HOST:PORT to listen on (port 0 = pick one; the real one is "
                  "printed as 'listening on HOST:PORT')")
@@ -249,17 +254,16 @@ int main(int argc, char** argv) {
                  "print a one-line statistics JSON to stderr this "
                  "often; 0 = never")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   Setup setup;
   try {
     setup = make_setup(c);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "heartwheel-echo: %s\n", e.what());
-    return 2;
+    return heartwheel::cli::usage_error(app, e.what());
   }
   const std::string host = setup.workers.server.host;
-  try {
+  return heartwheel::cli::run(app, [&] {
     if (c.processes <= 1) {
       const auto total = serve(setup, [&](int port) { announce(host, port); });
       write_stats(c, total, 1);
@@ -298,8 +302,5 @@ int main(int argc, char** argv) {
     }
     write_stats(c, total, c.processes, result.restarts);
     return result.exit_code;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "heartwheel-echo: %s\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -5,24 +5,24 @@
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/workers.h>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <uv.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <vector>
 
+#include "cli_program.h"
 #include "routes.h"
 
 namespace {
 
 using heartwheel::Duration;
-using heartwheel::parse_duration;
+using heartwheel::cli::parse_duration_flag;
 namespace http = heartwheel::http;
 namespace net = heartwheel::net;
 
@@ -131,9 +131,12 @@ void on_tick(uv_timer_t* h) {
 
 int main(int argc, char** argv) {
   Flags f;
-  CLI::App app{"heartwheel-http: HTTP/1.1 server with wheel-driven timeouts.\n"
-               "Routes: GET / (short text), POST /echo (echoes the body), GET /delay?ms=N "
-               "(answers after N ms).\nDurations: 250ms, 2s, 5m; 0 turns a timeout off."};
+  CLI::App app{
+      "heartwheel-http: HTTP/1.1 server with wheel-driven timeouts.\n"
+      "Routes: GET / (short text), POST /echo (echoes the body), GET /delay?ms=N "
+      "(answers after N ms).\nDurations: 250ms, 2s, 5m; 0 turns a timeout off.\n"
+      "Exit status: 0 ok, 1 runtime failure, 2 usage error.",
+      "heartwheel-http"};
   app.add_option("--listen", f.listen, "HOST:PORT to listen on (port 0: pick a free one)")
       ->capture_default_str();
   app.add_option("--workers", f.workers, "worker threads, each with its own loop and wheel "
@@ -165,31 +168,42 @@ int main(int argc, char** argv) {
                  "write counters as JSON to FILE every --stats-interval and at exit");
   app.add_option("--stats-interval", f.stats_interval, "how often --stats-json is rewritten")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
+  // Every value is checked before anything starts: a bad one is a usage error.
+  std::atomic<bool> drain_flag{false};
+  http::SessionOptions so;
+  net::WorkersOptions wo;
+  net::HostPort hp;
+  Duration drain_timeout{}, stats_interval{};
   try {
-    http::SessionOptions so;
-    so.header_timeout = parse_duration(f.header_timeout);
-    so.body_timeout = parse_duration(f.body_timeout);
-    so.request_timeout = parse_duration(f.request_timeout);
-    so.keepalive_timeout = parse_duration(f.keepalive_timeout);
-    so.send_timeout = parse_duration(f.send_timeout);
+    so.header_timeout = parse_duration_flag("--header-timeout", f.header_timeout);
+    so.body_timeout = parse_duration_flag("--body-timeout", f.body_timeout);
+    so.request_timeout = parse_duration_flag("--request-timeout", f.request_timeout);
+    so.keepalive_timeout = parse_duration_flag("--keepalive-timeout", f.keepalive_timeout);
+    so.send_timeout = parse_duration_flag("--send-timeout", f.send_timeout);
     so.max_header_bytes = f.max_header_bytes;
     so.max_body_bytes = f.max_body_bytes;
     so.max_requests_per_connection = f.max_requests;
-    std::atomic<bool> drain_flag{false};
     so.drain_signal = &drain_flag;
     so.validate();
-
-    net::WorkersOptions wo;
     wo.threads = f.workers;
-    const net::HostPort hp = net::parse_host_port(f.listen);
+    hp = net::parse_host_port(f.listen);
     wo.server.host = hp.host;
     wo.server.port = hp.port;
     wo.server.connection.idle = {};  // HTTP's own timeouts replace the idle policy
     wo.server.connection.write.stall_timeout = so.send_timeout;
-    wo.wheel.tick = parse_duration(f.tick);
+    wo.wheel.tick = parse_duration_flag("--tick", f.tick);
+    if (wo.wheel.tick < std::chrono::milliseconds(1))
+      throw std::invalid_argument("--tick must be at least 1ms");
+    wo.server.validate();
+    drain_timeout = parse_duration_flag("--drain-timeout", f.drain_timeout);
+    stats_interval = parse_duration_flag("--stats-interval", f.stats_interval);
+  } catch (const std::exception& e) {
+    return heartwheel::cli::usage_error(app, e.what());
+  }
 
+  return heartwheel::cli::run(app, [&] {
     StatsBoard board(f.workers);
     net::Workers workers(wo, [&](unsigned index) -> std::unique_ptr<net::Handler> {
       auto h = std::make_unique<http::NetHandler>(so, heartwheel_example::make_routes());
@@ -207,7 +221,7 @@ int main(int argc, char** argv) {
     c.board = &board;
     c.drain_flag = &drain_flag;
     c.flags = &f;
-    c.drain_timeout = parse_duration(f.drain_timeout);
+    c.drain_timeout = drain_timeout;
     heartwheel::check_uv(uv_loop_init(&c.loop), "uv_loop_init");
     uv_signal_init(&c.loop, &c.sigterm);
     uv_signal_init(&c.loop, &c.sigint);
@@ -216,7 +230,7 @@ int main(int argc, char** argv) {
     c.sigterm.data = c.sigint.data = c.tick.data = c.poll.data = &c;
     uv_signal_start(&c.sigterm, on_signal, SIGTERM);
     uv_signal_start(&c.sigint, on_signal, SIGINT);
-    const auto interval = heartwheel::to_uv_millis_ceil(parse_duration(f.stats_interval));
+    const auto interval = heartwheel::to_uv_millis_ceil(stats_interval);
     if (!f.stats_json.empty() && interval > 0) uv_timer_start(&c.tick, on_tick, interval, interval);
     uv_run(&c.loop, UV_RUN_DEFAULT);
     uv_loop_close(&c.loop);
@@ -226,8 +240,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "heartwheel-http: stopped after %llu requests\n",
                  static_cast<unsigned long long>(t.requests));
     return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "heartwheel-http: %s\n", e.what());
-    return 1;
-  }
+  });
 }

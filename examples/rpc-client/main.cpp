@@ -1,24 +1,25 @@
 // heartwheel-rpc-client: makes RPC calls (docs/rpc-protocol.md) with
 // per-call deadlines in the timing wheel, heartbeats, and reconnects with
 // backoff; prints a JSON summary at exit. See README.md in this folder.
+#include <heartwheel/net/address.h>
+#include <uv.h>
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-#include <uv.h>
-
-#include <heartwheel/duration_parse.h>
-#include <heartwheel/net/address.h>
-
+#include "cli_program.h"
 #include "rpc_client.h"
 
 namespace net = heartwheel::net;
-using heartwheel::parse_duration;
+using heartwheel::cli::parse_duration_flag;
 
 namespace {
 
@@ -38,19 +39,20 @@ rpcclient::ClientOptions make_options(const Config& c) {
   if (hp.port == 0) throw std::invalid_argument("--server needs a port: HOST:PORT");
   o.connector.host = hp.host;
   o.connector.port = hp.port;
-  o.connector.backoff_initial = parse_duration(c.backoff_initial);
-  o.connector.backoff_max = parse_duration(c.backoff_max);
-  o.connector.connect_timeout = parse_duration(c.connect_timeout);
+  o.connector.backoff_initial = parse_duration_flag("--backoff-initial", c.backoff_initial);
+  o.connector.backoff_max = parse_duration_flag("--backoff-max", c.backoff_max);
+  o.connector.connect_timeout = parse_duration_flag("--connect-timeout", c.connect_timeout);
   o.connector.validate();
-  o.heartbeat.interval = parse_duration(c.heartbeat);
-  o.heartbeat.timeout = parse_duration(c.heartbeat_timeout);
+  o.heartbeat.interval = parse_duration_flag("--heartbeat", c.heartbeat);
+  o.heartbeat.timeout = parse_duration_flag("--heartbeat-timeout", c.heartbeat_timeout);
   if (o.heartbeat.interval.count() > 0) o.heartbeat.validate();
   o.rate = c.rate;
   o.calls = c.calls;
   o.max_in_flight = c.max_in_flight;
-  o.call_timeout = parse_duration(c.call_timeout);
-  o.duration = parse_duration(c.duration);
+  o.call_timeout = parse_duration_flag("--call-timeout", c.call_timeout);
+  o.duration = parse_duration_flag("--duration", c.duration);
   o.payload_size = c.payload;
+  o.validate();
   return o;
 }
 
@@ -116,9 +118,12 @@ struct SignalCtl {
 
 int main(int argc, char** argv) {
   Config c;
-  CLI::App app{"heartwheel-rpc-client: calls an RPC server at a steady rate with per-call deadlines, "
-               "heartbeats, and reconnect with backoff; prints a JSON summary at exit.\n"
-               "Durations: 250ms, 2s, 1.5s, 5m; 0 = off."};
+  CLI::App app{
+      "heartwheel-rpc-client: calls an RPC server at a steady rate with per-call deadlines, "
+      "heartbeats, and reconnect with backoff; prints a JSON summary at exit.\n"
+      "Durations: 250ms, 2s, 1.5s, 5m; 0 = off. Exit status: 0 ok, 1 runtime failure, 2 "
+      "usage error.",
+      "heartwheel-rpc-client"};
   app.add_option("--server", c.server, "HOST:PORT of the server")->required();
   app.add_option("--rate", c.rate,
                  "calls per second; 0 = no paced calls: with --calls N the N calls go back to back "
@@ -147,16 +152,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--tick", c.tick, "timing wheel resolution (>= 1ms)")->capture_default_str();
   app.add_option("--json", c.json, "also write the summary to this file");
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   rpcclient::ClientOptions options;
   heartwheel::LoopWheel::Options wheel_options;
   try {
     options = make_options(c);
-    wheel_options.tick = parse_duration(c.tick);
+    wheel_options.tick = parse_duration_flag("--tick", c.tick);
+    if (wheel_options.tick < std::chrono::milliseconds(1))
+      throw std::invalid_argument("--tick must be at least 1ms");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "heartwheel-rpc-client: %s\n", e.what());
-    return 2;
+    return heartwheel::cli::usage_error(app, e.what());
   }
 
   uv_loop_t loop;
@@ -189,8 +195,7 @@ int main(int argc, char** argv) {
       uv_close(reinterpret_cast<uv_handle_t*>(&term), nullptr);
       uv_close(reinterpret_cast<uv_handle_t*>(&intr), nullptr);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "heartwheel-rpc-client: %s\n", e.what());
-      status = 2;
+      status = heartwheel::cli::failure(app, e.what());
     }
   }
   uv_run(&loop, UV_RUN_DEFAULT);  // closing handles finish
@@ -203,10 +208,7 @@ int main(int argc, char** argv) {
   if (!c.json.empty()) {
     std::ofstream out(c.json);
     out << text << "\n";
-    if (!out) {
-      std::fprintf(stderr, "heartwheel-rpc-client: cannot write %s\n", c.json.c_str());
-      return 1;
-    }
+    if (!out) return heartwheel::cli::failure(app, "cannot write --json " + c.json);
   }
   return 0;
 }

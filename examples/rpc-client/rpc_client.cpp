@@ -40,6 +40,14 @@ struct RpcClient::Pacer {
   Hook end;
 };
 
+void ClientOptions::validate() const {
+  if (rate < 0) throw std::invalid_argument("--rate must not be negative");
+  if (call_timeout.count() <= 0) throw std::invalid_argument("--call-timeout must be > 0");
+  if (duration.count() <= 0 && calls == 0)
+    throw std::invalid_argument("give --duration or --calls (or both): the run needs an end");
+  if (max_in_flight == 0) throw std::invalid_argument("--max-in-flight must be at least 1");
+}
+
 RpcClient::RpcClient(heartwheel::LoopWheel& wheel, ClientOptions options)
     : wheel_(wheel),
       options_(std::move(options)),
@@ -51,11 +59,7 @@ RpcClient::RpcClient(heartwheel::LoopWheel& wheel, ClientOptions options)
       calls_(wheel, *this, {.max_in_flight = options_.max_in_flight, .clock = &hr_now}),
       pacer_(std::make_unique<Pacer>(this)),
       payload_(options_.payload_size, 'x') {
-  if (options_.rate < 0) throw std::invalid_argument("--rate must not be negative");
-  if (options_.call_timeout.count() <= 0) throw std::invalid_argument("--call-timeout must be > 0");
-  if (options_.duration.count() <= 0 && options_.calls == 0)
-    throw std::invalid_argument("give --duration or --calls (or both): the run needs an end");
-  if (options_.max_in_flight == 0) throw std::invalid_argument("--max-in-flight must be at least 1");
+  options_.validate();
   for (std::size_t i = 0; i < payload_.size(); ++i) payload_[i] = static_cast<char>('a' + i % 26);
 }
 

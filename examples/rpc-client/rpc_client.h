@@ -36,6 +36,10 @@ struct ClientOptions {
   Duration duration = std::chrono::seconds(10);  // 0 = until `calls` are done
   std::size_t payload_size = 16;
   std::size_t max_frame_length = rpc::kDefaultMaxFrameLength;
+
+  // Throws std::invalid_argument naming the flag to change (rate, call
+  // timeout, max in flight, and a run without an end).
+  void validate() const;
 };
 
 struct ClientCounters {

@@ -1,27 +1,28 @@
 // heartwheel-rpc-server: answers the RPC frame protocol (docs/rpc-protocol.md)
 // with heartbeats both ways, optional reply delays on the timing wheel, and a
 // graceful drain on SIGTERM/SIGINT. See README.md in this folder.
+#include <heartwheel/net/address.h>
+#include <heartwheel/net/workers.h>
+#include <uv.h>
+
+#include <CLI/CLI.hpp>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-#include <uv.h>
-
-#include <heartwheel/duration_parse.h>
-#include <heartwheel/net/address.h>
-#include <heartwheel/net/workers.h>
-
+#include "cli_program.h"
 #include "rpc_service.h"
 
 namespace net = heartwheel::net;
 using heartwheel::Duration;
-using heartwheel::parse_duration;
+using heartwheel::cli::parse_duration_flag;
 
 namespace {
 
@@ -46,15 +47,17 @@ Setup make_setup(const Config& c) {
   s.workers.server.host = hp.host;
   s.workers.server.port = hp.port;
   s.workers.threads = c.workers;
-  s.workers.wheel.tick = parse_duration(c.tick);
-  s.service.reply_delay = parse_duration(c.reply_delay);
+  s.workers.wheel.tick = parse_duration_flag("--tick", c.tick);
+  if (s.workers.wheel.tick < std::chrono::milliseconds(1))
+    throw std::invalid_argument("--tick must be at least 1ms");
+  s.service.reply_delay = parse_duration_flag("--reply-delay", c.reply_delay);
   s.service.max_frame_length = c.max_frame;
-  s.service.heartbeat.interval = parse_duration(c.heartbeat);
-  s.service.heartbeat.timeout = parse_duration(c.heartbeat_timeout);
+  s.service.heartbeat.interval = parse_duration_flag("--heartbeat", c.heartbeat);
+  s.service.heartbeat.timeout = parse_duration_flag("--heartbeat-timeout", c.heartbeat_timeout);
   if (s.service.heartbeat.interval.count() == 0 && s.service.heartbeat.timeout.count() > 0)
     throw std::invalid_argument("--heartbeat-timeout needs --heartbeat (the interval) to be on");
   s.workers.server.connection = rpcserver::connection_options_for(s.service);  // validates
-  s.drain_timeout = parse_duration(c.drain_timeout);
+  s.drain_timeout = parse_duration_flag("--drain-timeout", c.drain_timeout);
   s.workers.server.validate();
   heartwheel::rpc::FrameDecoder probe(c.max_frame);  // throws for a maximum below 9
   return s;
@@ -128,9 +131,12 @@ nlohmann::json counters_json(const rpcserver::RpcCounters& r) {
 
 int main(int argc, char** argv) {
   Config c;
-  CLI::App app{"heartwheel-rpc-server: answers RPC frames (REQUEST -> RESPONSE echoing the payload, "
-               "PING -> PONG), pings idle peers and closes silent ones.\n"
-               "Durations: 250ms, 2s, 1.5s, 5m; 0 = off."};
+  CLI::App app{
+      "heartwheel-rpc-server: answers RPC frames (REQUEST -> RESPONSE echoing the payload, "
+      "PING -> PONG), pings idle peers and closes silent ones.\n"
+      "Durations: 250ms, 2s, 1.5s, 5m; 0 = off. Exit status: 0 ok, 1 runtime failure, 2 "
+      "usage error.",
+      "heartwheel-rpc-server"};
   app.add_option("--listen", c.listen, "HOST:PORT to listen on (port 0 = pick one; printed as "
                                        "'listening on HOST:PORT')")->capture_default_str();
   app.add_option("--heartbeat", c.heartbeat, "heartbeat interval: send a PING after this long with "
@@ -151,19 +157,18 @@ int main(int argc, char** argv) {
                                                      "in-flight (delayed) calls for up to this long, then close")
       ->capture_default_str();
   app.add_option("--stats-json", c.stats_json, "write final statistics as JSON to this file at exit");
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   Setup setup;
   try {
     setup = make_setup(c);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "heartwheel-rpc-server: %s\n", e.what());
-    return 2;
+    return heartwheel::cli::usage_error(app, e.what());
   }
   std::atomic<bool> draining{false};
   setup.service.draining = &draining;
   std::vector<rpcserver::RpcCounters> counters(c.workers);
-  try {
+  return heartwheel::cli::run(app, [&] {
     net::Workers workers(setup.workers, [&](unsigned index) {
       return std::make_unique<rpcserver::RpcService>(setup.service, counters[index]);
     });
@@ -185,11 +190,8 @@ int main(int argc, char** argv) {
       j["workers"] = c.workers;
       std::ofstream out(c.stats_json);
       out << j.dump(2) << "\n";
-      if (!out) std::fprintf(stderr, "heartwheel-rpc-server: cannot write %s\n", c.stats_json.c_str());
+      if (!out) return heartwheel::cli::failure(app, "cannot write --stats-json " + c.stats_json);
     }
     return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "heartwheel-rpc-server: %s\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -5,14 +5,15 @@
 // HEARTWHEEL_LOAD_BIN comes from the build.
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
-#include <csignal>
 
 #include "mini_echo_server.h"
 #include "process_support.h"
@@ -25,6 +26,7 @@ namespace {
 struct Run {
   int status = -1;
   nlohmann::json report;
+  std::string summary;  // what it printed on stdout
 };
 
 std::vector<std::string> words(const std::string& text) {
@@ -35,8 +37,9 @@ std::vector<std::string> words(const std::string& text) {
 }
 
 // Runs the harness with `args` (space-separated) plus --quiet --json, waits
-// at most 60 s, and returns its exit status and report.
-Run run_load(const std::string& args) {
+// at most 60 s, and returns its exit status and report. `env` adds
+// NAME=VALUE entries (the harness's test hooks).
+Run run_load(const std::string& args, std::vector<std::string> env = {}) {
   static int serial = 0;
   const std::string out = "/tmp/heartwheel-load-test-" + std::to_string(::getpid()) + "-" +
                           std::to_string(++serial) + ".json";
@@ -44,12 +47,12 @@ Run run_load(const std::string& args) {
   argv.insert(argv.begin(), HEARTWHEEL_LOAD_BIN);
   for (const char* a : {"--quiet", "--json"}) argv.push_back(a);
   argv.push_back(out);
-  hwproc::Child load(argv);
+  hwproc::Child load(argv, {.capture_stderr = false, .env = std::move(env)});
   const auto status = load.wait_exit(60s);
   REQUIRE(status.has_value());
   std::ifstream in(out);
   REQUIRE(in.good());
-  Run run{*status, nlohmann::json::parse(in)};
+  Run run{*status, nlohmann::json::parse(in), load.output()};
   std::remove(out.c_str());
   return run;
 }
@@ -186,6 +189,81 @@ TEST_CASE("A refused target is reported per errno, not as a crash", "[integratio
       run_load("--target 127.0.0.1:" + std::to_string(port) + " --connections 20 --duration 1s");
   CHECK(run.report["connections_established"] == 0);
   CHECK(run.report["connect_errors"]["ECONNREFUSED"] == 20);
+  CHECK(run.status == 1);  // a run that held nothing failed, whatever the report says
+}
+
+TEST_CASE("A worker's result reaches the supervisor even when its teardown outlasts the grace",
+          "[integration][load]") {
+  // Each worker reports at --duration (1 s), then takes 20 s to close its
+  // connections; the supervisor kills them at duration + grace (1.5 s).
+  MiniEchoServer server(30s);
+  const auto t0 = hwproc::now();
+  const Run run = run_load(target(server) +
+                               "--connections 40 --processes 2 --message-interval 100ms "
+                               "--duration 1s --grace 500ms",
+                           {"HEARTWHEEL_LOAD_TEST_TEARDOWN_DELAY=20s"});
+  const auto& r = run.report;
+  INFO(r.dump(2).substr(0, 2000));
+  CHECK(hwproc::ms_since(t0) < 10000);  // bounded by the grace, not the teardown
+  CHECK(run.status == 0);
+  CHECK(r["complete"] == true);
+  CHECK(r["workers_reported"] == 2);
+  CHECK(r["workers_failed"] == 0);
+  CHECK(r["workers_killed_after_report"] == 2);
+  CHECK(r["connections_established"] == 40);
+  CHECK(r["open_at_end"] == 40);
+  CHECK(u(r["messages_received"]) > 0);
+  CHECK(run.summary.rfind("INCOMPLETE", 0) == std::string::npos);
+}
+
+TEST_CASE("A worker that never reports makes the result say it is incomplete",
+          "[integration][load]") {
+  MiniEchoServer server(30s);
+  const Run run = run_load(target(server) +
+                               "--connections 40 --processes 2 --message-interval 100ms "
+                               "--duration 1s --grace 500ms",
+                           {"HEARTWHEEL_LOAD_TEST_STALL_WORKER=1"});
+  const auto& r = run.report;
+  INFO(r.dump(2).substr(0, 2000) << "\nstdout:\n" << run.summary);
+  CHECK(run.status == 1);
+  CHECK(r["complete"] == false);
+  CHECK(r["workers_expected"] == 2);
+  CHECK(r["workers_reported"] == 1);
+  CHECK(r["workers_failed"] == 1);
+  CHECK(r["connections_established"] == 20);  // worker 0's half only
+  CHECK(server.accepted() == 40);
+  // The headline, not a log line, says so.
+  CHECK(run.summary.rfind("INCOMPLETE: only 1 of 2 worker processes reported", 0) == 0);
+}
+
+TEST_CASE("Bad durations, targets and port ranges exit 2 with one error line, not a crash",
+          "[integration][load]") {
+  struct Bad {
+    std::vector<std::string> args;
+    const char* says;  // the error line names what to fix
+  };
+  const Bad cases[] = {
+      {{"--target", "127.0.0.1:9", "--duration", "5x"}, "--duration: invalid duration '5x'"},
+      {{"--target", "nope:9"}, "--target 'nope:9'"},
+      {{"--target", "127.0.0.1:0"}, "port must be 1..65535"},
+      {{"--target", "127.0.0.1:9", "--source-ips", "127.0.0.1", "--source-ports", "60000-50000"},
+       "--source-ports '60000-50000' is reversed"},
+      {{"--target", "127.0.0.1:9", "--source-ips", "127.0.0.9-127.0.0.1"}, "is reversed"},
+      {{"--target", "127.0.0.1:9", "--no-such-flag"}, "--no-such-flag"},
+  };
+  for (const auto& bad : cases) {
+    std::vector<std::string> argv{HEARTWHEEL_LOAD_BIN};
+    argv.insert(argv.end(), bad.args.begin(), bad.args.end());
+    hwproc::Child load(argv, {.capture_stderr = true, .env = {}});
+    const auto status = load.wait_exit(10s);
+    INFO(bad.args.back() << " -> stderr: " << load.errors());
+    REQUIRE(status.has_value());
+    CHECK(*status == 2);  // not 134 (an uncaught exception's abort, with a core dump)
+    CHECK(load.errors().rfind("heartwheel-load: error: ", 0) == 0);
+    CHECK(load.errors().find(bad.says) != std::string::npos);
+    CHECK(std::count(load.errors().begin(), load.errors().end(), '\n') == 1);
+    CHECK(load.output().empty());
+  }
 }
 
 TEST_CASE("Impossible sizes are refused with advice before anything starts",

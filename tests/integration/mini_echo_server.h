@@ -3,8 +3,14 @@
 // In rpc mode it speaks the RPC frames instead: RESPONSE (same id, same
 // payload) to every REQUEST, PONG to every PING, and after each RESPONSE a
 // PING of its own, so the client's PONG path is exercised too.
-// It exists so the load harness can be tested on a branch that has no
-// heartwheel-echo; it is a test fixture, not the project's echo server.
+// It is a test fixture, not the project's echo server. It was written when
+// there was no heartwheel-echo yet; it stays because load_harness_test.cpp
+// needs what the real programs do not give: live in-process counters the test
+// reads while the harness runs (accepted, idle closes, bad frames, PONGs), an
+// RPC peer that writes its frames in 5-byte pieces (so the harness's reader
+// meets split headers and payloads) and PINGs after every RESPONSE, and no
+// extra process to start. The real heartwheel-echo is tested against the
+// harness in load_vs_echo_test.cpp.
 #pragma once
 
 #include <heartwheel/error.h>

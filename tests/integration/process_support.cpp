@@ -38,22 +38,33 @@ int remaining_ms(SteadyTime end) {
 
 void sleep_for(Ms d) { std::this_thread::sleep_for(d); }
 
-Child::Child(std::vector<std::string> argv) {
-  int fds[2];
+Child::Child(std::vector<std::string> argv, ChildOptions options) {
+  int fds[2], err[2] = {-1, -1};
   REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+  if (options.capture_stderr) REQUIRE(::pipe2(err, O_CLOEXEC) == 0);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  if (options.capture_stderr) posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
+  std::vector<char*> env;
+  for (char** e = environ; *e; ++e) env.push_back(*e);
+  for (auto& e : options.env) env.push_back(e.data());
+  env.push_back(nullptr);
   std::lock_guard lock(live_mu);
-  const int rc = posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ);
+  const int rc = posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
   out_fd_ = fds[0];
+  if (options.capture_stderr) {
+    ::close(err[1]);
+    err_fd_ = err[0];
+  }
   if (rc != 0) {
     ::close(out_fd_);
+    if (err_fd_ >= 0) ::close(err_fd_);
     FAIL("cannot start " << argv[0] << ": " << std::strerror(rc));
   }
   live.insert(pid_);
@@ -68,21 +79,31 @@ Child::~Child() {
     live.erase(pid_);
   }
   if (out_fd_ >= 0) ::close(out_fd_);
+  if (err_fd_ >= 0) ::close(err_fd_);
 }
 
 bool Child::read_some(Ms limit) {
-  if (out_fd_ < 0) return false;
-  pollfd p{out_fd_, POLLIN, 0};
-  if (::poll(&p, 1, static_cast<int>(limit.count())) <= 0) return false;
-  char buf[4096];
-  const ssize_t n = ::read(out_fd_, buf, sizeof buf);
-  if (n <= 0) {
-    ::close(out_fd_);
-    out_fd_ = -1;
+  pollfd p[2];
+  int n = 0;
+  for (int fd : {out_fd_, err_fd_})
+    if (fd >= 0) p[n++] = {fd, POLLIN, 0};
+  if (n == 0 || ::poll(p, static_cast<nfds_t>(n), static_cast<int>(limit.count())) <= 0)
     return false;
+  bool progress = false;  // bytes read or a pipe reached EOF
+  for (int i = 0; i < n; ++i) {
+    if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    const bool is_out = p[i].fd == out_fd_;
+    char buf[4096];
+    const ssize_t r = ::read(p[i].fd, buf, sizeof buf);
+    progress = true;
+    if (r <= 0) {
+      ::close(p[i].fd);
+      (is_out ? out_fd_ : err_fd_) = -1;
+      continue;
+    }
+    (is_out ? out_ : err_).append(buf, static_cast<std::size_t>(r));
   }
-  out_.append(buf, static_cast<std::size_t>(n));
-  return true;
+  return progress;
 }
 
 std::optional<std::string> Child::wait_for_line(const std::string& prefix, Ms limit) {

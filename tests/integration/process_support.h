@@ -24,13 +24,20 @@ inline long long ms_since(SteadyTime t) {
 }
 void sleep_for(Ms d);
 
+// How to start a Child beyond its argv.
+struct ChildOptions {
+  bool capture_stderr = false;   // stderr to a second pipe, read into errors()
+  std::vector<std::string> env;  // extra NAME=VALUE entries on top of ours
+};
+
 // A child process. The destructor kills (SIGKILL) and reaps it if it is still
 // running, so no test leaves a process behind.
 class Child {
  public:
   // Starts `argv[0]` with `argv`; stdout goes to a pipe we read, stderr is
-  // inherited. FAILs the test if the program cannot be started.
-  explicit Child(std::vector<std::string> argv);
+  // inherited unless options.capture_stderr. FAILs the test if the program
+  // cannot be started.
+  explicit Child(std::vector<std::string> argv, ChildOptions options = {});
   ~Child();
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
@@ -46,12 +53,16 @@ class Child {
   // (128 + signal when killed), or nullopt if it is still running at `limit`.
   std::optional<int> wait_exit(Ms limit);
   const std::string& output() const { return out_; }
+  // What it wrote on stderr so far (with capture_stderr only).
+  const std::string& errors() const { return err_; }
 
  private:
-  bool read_some(Ms limit);  // false at EOF or timeout
+  bool read_some(Ms limit);  // false when nothing arrived and no pipe ended within `limit`
   pid_t pid_ = -1;
   int out_fd_ = -1;
+  int err_fd_ = -1;
   std::string out_;
+  std::string err_;
   std::size_t scanned_ = 0;
   bool exited_ = false;
 };

@@ -62,7 +62,7 @@ TEST_CASE("A worker result survives the pipe's JSON form unchanged", "[load][res
 }
 
 TEST_CASE("The report has the documented fields", "[load][result]") {
-  const auto j = sample(2).report_json();
+  const auto j = sample(2).report_json(1);
   for (const char* key : {"connections_established", "connect_errors", "messages_sent",
                           "messages_received", "rtt_us", "dead", "live_closed_by_server"})
     CHECK(j.contains(key));
@@ -72,6 +72,21 @@ TEST_CASE("The report has the documented fields", "[load][result]") {
   for (const char* key : {"min", "p50", "p99", "max"})
     CHECK(j["dead"]["close_after_ms"].contains(key));
   CHECK(j["dead"]["close_after_ms"]["min"] == 5000);
+  CHECK(j["complete"] == true);
+}
+
+TEST_CASE("A merged result with a worker missing says it is incomplete", "[load][result]") {
+  LoadResult merged;
+  merged.merge(sample(1));
+  merged.merge(sample(2));  // the third worker never reported
+  CHECK_FALSE(merged.complete(3));
+  const auto j = merged.report_json(3);
+  CHECK(j["complete"] == false);
+  CHECK(j["workers_reported"] == 2);
+  CHECK(j["workers_expected"] == 3);
+  merged.merge(sample(3));
+  CHECK(merged.complete(3));
+  CHECK(merged.report_json(3)["complete"] == true);
 }
 
 TEST_CASE("Source address ranges expand in order", "[load][options]") {

@@ -187,7 +187,7 @@ def main():
     args = p.parse_args()
     for tool in ("wrk", args.nginx, args.server):
         if shutil.which(tool) is None and not os.access(tool, os.X_OK):
-            sys.exit("http-bench: %s not found" % tool)
+            sys.exit("heartwheel-http-bench: error: %s not found (tools/install-deps bench)" % tool)
 
     load_before = os.getloadavg()[0]
     rounds = {"heartwheel": [], "nginx": []}

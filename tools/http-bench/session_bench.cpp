@@ -7,14 +7,15 @@
 //   heartwheel-http-session-bench [--requests N] [--pipeline K] [--json]
 #include <heartwheel/http/session.h>
 #include <heartwheel/virtual_clock.h>
+#include <llhttp.h>
 
 #include <CLI/CLI.hpp>
-#include <llhttp.h>
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
+
+#include "cli_program.h"
 
 namespace {
 
@@ -83,29 +84,40 @@ int main(int argc, char** argv) {
   std::size_t requests = 1'000'000;
   std::size_t pipeline = 1;
   bool json = false;
-  CLI::App app{"heartwheel-http-session-bench: ns per request inside http::Session (no sockets), "
-               "against llhttp alone on the same bytes"};
-  app.add_option("--requests", requests, "requests per measurement")->capture_default_str();
+  CLI::App app{
+      "heartwheel-http-session-bench: ns per request inside http::Session (no sockets), "
+      "against llhttp alone on the same bytes.\nExit status: 0 ok, 1 runtime failure, 2 usage "
+      "error.",
+      "heartwheel-http-session-bench"};
+  app.add_option("--requests", requests, "requests per measurement (>= 10)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{10}, std::size_t{1} << 40));
   app.add_option("--pipeline", pipeline, "requests per on_data() call")->capture_default_str()
       ->check(CLI::Range(1, 1000));
   app.add_flag("--json", json, "print one JSON line");
-  CLI11_PARSE(app, argc, argv);
-  requests = (requests + pipeline - 1) / pipeline * pipeline;
+  if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
-  session_ns_per_request(requests / 10, pipeline);  // warm-up
-  const double session_ns = session_ns_per_request(requests, pipeline);
-  const double parser_ns = llhttp_ns_per_request(requests, pipeline);
-  if (json) {
-    nlohmann::json j = {{"bench", "http_session"}, {"requests", requests}, {"pipeline", pipeline},
-                        {"session_ns_per_request", session_ns},
-                        {"llhttp_ns_per_request", parser_ns},
-                        {"session_requests_per_sec", 1e9 / session_ns},
-                        {"ratio_session_to_llhttp", session_ns / parser_ns}};
-    std::printf("%s\n", j.dump().c_str());
-  } else {
-    std::printf("session: %.0f ns/request (%.0f req/s on one core)\n", session_ns, 1e9 / session_ns);
-    std::printf("llhttp alone: %.0f ns/request; session / llhttp = %.2f\n", parser_ns,
-                session_ns / parser_ns);
-  }
-  return 0;
+  return heartwheel::cli::run(app, [&] {
+    requests = (requests + pipeline - 1) / pipeline * pipeline;
+
+    session_ns_per_request(requests / 10, pipeline);  // warm-up
+    const double session_ns = session_ns_per_request(requests, pipeline);
+    const double parser_ns = llhttp_ns_per_request(requests, pipeline);
+    if (json) {
+      nlohmann::json j = {{"bench", "http_session"},
+                          {"requests", requests},
+                          {"pipeline", pipeline},
+                          {"session_ns_per_request", session_ns},
+                          {"llhttp_ns_per_request", parser_ns},
+                          {"session_requests_per_sec", 1e9 / session_ns},
+                          {"ratio_session_to_llhttp", session_ns / parser_ns}};
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf("session: %.0f ns/request (%.0f req/s on one core)\n", session_ns,
+                  1e9 / session_ns);
+      std::printf("llhttp alone: %.0f ns/request; session / llhttp = %.2f\n", parser_ns,
+                  session_ns / parser_ns);
+    }
+    return 0;
+  });
 }

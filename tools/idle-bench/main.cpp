@@ -4,15 +4,15 @@
 // uv_timer_t per timer, and checks every close against the ground truth.
 // See README.md.
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench_args.h"
+#include "cli_program.h"
 #include "sim.h"
 
 namespace hb = heartwheel::bench;
@@ -143,8 +143,14 @@ void print_table(const std::vector<hb::SimResult>& rs, const hb::Trace& trace, c
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Simulates many virtual connections with read-idle, write-idle and request timers in one tracker,\n"
-               "driven by synthetic I/O: lazy refresh vs eager reschedule on the wheel vs one uv_timer_t per timer."};
+  CLI::App app{
+      "Simulates many virtual connections with read-idle, write-idle and request timers in one "
+      "tracker,\n"
+      "driven by synthetic I/O: lazy refresh vs eager reschedule on the wheel vs one uv_timer_t "
+      "per timer.\n"
+      "Exit status: 0 ok, 1 runtime failure, 2 usage error, 3 a tracker failed its correctness "
+      "check.",
+      "heartwheel-idle-bench"};
   hb::TraceConfig tc;
   hb::SimConfig sc;
   std::string connections = "1M", read_idle = "10s", write_idle = "10s", request_timeout = "5s", tick = "10ms";
@@ -167,7 +173,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "Virtual time before the silent connections stop, e.g. 2s")->capture_default_str();
   app.add_option("--only", only, "Run only this tracker besides the baseline: wheel_lazy, wheel_eager or uv_timer");
   app.add_option("--seed", tc.seed, "Seed of the synthetic traffic")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   hb::Trace trace;
   try {
@@ -194,8 +200,7 @@ int main(int argc, char** argv) {
       throw std::invalid_argument("I/O too sparse: active connections could go idle (need 2 / rate < idle timeout)");
     trace = hb::make_trace(tc);
   } catch (const std::exception& e) {
-    std::cerr << "heartwheel-idle-bench: " << e.what() << '\n';
-    return 2;
+    return heartwheel::cli::usage_error(app, e.what());
   }
 
   std::vector<hb::SimResult> rs;
@@ -205,8 +210,7 @@ int main(int argc, char** argv) {
     if (only.empty() || only == "wheel_eager") rs.push_back(hb::simulate<hb::WheelTracker<false>>(trace, tc, sc));
     if (only.empty() || only == "uv_timer") rs.push_back(hb::simulate<hb::UvTracker>(trace, tc, sc));
   } catch (const std::exception& e) {
-    std::cerr << "heartwheel-idle-bench: " << e.what() << '\n';
-    return 1;
+    return heartwheel::cli::failure(app, e.what());
   }
 
   bool all_correct = true;

@@ -4,17 +4,21 @@
 // Lazy refresh stores a timestamp per event and re-arms when the entry
 // fires; eager refresh relinks the entry on every event. Prints the cost per
 // I/O event of each and the ratio eager/lazy, measured in the same run.
-#include <chrono>
-#include <cstdio>
-#include <memory>
-#include <random>
-#include <vector>
-
-#include <CLI/CLI.hpp>
-
 #include <heartwheel/duration_parse.h>
 #include <heartwheel/net/deadline_timer.h>
 #include <heartwheel/virtual_clock.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli_program.h"
 
 namespace net = heartwheel::net;
 using heartwheel::Duration;
@@ -95,45 +99,64 @@ int main(int argc, char** argv) {
   bool json = false;
   CLI::App app{
       "Lazy vs eager refresh of per-connection idle deadlines in one timing wheel "
-      "(simulated connections, manual clock)."};
-  app.add_option("--connections", connections, "simulated connections")->capture_default_str();
+      "(simulated connections, manual clock). Exit status: 0 ok, 2 usage error.",
+      "heartwheel-idle-refresh-bench"};
+  app.add_option("--connections", connections, "simulated connections")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{UINT32_MAX}));
   app.add_option("--io-events", io_events,
-                 "reads+writes spread uniformly over connections and time")
+                 "reads+writes spread uniformly over connections and time (at least one per "
+                 "simulated millisecond)")
       ->capture_default_str();
-  app.add_option("--duration", sim, "simulated time")->capture_default_str();
-  app.add_option("--timeout", timeout, "read and write idle timeout")->capture_default_str();
+  app.add_option("--duration", sim, "simulated time (>= 1ms)")->capture_default_str();
+  app.add_option("--timeout", timeout, "read and write idle timeout (> 0)")->capture_default_str();
   app.add_option("--seed", seed, "random seed")->capture_default_str();
   app.add_flag("--json", json, "print one JSON line per mode and one for the ratio");
-  CLI11_PARSE(app, argc, argv);
-  const Duration sim_d = heartwheel::parse_duration(sim);
-  const Duration timeout_d = heartwheel::parse_duration(timeout);
+  if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
+  Duration sim_d{}, timeout_d{};
+  try {
+    sim_d = heartwheel::cli::parse_duration_flag("--duration", sim);
+    timeout_d = heartwheel::cli::parse_duration_flag("--timeout", timeout);
+    if (sim_d < 1ms) throw std::invalid_argument("--duration must be at least 1ms");
+    if (timeout_d <= Duration::zero()) throw std::invalid_argument("--timeout must be positive");
+    const auto steps = static_cast<std::uint64_t>(sim_d / 1ms);
+    if (io_events < steps)
+      throw std::invalid_argument("--io-events must be at least one per simulated millisecond: " +
+                                  std::to_string(steps) + " for --duration " + sim);
+  } catch (const std::exception& e) {
+    return heartwheel::cli::usage_error(app, e.what());
+  }
 
-  const Result lazy = run(net::RefreshMode::lazy, connections, io_events, sim_d, timeout_d, seed);
-  const Result eager = run(net::RefreshMode::eager, connections, io_events, sim_d, timeout_d, seed);
-  for (const auto& [name, r] : {std::pair{"lazy", lazy}, std::pair{"eager", eager}}) {
-    if (json) {
-      std::printf(
-          "{\"bench\":\"idle_refresh\",\"mode\":\"%s\",\"connections\":%zu,\"io_events\":%llu,"
-          "\"ns_per_io\":%.2f,\"wheel_scheduled\":%llu,\"wheel_relinked\":%llu,\"wheel_fired\":%"
-          "llu,"
-          "\"idle_events\":%llu}\n",
-          name, connections, static_cast<unsigned long long>(io_events), r.ns_per_io,
-          static_cast<unsigned long long>(r.scheduled), static_cast<unsigned long long>(r.relinked),
-          static_cast<unsigned long long>(r.fired), static_cast<unsigned long long>(r.idle_events));
-    } else {
-      std::printf("%-5s %8.2f ns/io  scheduled %llu  relinked %llu  fired %llu  idle events %llu\n",
-                  name, r.ns_per_io, static_cast<unsigned long long>(r.scheduled),
-                  static_cast<unsigned long long>(r.relinked),
-                  static_cast<unsigned long long>(r.fired),
-                  static_cast<unsigned long long>(r.idle_events));
+  return heartwheel::cli::run(app, [&] {
+    const Result lazy = run(net::RefreshMode::lazy, connections, io_events, sim_d, timeout_d, seed);
+    const Result eager =
+        run(net::RefreshMode::eager, connections, io_events, sim_d, timeout_d, seed);
+    for (const auto& [name, r] : {std::pair{"lazy", lazy}, std::pair{"eager", eager}}) {
+      if (json) {
+        std::printf(
+            "{\"bench\":\"idle_refresh\",\"mode\":\"%s\",\"connections\":%zu,\"io_events\":%llu,"
+            "\"ns_per_io\":%.2f,\"wheel_scheduled\":%llu,\"wheel_relinked\":%llu,\"wheel_fired\":%"
+            "llu,"
+            "\"idle_events\":%llu}\n",
+            name, connections, static_cast<unsigned long long>(io_events), r.ns_per_io,
+            static_cast<unsigned long long>(r.scheduled),
+            static_cast<unsigned long long>(r.relinked), static_cast<unsigned long long>(r.fired),
+            static_cast<unsigned long long>(r.idle_events));
+      } else {
+        std::printf(
+            "%-5s %8.2f ns/io  scheduled %llu  relinked %llu  fired %llu  idle events %llu\n", name,
+            r.ns_per_io, static_cast<unsigned long long>(r.scheduled),
+            static_cast<unsigned long long>(r.relinked), static_cast<unsigned long long>(r.fired),
+            static_cast<unsigned long long>(r.idle_events));
+      }
     }
-  }
-  const double ratio = eager.ns_per_io / lazy.ns_per_io;
-  if (json) {
-    std::printf("{\"bench\":\"idle_refresh\",\"baseline\":\"lazy\",\"eager_over_lazy\":%.3f}\n",
-                ratio);
-  } else {
-    std::printf("eager / lazy = %.2f\n", ratio);
-  }
-  return 0;
+    const double ratio = eager.ns_per_io / lazy.ns_per_io;
+    if (json) {
+      std::printf("{\"bench\":\"idle_refresh\",\"baseline\":\"lazy\",\"eager_over_lazy\":%.3f}\n",
+                  ratio);
+    } else {
+      std::printf("eager / lazy = %.2f\n", ratio);
+    }
+    return 0;
+  });
 }

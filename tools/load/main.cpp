@@ -1,10 +1,12 @@
 // heartwheel-load: holds many TCP connections against a server and measures
-// round trips, heartbeats and how the server closes idle peers. See README.md.
+// round trips, heartbeats and how the server closed idle peers. See README.md.
+// Exit status: 0 ok, 1 the run failed (nothing connected, a worker failed or
+// did not report), 2 usage error, 3 --expect-idle-close not met.
 #include <CLI/CLI.hpp>
-#include <cstdio>
 #include <random>
 #include <stdexcept>
 
+#include "cli_program.h"
 #include "options.h"
 #include "supervisor.h"
 
@@ -15,21 +17,23 @@ int main(int argc, char** argv) {
       "hold them,\n"
       "send messages or heartbeats, let a fraction go silent, and report RTT percentiles and how "
       "the server\n"
-      "closed idle connections. Example:\n"
+      "closed idle connections. Exit status: 0 ok, 1 run failed (e.g. nothing connected), 2 usage "
+      "error,\n"
+      "3 --expect-idle-close not met. Example:\n"
       "  heartwheel-load --target 127.0.0.1:7000 -c 20000 -p 2 --source-ips 127.0.0.1-127.0.0.4 "
       "\\\n"
       "    --message-interval 1s --dead-fraction 0.1 --expect-idle-close 5s --duration 30s --json "
-      "out.json"};
+      "out.json",
+      "heartwheel-load"};
   heartwheel::load::add_options(app, options);
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
   try {
     heartwheel::load::validate(options);
-    // A fresh port offset each run, so a run right after another does not
-    // reuse 4-tuples the server may still hold in TIME_WAIT.
-    options.port_offset = std::random_device{}();
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "heartwheel-load: %s\n", e.what());
-    return 2;
+    return heartwheel::cli::usage_error(app, e.what());
   }
-  return heartwheel::load::run_supervisor(options);
+  // A fresh port offset each run, so a run right after another does not
+  // reuse 4-tuples the server may still hold in TIME_WAIT.
+  options.port_offset = std::random_device{}();
+  return heartwheel::cli::run(app, [&] { return heartwheel::load::run_supervisor(options); });
 }

@@ -37,13 +37,22 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-// A CLI11 validator-transformer pair for duration flags: the flag keeps its
-// text form in --help and lands in a std::chrono::nanoseconds.
+// A duration flag: it keeps its text form in --help and lands in a
+// std::chrono::nanoseconds; a bad value is a usage error that names the flag.
 CLI::Option* add_duration(CLI::App& app, const std::string& name, std::chrono::nanoseconds& into,
                           const std::string& help) {
+  const std::string flag = name.substr(name.rfind(',') + 1);  // "-d,--duration" -> "--duration"
   return app
       .add_option_function<std::string>(
-          name, [&into](const std::string& text) { into = parse_duration(text); }, help)
+          name,
+          [&into, flag](const std::string& text) {
+            try {
+              into = parse_duration(text);
+            } catch (const std::invalid_argument& e) {
+              throw CLI::ValidationError(flag, e.what());
+            }
+          },
+          help)
       ->default_str(format_duration(into))
       ->type_name("DURATION");
 }
@@ -65,15 +74,22 @@ const char* mode_name(Mode m) noexcept {
 std::vector<sockaddr_in> parse_source_ips(const std::string& text) {
   std::vector<sockaddr_in> out;
   for (const auto& part : split(text, ',')) {
+    const auto address = [&part](const std::string& one) {
+      try {
+        return parse_ipv4(one);
+      } catch (const std::invalid_argument& bad) {
+        throw std::invalid_argument("--source-ips '" + part + "': " + bad.what());
+      }
+    };
     const auto dash = part.find('-');
     if (dash == std::string::npos) {
-      out.push_back(parse_ipv4(part));
+      out.push_back(address(part));
       continue;
     }
-    const auto lo = ntohl(parse_ipv4(part.substr(0, dash)).sin_addr.s_addr);
-    const auto hi = ntohl(parse_ipv4(part.substr(dash + 1)).sin_addr.s_addr);
+    const auto lo = ntohl(address(part.substr(0, dash)).sin_addr.s_addr);
+    const auto hi = ntohl(address(part.substr(dash + 1)).sin_addr.s_addr);
     if (hi < lo || hi - lo >= 65536)
-      throw std::invalid_argument("source range '" + part +
+      throw std::invalid_argument("--source-ips range '" + part +
                                   "' is reversed or longer than 65536 addresses");
     for (auto ip = lo; ip <= hi; ++ip) {
       sockaddr_in a{};
@@ -93,9 +109,12 @@ void parse_source_ports(const std::string& text, std::uint16_t& lo, std::uint16_
   }
   unsigned a = 0, b = 0;
   char tail = 0;
-  if (std::sscanf(text.c_str(), "%u-%u%c", &a, &b, &tail) != 2 || a < 1 || b > 65535 || a > b)
+  if (std::sscanf(text.c_str(), "%u-%u%c", &a, &b, &tail) != 2 || a < 1 || b > 65535)
     throw std::invalid_argument("--source-ports '" + text +
                                 "': write LO-HI within 1-65535, or 'kernel'");
+  if (a > b)
+    throw std::invalid_argument("--source-ports '" + text +
+                                "' is reversed: write LO-HI with LO <= HI");
   lo = static_cast<std::uint16_t>(a);
   hi = static_cast<std::uint16_t>(b);
 }
@@ -105,16 +124,20 @@ std::vector<Endpoint> parse_targets(const std::string& text) {
   for (const auto& part : split(text, ',')) {
     const auto colon = part.rfind(':');
     if (colon == std::string::npos || colon == 0)
-      throw std::invalid_argument("target '" + part + "' must be HOST:PORT");
+      throw std::invalid_argument("--target '" + part + "' must be HOST:PORT");
     Endpoint e;
     e.host = part.substr(0, colon);
     const std::string port = part.substr(colon + 1);
     char* end = nullptr;
     const long p = std::strtol(port.c_str(), &end, 10);
     if (port.empty() || *end != '\0' || p <= 0 || p > 65535)
-      throw std::invalid_argument("target '" + part + "': port must be 1..65535");
+      throw std::invalid_argument("--target '" + part + "': port must be 1..65535");
     e.port = static_cast<std::uint16_t>(p);
-    e.addr = parse_ipv4(e.host);
+    try {
+      e.addr = parse_ipv4(e.host);
+    } catch (const std::invalid_argument& bad) {
+      throw std::invalid_argument("--target '" + part + "': " + bad.what());
+    }
     e.addr.sin_port = htons(e.port);
     out.push_back(e);
   }
@@ -163,7 +186,8 @@ void add_options(CLI::App& app, LoadOptions& o) {
   add_duration(app, "-d,--duration", o.duration, "Length of the run from start, ramp included");
   add_duration(
       app, "--grace", o.grace,
-      "After --duration, how long processes get to close and report before they are killed");
+      "After --duration, how long processes get to report and close before they are killed (one "
+      "killed after reporting loses nothing)");
   app.add_option_function<std::string>(
          "-m,--mode",
          [&o](const std::string& s) {

@@ -92,8 +92,11 @@ LoadResult LoadResult::from_json(const nlohmann::json& j) {
   return r;
 }
 
-nlohmann::json LoadResult::report_json() const {
+nlohmann::json LoadResult::report_json(unsigned workers_expected) const {
   nlohmann::json j;
+  j["workers_expected"] = workers_expected;
+  j["workers_reported"] = processes;
+  j["complete"] = complete(workers_expected);
   counters(*this, *this,
            [&](const char* name, const std::uint64_t& v, const std::uint64_t&) { j[name] = v; });
   count_maps(*this, *this, [&](const char* name, const Counts& c, const Counts&) { j[name] = c; });

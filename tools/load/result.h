@@ -60,9 +60,15 @@ struct LoadResult {
   nlohmann::json to_json() const;
   static LoadResult from_json(const nlohmann::json& j);
 
-  // The summary: counters, {p50, p90, p99, p999, max} per histogram, and the
-  // `dead` block with close_after_ms {min, p50, p99, max}.
-  nlohmann::json report_json() const;
+  // The summary: counters, {p50, p90, p99, p999, max} per histogram, the
+  // `dead` block with close_after_ms {min, p50, p99, max}, and whether every
+  // worker's result is in it: workers_expected (the run's --processes),
+  // workers_reported (results merged) and complete (reported == expected).
+  // An incomplete report undercounts everything the missing workers held.
+  nlohmann::json report_json(unsigned workers_expected) const;
+
+  // Every worker of a run of `workers_expected` handed in its result.
+  bool complete(unsigned workers_expected) const noexcept { return processes == workers_expected; }
 
   // Dead connections the run ended with unclosed.
   std::uint64_t dead_not_closed() const noexcept { return dead_count - dead_closed; }

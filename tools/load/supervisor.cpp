@@ -33,6 +33,7 @@ struct Child {
   std::string buffer;       // bytes of an unfinished line
   nlohmann::json progress;  // its latest progress line
   bool reported = false;    // its result arrived
+  bool killed = false;      // we sent it SIGKILL (deadline, or a second Ctrl-C)
   bool reaped = false;
   int status = 0;
 };
@@ -95,7 +96,18 @@ bool drain(Child& child, LoadResult& merged, unsigned index) {
 
 void signal_all(std::vector<Child>& children, int sig) {
   for (auto& c : children)
-    if (!c.reaped && c.pid > 0) ::kill(c.pid, sig);
+    if (!c.reaped && c.pid > 0) {
+      ::kill(c.pid, sig);
+      if (sig == SIGKILL) c.killed = true;
+    }
+}
+
+// A worker whose result arrived counts as done even if we killed it while it
+// was still closing its connections (it reports before its teardown).
+bool failed(const Child& c) {
+  if (!c.reported) return true;
+  if (c.killed && WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGKILL) return false;
+  return !WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0;
 }
 
 void reap(std::vector<Child>& children, bool block) {
@@ -109,6 +121,11 @@ void reap(std::vector<Child>& children, bool block) {
 void print_summary(const nlohmann::json& r) {
   const auto& rtt = r["rtt_us"];
   const auto& dead = r["dead"];
+  if (r["complete"] == false)
+    std::printf(
+        "INCOMPLETE: only %u of %u worker processes reported; every figure below misses what "
+        "the others held\n",
+        r["workers_reported"].get<unsigned>(), r["workers_expected"].get<unsigned>());
   std::printf(
       "connections: %llu established of %llu attempted, %llu open at end; ramp %llu ms\n"
       "messages: %llu sent, %llu received\n"
@@ -151,7 +168,7 @@ int run_supervisor(const LoadOptions& options) {
   for (unsigned k = 0; k < options.processes; ++k) {
     int fds[2];
     if (::pipe(fds) != 0) {
-      std::perror("heartwheel-load: pipe");
+      std::perror("heartwheel-load: error: pipe");
       signal_all(children, SIGKILL);
       reap(children, true);
       return 1;
@@ -164,7 +181,7 @@ int run_supervisor(const LoadOptions& options) {
     }
     ::close(fds[1]);
     if (pid < 0) {
-      std::perror("heartwheel-load: fork");
+      std::perror("heartwheel-load: error: fork");
       ::close(fds[0]);
       signal_all(children, SIGKILL);
       reap(children, true);
@@ -214,8 +231,12 @@ int run_supervisor(const LoadOptions& options) {
       forwarded = g_signals;
     }
     if (!killed && now_ms() >= deadline) {
+      unsigned unreported = 0;
+      for (const auto& c : children) unreported += !c.reported;
       std::fprintf(stderr,
-                   "heartwheel-load: workers still running at duration + grace: killing them\n");
+                   "heartwheel-load: workers still running at duration + grace: killing them "
+                   "(%u of them have not reported)\n",
+                   unreported);
       signal_all(children, SIGKILL);
       killed = true;
     }
@@ -256,17 +277,31 @@ int run_supervisor(const LoadOptions& options) {
   reap(children, true);
 
   int status = 0;
-  unsigned failed = 0;
-  for (const auto& c : children)
-    if (!c.reported || !WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) ++failed;
-  if (failed > 0) {
-    std::fprintf(stderr, "heartwheel-load: %u of %u worker processes failed or did not report\n",
-                 failed, options.processes);
+  unsigned workers_failed = 0, killed_after_report = 0;
+  for (const auto& c : children) {
+    workers_failed += failed(c);
+    killed_after_report += c.reported && c.killed && !failed(c);
+  }
+  if (workers_failed > 0) {
+    std::fprintf(stderr,
+                 "heartwheel-load: error: %u of %u worker processes failed or did not report "
+                 "(the result is incomplete)\n",
+                 workers_failed, options.processes);
+    status = 1;
+  }
+  if (merged.connections_established == 0 && merged.connections_attempted > 0) {
+    // A run that held nothing measured nothing: say so in the status too.
+    std::fprintf(stderr,
+                 "heartwheel-load: error: none of %llu connection attempts succeeded "
+                 "(connect errors: %s)\n",
+                 static_cast<unsigned long long>(merged.connections_attempted),
+                 nlohmann::json(merged.connect_errors).dump().c_str());
     status = 1;
   }
 
-  nlohmann::json report = merged.report_json();
-  report["workers_failed"] = failed;
+  nlohmann::json report = merged.report_json(options.processes);
+  report["workers_failed"] = workers_failed;
+  report["workers_killed_after_report"] = killed_after_report;
   report["elapsed_ms"] = now_ms() - start;
   report["interrupted"] = g_signals > 0;
   report["options"] = {{"mode", mode_name(options.mode)},
@@ -294,7 +329,7 @@ int run_supervisor(const LoadOptions& options) {
     std::ofstream out(options.json_path);
     out << report.dump(2) << "\n";
     if (!out) {
-      std::fprintf(stderr, "heartwheel-load: cannot write %s\n", options.json_path.c_str());
+      std::fprintf(stderr, "heartwheel-load: error: cannot write %s\n", options.json_path.c_str());
       status = 1;
     }
   }

@@ -2,13 +2,18 @@
 // the final report. The per-mode protocol lives in session.cpp.
 #include "worker.h"
 
+#include <heartwheel/duration_parse.h>
 #include <heartwheel/error.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <thread>
 
 namespace heartwheel::load {
 
@@ -29,6 +34,31 @@ struct PendingWrite {
 };
 
 uv_handle_t* as_handle(void* h) { return static_cast<uv_handle_t*>(h); }
+
+// Test hooks (tests/integration/load_harness_test.cpp), read from the
+// environment; unset in normal runs. See README.md, "Test hooks".
+std::optional<Duration> env_duration(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? try_parse_duration(v) : std::nullopt;
+}
+
+// HEARTWHEEL_LOAD_TEST_STALL_WORKER=K: worker K hangs instead of reporting,
+// like a worker whose loop never got to its stop; the supervisor's kill at
+// --duration + --grace ends it (SIGTERM too, so it dies with the supervisor).
+void test_hook_before_report(unsigned index) {
+  const char* v = std::getenv("HEARTWHEEL_LOAD_TEST_STALL_WORKER");
+  if (!v || std::strtoul(v, nullptr, 10) != index) return;
+  ::signal(SIGTERM, SIG_DFL);
+  ::sleep(60);
+  ::_exit(1);
+}
+
+// HEARTWHEEL_LOAD_TEST_TEARDOWN_DELAY=D: every worker sleeps D after
+// reporting, before it closes its connections (a slow teardown).
+void test_hook_slow_teardown() {
+  if (const auto d = env_duration("HEARTWHEEL_LOAD_TEST_TEARDOWN_DELAY"))
+    std::this_thread::sleep_for(*d);
+}
 
 }  // namespace
 
@@ -90,8 +120,7 @@ int Worker::run() {
       &sigint_, [](uv_signal_t* s, int) { static_cast<Worker*>(s->data)->stop(); }, SIGINT);
   if (share_.connections == 0) note_resolved();
   uv_run(&loop_, UV_RUN_DEFAULT);
-  const nlohmann::json line = {{"type", "result"}, {"result", result_.to_json()}};
-  return write_line(line.dump() + "\n") ? 0 : 1;
+  return reported_ ? 0 : 1;
 }
 
 void Worker::ramp() {
@@ -375,9 +404,19 @@ void Worker::stop() {
   stopping_ = true;
   progress();
   for (std::uint64_t j = 0; j < started_; ++j) {
-    Conn& c = conns_[j];
+    const Conn& c = conns_[j];
     if (c.state == Conn::State::open) ++result_.open_at_end;
     if (c.state == Conn::State::connecting) ++result_.connects_unfinished;
+  }
+  // The result is final now: hand it in BEFORE the teardown. Closing 15,000
+  // sockets on a loaded machine can outlast --grace, and a worker the
+  // supervisor kills then must not take its result with it.
+  test_hook_before_report(share_.index);
+  const nlohmann::json line = {{"type", "result"}, {"result", result_.to_json()}};
+  reported_ = write_line(line.dump() + "\n");
+  test_hook_slow_teardown();
+  for (std::uint64_t j = 0; j < started_; ++j) {
+    Conn& c = conns_[j];
     if (options_.linger_reset &&
         (c.state == Conn::State::open || c.state == Conn::State::connecting)) {
       uv_os_fd_t fd;

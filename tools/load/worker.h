@@ -11,9 +11,10 @@
 //
 // Life of a run: connects are started by a ramp timer (connect_rate / P per
 // second, at most max_pending_connects in flight); at `duration` (or SIGTERM /
-// SIGINT) the worker closes everything it opened, writes its LoadResult as one
-// JSON line to `report_fd` and run() returns. Once a second it writes a
-// progress line there too.
+// SIGINT) the worker writes its LoadResult as one JSON line to `report_fd`,
+// then closes everything it opened (first the result: closing thousands of
+// sockets can take longer than the supervisor waits), and run() returns. Once
+// a second it writes a progress line there too.
 //
 // Threads: everything runs on the worker's loop thread.
 #pragma once
@@ -67,8 +68,9 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Runs until the duration ends or a stop signal arrives; returns the
-  // process exit status (0, or 1 if the result could not be written).
+  // Runs until the duration ends or a stop signal arrives and every handle
+  // is closed; returns the process exit status (0, or 1 if the result could
+  // not be written).
   int run();
 
   // --- used by the protocol code (session.cpp) ---
@@ -125,6 +127,7 @@ class Worker {
   std::uint64_t closed_by_server_ = 0;
   std::uint64_t start_ns_ = 0;
   bool stopping_ = false;
+  bool reported_ = false;   // the result line was written
   bool ramp_done_ = false;  // every connect of this process resolved
   LoadResult result_;
   std::unique_ptr<std::uint8_t[]> read_buf_;

@@ -8,6 +8,11 @@
 //             (libuv's timer heap: what plain libuv code does) - the baseline
 // Prints one line per variant and the ratio baseline / table, all measured in
 // the same run; --json makes the lines JSON.
+#include <heartwheel/rpc/call_table.h>
+#include <heartwheel/virtual_clock.h>
+#include <uv.h>
+
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -16,11 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-#include <uv.h>
-
-#include <heartwheel/rpc/call_table.h>
-#include <heartwheel/virtual_clock.h>
+#include "cli_program.h"
 
 using namespace std::chrono_literals;
 namespace rpc = heartwheel::rpc;
@@ -144,38 +145,47 @@ void report(bool json, const char* variant, const Params& p, double ns) {
 int main(int argc, char** argv) {
   Params p{10000, 5'000'000, 42};
   bool json = false;
-  CLI::App app{"heartwheel-rpc-calls-bench: cost per RPC call of tracking its deadline (register + "
-               "answer, random reply order), CallTable vs hash map + wheel vs hash map + uv_timer_t"};
+  CLI::App app{
+      "heartwheel-rpc-calls-bench: cost per RPC call of tracking its deadline (register + "
+      "answer, random reply order), CallTable vs hash map + wheel vs hash map + uv_timer_t.\n"
+      "Exit status: 0 ok, 1 runtime failure, 2 usage error.",
+      "heartwheel-rpc-calls-bench"};
   app.add_option("--in-flight", p.in_flight, "calls outstanding at any time")->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{10'000'000}));
-  app.add_option("--calls", p.calls, "calls measured per variant")->capture_default_str();
+  app.add_option("--calls", p.calls, "calls measured per variant")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
   app.add_option("--seed", p.seed, "random seed for the reply order")->capture_default_str();
   app.add_flag("--json", json, "print JSON lines");
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
-  double table_ns, map_wheel_ns, map_uv_ns;
-  {
-    TableTracker t;
-    table_ns = measure(t, p);
-    report(json, "table", p, table_ns);
-  }
-  {
-    MapWheelTracker t;
-    map_wheel_ns = measure(t, p);
-    report(json, "map+wheel", p, map_wheel_ns);
-  }
-  {
-    MapUvTracker t;
-    map_uv_ns = measure(t, p);
-    report(json, "map+uv", p, map_uv_ns);
-  }
-  if (json) {
-    std::printf("{\"bench\":\"rpc_calls\",\"in_flight\":%zu,\"baseline\":\"map+uv\",\"ratio_baseline_over_table\":%.2f,"
-                "\"ratio_map_wheel_over_table\":%.2f}\n",
-                p.in_flight, map_uv_ns / table_ns, map_wheel_ns / table_ns);
-  } else {
-    std::printf("map+uv / table = %.2f   map+wheel / table = %.2f\n", map_uv_ns / table_ns,
-                map_wheel_ns / table_ns);
-  }
-  return 0;
+  return heartwheel::cli::run(app, [&] {
+    double table_ns, map_wheel_ns, map_uv_ns;
+    {
+      TableTracker t;
+      table_ns = measure(t, p);
+      report(json, "table", p, table_ns);
+    }
+    {
+      MapWheelTracker t;
+      map_wheel_ns = measure(t, p);
+      report(json, "map+wheel", p, map_wheel_ns);
+    }
+    {
+      MapUvTracker t;
+      map_uv_ns = measure(t, p);
+      report(json, "map+uv", p, map_uv_ns);
+    }
+    if (json) {
+      std::printf(
+          "{\"bench\":\"rpc_calls\",\"in_flight\":%zu,\"baseline\":\"map+uv\",\"ratio_baseline_"
+          "over_table\":%.2f,"
+          "\"ratio_map_wheel_over_table\":%.2f}\n",
+          p.in_flight, map_uv_ns / table_ns, map_wheel_ns / table_ns);
+    } else {
+      std::printf("map+uv / table = %.2f   map+wheel / table = %.2f\n", map_uv_ns / table_ns,
+                  map_wheel_ns / table_ns);
+    }
+    return 0;
+  });
 }

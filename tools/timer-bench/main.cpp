@@ -2,18 +2,18 @@
 // an indexed 4-ary heap, for schedule, cancel, refresh and expiry at several
 // numbers of live entries. See README.md for what is measured and how.
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench_args.h"
+#include "cli_program.h"
 #include "timer_impls.h"
 #include "timer_runner.h"
 
@@ -158,8 +158,12 @@ void print_table(const std::vector<Row>& rows, const std::vector<Verdict>& vs, c
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Compares the heartwheel timing wheel with one uv_timer_t per entry and an indexed 4-ary heap:\n"
-               "schedule, cancel, refresh (sequential, random, random with the owner in cache) and expiry."};
+  CLI::App app{
+      "Compares the heartwheel timing wheel with one uv_timer_t per entry and an indexed 4-ary "
+      "heap:\n"
+      "schedule, cancel, refresh (sequential, random, random with the owner in cache) and expiry.\n"
+      "Exit status: 0 ok, 1 runtime failure, 2 usage error.",
+      "heartwheel-timer-bench"};
   Options opt;
   std::string sizes = "10k,100k,1M";
   std::string timeout = "30s";
@@ -177,7 +181,7 @@ int main(int argc, char** argv) {
   app.add_option("--min-ops", opt.run.min_ops, "At least this many operations per measurement (rounds for small N)")
       ->capture_default_str()->check(CLI::Range(1, 1'000'000'000));
   app.add_option("--seed", opt.seed, "Seed of the random order")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   try {
     if (quick) {
@@ -193,8 +197,7 @@ int main(int argc, char** argv) {
     for (std::size_t n : opt.sizes)
       if (n >= UINT32_MAX) throw std::invalid_argument("--n: at most 4 billion entries");
   } catch (const std::exception& e) {
-    std::cerr << "heartwheel-timer-bench: " << e.what() << '\n';
-    return 2;
+    return heartwheel::cli::usage_error(app, e.what());
   }
 
   std::vector<Row> rows;
@@ -210,8 +213,7 @@ int main(int argc, char** argv) {
       if (!opt.json) std::fprintf(stderr, "  N = %zu done\n", n);
     }
   } catch (const std::exception& e) {
-    std::cerr << "heartwheel-timer-bench: " << e.what() << '\n';
-    return 1;
+    return heartwheel::cli::failure(app, e.what());
   }
   fill_ratios(rows);
   const auto vs = verdicts(rows);

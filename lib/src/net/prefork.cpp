@@ -1,19 +1,25 @@
 // See heartwheel/net/prefork.h. Parent side: one pipe per child carries
-// 'R' (ready) and 'D' <8-byte length> <bytes> (report); EOF means the child
-// exited. Signals reach the parent's poll() through a self-pipe.
+// 'R' (ready) and 'D' <8-byte length> <bytes> (report). Signals reach the
+// parent's poll() through a self-pipe: SIGTERM/SIGINT are forwarded, SIGCHLD
+// says "reap now". A child is reaped only when waitpid(WNOHANG) says it ended,
+// never because its pipe closed: a child may close its pipe and keep running.
+#include <fcntl.h>
 #include <heartwheel/net/prefork.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <array>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <system_error>
-
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <vector>
 
 namespace heartwheel::net {
 
@@ -21,11 +27,15 @@ namespace {
 
 int g_signal_pipe[2] = {-1, -1};
 
-extern "C" void forward_signal(int sig) {
+extern "C" void on_parent_signal(int sig) {
   const int saved = errno;
   const auto byte = static_cast<unsigned char>(sig);
   [[maybe_unused]] auto n = ::write(g_signal_pipe[1], &byte, 1);
   errno = saved;
+}
+
+[[noreturn]] void throw_errno(const char* what) {
+  throw std::system_error(errno, std::generic_category(), what);
 }
 
 bool write_all(int fd, const void* data, std::size_t n) noexcept {
@@ -40,12 +50,63 @@ bool write_all(int fd, const void* data, std::size_t n) noexcept {
   return true;
 }
 
+// The parent's handlers for SIGTERM, SIGINT and SIGCHLD and the self-pipe
+// they write to, for the duration of run_prefork. The destructor puts back
+// the dispositions found at construction and closes the pipe, on every way
+// out, exceptions included.
+class ParentSignals {
+ public:
+  ParentSignals() {
+    if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) throw_errno("prefork: pipe");
+    struct sigaction sa {};
+    sa.sa_handler = on_parent_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_NOCLDSTOP;  // SIGCHLD for exits only, not for stops
+    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~ParentSignals() {
+    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+    ::close(g_signal_pipe[0]);
+    ::close(g_signal_pipe[1]);
+    g_signal_pipe[0] = g_signal_pipe[1] = -1;
+  }
+  ParentSignals(const ParentSignals&) = delete;
+  ParentSignals& operator=(const ParentSignals&) = delete;
+
+  int read_fd() const noexcept { return g_signal_pipe[0]; }
+
+  // Blocks the three signals around fork(): a signal that reached a new
+  // child before it reset its handlers would run the parent's handler there
+  // and write into the parent's self-pipe. Returns the mask to restore.
+  static sigset_t block() noexcept {
+    sigset_t set, old;
+    sigemptyset(&set);
+    for (int sig : kSignals) sigaddset(&set, sig);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    return old;
+  }
+  static void unblock(const sigset_t& old) noexcept { pthread_sigmask(SIG_SETMASK, &old, nullptr); }
+
+  // In a freshly forked child (signals blocked): the child's own dispositions
+  // are the defaults, then `old` is its mask again.
+  static void reset_in_child(const sigset_t& old) noexcept {
+    ::close(g_signal_pipe[0]);
+    ::close(g_signal_pipe[1]);
+    for (int sig : kSignals) ::signal(sig, SIG_DFL);
+    unblock(old);
+  }
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGTERM, SIGINT, SIGCHLD};
+  std::array<struct sigaction, 3> old_{};
+};
+
 struct Child {
   pid_t pid = -1;
-  int fd = -1;
+  int fd = -1;  // read end of its pipe; -1 once the pipe reached EOF
   std::string buffer;
   bool ready = false;
-  bool exited = false;
+  bool reaped = false;
 };
 
 // Parses what arrived so far: 'R' and complete 'D' frames.
@@ -70,6 +131,77 @@ void parse(Child& c, std::string& report) {
   }
 }
 
+// Reads what the pipe holds (non-blocking); closes it at EOF or error.
+void drain(Child& c, std::string& report) {
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(c.fd, buf, sizeof buf);
+    if (n > 0) {
+      c.buffer.append(buf, static_cast<std::size_t>(n));
+      parse(c, report);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    ::close(c.fd);
+    c.fd = -1;
+    return;
+  }
+}
+
+// The children of one run_prefork call. If run_prefork leaves by an
+// exception, the destructor stops the children still running (SIGTERM, then
+// SIGKILL after kStopGrace) and reaps them: without their supervisor nobody
+// would forward signals to them or reap them.
+class Children {
+ public:
+  static constexpr auto kStopGrace = std::chrono::seconds(10);
+
+  explicit Children(unsigned n) : list_(n) {}
+  ~Children() {
+    if (!done_) stop_and_reap();
+    for (auto& c : list_)
+      if (c.fd >= 0) ::close(c.fd);
+  }
+  Children(const Children&) = delete;
+  Children& operator=(const Children&) = delete;
+
+  Child& operator[](std::size_t i) { return list_[i]; }
+  std::size_t size() const noexcept { return list_.size(); }
+  std::vector<Child>& all() noexcept { return list_; }
+  void finished() noexcept { done_ = true; }
+
+  void signal_all(int sig) noexcept {
+    for (auto& c : list_)
+      if (c.pid > 0 && !c.reaped) ::kill(c.pid, sig);
+  }
+
+ private:
+  void stop_and_reap() noexcept {
+    signal_all(SIGTERM);
+    const auto give_up = std::chrono::steady_clock::now() + kStopGrace;
+    for (auto& c : list_) {
+      while (c.pid > 0 && !c.reaped) {
+        int status;
+        const pid_t r = ::waitpid(c.pid, &status, WNOHANG);
+        if (r == c.pid || (r < 0 && errno != EINTR)) {
+          c.reaped = true;
+        } else if (std::chrono::steady_clock::now() >= give_up) {
+          ::kill(c.pid, SIGKILL);
+          while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+          }
+          c.reaped = true;
+        } else {
+          ::usleep(10'000);
+        }
+      }
+    }
+  }
+
+  std::vector<Child> list_;
+  bool done_ = false;
+};
+
 }  // namespace
 
 void PreforkChild::ready() noexcept { write_all(fd_, "R", 1); }
@@ -86,26 +218,31 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
   PreforkResult result;
   result.reports.resize(processes);
   result.exit_statuses.resize(processes, 0);
-  std::vector<Child> children(processes);
   std::fflush(nullptr);  // or buffered output is written once per process
-  if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
-    throw std::system_error(errno, std::generic_category(), "prefork: pipe");
+  // Handlers first: a SIGTERM while the children are being forked is then
+  // forwarded to them, not fatal to the parent alone. Destroyed last.
+  ParentSignals signals;
+  Children children(processes);
 
   // Forks child `i`; in the child, never returns.
   auto spawn = [&](unsigned i) {
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0)
-      throw std::system_error(errno, std::generic_category(), "prefork: pipe");
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("prefork: pipe");
+    const sigset_t mask = ParentSignals::block();
     const pid_t pid = ::fork();
-    if (pid < 0) throw std::system_error(errno, std::generic_category(), "prefork: fork");
+    if (pid != 0) ParentSignals::unblock(mask);
+    if (pid < 0) {
+      const int saved = errno;
+      ::close(fds[0]);
+      ::close(fds[1]);
+      errno = saved;
+      throw_errno("prefork: fork");
+    }
     if (pid == 0) {
       ::close(fds[0]);
-      for (auto& other : children)
-        if (other.fd >= 0 && !other.exited) ::close(other.fd);
-      ::close(g_signal_pipe[0]);
-      ::close(g_signal_pipe[1]);
-      ::signal(SIGTERM, SIG_DFL);
-      ::signal(SIGINT, SIG_DFL);
+      for (auto& other : children.all())
+        if (other.fd >= 0) ::close(other.fd);
+      ParentSignals::reset_in_child(mask);
       PreforkChild child(i, fds[1]);
       int code = 1;
       try {
@@ -119,88 +256,87 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
       ::_exit(code);
     }
     ::close(fds[1]);
+    ::fcntl(fds[0], F_SETFL, O_NONBLOCK);  // drain() reads until EAGAIN
     children[i] = Child{};
     children[i].pid = pid;
     children[i].fd = fds[0];
   };
   for (unsigned i = 0; i < processes; ++i) spawn(i);
 
-  struct sigaction sa {};
-  sa.sa_handler = forward_signal;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_term {
-  }, old_int{};
-  sigaction(SIGTERM, &sa, &old_term);
-  sigaction(SIGINT, &sa, &old_int);
-
-  auto signal_all = [&](int sig) {
-    for (auto& c : children)
-      if (!c.exited) ::kill(c.pid, sig);
-  };
-
   bool announced = false;
   bool aborting = false;
   bool shutting_down = false;
+  // The first child that cannot become ready (it ended, or closed its pipe
+  // first) stops the others.
+  auto abort_start = [&] {
+    if (aborting) return;
+    aborting = true;
+    children.signal_all(SIGTERM);
+  };
+  // A child that ended: restart it, or record its status.
+  auto ended = [&](unsigned index, int status) {
+    Child& c = children[index];
+    c.reaped = true;
+    if (c.fd >= 0) drain(c, result.reports[index]);  // what it wrote before it ended
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (c.ready && !shutting_down && !aborting && result.restarts < max_restarts) {
+      // Died while serving: its connections are lost, but the port keeps
+      // its full set of listeners. Its statistics are lost with it.
+      std::fprintf(stderr, "worker process %u (pid %d) ended with status %d; restarting it\n",
+                   index, static_cast<int>(c.pid), code);
+      ++result.restarts;
+      if (c.fd >= 0) {
+        ::close(c.fd);
+        c.fd = -1;  // its number may come back for the new pipe: the child must not close it
+      }
+      spawn(index);
+      children[index].ready = true;  // announced already; do not wait again
+      return;
+    }
+    result.exit_statuses[index] = code;
+    if (code != 0) result.exit_code = 1;
+    if (!c.ready) abort_start();
+  };
+
   for (;;) {
+    bool any_running = false;
     std::vector<pollfd> fds;
-    std::vector<std::size_t> which;
-    fds.push_back({g_signal_pipe[0], POLLIN, 0});
-    for (std::size_t i = 0; i < children.size(); ++i) {
-      if (children[i].exited) continue;
+    std::vector<unsigned> which;
+    fds.push_back({signals.read_fd(), POLLIN, 0});
+    for (unsigned i = 0; i < children.size(); ++i) {
+      if (children[i].reaped) continue;
+      any_running = true;
+      if (children[i].fd < 0) continue;  // pipe closed, process still running
       fds.push_back({children[i].fd, POLLIN, 0});
       which.push_back(i);
     }
-    if (which.empty()) break;
-    if (::poll(fds.data(), fds.size(), -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (fds[0].revents & POLLIN) {
-      unsigned char sig;
-      while (::read(g_signal_pipe[0], &sig, 1) == 1) {
-        shutting_down = true;
-        signal_all(sig);
-      }
+    if (!any_running) break;
+    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) throw_errno("prefork: poll");
+    unsigned char sig;
+    while (::read(signals.read_fd(), &sig, 1) == 1) {
+      if (sig == SIGCHLD) continue;  // reaped below
+      shutting_down = true;
+      children.signal_all(sig);
     }
     for (std::size_t k = 1; k < fds.size(); ++k) {
       if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       Child& c = children[which[k - 1]];
-      char buf[4096];
-      const ssize_t n = ::read(c.fd, buf, sizeof buf);
-      if (n > 0) {
-        c.buffer.append(buf, static_cast<std::size_t>(n));
-        parse(c, result.reports[which[k - 1]]);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      // EOF: the child is gone (or closed its end); reap it.
-      ::close(c.fd);
-      c.exited = true;
+      drain(c, result.reports[which[k - 1]]);
+      // A pipe closed before 'R' can never say ready, whether or not the
+      // process lives on.
+      if (c.fd < 0 && !c.ready) abort_start();
+    }
+    // Every child that ended, whether its pipe is open or not. WNOHANG: a
+    // child that closed its pipe but runs on must not block the parent.
+    for (unsigned i = 0; i < children.size(); ++i) {
+      if (children[i].reaped) continue;
       int status = 0;
-      while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      const auto index = static_cast<unsigned>(which[k - 1]);
-      if (c.ready && !shutting_down && !aborting && result.restarts < max_restarts) {
-        // Died while serving: its connections are lost, but the port keeps
-        // its full set of listeners. Its statistics are lost with it.
-        std::fprintf(stderr, "worker process %u (pid %d) ended with status %d; restarting it\n",
-                     index, static_cast<int>(c.pid), code);
-        ++result.restarts;
-        spawn(index);
-        children[index].ready = true;  // announced already; do not wait again
-        continue;
-      }
-      result.exit_statuses[index] = code;
-      if (code != 0) result.exit_code = 1;
-      if (!c.ready && !aborting) {
-        aborting = true;
-        signal_all(SIGTERM);
-      }
+      const pid_t r = ::waitpid(children[i].pid, &status, WNOHANG);
+      if (r == children[i].pid) ended(i, status);
     }
     if (!announced && !aborting) {
       bool all = true;
-      for (auto& c : children) all = all && c.ready;
+      for (auto& c : children.all()) all = all && c.ready;
       if (all) {
         announced = true;
         result.all_ready = true;
@@ -208,10 +344,7 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
       }
     }
   }
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGINT, &old_int, nullptr);
-  ::close(g_signal_pipe[0]);
-  ::close(g_signal_pipe[1]);
+  children.finished();
   if (aborting) result.exit_code = 1;
   return result;
 }

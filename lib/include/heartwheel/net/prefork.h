@@ -13,6 +13,16 @@
 // Call it from a process with no other threads (fork copies only the
 // calling thread). Children must not return into the caller's stack: their
 // result becomes their exit status (_exit).
+//
+// Signals: for the duration of the call the parent handles SIGTERM, SIGINT
+// (forwarded to every child) and SIGCHLD (reaping); the dispositions found at
+// the call are restored before it returns or throws. One run_prefork at a
+// time per process. Children start with the default dispositions.
+//
+// A child is reaped when it has exited (waitpid), not when its pipe closes: a
+// child that closes its pipe (say, it closes every descriptor) and keeps
+// running stays supervised, receives forwarded signals and is reaped when it
+// ends. One that closes its pipe before ready() counts as a failed start.
 #pragma once
 
 #include <functional>
@@ -49,7 +59,10 @@ struct PreforkResult {
 // the result then has all_ready == false. A child that dies while serving
 // (no signal was forwarded) is forked again, up to `max_restarts` times in
 // total; a restarted child's statistics die with the old process. Throws
-// std::system_error if fork or pipe fail.
+// std::system_error if fork, pipe or poll fail (also while restarting a
+// child), and passes on what on_ready throws; before any exception leaves,
+// the children already running get SIGTERM, then SIGKILL after 10 s, and are
+// reaped, and the signal dispositions are restored.
 PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChild&)>& child_main,
                           const std::function<void()>& on_ready, unsigned max_restarts = 16);
 

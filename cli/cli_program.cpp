@@ -1,0 +1,69 @@
+// See cli_program.h.
+#include "cli_program.h"
+
+#include <heartwheel/duration_parse.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+namespace heartwheel::cli {
+
+namespace {
+
+// One line even when a message spans several (CLI11 joins some with '\n').
+std::string one_line(std::string_view text) {
+  std::string out(text);
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  for (char& ch : out)
+    if (ch == '\n') ch = ' ';
+  return out;
+}
+
+}  // namespace
+
+int usage_error(const CLI::App& app, std::string_view what) {
+  const std::string& name = app.get_name();
+  std::fprintf(stderr, "%s: error: %s (see %s --help)\n", name.c_str(), one_line(what).c_str(),
+               name.c_str());
+  return kExitUsage;
+}
+
+int failure(const CLI::App& app, std::string_view what) {
+  std::fprintf(stderr, "%s: error: %s\n", app.get_name().c_str(), one_line(what).c_str());
+  return kExitFailure;
+}
+
+std::optional<int> parse(CLI::App& app, int argc, const char* const* argv) {
+  try {
+    app.parse(argc, argv);
+    return std::nullopt;
+  } catch (const CLI::ParseError& e) {
+    // --help and friends are "errors" with status 0: CLI11 prints them.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return usage_error(app, e.what());
+  } catch (const std::exception& e) {
+    // An option callback refused its value (a duration, an address list...).
+    return usage_error(app, e.what());
+  }
+}
+
+Duration parse_duration_flag(std::string_view flag, std::string_view text) {
+  try {
+    return parse_duration(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(flag) + ": " + e.what());
+  }
+}
+
+int run(const CLI::App& app, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return failure(app, e.what());
+  }
+}
+
+}  // namespace heartwheel::cli

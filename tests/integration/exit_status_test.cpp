@@ -1,0 +1,117 @@
+// Every program follows one exit status convention (README, "Exit status"):
+// an unknown flag or a bad value is a usage error, exit 2, reported as one
+// line "NAME: error: WHAT" on stderr before anything starts; --help exits 0.
+// The programs' paths come from the build (only those that were built).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "process_support.h"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Program {
+  const char* name;  // as it names itself in error lines
+  const char* path;
+  std::vector<std::string> bad_value;   // arguments with one wrong value
+  const char* says;                     // what the error line must mention
+  std::vector<std::string> required{};  // flags it cannot start without
+};
+
+std::vector<Program> programs() {
+  return {
+#ifdef HEARTWHEEL_ECHO_BIN
+      {"heartwheel-echo", HEARTWHEEL_ECHO_BIN, {"--read-idle", "5x"}, "--read-idle"},
+#endif
+#ifdef HEARTWHEEL_HTTP_BIN
+      {"heartwheel-http", HEARTWHEEL_HTTP_BIN, {"--tick", "0"}, "--tick"},
+#endif
+#ifdef HEARTWHEEL_RPC_SERVER_BIN
+      {"heartwheel-rpc-server", HEARTWHEEL_RPC_SERVER_BIN, {"--heartbeat", "soon"}, "--heartbeat"},
+#endif
+#ifdef HEARTWHEEL_RPC_CLIENT_BIN
+      {"heartwheel-rpc-client",
+       HEARTWHEEL_RPC_CLIENT_BIN,
+       {"--server", "127.0.0.1:9", "--call-timeout", "0"},
+       "--call-timeout",
+       {"--server", "127.0.0.1:9"}},
+#endif
+#ifdef HEARTWHEEL_LOAD_BIN
+      {"heartwheel-load",
+       HEARTWHEEL_LOAD_BIN,
+       {"--target", "127.0.0.1:9", "-c", "0"},
+       "--connections",
+       {"--target", "127.0.0.1:9"}},
+#endif
+#ifdef HEARTWHEEL_TIMER_BENCH_BIN
+      {"heartwheel-timer-bench", HEARTWHEEL_TIMER_BENCH_BIN, {"--n", "0"}, "'0'"},
+#endif
+#ifdef HEARTWHEEL_IDLE_BENCH_BIN
+      {"heartwheel-idle-bench", HEARTWHEEL_IDLE_BENCH_BIN, {"--tick", "0"}, "--tick"},
+#endif
+#ifdef HEARTWHEEL_IDLE_REFRESH_BENCH_BIN
+      {"heartwheel-idle-refresh-bench",
+       HEARTWHEEL_IDLE_REFRESH_BENCH_BIN,
+       {"--duration", "0"},
+       "--duration"},
+#endif
+#ifdef HEARTWHEEL_RPC_CALLS_BENCH_BIN
+      {"heartwheel-rpc-calls-bench", HEARTWHEEL_RPC_CALLS_BENCH_BIN, {"--calls", "0"}, "--calls"},
+#endif
+#ifdef HEARTWHEEL_HTTP_SESSION_BENCH_BIN
+      {"heartwheel-http-session-bench",
+       HEARTWHEEL_HTTP_SESSION_BENCH_BIN,
+       {"--requests", "0"},
+       "--requests"},
+#endif
+  };
+}
+
+// Runs `path args...`; returns {exit status, stdout, stderr}. Bounded: a
+// program that starts serving instead of refusing is killed after 10 s.
+struct Outcome {
+  int status;
+  std::string out, err;
+};
+Outcome run(const Program& p, std::vector<std::string> args) {
+  args.insert(args.begin(), p.path);
+  hwproc::Child child(args, {.capture_stderr = true, .env = {}});
+  const auto status = child.wait_exit(10s);
+  return {status.value_or(-1), child.output(), child.errors()};
+}
+
+void check_usage_error(const Program& p, const Outcome& o, const std::string& says) {
+  INFO(p.name << ": status " << o.status << ", stderr: " << o.err);
+  CHECK(o.status == 2);
+  CHECK(o.err.rfind(std::string(p.name) + ": error: ", 0) == 0);
+  CHECK(o.err.find(says) != std::string::npos);
+  CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+}
+
+}  // namespace
+
+TEST_CASE("Every program exits 2 with one error line for an unknown flag", "[integration][cli]") {
+  const auto all = programs();
+  REQUIRE(!all.empty());
+  for (const auto& p : all) {
+    auto args = p.required;
+    args.push_back("--no-such-flag");
+    check_usage_error(p, run(p, args), "--no-such-flag");
+  }
+}
+
+TEST_CASE("Every program exits 2 with one error line for a bad value", "[integration][cli]") {
+  for (const auto& p : programs()) check_usage_error(p, run(p, p.bad_value), p.says);
+}
+
+TEST_CASE("Every program's --help exits 0 and prints its usage on stdout", "[integration][cli]") {
+  for (const auto& p : programs()) {
+    const Outcome o = run(p, {"--help"});
+    INFO(p.name << ": status " << o.status);
+    CHECK(o.status == 0);
+    CHECK(o.out.find("Exit status") != std::string::npos);
+    CHECK(o.err.empty());
+  }
+}
