@@ -2,27 +2,37 @@
 #   libuv1-dev (pkg-config), node-llhttp (C sources, compiled here), catch2 2.13,
 #   libcli11-dev (command lines), nlohmann-json3-dev (JSON output), libssl-dev
 #   (libcrypto: SHA-1 and base64 for the WebSocket handshake).
+# What a consumer of the installed library needs is only libuv and threads, and
+# libcrypto when the library is static (cmake/heartwheelConfig.cmake.in); the
+# rest is private to this build.
 
 # llhttp ships as C sources without a library; build it once, as C99, with its
-# own warnings left alone.
+# own warnings left alone. An object library: its objects are compiled into
+# libheartwheel (lib/CMakeLists.txt), so an installed heartwheel needs no llhttp.
 set(LLHTTP_SRC_DIR "/usr/share/llhttp" CACHE PATH "llhttp C sources (api.c, http.c, llhttp.c)")
 set(LLHTTP_INCLUDE_DIR "/usr/share/include/llhttp" CACHE PATH "directory containing llhttp.h")
 if(NOT EXISTS ${LLHTTP_SRC_DIR}/llhttp.c OR NOT EXISTS ${LLHTTP_INCLUDE_DIR}/llhttp.h)
   message(FATAL_ERROR "llhttp not found in ${LLHTTP_SRC_DIR} / ${LLHTTP_INCLUDE_DIR}: "
                       "apt-get install node-llhttp, or set LLHTTP_SRC_DIR and LLHTTP_INCLUDE_DIR")
 endif()
-add_library(llhttp STATIC ${LLHTTP_SRC_DIR}/api.c ${LLHTTP_SRC_DIR}/http.c ${LLHTTP_SRC_DIR}/llhttp.c)
+add_library(llhttp OBJECT ${LLHTTP_SRC_DIR}/api.c ${LLHTTP_SRC_DIR}/http.c ${LLHTTP_SRC_DIR}/llhttp.c)
 target_include_directories(llhttp SYSTEM PUBLIC ${LLHTTP_INCLUDE_DIR})
 set_target_properties(llhttp PROPERTIES C_STANDARD 99 POSITION_INDEPENDENT_CODE ON)
 target_compile_options(llhttp PRIVATE -w)
 
+# The minimum libuv is also written into the installed package (cmake/Package.cmake).
+set(HEARTWHEEL_LIBUV_VERSION 1.44)
 find_package(PkgConfig REQUIRED)
-pkg_check_modules(LIBUV REQUIRED IMPORTED_TARGET libuv>=1.44)
+pkg_check_modules(LIBUV REQUIRED IMPORTED_TARGET libuv>=${HEARTWHEEL_LIBUV_VERSION})
 # Private to the library: only lib/src/ws/handshake_key.cpp includes OpenSSL.
 pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto>=3.0)
 find_package(Threads REQUIRED)
-find_package(CLI11 2.1 CONFIG REQUIRED)
+# nlohmann-json is header-only and used privately by the library; CLI11 only by
+# the programs (examples, tools, tests).
 find_package(nlohmann_json 3.11 CONFIG REQUIRED)
+if(HEARTWHEEL_BUILD_EXAMPLES OR HEARTWHEEL_BUILD_TOOLS OR HEARTWHEEL_BUILD_TESTS)
+  find_package(CLI11 2.1 CONFIG REQUIRED)
+endif()
 if(HEARTWHEEL_BUILD_TESTS)
   find_package(Catch2 2.13 REQUIRED)
   include(Catch)

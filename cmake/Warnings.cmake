@@ -1,4 +1,6 @@
 # Warnings and sanitizers for heartwheel's own targets (never for llhttp).
+# Programs link heartwheel_options; the library takes the same flags through
+# heartwheel_private_options() below, so they never reach its consumers.
 add_library(heartwheel_options INTERFACE)
 target_compile_options(heartwheel_options INTERFACE -Wall -Wextra -Wpedantic -Wshadow
                        -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Wimplicit-fallthrough)
@@ -10,3 +12,12 @@ if(HEARTWHEEL_SANITIZE)
                          -fno-sanitize-recover=all)
   target_link_options(heartwheel_options INTERFACE -fsanitize=${HEARTWHEEL_SANITIZE})
 endif()
+
+# Applies heartwheel_options to `target` as PRIVATE flags, without a link edge:
+# a static library's PRIVATE links still appear (as $<LINK_ONLY:...>) in its
+# exported interface, which would make consumers of the installed package
+# need a target that is not installed.
+function(heartwheel_private_options target)
+  target_compile_options(${target} PRIVATE $<TARGET_PROPERTY:heartwheel_options,INTERFACE_COMPILE_OPTIONS>)
+  target_link_options(${target} PRIVATE $<TARGET_PROPERTY:heartwheel_options,INTERFACE_LINK_OPTIONS>)
+endfunction()

@@ -87,7 +87,7 @@ TEST_CASE("Worker threads share one port, each with its own wheel", "[net][worke
   for (int fd : fds) ::close(fd);
 }
 
-TEST_CASE("Draining workers end their loops; final statistics survive the join",
+TEST_CASE("Draining workers end their loops and their final statistics survive the join",
           "[net][workers][drain]") {
   net::WorkersOptions o;
   o.threads = 2;

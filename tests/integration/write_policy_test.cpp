@@ -51,7 +51,7 @@ net::ServerOptions slow_reader_options(net::SlowReaderPolicy policy, Duration st
 }  // namespace
 
 TEST_CASE(
-    "A reader that stops is paused, then closed as write_stall; queued bytes count as dropped",
+    "A reader that stops is paused, then closed as write_stall, its queued bytes dropped",
     "[net][write]") {
   TestLoop t(5ms);
   Producer p;

@@ -60,7 +60,7 @@ TEST_CASE("Read idle fires once the timeout passed with nothing read", "[idle]")
   CHECK(p.fired[0].at == at(100ms));
 }
 
-TEST_CASE("Lazy refresh: reads only stamp time; the entry re-arms when it fires", "[idle]") {
+TEST_CASE("Lazy refresh: reads only stamp time, and the entry re-arms when it fires", "[idle]") {
   ManualTimerService timers(1ms);
   IdlePolicy policy{.read_idle = 100ms, .refresh = RefreshMode::lazy};
   Probe p(timers);
@@ -111,7 +111,7 @@ TEST_CASE("Idle events repeat with first=false and restart after activity (Netty
   CHECK(p.fired[3].event.first);
 }
 
-TEST_CASE("All idle needs both directions silent; reads do not reset write idle", "[idle]") {
+TEST_CASE("All idle needs both directions silent, and reads do not reset write idle", "[idle]") {
   ManualTimerService timers(1ms);
   IdlePolicy policy{.write_idle = 100ms, .all_idle = 100ms};
   Probe p(timers);

@@ -56,7 +56,7 @@ TEST_CASE("A heartbeat maps to write idle = interval and read idle = miss_limit 
   CHECK(hb.connection_options().tcp_user_timeout == 60s);
 }
 
-TEST_CASE("A write-idle connection gets a ping; a pong measures the round trip", "[heartbeat]") {
+TEST_CASE("A write-idle connection gets a ping, a pong measures the round trip", "[heartbeat]") {
   Heartbeat hb({.interval = 1s, .jitter = 0}, [](Connection& c) { c.write("PING"); });
   Host host(hb.connection_options());
   PingPongHandler handler(hb);

@@ -69,7 +69,7 @@ nlohmann::json LoadResult::to_json() const {
   count_maps(*this, *this, [&](const char* name, const Counts& c, const Counts&) { j[name] = c; });
   histograms(*this, *this,
              [&](const char* name, const stats::Histogram& h, const stats::Histogram&) {
-               j["histograms"][name] = h.to_json();
+               j["histograms"][name] = nlohmann::json::parse(h.to_json());
              });
   j["ramp_ms"] = ramp_ms;
   return j;
@@ -83,7 +83,7 @@ LoadResult LoadResult::from_json(const nlohmann::json& j) {
     });
     count_maps(r, r, [&](const char* name, Counts& c, Counts&) { c = j.at(name).get<Counts>(); });
     histograms(r, r, [&](const char* name, stats::Histogram& h, stats::Histogram&) {
-      h = stats::Histogram::from_json(j.at("histograms").at(name));
+      h = stats::Histogram::from_json(j.at("histograms").at(name).dump());
     });
     r.ramp_ms = j.at("ramp_ms").get<std::uint64_t>();
   } catch (const nlohmann::json::exception& e) {
@@ -103,7 +103,7 @@ nlohmann::json LoadResult::report_json(unsigned workers_expected) const {
   j["ramp_ms"] = ramp_ms;
   histograms(*this, *this,
              [&](const char* name, const stats::Histogram& h, const stats::Histogram&) {
-               j[name] = h.summary_json();
+               j[name] = nlohmann::json::parse(h.summary_json());
              });
   j["dead"] = {{"count", dead_count},
                {"closed", dead_closed},

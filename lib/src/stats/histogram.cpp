@@ -88,16 +88,19 @@ std::uint64_t Histogram::percentile(double p) const noexcept {
   return max_;
 }
 
-nlohmann::json Histogram::to_json() const {
+std::string Histogram::to_json() const {
   nlohmann::json buckets = nlohmann::json::array();
   for (std::size_t i = 0; i < counts_.size(); ++i)
     if (counts_[i] != 0) buckets.push_back({i, counts_[i]});
-  return {{"sig_bits", sig_bits_}, {"count", total_}, {"min", min()},
-          {"max", max_},           {"sum", sum_},     {"buckets", std::move(buckets)}};
+  const nlohmann::json j = {{"sig_bits", sig_bits_}, {"count", total_},
+                            {"min", min()},          {"max", max_},
+                            {"sum", sum_},           {"buckets", std::move(buckets)}};
+  return j.dump();
 }
 
-Histogram Histogram::from_json(const nlohmann::json& j) {
+Histogram Histogram::from_json(std::string_view text) {
   try {
+    const auto j = nlohmann::json::parse(text);
     Histogram h(j.at("sig_bits").get<unsigned>());
     std::uint64_t total = 0;
     for (const auto& b : j.at("buckets")) {
@@ -121,15 +124,16 @@ Histogram Histogram::from_json(const nlohmann::json& j) {
   }
 }
 
-nlohmann::json Histogram::summary_json() const {
-  return {{"count", total_},
-          {"min", min()},
-          {"mean", std::round(mean() * 10) / 10},
-          {"p50", percentile(50)},
-          {"p90", percentile(90)},
-          {"p99", percentile(99)},
-          {"p999", percentile(99.9)},
-          {"max", max_}};
+std::string Histogram::summary_json() const {
+  const nlohmann::json j = {{"count", total_},
+                            {"min", min()},
+                            {"mean", std::round(mean() * 10) / 10},
+                            {"p50", percentile(50)},
+                            {"p90", percentile(90)},
+                            {"p99", percentile(99)},
+                            {"p999", percentile(99.9)},
+                            {"max", max_}};
+  return j.dump();
 }
 
 bool operator==(const Histogram& a, const Histogram& b) noexcept {

@@ -19,8 +19,9 @@
 // Merging and transport
 //   merge() adds another histogram with the same sig_bits bucket by bucket, so
 //   merging per-process histograms gives exactly the histogram of all values.
-//   to_json()/from_json() carry the raw (sparse) counts, for a child process
-//   to hand its histogram to its parent.
+//   to_json()/from_json() carry the raw (sparse) counts as JSON text, for a
+//   child process to hand its histogram to its parent. The JSON is text so
+//   that this header needs no JSON library (the library parses it privately).
 //
 // Cost: record() is O(1) (a count-leading-zeros and an add); percentile() is
 // O(buckets). No allocation after construction.
@@ -28,8 +29,8 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace heartwheel::stats {
@@ -70,14 +71,16 @@ class Histogram {
   std::uint64_t bucket_low(std::size_t index) const noexcept;   // smallest value in it
   std::uint64_t bucket_high(std::size_t index) const noexcept;  // largest value in it
 
-  // Raw form: {"sig_bits", "count", "min", "max", "sum", "buckets": [[index, count], ...]}
+  // Raw form, one JSON object as text:
+  //   {"sig_bits", "count", "min", "max", "sum", "buckets": [[index, count], ...]}
   // with only the non-empty buckets. from_json() throws std::invalid_argument
-  // on a malformed document.
-  nlohmann::json to_json() const;
-  static Histogram from_json(const nlohmann::json& j);
+  // on a malformed document (bad JSON, missing keys, counts that disagree).
+  std::string to_json() const;
+  static Histogram from_json(std::string_view text);
 
-  // Summary for reports: {"count", "min", "mean", "p50", "p90", "p99", "p999", "max"}.
-  nlohmann::json summary_json() const;
+  // Summary for reports, one JSON object as text:
+  //   {"count", "min", "mean", "p50", "p90", "p99", "p999", "max"}.
+  std::string summary_json() const;
 
   friend bool operator==(const Histogram& a, const Histogram& b) noexcept;
 

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Installs heartwheel into temporary prefixes and builds tests/install/consumer.cpp
+# against each, the ways a user would, running every result (it prints "ok"):
+#   1. static library: `cmake --install --prefix`, then the consumer with CMake
+#      find_package, with plain pkg-config, and with Meson dependency();
+#   2. shared library (BUILD_SHARED_LIBS=ON): the consumer with find_package,
+#      checked to load libheartwheel.so from the prefix;
+#   3. Meson: heartwheel as a subproject of the consumer (only its library is
+#      built), then `meson install` of that, consumed with pkg-config.
+# The three library builds have examples, tools and tests off (40-60 s each on
+# 2 idle cores without ccache). Exits 0 only if every way worked.
+#
+# Usage: check_install.sh SOURCE_DIR WORK_DIR [CMAKE_ARG...]
+#   WORK_DIR is emptied first, and removed after a run where everything worked
+#   (unless HEARTWHEEL_KEEP_INSTALL_CHECK=1); CMAKE_ARGs go to the library
+#   configure (the ctest entry passes its compilers and compiler launcher).
+# Registered as ctest test "install" (label install) by tests/CMakeLists.txt.
+set -euo pipefail
+if (($# < 2)); then
+  echo "usage: $0 SOURCE_DIR WORK_DIR [CMAKE_ARG...]" >&2
+  exit 2
+fi
+src=$(cd "$1" && pwd)
+work=$2
+shift 2
+consumer=$src/tests/install
+rm -rf "$work"
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+
+step() { echo; echo "=== install test: $*"; }
+fail() { echo "install test FAILED: $*" >&2; exit 1; }
+# Runs a built consumer; it must print exactly "ok".
+run_consumer() {
+  local out
+  out=$("$1") || fail "$1 exited with status $?"
+  [[ $out == ok ]] || fail "$1 printed '$out', not 'ok'"
+  echo "$1: ok"
+}
+# Builds and installs the library with the given extra CMake arguments.
+install_library() {
+  local name=$1; shift
+  cmake -S "$src" -B "$work/build-$name" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    -DHEARTWHEEL_BUILD_TESTS=OFF -DHEARTWHEEL_BUILD_EXAMPLES=OFF -DHEARTWHEEL_BUILD_TOOLS=OFF \
+    "$@" >/dev/null || fail "configure ($name)"
+  cmake --build "$work/build-$name" >/dev/null || fail "build ($name)"
+  cmake --install "$work/build-$name" --prefix "$work/$name" >/dev/null || fail "install ($name)"
+}
+cmake_consumer() {
+  local prefix=$1 dir=$2
+  cmake -S "$consumer" -B "$dir" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null ||
+    fail "find_package(heartwheel) against $prefix"
+  cmake --build "$dir" >/dev/null || fail "building the CMake consumer against $prefix"
+}
+
+step "static library: build and install"
+install_library static "$@"
+prefix=$work/static
+[[ -f $prefix/include/heartwheel/loop_wheel.h ]] || fail "headers not installed"
+ls "$prefix"/lib*/libheartwheel.a >/dev/null || fail "libheartwheel.a not installed"
+pc_dir=$(dirname "$(find "$prefix" -name heartwheel.pc)")
+[[ -f $pc_dir/heartwheel.pc ]] || fail "heartwheel.pc not installed"
+private_include='#\s*include\s*[<"](llhttp|nlohmann/|CLI/)'
+if grep -rqE "$private_include" "$prefix/include"; then
+  fail "a public header includes a private dependency: $(grep -rlE "$private_include" "$prefix/include")"
+fi
+if grep -qE -- '-W[a-z]|-fsanitize|llhttp|nlohmann|CLI11' "$prefix"/lib*/cmake/heartwheel/*.cmake "$pc_dir/heartwheel.pc"; then
+  fail "build-only flags or private dependencies leak into the installed package files"
+fi
+
+step "static library: CMake find_package"
+cmake_consumer "$prefix" "$work/consumer-cmake"
+run_consumer "$work/consumer-cmake/consumer"
+
+step "static library: pkg-config"
+flags=$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags --libs heartwheel) || fail "pkg-config heartwheel"
+echo "pkg-config --cflags --libs heartwheel: $flags"
+# shellcheck disable=SC2086  # the flags are words
+"${CXX:-c++}" -std=c++20 "$consumer/consumer.cpp" -o "$work/consumer-pkgconfig" $flags ||
+  fail "compiling with pkg-config's flags"
+run_consumer "$work/consumer-pkgconfig"
+
+step "static library: Meson dependency('heartwheel')"
+PKG_CONFIG_PATH=$pc_dir meson setup "$work/consumer-meson" "$consumer" --wrap-mode=nofallback >/dev/null ||
+  fail "meson setup of the consumer (dependency('heartwheel') via pkg-config)"
+meson compile -C "$work/consumer-meson" >/dev/null || fail "building the Meson consumer"
+run_consumer "$work/consumer-meson/consumer"
+
+step "shared library: build, install, CMake find_package"
+install_library shared -DBUILD_SHARED_LIBS=ON "$@"
+prefix=$work/shared
+cmake_consumer "$prefix" "$work/consumer-shared"
+readelf -d "$work/consumer-shared/consumer" | grep -q 'NEEDED.*libheartwheel\.so' ||
+  fail "the consumer does not link libheartwheel.so"
+lib=$(ldd "$work/consumer-shared/consumer" | awk '/libheartwheel\.so/ {print $3}')
+[[ $lib == "$prefix"/* ]] || fail "the consumer loads libheartwheel.so from '$lib', not from $prefix"
+echo "consumer loads $lib"
+run_consumer "$work/consumer-shared/consumer"
+
+step "Meson: heartwheel as a subproject, then meson install"
+msub=$work/meson-subproject
+mkdir -p "$msub/subprojects"
+cp "$consumer/meson.build" "$consumer/consumer.cpp" "$msub/"
+ln -s "$src" "$msub/subprojects/heartwheel"
+meson setup "$msub/build" "$msub" --prefix "$work/meson" --buildtype debug \
+  --wrap-mode=forcefallback >/dev/null || fail "meson setup with subprojects/heartwheel"
+targets=$(meson introspect --targets "$msub/build") || fail "meson introspect"
+for program in timer_tests heartwheel-echo heartwheel-load heartwheel_header_check; do
+  [[ $targets != *"\"name\": \"$program\""* ]] || fail "$program is built although heartwheel is a subproject"
+done
+meson compile -C "$msub/build" >/dev/null || fail "building the consumer with the subproject"
+run_consumer "$msub/build/consumer"
+meson install -C "$msub/build" >/dev/null || fail "meson install"
+prefix=$work/meson
+[[ -f $prefix/include/heartwheel/net/server.h ]] || fail "meson install: headers missing"
+pc=$(find "$prefix" -name heartwheel.pc)
+[[ -n $pc ]] || fail "meson install: heartwheel.pc missing"
+ls "$(dirname "$(dirname "$pc")")"/libheartwheel.a >/dev/null || fail "meson install: libheartwheel.a missing"
+flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs heartwheel) ||
+  fail "pkg-config heartwheel (Meson's file)"
+echo "pkg-config --cflags --libs heartwheel (Meson's file): $flags"
+# shellcheck disable=SC2086
+"${CXX:-c++}" -std=c++20 "$consumer/consumer.cpp" -o "$work/consumer-meson-pkgconfig" $flags ||
+  fail "compiling with the flags of Meson's pkg-config file"
+run_consumer "$work/consumer-meson-pkgconfig"
+
+echo
+echo "install test: every way works (CMake find_package, pkg-config and Meson dependency()"
+echo "against CMake's install; static and shared; Meson subproject and meson install)"
+if [[ ${HEARTWHEEL_KEEP_INSTALL_CHECK:-0} != 1 ]]; then rm -rf "$work"; fi
