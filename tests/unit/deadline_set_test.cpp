@@ -129,7 +129,7 @@ TEST_CASE("All idle needs both directions silent, and reads do not reset write i
   CHECK(all_seen);
 }
 
-TEST_CASE("A request deadline fires request_timeout; ending the request prevents it", "[idle]") {
+TEST_CASE("A request deadline fires request_timeout, ending the request prevents it", "[idle]") {
   ManualTimerService timers(1ms);
   IdlePolicy policy{.read_idle = 10s};
   Probe p(timers);
@@ -244,7 +244,7 @@ TEST_CASE("A protocol slot fires once at its deadline and is then clear", "[idle
   CHECK(timers.wheel().empty());
 }
 
-TEST_CASE("Moving a slot earlier re-arms at once; later only stores (lazy)", "[idle][slots]") {
+TEST_CASE("Moving a slot earlier re-arms at once, later only stores (lazy)", "[idle][slots]") {
   ManualTimerService timers(1ms);
   IdlePolicy off{};
   Probe p(timers);

@@ -152,7 +152,7 @@ TEST_CASE(
       server_frame(Opcode::pong, std::string(125, 'p')) + server_frame(Opcode::text, whole));
 }
 
-TEST_CASE("ws session: the handler may take the message buffer; the next message starts empty",
+TEST_CASE("ws session: the handler may take the message buffer, the next message starts empty",
           "[ws][session]") {
   Peer peer;
   SessionOptions options;
