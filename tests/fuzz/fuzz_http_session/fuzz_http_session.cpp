@@ -9,6 +9,9 @@
 //           bit 4     the peer half-closes (on_eof) after its last byte
 //           bit 5     drain() after the first read
 //           bits 6-7  virtual time between reads: 0, 1 ms, 250 ms or random up to 12 s
+//   and, from the plan's generator: a request limit per connection (1-3),
+//   partial write reports, and held requests answered only after the request
+//   timeout (30 s) has answered them with 503.
 // The handler answers by path like tests/unit/http_harness.cpp: /async is held
 // and answered later (out of order), /echo echoes the body, /stream streams a
 // chunked answer, /stream-drop abandons one half-way, /throw throws, /drop
@@ -76,6 +79,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     options.max_header_bytes = 256;
     options.max_body_bytes = 64;
   }
+  // More choices from the input's generator, so they vary with the input too.
+  if (reads.random() % 4 == 0) options.max_requests_per_connection = 1 + reads.random() % 3;
+  const bool answer_late = reads.random() % 4 == 0;  // after the request timeout answered 503
   SessionStats stats;
   MemoryTransport transport;
   std::vector<Responder> held;
@@ -99,11 +105,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   };
 
+  // Taken out of `held` before answering: an answer may let the session parse
+  // the next pipelined requests, whose handler calls push onto `held`.
+  auto answer_newest = [&held] {
+    Responder r = std::move(held.back());
+    held.pop_back();
+    r.respond(200, "late");
+  };
+
   auto session = std::make_unique<Session>(timers, options, handler, transport, stats);
-  auto ack = [&] {
+  // The transport reports writes: all of them, or now and then half (progress
+  // that resets the send timeout without finishing).
+  auto ack = [&](bool all) {
     if (stalled || transport.unacked == 0) return;
-    const std::size_t n = transport.unacked;
-    transport.unacked = 0;
+    std::size_t n = transport.unacked;
+    if (!all && reads.random() % 4 == 0) n = (n + 1) / 2;
+    transport.unacked -= n;
     session->on_sent(n);
   };
   session->start();
@@ -111,23 +128,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   bool first = true;
   while (reads.next(piece)) {
     session->on_data(piece);
-    ack();
+    ack(false);
     if (first && (opts & 32u)) session->drain();
     first = false;
     // Answer the newest held request now and then: out of order on purpose.
-    if (!held.empty() && reads.random() % 2 == 0) {
-      held.back().respond(200, "late");
-      held.pop_back();
-    }
+    if (!held.empty() && reads.random() % 2 == 0) answer_newest();
     timers.run_for(step(opts >> 6, reads));
-    ack();
+    ack(false);
   }
   if (opts & 16u) session->on_eof();
-  for (auto& r : held) r.respond(200, "late");
-  held.clear();
-  ack();
+  if (answer_late) timers.run_for(40s);
+  while (!held.empty()) answer_newest();
+  ack(true);
   timers.run_for(60s);
-  ack();
+  ack(true);
 
   FUZZ_CHECK(session->closed());
   FUZZ_CHECK(transport.closes >= 1 && transport.closes <= 2);
