@@ -183,8 +183,10 @@ class ProxyHeaderParser {
   // Takes header bytes from the front of `input`.
   // Returns need_more with consumed == input.size() while the header is
   // incomplete; complete with consumed <= input.size() (the rest is not
-  // header); failed with error() set. After complete or failed, every call
-  // returns the same status with consumed == 0.
+  // header); failed with error() set and consumed counting the bytes read up
+  // to the one that failed. After complete or failed, every call returns the
+  // same status with consumed == 0. Throws only std::bad_alloc (building the
+  // header's strings).
   ProxyFeedResult feed(std::string_view input);
 
   ProxyParseStatus status() const noexcept { return status_; }
