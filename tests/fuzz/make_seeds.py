@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+# Writes the seed corpora of tests/fuzz/*/corpus/: small real inputs, each
+# prefixed by the plan byte (and, for HTTP, the options byte) described in
+# tests/fuzz/common/fuzz_input.h. Run it after changing a seed here; the
+# files it writes are committed. New targets may add their seeds the same way
+# or commit files written by hand. Usage: /usr/bin/python3 tests/fuzz/make_seeds.py
+import os, struct
+root = os.path.dirname(os.path.abspath(__file__))
+def write(target, name, data):
+    d = os.path.join(root, target, "corpus")
+    os.makedirs(d, exist_ok=True)
+    open(os.path.join(d, name), "wb").write(data)
+
+# ---- HTTP: plan byte, options byte, request bytes
+def h(name, plan, opts, text):
+    write("fuzz_http_session", name, bytes([plan, opts]) + text.encode("latin-1"))
+WHOLE, BYTES = 0x00, 0x01
+def fixed(n): return 0x02 | ((n - 1) << 2)
+RANDOM = 0x03 | (0x5 << 4) | (2 << 2)
+PIPE32 = 0x03
+h("get", WHOLE, PIPE32, "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
+h("get-bytes", BYTES, PIPE32, "GET /index.html?q=1&r=2 HTTP/1.1\r\nHost: x\r\nUser-Agent: curl/7.88\r\nAccept: */*\r\n\r\n")
+h("pipelined", fixed(7), 0x01, "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /async HTTP/1.1\r\nHost: x\r\n\r\nGET /c HTTP/1.1\r\nHost: x\r\n\r\nGET /async HTTP/1.1\r\n\r\n")
+h("post-length", fixed(5), PIPE32, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 11\r\n\r\nhello world")
+h("post-chunked", RANDOM, PIPE32, "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer-Field: v\r\n\r\n")
+h("expect-continue", WHOLE, PIPE32, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\nxyz")
+h("expect-bad", WHOLE, PIPE32, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: something-else\r\n\r\nxyz")
+h("upgrade-websocket", fixed(16), PIPE32, "GET /chat HTTP/1.1\r\nHost: server.example.com\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: http://example.com\r\nSec-WebSocket-Protocol: chat, superchat\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n\x81\x85\x37\xfa\x21\x3d\x7f\x9f\x4d\x51\x58")
+h("upgrade-h2c", WHOLE, PIPE32, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n")
+h("h2-preface", WHOLE, PIPE32, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+h("http10-keepalive", WHOLE, PIPE32, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /stream HTTP/1.0\r\n\r\n")
+h("stream", fixed(3), PIPE32 | 0x40, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\nGET /stream-drop HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\n\r\n")
+h("throw-drop", WHOLE, PIPE32, "GET /throw HTTP/1.1\r\n\r\nGET /drop HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n")
+h("head", WHOLE, PIPE32, "HEAD /stream HTTP/1.1\r\nHost: x\r\n\r\nHEAD / HTTP/1.1\r\n\r\n")
+h("connect", WHOLE, PIPE32, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+h("options-star", WHOLE, PIPE32, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\nGET http://example.com/abs?x=1 HTTP/1.1\r\nHost: example.com\r\n\r\n")
+h("connection-close", WHOLE, PIPE32 | 0x10, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /never HTTP/1.1\r\n\r\n")
+h("smuggle-cl-te", WHOLE, PIPE32, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /x HTTP/1.1\r\n\r\n")
+h("double-cl", WHOLE, PIPE32, "POST /echo HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab")
+h("small-limits", fixed(9), 0x04 | 0x02, "GET /" + "a" * 300 + " HTTP/1.1\r\nHost: x\r\n\r\nPOST /echo HTTP/1.1\r\nContent-Length: 100\r\n\r\n" + "b" * 100)
+h("big-header", RANDOM, 0x04, "GET / HTTP/1.1\r\nHost: x\r\nCookie: " + "c" * 400 + "\r\n\r\n")
+h("stalled-reader", WHOLE, 0x08 | 0xC0, "GET /stream HTTP/1.1\r\n\r\nGET /echo HTTP/1.1\r\n\r\n")
+h("drain", fixed(20), 0x20 | 0x03, "GET /async HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n")
+h("slow-timeouts", BYTES, 0xC0, "GET / HTTP/1.1\r\nHost: x\r\n")
+h("eof-mid-body", WHOLE, 0x10, "POST /echo HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
+h("garbage", WHOLE, 0x00, "\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03")
+h("lf-only", WHOLE, PIPE32, "GET / HTTP/1.1\nHost: x\n\n")
+h("chunk-overflow", WHOLE, PIPE32, "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\nx\r\n")
+h("obs-fold", WHOLE, PIPE32, "GET / HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n  b\r\n\r\n")
+
+# ---- RPC: plan byte + frames (length:u32be | type | id:u64be | payload)
+def frame(t, i, p=b""): return struct.pack(">IBQ", 9 + len(p), t, i) + p
+def r(name, plan, data): write("fuzz_rpc_frame", name, bytes([plan]) + data)
+r("request", WHOLE, frame(1, 1, b"hello"))
+r("all-types", fixed(6), frame(1, 7, b"req") + frame(2, 7, b"resp") + frame(3, 1, struct.pack(">Q", 123456789)) + frame(4, 1, struct.pack(">Q", 123456789)) + frame(5, 8, b"no such method"))
+r("split-bytes", BYTES, frame(1, 2**64 - 1, b"x" * 40) + frame(3, 0, b"\0" * 8))
+r("random-split", RANDOM, b"".join(frame(1 + k % 5, k, bytes(range(k))) for k in range(20)))
+r("max-frame", fixed(64), frame(2, 3, b"m" * (4096 - 9)))
+r("too-large", WHOLE, struct.pack(">I", 4097) + b"\x01")
+r("bad-type", fixed(3), frame(1, 1) + frame(9, 1))
+r("short-length", WHOLE, struct.pack(">I", 8) + b"\x01" + b"\0" * 8)
+r("partial", fixed(2), frame(1, 5, b"abc") + frame(1, 6, b"defgh")[:7])
+
+# ---- PROXY: plan byte + header + application bytes
+SIG = bytes.fromhex("0d0a0d0a000d0a515549540a")
+def crc32c(b):
+    crc = 0xFFFFFFFF
+    for c in b:
+        crc ^= c
+        for _ in range(8): crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+def tlv(t, v): return bytes([t]) + struct.pack(">H", len(v)) + v
+def v2(vc, fam, block, crc=False):
+    if crc: block += tlv(3, b"\0\0\0\0")
+    hdr = SIG + bytes([vc, fam]) + struct.pack(">H", len(block)) + block
+    if crc: hdr = hdr[:-4] + struct.pack(">I", crc32c(hdr))
+    return hdr
+a4 = bytes([192, 0, 2, 1, 198, 51, 100, 7]) + struct.pack(">HH", 56324, 443)
+a6 = bytes(15) + b"\x01" + bytes(15) + b"\x02" + struct.pack(">HH", 1, 2)
+un = b"/run/client.sock".ljust(108, b"\0") + b"\0abstract".ljust(108, b"\0")
+app = b"GET / HTTP/1.1\r\n\r\n"
+def p(name, plan, data): write("fuzz_proxy_protocol", name, bytes([plan]) + data)
+p("v1-haproxy", WHOLE, b"PROXY TCP4 127.0.0.1 127.0.0.1 55960 18082\r\n" + app)
+p("v1-tcp6", BYTES, b"PROXY TCP6 2001:db8::1 ::ffff:192.0.2.1 65535 0\r\n" + app)
+p("v1-unknown", fixed(4), b"PROXY UNKNOWN\r\n" + app)
+p("v1-unknown-long", RANDOM, b"PROXY UNKNOWN ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff 65535 65535\r\n")
+p("v2-haproxy-crc", fixed(5), bytes.fromhex("0d0a0d0a000d0a515549540a211100447f0000017f000001a780a639030004dcaf5fa005002e37463030303030313a413738305f37463030303030313a413633395f36423034353841375f303030303a33323431") + b"hello")
+p("v2-local", WHOLE, bytes.fromhex("0d0a0d0a000d0a515549540a20000007030004a9b87e8f"))
+p("v2-tcp4", BYTES, v2(0x21, 0x11, a4) + app)
+p("v2-udp6", WHOLE, v2(0x21, 0x22, a6))
+p("v2-unix", fixed(33), v2(0x21, 0x31, un))
+ssl = bytes([7]) + struct.pack(">I", 0) + tlv(0x21, b"TLSv1.3") + tlv(0x22, b"client.example") + tlv(0x23, b"TLS_AES_128_GCM_SHA256") + tlv(0x24, b"SHA256") + tlv(0x25, b"RSA2048")
+p("v2-all-tlvs", RANDOM, v2(0x21, 0x11, a4 + tlv(1, b"h2") + tlv(2, b"example.com") + tlv(4, b"pad") + tlv(5, b"u" * 128) + tlv(0x20, ssl) + tlv(0x30, b"blue") + tlv(0xE0, b"\0\1\2"), crc=True) + app)
+p("v2-unspec-tlv", WHOLE, v2(0x21, 0x00, tlv(2, b"example.com"), crc=True))
+p("v2-max", fixed(64), v2(0x21, 0x11, a4 + tlv(4, b"n" * (536 - 16 - 12 - 3))))
+p("v2-bad-crc", WHOLE, v2(0x21, 0x21, a6 + tlv(5, b"id"), crc=True)[:-1] + b"\0")
+p("v2-truncated-tlv", WHOLE, v2(0x21, 0x11, a4 + b"\x04\x00"))
+p("not-proxy", WHOLE, app)
