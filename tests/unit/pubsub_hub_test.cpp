@@ -277,3 +277,10 @@ TEST_CASE("Destroying a hub unsubscribes its subscribers and frees undelivered e
   CHECK(bus.presence("c") == 0);
   CHECK(bus.stats().hubs == 0);
 }
+
+TEST_CASE("A subscription is one node of five pointers and a subscriber adds 64 bytes",
+          "[pubsub][memory]") {
+  // The figures quoted in subscriber.h and the layer README.
+  STATIC_REQUIRE(sizeof(heartwheel::pubsub::detail::Subscription) == 5 * sizeof(void*));
+  STATIC_REQUIRE(sizeof(Subscriber) <= 64);
+}

@@ -29,7 +29,12 @@ Hub::~Hub() {
   // leave events to other hubs); no callback of theirs runs.
   while (!channels_.empty()) {
     LocalChannel* ch = channels_.begin()->second;
-    while (ch->head != nullptr) remove(ch->head);  // the last remove frees ch
+    if (ch->head != nullptr) {
+      remove(ch->head);  // the last one frees ch
+    } else {
+      channels_.erase(channels_.begin());
+      delete ch;
+    }
   }
   broker_.detach(*this);
   // Every post happened under a broker lock our leaves took afterwards: the
