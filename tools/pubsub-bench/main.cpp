@@ -6,8 +6,9 @@
 //   read   look at the shared frame (the hub's cost alone)
 //   keep   keep a reference to it, as a connection whose socket is busy
 //          queues it (one atomic increment, and a decrement when replaced)
-//   copy   copy its bytes into a buffer of their own: the cost "encode once,
-//          share the bytes" avoids, for comparison
+//   copy   copy its bytes into a new buffer of their own (an allocation and
+//          a free per subscriber, as a write queue that copies): the cost
+//          "encode once, share the bytes" avoids, for comparison
 // Memory: heap bytes per subscription from mallinfo2() around subscribing N
 // subscribers (the subscriber objects are allocated before), and allocations
 // (counted operator new) per publication during fan-out: independent of N.
@@ -61,9 +62,11 @@ struct BenchSubscriber final : ps::Subscriber {
       case Mode::keep:
         kept = frame;
         break;
-      case Mode::copy:
-        copy.assign(*frame);
+      case Mode::copy: {  // a buffer of its own, as a write queue that copies would make
+        std::string fresh(*frame);
+        copy.swap(fresh);
         break;
+      }
     }
     return ps::DeliveryOutcome::delivered;
   }
