@@ -25,6 +25,9 @@ struct OrderChecker : Subscriber {
     if (p.epoch != epoch || p.offset != last + 1) ++errors;
     last = p.offset;
     ++received;
+    for (const char ch : p.data)
+      digest = (digest ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
+    digest = (digest ^ 0xff) * 1099511628211ULL;  // FNV-1a over the data in offset order
   }
   // A (re)subscribe: the first one sets the epoch; a later one must recover
   // everything missed and continue exactly where it stopped.
@@ -44,6 +47,7 @@ struct OrderChecker : Subscriber {
   std::uint64_t last = 0;
   std::uint64_t received = 0;
   std::uint64_t errors = 0;
+  std::uint64_t digest = 14695981039346656037ULL;
   bool churner = false;
 };
 
@@ -155,11 +159,13 @@ TEST_CASE("Publications from every worker reach subscribers on every worker, in 
   CHECK(publish_errors == 0);
   HubStats total;
   total.hubs = 0;
+  const std::uint64_t digest = workers[0].checkers[0]->digest;
   for (auto& w : workers) {
     CHECK(w.finished);
     for (auto& c : w.checkers) {
       CHECK(c->errors == 0);
       CHECK(c->last == kTotal);
+      CHECK(c->digest == digest);  // the same publication at every offset, everywhere
       if (!c->churner) CHECK(c->received == kTotal);
     }
     total.merge(w.stats);
