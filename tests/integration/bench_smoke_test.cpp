@@ -1,6 +1,6 @@
-// Runs both benchmarks with tiny sizes and --json, and checks that every line
+// Runs the benchmarks with tiny sizes and --json, and checks that every line
 // parses and carries the fields docs/BENCHMARKS.md and scripts rely on. The
-// paths of the two executables come from the build (TIMER_BENCH, IDLE_BENCH).
+// paths of the executables come from the build (TIMER_BENCH, IDLE_BENCH, PUBSUB_BENCH).
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -111,4 +111,27 @@ TEST_CASE("The idle bench checks every tracker against the ground truth and name
 TEST_CASE("The benches reject a size without a usable number, with status 2", "[bench][smoke]") {
   CHECK(run_json(std::string(TIMER_BENCH) + " --json --n 0").status == 2);
   CHECK(run_json(std::string(IDLE_BENCH) + " --json --connections 10x").status == 2);
+}
+
+TEST_CASE("The pubsub bench prints one JSON line with its fan-out and memory figures",
+          "[bench][smoke][pubsub]") {
+  const Run run = run_json(std::string(PUBSUB_BENCH) + " --subscribers 2k --publications 5");
+  REQUIRE(run.status == 0);
+  REQUIRE(run.lines.size() == 1);
+  const auto& j = run.lines[0];
+  CHECK(j.at("bench") == "pubsub");
+  CHECK(j.at("subscribers") == 2000);
+  CHECK(j.at("sizeof_subscription").get<int>() <= 48);
+  CHECK(j.at("heap_bytes_per_subscription").get<double>() < 100);
+  CHECK(j.at("encodes_per_publication").get<double>() == 1.0);
+  for (const char* k : {"fanout_read_ns_per_subscriber", "fanout_keep_ns_per_subscriber",
+                        "fanout_copy_ns_per_subscriber", "subscribe_ns", "unsubscribe_ns"})
+    CHECK(j.at(k).get<double>() > 0);
+  CHECK(j.at("deliveries") == 3 * 6 * 2000);
+  // Ten times the subscribers, the same allocations per publication: nothing
+  // is allocated per subscriber.
+  const Run bigger = run_json(std::string(PUBSUB_BENCH) + " --subscribers 20k --publications 5");
+  REQUIRE(bigger.status == 0);
+  REQUIRE(bigger.lines.size() == 1);
+  CHECK(bigger.lines[0].at("allocations_per_publication") == j.at("allocations_per_publication"));
 }

@@ -1,0 +1,137 @@
+// heartwheel/pubsub/bus.h - the in-process broker: one per process, shared by
+// the hubs of every loop thread. It orders each channel's publications, keeps
+// their history and presence, and hands every event to the hubs that have
+// subscribers of its channel.
+//
+// Design: a store sharded by channel name, one mutex per shard
+//   publish(channel) on any thread locks the channel's shard, takes the next
+//   offset, appends to the channel's history ring, and - still under the lock
+//   - posts one Envelope to each interested hub's MPSC inbox, then unlocks.
+//   Because the offset is taken and every inbox is fed inside one critical
+//   section, each inbox receives a channel's publications in offset order
+//   (the queue is FIFO), so every hub's subscribers see 1, 2, 3, ... with no
+//   gap and no reordering, whichever threads published. The alternative - a
+//   home worker per channel that assigns offsets - would add a thread hop to
+//   every publish and turn every recovery and history read into a
+//   cross-thread request; the lock here is held for a ring append and a few
+//   wait-free pushes, and different channels rarely share a shard.
+//   A hub's wake-up (uv_async_send) is one per batch: the inbox sends it only
+//   when the hub is not already due to wake.
+//
+// History
+//   A channel's ring keeps its latest ChannelOptions::history_size
+//   publications, each for history_ttl after it was published (on this bus's
+//   clock). Expired ones are dropped on the channel's next publish or read,
+//   and by sweep(). A channel's state (offsets, epoch, ring, presence) exists
+//   while it has subscribers or unexpired history, and is freed otherwise:
+//   one-off channels leave nothing behind. When it is made again it gets a
+//   new random epoch, so a client holding an old position learns that its
+//   history is gone (recovered: false). A restart loses everything, with the
+//   same answer to clients.
+//
+// Cost
+//   publish: O(interested hubs) + one allocation per interested hub (its
+//   envelope) + the Publication; never per subscriber. join/leave: O(hubs on
+//   the channel), plus O(recovered) copies of shared_ptrs. sweep: O(channels
+//   that have history but no subscribers). Memory per channel with state:
+//   ~200 bytes + the ring (16 bytes a slot) + the publications it holds.
+//
+// Threads: every method, any thread. The bus must outlive every hub attached
+//   to it (the destructor checks, and aborts with a message otherwise).
+#pragma once
+
+#include <heartwheel/pubsub/broker.h>
+#include <heartwheel/pubsub/stats.h>
+#include <heartwheel/time.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+
+namespace heartwheel::pubsub {
+
+// Per channel (Centrifugo's namespace options). Chosen when the channel's
+// state is made, kept until it is freed.
+struct ChannelOptions {
+  // Publications kept for recovery and history(); 0 = no history.
+  std::size_t history_size = 0;
+  // How long each is kept; required (> 0) when history_size > 0, so a
+  // channel nobody listens to is freed in the end.
+  Duration history_ttl{0};
+  // Post join and leave events to the channel's subscribers. The count
+  // (presence()) is kept either way: it is free.
+  bool join_leave = false;
+
+  // Throws std::invalid_argument naming the field.
+  void validate() const;
+};
+
+struct BusOptions {
+  Limits limits;
+  // For every channel, unless channel_options says otherwise.
+  ChannelOptions channel;
+  // Optional: options by channel name (e.g. by prefix, "chat:" with history,
+  // "typing:" without). Called under a shard lock when a channel's state is
+  // made, from any thread: it must be thread-safe and quick. Its result is
+  // validated; an invalid one is replaced by `channel` and counted
+  // (BusStats::bad_channel_options).
+  std::function<ChannelOptions(std::string_view channel)> channel_options;
+  // The clock of publication times and TTLs; called from any thread, under a
+  // shard lock. Default: heartwheel::Clock (steady). Tests pass a manual one.
+  std::function<TimePoint()> clock;
+  // Shards of the channel store (each a mutex and a hash map). Power of two.
+  std::size_t shards = 64;
+  // How often hubs on a loop call sweep().
+  Duration sweep_interval = std::chrono::seconds(1);
+
+  // Throws std::invalid_argument naming the field.
+  void validate() const;
+};
+
+class Bus final : public Broker {
+ public:
+  // Validates options (throws std::invalid_argument).
+  explicit Bus(BusOptions options = {});
+  ~Bus() override;
+
+  Bus(const Bus&) = delete;
+  Bus& operator=(const Bus&) = delete;
+
+  const Limits& limits() const noexcept override { return options_.limits; }
+  PublishResult publish(std::string_view channel, std::string data, std::string info = {}) override;
+  SubscribeResult join(Inbox& inbox, const JoinRequest& request) override;
+  void leave(Inbox& inbox, std::string_view channel, std::string_view info,
+             bool last_local) override;
+  HistoryResult history(std::string_view channel, std::size_t limit) override;
+  std::uint64_t presence(std::string_view channel) override;
+  void sweep() override;
+  Duration sweep_interval() const noexcept override { return options_.sweep_interval; }
+  void attach(Inbox& inbox) override;
+  void detach(Inbox& inbox) noexcept override;
+
+  // The bus's clock, now.
+  TimePoint now() const { return options_.clock(); }
+  // Counters and gauges (locks each shard in turn for the gauges).
+  BusStats stats() const;
+
+ private:
+  struct Shard;
+  Shard& shard_for(std::string_view channel) const noexcept;
+  std::string new_epoch() noexcept;
+  ChannelOptions options_for(std::string_view channel) noexcept;
+
+  BusOptions options_;
+  std::unique_ptr<Shard[]> shards_;
+  std::uint64_t epoch_seed_;
+  std::atomic<std::uint64_t> epoch_counter_{0};
+  std::atomic<std::uint64_t> hubs_{0};
+  std::atomic<std::uint64_t> publications_{0};
+  std::atomic<std::uint64_t> epochs_{0};
+  std::atomic<std::uint64_t> freed_{0};
+  std::atomic<std::uint64_t> bad_channel_options_{0};
+};
+
+}  // namespace heartwheel::pubsub

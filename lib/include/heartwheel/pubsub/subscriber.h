@@ -1,0 +1,105 @@
+// heartwheel/pubsub/subscriber.h - what receives publications: the interface a
+// connection (or anything else) embeds to be subscribed through a Hub.
+//
+// What it is
+//   A Subscriber is a base class. Its callbacks receive each event of the
+//   channels it is subscribed to, with the hub's encoded Frame, and report
+//   what became of it (DeliveryOutcome): the hub counts every outcome per
+//   channel and in total, so a slow consumer is never dropped silently. The
+//   subscriber, not the hub, decides: it knows its write queue and its policy
+//   (close with reason slow_consumer, or skip).
+//
+// Cost
+//   sizeof(Subscriber) is 64 bytes (vtable, hub, list head, count, the
+//   presence info string); each subscription is one detail::Subscription node
+//   (40 bytes, one allocation: 48 bytes of heap) that the hub links into the
+//   channel's list and the subscriber's list.
+//
+// Ownership and lifetime
+//   The application owns the Subscriber. A subscriber is bound to the hub of
+//   its first subscription (its connection's loop) until it has none left.
+//   Call Hub::unsubscribe_all() when the connection closes; the destructor does
+//   it too (sending leave events), so a destroyed subscriber is never left
+//   linked. The destructor is protected (and virtual, as the class has
+//   virtual functions): destroy through the derived type.
+//
+// Threads: the hub's loop thread only, like the hub.
+// Re-entrancy: inside on_publication / on_presence the subscriber may
+//   unsubscribe itself or others, subscribe, publish, close its connection,
+//   or even be destroyed (after its own callback has started, the hub does not
+//   touch it again for this event). It must not destroy the hub.
+#pragma once
+
+#include <heartwheel/pubsub/event.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace heartwheel::pubsub {
+
+class Hub;
+class Subscriber;
+
+namespace detail {
+struct LocalChannel;
+
+// One subscriber on one channel: a node in the channel's doubly linked list
+// (walked on fan-out) and in the subscriber's singly linked list (walked on
+// unsubscribe and channel-limit checks, at most Limits::channel_limit long).
+struct Subscription {
+  Subscription* prev = nullptr;
+  Subscription* next = nullptr;
+  Subscription* next_of_subscriber = nullptr;
+  LocalChannel* channel = nullptr;
+  Subscriber* subscriber = nullptr;
+};
+}  // namespace detail
+
+// What a subscriber did with an event. Every value is counted.
+enum class DeliveryOutcome : std::uint8_t {
+  delivered,  // written, or queued for writing
+  skipped,    // slow consumer, policy "skip": this event is not sent (HubStats::skips)
+  closed,     // slow consumer, policy "close": the subscriber closed (HubStats::slow_closes)
+  dropped,    // not sent for another reason, e.g. the connection is already closing
+};
+
+class Subscriber {
+ public:
+  Subscriber(const Subscriber&) = delete;
+  Subscriber& operator=(const Subscriber&) = delete;
+
+  // A publication of a subscribed channel, in offset order, with the hub's
+  // frame for it (null without an encoder). Keep `frame` (copy the
+  // shared_ptr) to write later; never copy its bytes. Exceptions are caught
+  // and counted (HubStats::subscriber_errors), as `dropped`.
+  virtual DeliveryOutcome on_publication(const Publication& publication, const Frame& frame) = 0;
+
+  // A join or leave on a subscribed channel (when the channel has join_leave
+  // on), including the subscriber's own join. Default: ignored (counted as
+  // delivered).
+  virtual DeliveryOutcome on_presence(const PresenceEvent& event, const Frame& frame);
+
+  // Opaque client info (e.g. JSON with a user id) carried by this
+  // subscriber's join and leave events. Set it before subscribing.
+  void set_presence_info(std::string info) { presence_info_ = std::move(info); }
+  const std::string& presence_info() const noexcept { return presence_info_; }
+
+  // Channels this subscriber is on, and the hub they are on (null if none).
+  std::size_t channel_count() const noexcept { return count_; }
+  Hub* hub() const noexcept { return hub_; }
+
+ protected:
+  Subscriber() = default;
+  // Unsubscribes from every channel (Hub::unsubscribe_all).
+  virtual ~Subscriber();
+
+ private:
+  friend class Hub;
+  Hub* hub_ = nullptr;
+  detail::Subscription* subscriptions_ = nullptr;
+  std::uint32_t count_ = 0;
+  std::string presence_info_;
+};
+
+}  // namespace heartwheel::pubsub

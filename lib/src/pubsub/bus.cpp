@@ -1,0 +1,124 @@
+// The Bus's operations: publish, join, leave, history, presence. Each runs
+// under the channel's shard lock; see bus.h for why offsets are assigned and
+// inboxes fed inside one critical section.
+#include <heartwheel/pubsub/bus.h>
+
+#include <algorithm>
+
+#include "bus_shard.h"
+
+namespace heartwheel::pubsub {
+
+namespace {
+
+PresencePtr presence_event(EventKind kind, const detail::StoredChannel& ch, std::string_view info) {
+  auto event = std::make_shared<PresenceEvent>();
+  event->kind = kind;
+  event->channel = ch.name;
+  event->epoch = ch.epoch;
+  event->info = std::string(info);
+  event->subscribers = ch.subscribers;
+  return event;
+}
+
+}  // namespace
+
+PublishResult Bus::publish(std::string_view channel, std::string data, std::string info) {
+  PublishResult result;
+  if ((result.error = validate_channel(channel, options_.limits))) return result;
+  if (data.size() > options_.limits.max_data_bytes) {
+    result.error = errc::data_too_large;
+    return result;
+  }
+  Shard& shard = shard_for(channel);
+  std::lock_guard lock(shard.mu);
+  publications_.fetch_add(1, std::memory_order_relaxed);
+  detail::StoredChannel* ch = shard.find(channel);
+  if (ch == nullptr) {
+    const ChannelOptions opts = options_for(channel);
+    // Without history and without subscribers nobody can ever see it: keep nothing.
+    if (opts.history_size == 0) return result;
+    ch = &shard.add(channel, opts, new_epoch());
+  }
+  const TimePoint now = options_.clock();
+  auto pub = std::make_shared<Publication>();
+  pub->kind = EventKind::publication;
+  pub->channel = ch->name;
+  pub->epoch = ch->epoch;
+  pub->offset = ++ch->offset;
+  pub->data = std::move(data);
+  pub->info = std::move(info);
+  pub->time = now;
+  if (ch->options.history_size > 0) {
+    ch->history.trim(now, ch->options.history_ttl);
+    ch->history.push(pub, ch->options.history_size);
+  }
+  ch->post(pub);
+  result.position = {pub->offset, pub->epoch};
+  return result;
+}
+
+SubscribeResult Bus::join(Inbox& inbox, const JoinRequest& request) {
+  SubscribeResult result;
+  if ((result.error = validate_channel(request.channel, options_.limits))) return result;
+  Shard& shard = shard_for(request.channel);
+  std::lock_guard lock(shard.mu);
+  detail::StoredChannel* ch = shard.find(request.channel);
+  if (ch == nullptr) ch = &shard.add(request.channel, options_for(request.channel), new_epoch());
+  ++ch->subscribers;
+  shard.update_orphan(*ch);
+  if (ch->options.history_size > 0) ch->history.trim(options_.clock(), ch->options.history_ttl);
+
+  std::uint64_t upto = request.upto;
+  if (request.first_local) {
+    ch->inboxes.push_back(&inbox);
+    result.seq = ch->seq;
+    upto = ch->offset;
+  }
+  result.position = {upto, ch->epoch};
+  if (request.since) {
+    result.recovered = request.since->epoch == ch->epoch &&
+                       ch->history.collect(request.since->offset, upto, result.publications);
+  }
+  result.subscribers = ch->subscribers;
+  if (ch->options.join_leave) ch->post(presence_event(EventKind::join, *ch, request.info));
+  return result;
+}
+
+void Bus::leave(Inbox& inbox, std::string_view channel, std::string_view info, bool last_local) {
+  Shard& shard = shard_for(channel);
+  std::lock_guard lock(shard.mu);
+  detail::StoredChannel* ch = shard.find(channel);
+  if (ch == nullptr) return;  // a hub never leaves what it did not join; nothing to undo
+  if (ch->subscribers > 0) --ch->subscribers;
+  if (last_local) std::erase(ch->inboxes, &inbox);
+  if (ch->options.join_leave && !ch->inboxes.empty())
+    ch->post(presence_event(EventKind::leave, *ch, info));
+  shard.update_orphan(*ch);
+  if (shard.trim_or_free(*ch, options_.clock())) freed_.fetch_add(1, std::memory_order_relaxed);
+}
+
+HistoryResult Bus::history(std::string_view channel, std::size_t limit) {
+  HistoryResult result;
+  if ((result.error = validate_channel(channel, options_.limits))) return result;
+  Shard& shard = shard_for(channel);
+  std::lock_guard lock(shard.mu);
+  detail::StoredChannel* ch = shard.find(channel);
+  if (ch == nullptr) return result;
+  if (shard.trim_or_free(*ch, options_.clock())) {  // the stream is gone: say so
+    freed_.fetch_add(1, std::memory_order_relaxed);
+    return result;
+  }
+  result.position = {ch->offset, ch->epoch};
+  ch->history.latest(limit, result.publications);
+  return result;
+}
+
+std::uint64_t Bus::presence(std::string_view channel) {
+  Shard& shard = shard_for(channel);
+  std::lock_guard lock(shard.mu);
+  const detail::StoredChannel* ch = shard.find(channel);
+  return ch ? ch->subscribers : 0;
+}
+
+}  // namespace heartwheel::pubsub

@@ -1,0 +1,74 @@
+// Private: the Bus's channel store. A shard is a mutex and the channels whose
+// names hash to it; everything about a channel is read and written under its
+// shard's mutex.
+#pragma once
+
+#include <heartwheel/pubsub/broker.h>
+#include <heartwheel/pubsub/bus.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "history_ring.h"
+
+namespace heartwheel::pubsub::detail {
+
+struct StoredChannel {
+  static constexpr std::size_t kNotOrphan = static_cast<std::size_t>(-1);
+
+  std::string name;
+  std::string epoch;
+  ChannelOptions options;
+  std::uint64_t offset = 0;       // the last publication's offset
+  std::uint64_t seq = 0;          // the last event's seq (publications and presence)
+  std::uint64_t subscribers = 0;  // over every hub
+  std::vector<Inbox*> inboxes;    // hubs with local subscribers: posted every event
+  HistoryRing history;
+  // Index in Shard::orphans while the channel has no subscribers (then only
+  // its history keeps it, until sweep() finds it expired).
+  std::size_t orphan_index = kNotOrphan;
+
+  // Posts `event` (as the next seq) to every interested inbox.
+  void post(const EventPtr& event);
+};
+
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept {
+    return std::hash<std::string_view>{}(s);
+  }
+};
+
+}  // namespace heartwheel::pubsub::detail
+
+namespace heartwheel::pubsub {
+
+struct Bus::Shard {
+  std::mutex mu;
+  std::unordered_map<std::string, std::unique_ptr<detail::StoredChannel>, detail::StringHash,
+                     std::equal_to<>>
+      channels;
+  std::vector<detail::StoredChannel*> orphans;  // channels with history and no subscribers
+
+  detail::StoredChannel* find(std::string_view name) const {
+    auto it = channels.find(name);
+    return it == channels.end() ? nullptr : it->second.get();
+  }
+  // A new channel (no subscribers yet); the caller holds the lock.
+  detail::StoredChannel& add(std::string_view name, const ChannelOptions& options,
+                             std::string epoch);
+  // Keeps `orphans` in step with ch.subscribers == 0.
+  void update_orphan(detail::StoredChannel& ch);
+  void remove_orphan(detail::StoredChannel& ch);
+  // Drops expired history; frees the channel (returns true) when it has
+  // neither subscribers nor history left.
+  bool trim_or_free(detail::StoredChannel& ch, TimePoint now);
+};
+
+}  // namespace heartwheel::pubsub

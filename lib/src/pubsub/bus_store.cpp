@@ -1,0 +1,169 @@
+// The Bus's store: options, shards, epochs, sweeping and statistics. The
+// operations hubs call (publish, join, leave, history) are in bus.cpp.
+#include <heartwheel/pubsub/bus.h>
+
+#include <bit>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
+
+#include "bus_shard.h"
+
+namespace heartwheel::pubsub {
+
+void ChannelOptions::validate() const {
+  if (history_size > 0 && history_ttl.count() <= 0)
+    throw std::invalid_argument(
+        "pubsub: history_ttl must be positive when history_size > 0 (else a channel nobody "
+        "listens to would keep its history forever)");
+  if (history_ttl.count() < 0)
+    throw std::invalid_argument("pubsub: history_ttl must not be negative");
+}
+
+void BusOptions::validate() const {
+  limits.validate();
+  channel.validate();
+  if (shards == 0 || !std::has_single_bit(shards))
+    throw std::invalid_argument("pubsub: shards must be a power of two (got " +
+                                std::to_string(shards) + ")");
+  if (sweep_interval.count() <= 0)
+    throw std::invalid_argument("pubsub: sweep_interval must be positive");
+}
+
+namespace detail {
+
+void StoredChannel::post(const EventPtr& event) {
+  ++seq;
+  for (Inbox* inbox : inboxes) {
+    auto* envelope = new Envelope;
+    envelope->event = event;
+    envelope->seq = seq;
+    inbox->post(envelope);
+  }
+}
+
+}  // namespace detail
+
+void Bus::Shard::update_orphan(detail::StoredChannel& ch) {
+  constexpr auto kNot = detail::StoredChannel::kNotOrphan;
+  if (ch.subscribers == 0 && ch.orphan_index == kNot) {
+    ch.orphan_index = orphans.size();
+    orphans.push_back(&ch);
+  } else if (ch.subscribers > 0 && ch.orphan_index != kNot) {
+    remove_orphan(ch);
+  }
+}
+
+void Bus::Shard::remove_orphan(detail::StoredChannel& ch) {
+  if (ch.orphan_index == detail::StoredChannel::kNotOrphan) return;
+  orphans[ch.orphan_index] = orphans.back();
+  orphans[ch.orphan_index]->orphan_index = ch.orphan_index;
+  orphans.pop_back();
+  ch.orphan_index = detail::StoredChannel::kNotOrphan;
+}
+
+detail::StoredChannel& Bus::Shard::add(std::string_view name, const ChannelOptions& options,
+                                       std::string epoch) {
+  auto ch = std::make_unique<detail::StoredChannel>();
+  ch->name = std::string(name);
+  ch->options = options;
+  ch->epoch = std::move(epoch);
+  detail::StoredChannel& ref = *ch;
+  channels.emplace(ref.name, std::move(ch));
+  update_orphan(ref);  // no subscribers yet: the caller's join takes it off again
+  return ref;
+}
+
+bool Bus::Shard::trim_or_free(detail::StoredChannel& ch, TimePoint now) {
+  if (ch.options.history_size > 0) ch.history.trim(now, ch.options.history_ttl);
+  if (ch.subscribers > 0 || !ch.history.empty()) return false;
+  remove_orphan(ch);
+  channels.erase(channels.find(ch.name));  // frees ch
+  return true;
+}
+
+Bus::Bus(BusOptions options) : options_(std::move(options)) {
+  options_.validate();
+  if (!options_.clock) options_.clock = [] { return TimePoint(Clock::now()); };
+  shards_ = std::make_unique<Shard[]>(options_.shards);
+  epoch_seed_ = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
+                std::random_device{}() ^
+                static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+}
+
+Bus::~Bus() {
+  if (hubs_.load() != 0) {
+    std::fprintf(stderr, "heartwheel::pubsub::Bus destroyed while %llu hub(s) still attached\n",
+                 static_cast<unsigned long long>(hubs_.load()));
+    std::abort();
+  }
+}
+
+Bus::Shard& Bus::shard_for(std::string_view channel) const noexcept {
+  return shards_[std::hash<std::string_view>{}(channel) & (options_.shards - 1)];
+}
+
+// Epochs: 8 hex characters of splitmix64 over a per-process random seed and a
+// counter, so two states of one channel (or two processes) practically never
+// share one, with no lock and no per-thread generator.
+std::string Bus::new_epoch() noexcept {
+  std::uint64_t z = epoch_seed_ + 0x9e3779b97f4a7c15ULL * (epoch_counter_.fetch_add(1) + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string epoch(8, '0');
+  for (int i = 0; i < 8; ++i) epoch[static_cast<std::size_t>(i)] = kHex[(z >> (60 - 4 * i)) & 0xf];
+  epochs_.fetch_add(1, std::memory_order_relaxed);
+  return epoch;
+}
+
+ChannelOptions Bus::options_for(std::string_view channel) noexcept {
+  if (!options_.channel_options) return options_.channel;
+  try {
+    ChannelOptions opts = options_.channel_options(channel);
+    opts.validate();
+    return opts;
+  } catch (...) {
+    bad_channel_options_.fetch_add(1, std::memory_order_relaxed);
+    return options_.channel;
+  }
+}
+
+void Bus::sweep() {
+  for (std::size_t i = 0; i < options_.shards; ++i) {
+    Shard& shard = shards_[i];
+    std::lock_guard lock(shard.mu);
+    if (shard.orphans.empty()) continue;
+    const TimePoint now = options_.clock();
+    // Walk backwards: freeing swaps the last orphan into the freed slot.
+    for (std::size_t j = shard.orphans.size(); j-- > 0;) {
+      if (j < shard.orphans.size() && shard.trim_or_free(*shard.orphans[j], now))
+        freed_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+void Bus::attach(Inbox&) { hubs_.fetch_add(1); }
+void Bus::detach(Inbox&) noexcept { hubs_.fetch_sub(1); }
+
+BusStats Bus::stats() const {
+  BusStats s;
+  s.hubs = hubs_.load();
+  s.publications = publications_.load();
+  s.epochs = epochs_.load();
+  s.channels_freed = freed_.load();
+  s.bad_channel_options = bad_channel_options_.load();
+  for (std::size_t i = 0; i < options_.shards; ++i) {
+    std::lock_guard lock(shards_[i].mu);
+    s.channels += shards_[i].channels.size();
+    for (const auto& [name, ch] : shards_[i].channels) {
+      s.history_publications += ch->history.size();
+      s.history_bytes += ch->history.payload_bytes();
+    }
+  }
+  return s;
+}
+
+}  // namespace heartwheel::pubsub

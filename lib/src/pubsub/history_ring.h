@@ -1,0 +1,53 @@
+// Private: a channel's history, the latest publications in a ring.
+//
+// Offsets in the ring are consecutive (publications are appended in offset
+// order and only the oldest are dropped), so the one with offset o sits at
+// index o - front()->offset: recovery and history() index, never search.
+// The slot array grows by doubling up to the channel's history_size, so a
+// channel with two publications holds four slots, not history_size.
+// Threads: none of its own; the bus uses it under the channel's shard lock.
+#pragma once
+
+#include <heartwheel/pubsub/event.h>
+#include <heartwheel/time.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace heartwheel::pubsub::detail {
+
+class HistoryRing {
+ public:
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  // Index 0 is the oldest. Precondition: i < size().
+  const PublicationPtr& operator[](std::size_t i) const noexcept {
+    return slots_[(head_ + i) % slots_.size()];
+  }
+  const PublicationPtr& front() const noexcept { return (*this)[0]; }
+  const PublicationPtr& back() const noexcept { return (*this)[size_ - 1]; }
+
+  // Appends, dropping the oldest when `capacity` (> 0) is reached.
+  void push(PublicationPtr publication, std::size_t capacity);
+  void pop_front() noexcept;
+  // Drops the publications published `ttl` or longer before `now`.
+  void trim(TimePoint now, Duration ttl) noexcept;
+  // Bytes of data and info held (for statistics).
+  std::size_t payload_bytes() const noexcept;
+
+  // Appends to `out` the publications with offsets in (after, upto], oldest
+  // first, and returns true, if the ring holds all of them (after == upto
+  // needs none). False (out untouched) if any is gone or after > upto.
+  bool collect(std::uint64_t after, std::uint64_t upto, std::vector<PublicationPtr>& out) const;
+  // Appends the latest min(limit, size()) publications, oldest first.
+  void latest(std::size_t limit, std::vector<PublicationPtr>& out) const;
+
+ private:
+  void grow(std::size_t capacity);
+
+  std::vector<PublicationPtr> slots_;
+  std::size_t head_ = 0;
+  std::size_t size_ = 0;
+};
+
+}  // namespace heartwheel::pubsub::detail

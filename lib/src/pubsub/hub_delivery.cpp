@@ -1,0 +1,118 @@
+// Hub: delivery. The inbox is drained in order; each event of a channel with
+// local subscribers is encoded once and handed to every subscriber in one
+// walk of the channel's list.
+#include <heartwheel/pubsub/hub.h>
+
+#include "local_channel.h"
+
+namespace heartwheel::pubsub {
+
+using detail::LocalChannel;
+using detail::Subscription;
+
+std::size_t Hub::poll() { return drain(options_.max_events_per_wakeup); }
+
+std::size_t Hub::drain(std::size_t budget) noexcept {
+  if (draining_) return 0;  // called from a callback: the running drain continues
+  draining_ = true;
+  ++stats_.wakeups;
+  std::size_t n = 0;
+  while (n < budget) {
+    Envelope* e = inbox_.pop();
+    if (e == nullptr) break;
+    ++n;
+    dispatch(*e);
+    delete e;
+  }
+  draining_ = false;
+  return n;
+}
+
+void Hub::dispatch(Envelope& envelope) noexcept {
+  ++stats_.events;
+  const Event& event = *envelope.event;
+  LocalChannel* ch = find(event.channel);
+  // Stale: nobody here any more, or ordered before this hub's interest began
+  // (an envelope left from an earlier subscription period or epoch).
+  if (ch == nullptr || ch->count == 0 || envelope.seq <= ch->delivered_seq ||
+      event.epoch != ch->epoch) {
+    ++stats_.stale_events;
+    return;
+  }
+  ch->delivered_seq = envelope.seq;
+  if (event.kind == EventKind::publication) {
+    const auto& publication = static_cast<const Publication&>(event);
+    ch->delivered_offset = publication.offset;
+    fan_out_publication(*ch, publication);
+  } else {
+    fan_out_presence(*ch, static_cast<const PresenceEvent&>(event));
+  }
+}
+
+// Calls `call(subscriber)` for every subscriber of `ch`, tolerating any
+// subscribe / unsubscribe from inside the calls (see hub.h), and counts.
+template <class Call>
+void Hub::fan_out(LocalChannel& ch, bool presence, Call&& call) noexcept {
+  fanning_ = &ch;
+  ChannelStats counted;
+  for (Subscription* s = ch.head; s != nullptr; s = cursor_) {
+    cursor_ = s->next;  // remove() moves it on if that one goes
+    DeliveryOutcome outcome;
+    try {
+      outcome = call(*s->subscriber);
+    } catch (...) {
+      ++stats_.subscriber_errors;
+      outcome = DeliveryOutcome::dropped;
+    }
+    switch (outcome) {
+      case DeliveryOutcome::delivered:
+        ++(presence ? counted.presence_deliveries : counted.deliveries);
+        break;
+      case DeliveryOutcome::skipped:
+        ++counted.skips;
+        break;
+      case DeliveryOutcome::closed:
+        ++counted.slow_closes;
+        break;
+      case DeliveryOutcome::dropped:
+        ++counted.dropped;
+        break;
+    }
+  }
+  cursor_ = nullptr;
+  fanning_ = nullptr;
+  ch.stats.merge(counted);
+  stats_.delivery.merge(counted);
+  release_if_empty(&ch);  // everyone may have left during the walk
+}
+
+template <class Encoder, class E>
+bool Hub::encode(const Encoder& encoder, LocalChannel& ch, const E& event, Frame& frame) noexcept {
+  if (!encoder) return true;
+  ++stats_.encodes;
+  try {
+    frame = encoder(event);
+    return true;
+  } catch (...) {
+    ++stats_.encode_errors;
+    ch.stats.dropped += ch.count;
+    stats_.delivery.dropped += ch.count;
+    return false;
+  }
+}
+
+void Hub::fan_out_publication(LocalChannel& ch, const Publication& publication) noexcept {
+  Frame frame;
+  if (!encode(options_.encode_publication, ch, publication, frame)) return;
+  ++ch.stats.fanned_out;
+  ++stats_.delivery.fanned_out;
+  fan_out(ch, false, [&](Subscriber& s) { return s.on_publication(publication, frame); });
+}
+
+void Hub::fan_out_presence(LocalChannel& ch, const PresenceEvent& event) noexcept {
+  Frame frame;
+  if (!encode(options_.encode_presence, ch, event, frame)) return;
+  fan_out(ch, true, [&](Subscriber& s) { return s.on_presence(event, frame); });
+}
+
+}  // namespace heartwheel::pubsub

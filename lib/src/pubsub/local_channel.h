@@ -1,0 +1,27 @@
+// Private: a hub's view of one channel with local subscribers.
+#pragma once
+
+#include <heartwheel/pubsub/stats.h>
+#include <heartwheel/pubsub/subscriber.h>
+
+#include <cstdint>
+#include <string>
+
+namespace heartwheel::pubsub::detail {
+
+struct LocalChannel {
+  explicit LocalChannel(std::string_view n) : name(n) {}
+
+  std::string name;              // the hub's map key views it: never modified
+  Subscription* head = nullptr;  // newest first; fan-out walks head to tail
+  std::uint32_t count = 0;       // local subscribers (0 only while a fan-out defers the free)
+  // Where this hub's delivery stands in the broker's order. Envelopes at or
+  // below delivered_seq, or of another epoch, were ordered before this hub
+  // became interested (again) and are dropped as stale.
+  std::string epoch;
+  std::uint64_t delivered_offset = 0;
+  std::uint64_t delivered_seq = 0;
+  ChannelStats stats;
+};
+
+}  // namespace heartwheel::pubsub::detail
