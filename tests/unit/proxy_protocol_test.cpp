@@ -270,7 +270,7 @@ TEST_CASE("v1 UNKNOWN is accepted short and long and carries no addresses", "[pr
   }
 }
 
-TEST_CASE("v1 lines of the maximum lengths are accepted; one byte more is refused at byte 107",
+TEST_CASE("v1 lines of the maximum lengths are accepted, one byte more is refused at byte 107",
           "[proxy][v1]") {
   const std::string v6 = "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff";
   const std::string tcp6 = "PROXY TCP6 " + v6 + " " + v6 + " 65535 65535\r\n";
@@ -540,7 +540,7 @@ TEST_CASE("Malformed v2 headers are refused with the error that names the fault"
   }
 }
 
-TEST_CASE("A v2 header of 536 bytes is accepted; a longer one is refused after 16 bytes",
+TEST_CASE("A v2 header of 536 bytes is accepted, a longer one is refused after 16 bytes",
           "[proxy][v2]") {
   const std::string a4 = ipv4_block("1.2.3.4", "5.6.7.8", 1, 2);
   const std::size_t pad = kProxyMaxHeaderBytes - kProxyV2FixedBytes - a4.size() - 3;
