@@ -3,6 +3,7 @@
 // of desynchronised keep-alive connections).
 #include "serialize.h"
 
+#include <algorithm>
 #include <charconv>
 #include <ctime>
 
@@ -13,6 +14,12 @@ namespace {
 bool is_framing_header(std::string_view name) noexcept {
   return iequals(name, "Content-Length") || iequals(name, "Transfer-Encoding") ||
          iequals(name, "Connection");
+}
+
+// RFC 9110 tchar.
+bool is_token_char(char c) noexcept {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 void append_number(std::string& out, std::size_t n, int base = 10) {
@@ -37,9 +44,8 @@ std::string_view http_date() {
   return {buf, len};
 }
 
-std::string serialize_head(const Exchange& ex, const SessionOptions& options) {
-  std::string h;
-  h.reserve(160 + ex.out.size());
+void serialize_head(const Exchange& ex, const SessionOptions& options, std::string& h) {
+  h.clear();
   h += "HTTP/1.1 ";
   append_number(h, static_cast<std::size_t>(ex.status));
   h += ' ';
@@ -73,7 +79,21 @@ std::string serialize_head(const Exchange& ex, const SessionOptions& options) {
     h += "Connection: keep-alive\r\n";  // HTTP/1.0 keeps alive only when told so
   }
   h += "\r\n";
-  return h;
+}
+
+std::string check_response(int status, const Headers& headers) {
+  if (status < 100 || status > 599)
+    return "status " + std::to_string(status) + " is not a code in 100..599";
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    const Header& h = headers[i];
+    // The bad bytes themselves are left out of the message: it may be logged.
+    if (h.name.empty() || !std::all_of(h.name.begin(), h.name.end(), is_token_char))
+      return "header #" + std::to_string(i + 1) +
+             ": the name is empty or not a token (letters, digits, !#$%&'*+-.^_`|~)";
+    if (h.value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)
+      return "header '" + h.name + "': the value contains CR, LF or NUL";
+  }
+  return {};
 }
 
 void append_chunk(std::string& out, std::string_view piece) {
