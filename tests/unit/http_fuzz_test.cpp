@@ -3,10 +3,10 @@
 // parses, statuses are from the known set, the session either stays open or
 // closed exactly once). Runs under ASan+UBSan with the unit label. On failure
 // the seed and the input are printed.
-#include "http_harness.h"
-
 #include <random>
 #include <set>
+
+#include "http_harness.h"
 
 using namespace http_test;
 
@@ -31,9 +31,15 @@ std::string random_input(std::mt19937& rng) {
   for (int i = 0; i < mutations && !s.empty(); ++i) {
     const std::size_t at = rng() % s.size();
     switch (rng() % 3) {
-      case 0: s[at] = static_cast<char>(rng() % 256); break;
-      case 1: s.erase(at, 1 + rng() % 8); break;
-      default: s.insert(at, std::string(1 + rng() % 4, static_cast<char>(rng() % 256))); break;
+      case 0:
+        s[at] = static_cast<char>(rng() % 256);
+        break;
+      case 1:
+        s.erase(at, 1 + rng() % 8);
+        break;
+      default:
+        s.insert(at, std::string(1 + rng() % 4, static_cast<char>(rng() % 256)));
+        break;
     }
   }
   return s;

@@ -92,6 +92,11 @@ bool Session::may_start_request() {
   if (backed_up) ++stats_->backpressure_pauses;
   reading_paused_ = true;
   transport_->set_reading(false);
+  // The next request is here, unread because the peer does not read ours:
+  // that is not idleness, so no keep-alive close (the write-stall rule
+  // bounds the wait).
+  if (read_phase_ == ReadPhase::kKeepalive || read_phase_ == ReadPhase::kFirstByte)
+    enter_phase(ReadPhase::kNone, Duration{0});
   return false;
 }
 

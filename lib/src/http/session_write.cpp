@@ -181,7 +181,7 @@ void Session::sync_deadlines() {
   sync_request_slot();
   if (!queue_.empty() || receiving_) return;
   if (!stop_reading_) {
-    enter_idle();
+    if (!reading_paused_) enter_idle();  // paused: a request waits (may_start_request)
     return;
   }
   // Nothing in flight and nothing more will be read: the session is done.
