@@ -3,8 +3,9 @@
 // of desynchronised keep-alive connections).
 #include "serialize.h"
 
-#include <algorithm>
+#include <array>
 #include <charconv>
+#include <cstring>
 #include <ctime>
 
 namespace heartwheel::http::detail {
@@ -16,16 +17,33 @@ bool is_framing_header(std::string_view name) noexcept {
          iequals(name, "Connection");
 }
 
-// RFC 9110 tchar.
-bool is_token_char(char c) noexcept {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+// RFC 9110 tchar, as a table: one load per byte of a header name.
+constexpr std::array<bool, 256> kTokenChars = [] {
+  std::array<bool, 256> t{};
+  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (int c = 'a'; c <= 'z'; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (int c = 'A'; c <= 'Z'; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
+  return t;
+}();
+bool is_token(std::string_view name) noexcept {
+  if (name.empty()) return false;
+  for (const char c : name)
+    if (!kTokenChars[static_cast<unsigned char>(c)]) return false;
+  return true;
+}
+
+// CR, LF or NUL: bytes that end a header line early (response splitting).
+// strcspn stops at the first CR or LF, or at a NUL (its terminator): one
+// vectorised pass in glibc (find_first_of would call memchr per byte).
+bool splits_lines(const std::string& value) noexcept {
+  return std::strcspn(value.c_str(), "\r\n") != value.size();
 }
 
 void append_number(std::string& out, std::size_t n, int base = 10) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof buf, n, base);
-  out.append(buf, r.ptr);
+  out.append(buf, static_cast<std::size_t>(r.ptr - buf));
 }
 
 }  // namespace
@@ -87,11 +105,10 @@ std::string check_response(int status, const Headers& headers) {
   for (std::size_t i = 0; i < headers.size(); ++i) {
     const Header& h = headers[i];
     // The bad bytes themselves are left out of the message: it may be logged.
-    if (h.name.empty() || !std::all_of(h.name.begin(), h.name.end(), is_token_char))
+    if (!is_token(h.name))
       return "header #" + std::to_string(i + 1) +
              ": the name is empty or not a token (letters, digits, !#$%&'*+-.^_`|~)";
-    if (h.value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)
-      return "header '" + h.name + "': the value contains CR, LF or NUL";
+    if (splits_lines(h.value)) return "header '" + h.name + "': the value contains CR, LF or NUL";
   }
   return {};
 }

@@ -150,13 +150,17 @@ void Session::on_eof() {
     sync_deadlines();
 }
 
-void Session::enter_phase(ReadPhase phase, Duration timeout) {
+void Session::enter_phase(ReadPhase phase, Duration timeout, TimePoint from) {
   // Clear the old phase's slot when the new one lives elsewhere: a store.
   if (read_phase_ != ReadPhase::kNone && slot_of(read_phase_) != slot_of(phase))
     transport_->set_deadline(slot_of(read_phase_), kNever);
   read_phase_ = phase;
   if (phase != ReadPhase::kNone)
-    transport_->set_deadline(slot_of(phase), deadline_after(now(), timeout));
+    transport_->set_deadline(slot_of(phase), deadline_after(from, timeout));
+}
+
+void Session::enter_phase(ReadPhase phase, Duration timeout) {
+  enter_phase(phase, timeout, timeout.count() > 0 ? now() : kNever);
 }
 
 void Session::begin_request() {
@@ -165,16 +169,21 @@ void Session::begin_request() {
   auto ex = std::make_shared<Exchange>();
   ex->session = this;
   ex->seq = next_seq_++;
-  ex->request.started = now();
+  const TimePoint started = now();
+  ex->request.started = started;
   ex->request.headers.reserve(8);  // one allocation for typical requests, not three
-  ex->request.deadline = deadline_after(ex->request.started, options_->request_timeout);
+  ex->request.deadline = deadline_after(started, options_->request_timeout);
   parser_->error_status = 0;
   receiving_ = ex;
   queue_.push_back(std::move(ex));
   // The header timeout runs from the first byte and is NOT pushed back by
   // later bytes, so a client trickling its headers cannot hold us forever.
-  enter_phase(ReadPhase::kHeaders, options_->header_timeout);
-  if (queue_.size() == 1) sync_request_slot();  // the request deadline starts now
+  enter_phase(ReadPhase::kHeaders, options_->header_timeout, started);
+  if (queue_.size() == 1) {
+    // The oldest request in flight: the request deadline starts now.
+    timed_seq_ = queue_.front()->seq;
+    transport_->begin_request(options_->request_timeout);
+  }
 }
 
 int Session::headers_complete() {

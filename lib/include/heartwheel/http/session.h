@@ -175,6 +175,7 @@ class Session {
   void maybe_resume_reading();
   void dispatch(const std::shared_ptr<detail::Exchange>& exchange);
   void enter_phase(ReadPhase phase, Duration timeout);
+  void enter_phase(ReadPhase phase, Duration timeout, TimePoint from);
   void enter_idle();
   void on_read_deadline(ReadPhase phase);
 
