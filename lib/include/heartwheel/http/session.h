@@ -16,7 +16,7 @@
 //   net::DeadlineTimer and pass its events to on_deadline), construct a
 //   Session, call start(), then any of on_data / on_eof / on_writable /
 //   on_deadline / drain. tests/unit/http_memory_transport.h is one such
-//   transport, ~60 lines.
+//   transport (no Catch2 in it), under 100 lines.
 //
 // Life of a connection
 //   start() sets the first-byte deadline. Each request: first byte (request
