@@ -8,7 +8,6 @@
 #include <uv.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -47,6 +46,11 @@ class StatsBoard {
 };
 
 nlohmann::json to_json(const http::SessionStats& s) {
+  // Close reasons spelled as everywhere else (net::to_string): one naming style.
+  nlohmann::json closed = nlohmann::json::object();
+  for (std::size_t i = 0; i < net::kCloseReasonCount; ++i)
+    if (s.closed_by_reason[i] != 0)
+      closed[net::to_string(static_cast<net::CloseReason>(i))] = s.closed_by_reason[i];
   return {{"sessions", s.sessions},
           {"requests", s.requests},
           {"responses", {{"1xx", s.responses[1]}, {"2xx", s.responses[2]}, {"3xx", s.responses[3]},
@@ -57,7 +61,11 @@ nlohmann::json to_json(const http::SessionStats& s) {
           {"parse_errors", s.parse_errors},
           {"header_too_large", s.header_too_large},
           {"body_too_large", s.body_too_large},
-          {"handler_errors", s.handler_errors}};
+          {"handler_errors", s.handler_errors},
+          {"invalid_responses", s.invalid_responses},
+          {"answers_refused", s.answers_refused},
+          {"backpressure_pauses", s.backpressure_pauses},
+          {"closed_by_reason", closed}};
 }
 
 void write_stats(const std::string& path, const StatsBoard& board, const net::Workers& workers) {
@@ -91,7 +99,6 @@ struct Control {
   uv_timer_t poll;  // after a signal: notices the end of the workers
   net::Workers* workers;
   StatsBoard* board;
-  std::atomic<bool>* drain_flag;
   const Flags* flags;
   Duration drain_timeout;
   bool draining = false;
@@ -117,7 +124,8 @@ void on_signal(uv_signal_t* h, int signum) {
   c->draining = true;
   std::fprintf(stderr, "heartwheel-http: signal %d, draining (up to %s)\n", signum,
                heartwheel::format_duration(c->drain_timeout).c_str());
-  c->drain_flag->store(true, std::memory_order_relaxed);  // responses now say Connection: close
+  // Each worker's server tells every connection (http::NetHandler::on_drain):
+  // idle ones close, busy ones answer with Connection: close, then close.
   c->workers->drain(c->drain_timeout);
   uv_timer_start(&c->poll, on_poll, 10, 10);
 }
@@ -171,7 +179,6 @@ int main(int argc, char** argv) {
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   // Every value is checked before anything starts: a bad one is a usage error.
-  std::atomic<bool> drain_flag{false};
   http::SessionOptions so;
   net::WorkersOptions wo;
   net::HostPort hp;
@@ -185,13 +192,14 @@ int main(int argc, char** argv) {
     so.max_header_bytes = f.max_header_bytes;
     so.max_body_bytes = f.max_body_bytes;
     so.max_requests_per_connection = f.max_requests;
-    so.drain_signal = &drain_flag;
     so.validate();
     wo.threads = f.workers;
     hp = net::parse_host_port(f.listen);
     wo.server.host = hp.host;
     wo.server.port = hp.port;
     wo.server.connection.idle = {};  // HTTP's own timeouts replace the idle policy
+    // The send timeout is the connections' write-stall rule; set for the
+    // server, so no connection needs a policy of its own (NetHandler::on_open).
     wo.server.connection.write.stall_timeout = so.send_timeout;
     wo.wheel.tick = parse_duration_flag("--tick", f.tick);
     if (wo.wheel.tick < std::chrono::milliseconds(1))
@@ -219,7 +227,6 @@ int main(int argc, char** argv) {
     Control c{};
     c.workers = &workers;
     c.board = &board;
-    c.drain_flag = &drain_flag;
     c.flags = &f;
     c.drain_timeout = drain_timeout;
     heartwheel::check_uv(uv_loop_init(&c.loop), "uv_loop_init");

@@ -1,6 +1,6 @@
 // http::NetHandler on a real net::Server and LoopWheel (loopback, port 0,
 // bounded waits): pipelining, wheel-driven HTTP timeouts on real time,
-// single-loop drain, and clean teardown of answers still pending in the wheel.
+// drain through net::Server::drain alone, and clean teardown of answers still pending in the wheel.
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/net/server.h>
 
@@ -106,8 +106,7 @@ TEST_CASE("Single-loop drain: idle sessions close, in-flight ones finish with Co
   busy.send("GET /later HTTP/1.1\r\n\r\n");
   REQUIRE(f.t.run_until([&] { return f.pending == 1; }));
   bool drained = false;
-  f.server.drain(5s, [&] { drained = true; });
-  f.handler.drain_sessions();
+  f.server.drain(5s, [&] { drained = true; });  // NetHandler::on_drain does the rest
   REQUIRE(f.t.run_until([&] { return drained && idle.closed && busy.closed; }));
   CHECK(busy.received.find("Connection: close\r\n") != std::string::npos);
   CHECK(busy.received.find("later") != std::string::npos);

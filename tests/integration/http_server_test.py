@@ -227,7 +227,10 @@ def test_slowloris_gets_408_while_others_are_served():
         assert b"Connection: close" in data
         assert 0.9 <= elapsed <= 4.0, elapsed  # 1 s header timeout, not reset by the trickle
         assert served >= 3, served
-        s.read_stats(lambda st: st["http"]["timeouts"]["header"] >= 1)
+        # One close-reason vocabulary: the session's reason is the connection's.
+        s.read_stats(lambda st: st["http"]["timeouts"]["header"] >= 1 and
+                     st["http"]["closed_by_reason"].get("header_timeout", 0) >= 1 and
+                     st["net"]["closed_by_reason"]["header_timeout"] >= 1)
 
 
 def test_preconnect_closed_quietly():
@@ -238,7 +241,8 @@ def test_preconnect_closed_quietly():
         elapsed = time.monotonic() - t0
         assert data == b"", data  # no 408 for a connection that never spoke
         assert 0.45 <= elapsed <= 3.0, elapsed
-        s.read_stats(lambda st: st["http"]["timeouts"]["first_byte"] == 1)
+        s.read_stats(lambda st: st["http"]["timeouts"]["first_byte"] == 1 and
+                     st["net"]["closed_by_reason"]["keepalive_timeout"] == 1)
 
 
 def test_keepalive_timeout_closes_idle_connection():

@@ -31,8 +31,8 @@ std::vector<ParsedResponse> split_responses(const std::string& bytes, bool head_
     std::size_t line = head.find("\r\n");
     while (line != std::string::npos) {
       const std::size_t next = head.find("\r\n", line + 2);
-      const std::string h = head.substr(line + 2, next == std::string::npos ? std::string::npos
-                                                                               : next - line - 2);
+      const std::string h =
+          head.substr(line + 2, next == std::string::npos ? std::string::npos : next - line - 2);
       const auto colon = h.find(':');
       REQUIRE(colon != std::string::npos);
       r.headers[lower(h.substr(0, colon))] = h.substr(colon + 2);
@@ -69,7 +69,7 @@ std::vector<ParsedResponse> split_responses(const std::string& bytes, bool head_
   return out;
 }
 
-Harness::Harness() {
+Harness::Harness(RefreshMode refresh) : transport(timers, refresh) {
   handler = [this](const Request& req, Responder r) {
     seen.push_back(req.target);
     const auto path = req.path();
@@ -102,29 +102,14 @@ Harness::Harness() {
 
 Harness::~Harness() {
   held.clear();
+  transport.attach(nullptr);
   session.reset();
 }
 
 void Harness::start() {
-  session = std::make_unique<Session>(timers, options, handler, transport, stats);
+  session = std::make_unique<Session>(options, handler, transport, stats);
+  transport.attach(session.get());
   session->start();
-}
-
-void Harness::feed(std::string_view bytes) {
-  session->on_data(bytes);
-  ack();
-}
-
-void Harness::run_for(Duration d) {
-  timers.run_for(d);
-  ack();
-}
-
-void Harness::ack() {
-  if (stall_writes || transport.unacked == 0) return;
-  const std::size_t n = transport.unacked;
-  transport.unacked = 0;
-  session->on_sent(n);
 }
 
 }  // namespace http_test

@@ -1,43 +1,27 @@
-// A session wired to a recording transport and a manual clock, plus a small
-// independent response splitter (deliberately not llhttp, so the tests do not
-// check the library with itself).
+// A session wired to a recording transport whose deadlines live in a
+// net::DeadlineTimer on a manual clock, plus a small independent response
+// splitter (deliberately not llhttp, so the tests do not check the library
+// with itself).
 #pragma once
 
 #include <heartwheel/http/session.h>
 #include <heartwheel/virtual_clock.h>
 
 #include <catch2/catch.hpp>
-
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "http_memory_transport.h"
 
 namespace http_test {
 
 using namespace heartwheel;
 using namespace heartwheel::http;
 using namespace std::chrono_literals;
-
-struct RecordingTransport final : Transport {
-  void send(std::string bytes) override {
-    out += bytes;
-    unacked += bytes.size();
-  }
-  void close(CloseMode mode) override {
-    ++closes;
-    last_mode = mode;
-  }
-  void set_reading(bool on) override { reading = on; }
-  void set_busy(bool on) override { busy = on; }
-
-  std::string out;
-  std::size_t unacked = 0;
-  int closes = 0;
-  CloseMode last_mode = CloseMode::kAfterFlush;
-  bool reading = true;
-  bool busy = false;
-};
+using net::CloseReason;
+using net::RefreshMode;
 
 struct ParsedResponse {
   int status = 0;
@@ -56,27 +40,26 @@ struct ParsedResponse {
 std::vector<ParsedResponse> split_responses(const std::string& bytes, bool head_only = false);
 
 struct Harness {
-  Harness();
+  explicit Harness(RefreshMode refresh = RefreshMode::eager);
   ~Harness();
 
   void start();
-  // Feeds bytes, then lets the transport "write" everything (unless stalled).
-  void feed(std::string_view bytes);
-  // Advances virtual time (firing due entries), then acks writes.
-  void run_for(Duration d);
-  void ack();
+  void feed(std::string_view bytes) { session->on_data(bytes); }
+  // Advances virtual time, firing due deadlines on the way.
+  void run_for(Duration d) { timers.run_for(d); }
   std::vector<ParsedResponse> responses() const { return split_responses(transport.out); }
   bool closed() const { return transport.closes > 0; }
+  // True while the session has any deadline set (a slot or the request).
+  bool armed() const { return transport.next_deadline() != kNever; }
 
   ManualTimerService timers{1ms};
   SessionOptions options;
   SessionStats stats;
-  RecordingTransport transport;
+  MemoryTransport transport;
   Handler handler;
   std::unique_ptr<Session> session;
-  std::vector<Responder> held;     // answers the tests give later (/async)
-  std::vector<std::string> seen;   // targets in the order the handler saw them
-  bool stall_writes = false;       // true: the transport never reports progress
+  std::vector<Responder> held;    // answers the tests give later (/async)
+  std::vector<std::string> seen;  // targets in the order the handler saw them
 };
 
 }  // namespace http_test

@@ -37,7 +37,7 @@ TEST_CASE("Pipelined responses go out in request order even when a later one is 
   REQUIRE(h.held.size() == 2);
   CHECK(h.seen == std::vector<std::string>{"/async?n=1", "/async?n=2", "/"});
   CHECK(h.transport.out.empty());  // "/" is ready but waits for the two before it
-  CHECK(h.transport.busy);
+  CHECK(h.transport.in_request());
   REQUIRE(h.held[1].respond(200, "second"));
   CHECK(h.transport.out.empty());
   REQUIRE(h.held[0].respond(200, "first"));
@@ -47,11 +47,12 @@ TEST_CASE("Pipelined responses go out in request order even when a later one is 
   CHECK(rs[1].body == "second");
   CHECK(rs[2].body == "hello\n");
   CHECK_FALSE(h.closed());
-  CHECK_FALSE(h.transport.busy);
+  CHECK_FALSE(h.transport.in_request());
 }
 
 TEST_CASE("Requests split at every byte boundary parse the same", "[http][pipelining]") {
-  const std::string input = get("/a") + "POST /echo HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc" + get("/b");
+  const std::string input =
+      get("/a") + "POST /echo HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc" + get("/b");
   for (std::size_t cut = 1; cut < input.size(); ++cut) {
     Harness h;
     h.start();
@@ -106,7 +107,8 @@ TEST_CASE("100 Continue for a pipelined request waits until it is at the head", 
   CHECK(rs[2].body == "ok");
 }
 
-TEST_CASE("Expect: 100-continue with a too large body is refused before the body", "[http][limits]") {
+TEST_CASE("Expect: 100-continue with a too large body is refused before the body",
+          "[http][limits]") {
   Harness h;
   h.options.max_body_bytes = 10;
   h.start();
@@ -138,7 +140,7 @@ TEST_CASE("HTTP/1.0 closes by default and keeps alive only when asked", "[http][
     REQUIRE(rs.size() == 1);
     CHECK(rs[0].header("connection") == "close");
     CHECK(h.closed());
-    CHECK(h.session->close_reason() == CloseReason::kConnectionClose);
+    CHECK(h.session->close_reason() == CloseReason::protocol_close);
     CHECK(h.seen.size() == 1);
   }
   SECTION("HTTP/1.0 with Connection: keep-alive") {
@@ -259,8 +261,8 @@ TEST_CASE("A request-target alone over the header limit gets 414", "[http][limit
 }
 
 TEST_CASE("Header bytes are counted the same however the request is split", "[http][limits]") {
-  const std::string req = "GET /abc HTTP/1.1\r\nHost: example\r\nX-Long: " + std::string(40, 'v') +
-                          "\r\n\r\n";
+  const std::string req =
+      "GET /abc HTTP/1.1\r\nHost: example\r\nX-Long: " + std::string(40, 'v') + "\r\n\r\n";
   for (std::size_t limit : {std::size_t{60}, std::size_t{200}}) {
     Harness whole, bytewise;
     whole.options.max_header_bytes = bytewise.options.max_header_bytes = limit;
@@ -306,15 +308,15 @@ TEST_CASE("The last request allowed on a connection is answered with Connection:
   CHECK_FALSE(rs[0].has("connection"));
   CHECK(rs[1].header("connection") == "close");
   CHECK(h.closed());
-  CHECK(h.session->close_reason() == CloseReason::kRequestLimit);
+  CHECK(h.session->close_reason() == CloseReason::protocol_close);
   CHECK(h.seen.size() == 2);
 }
 
 TEST_CASE("Malformed requests get 400 and close", "[http][errors]") {
-  const char* bad = GENERATE("GARBAGE\r\n\r\n", "GET / HTTP/9.9\r\n\r\n",
-                             "GET / HTTP/1.1\r\nBad Header\r\n\r\n",
-                             "POST / HTTP/1.1\r\nContent-Length: abc\r\n\r\n",
-                             "POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n");
+  const char* bad =
+      GENERATE("GARBAGE\r\n\r\n", "GET / HTTP/9.9\r\n\r\n", "GET / HTTP/1.1\r\nBad Header\r\n\r\n",
+               "POST / HTTP/1.1\r\nContent-Length: abc\r\n\r\n",
+               "POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n");
   Harness h;
   h.start();
   h.feed(bad);
@@ -328,7 +330,8 @@ TEST_CASE("Malformed requests get 400 and close", "[http][errors]") {
   CHECK(h.stats.parse_errors == 1);
 }
 
-TEST_CASE("Garbage after a good pipelined request: the good one first, then 400", "[http][errors]") {
+TEST_CASE("Garbage after a good pipelined request: the good one first, then 400",
+          "[http][errors]") {
   Harness h;
   h.start();
   h.feed(get("/async") + "\x01\x02 nonsense\r\n\r\n");
@@ -385,7 +388,7 @@ TEST_CASE("Drain closes an idle connection at once and answers in-flight ones wi
     h.feed(kGet);
     h.session->drain();
     CHECK(h.closed());
-    CHECK(h.session->close_reason() == CloseReason::kDrained);
+    CHECK(h.session->close_reason() == CloseReason::drain);
     CHECK(h.responses().size() == 1);
   }
   SECTION("in flight") {
@@ -406,36 +409,6 @@ TEST_CASE("Drain closes an idle connection at once and answers in-flight ones wi
   }
 }
 
-TEST_CASE("A drain signal shared across threads turns the next response into the last",
-          "[http][drain]") {
-  std::atomic<bool> flag{false};
-  Harness h;
-  h.options.drain_signal = &flag;
-  h.start();
-  h.feed(get("/async") + get("/async"));
-  flag = true;
-  h.held[0].respond(200, "a");
-  h.held[1].respond(200, "b");
-  auto rs = h.responses();
-  REQUIRE(rs.size() == 2);
-  CHECK_FALSE(rs[0].has("connection"));
-  CHECK(rs[1].header("connection") == "close");
-  CHECK(h.closed());
-}
-
-TEST_CASE("An idle session that sees the drain signal on its next bytes closes", "[http][drain]") {
-  std::atomic<bool> flag{false};
-  Harness h;
-  h.options.drain_signal = &flag;
-  h.start();
-  h.feed(kGet);
-  flag = true;
-  h.feed(kGet);
-  CHECK(h.closed());
-  CHECK(h.session->close_reason() == CloseReason::kDrained);
-  CHECK(h.responses().size() == 1);
-}
-
 TEST_CASE("EOF after complete pipelined requests: they are answered, then the session closes",
           "[http]") {
   Harness h;
@@ -446,7 +419,7 @@ TEST_CASE("EOF after complete pipelined requests: they are answered, then the se
   h.held[0].respond(200, "x");
   CHECK(h.responses().size() == 2);
   CHECK(h.closed());
-  CHECK(h.session->close_reason() == CloseReason::kPeerClosed);
+  CHECK(h.session->close_reason() == CloseReason::peer_closed);
 }
 
 TEST_CASE("A Responder outliving its session is inactive and harmless", "[http]") {
@@ -480,4 +453,188 @@ TEST_CASE("Invalid options are refused with the field's name", "[http]") {
   o = {};
   o.max_pipelined = 0;
   CHECK_THROWS_WITH(o.validate(), Catch::Contains("max_pipelined"));
+}
+
+TEST_CASE(
+    "Response splitting is refused: CR, LF or NUL in a header answers 500, writes nothing of it",
+    "[http][errors][splitting]") {
+  const Headers bad = GENERATE(
+      Headers{{"X-Evil", "a\r\nSet-Cookie: pwned=1"}},
+      Headers{{"X-Evil", "a\nSet-Cookie: pwned=1"}}, Headers{{"X-Evil", std::string("a\0b", 3)}},
+      Headers{{"X-Evil\r\nSet-Cookie", "pwned=1"}}, Headers{{"Bad Name", "v"}}, Headers{{"", "v"}},
+      Headers{{"X:Colon", "v"}});
+  const bool stream = GENERATE(false, true);
+  Harness h;
+  std::string error;
+  bool result = true;
+  h.handler = [&](const Request&, Responder r) {
+    if (stream) {
+      result = r.begin(200, bad);
+      CHECK_FALSE(r.write("body"));
+    } else {
+      Response resp;
+      resp.headers = bad;
+      resp.body = "body";
+      result = r.respond(std::move(resp));
+    }
+    error = r.error();
+    CHECK_FALSE(r.active());  // answered: the 500 stands in
+  };
+  h.start();
+  h.feed(get("/") + kGet);
+  CHECK_FALSE(result);
+  CHECK_FALSE(error.empty());
+  CHECK(error.find_first_of(std::string_view("\r\n\0", 3)) == std::string::npos);  // loggable
+  CHECK(h.transport.out.find("pwned") == std::string::npos);
+  CHECK(h.transport.out.find("body") == std::string::npos);
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].status == 500);
+  CHECK(rs[1].status == 500);
+  CHECK(h.stats.invalid_responses == 2);
+  CHECK(h.stats.handler_errors == 0);
+  CHECK_FALSE(h.closed());  // the connection itself is fine
+}
+
+TEST_CASE("A status outside 100..599 is refused with a reason, good headers pass",
+          "[http][errors][splitting]") {
+  Harness h;
+  std::vector<bool> results;
+  std::vector<std::string> errors;
+  h.handler = [&](const Request& req, Responder r) {
+    const int status = req.path() == "/ok" ? 299 : 1000;
+    results.push_back(r.respond(Response{status, {{"X-Fine", "tab\tand ~!#"}}, "x"}));
+    errors.push_back(r.error());
+  };
+  h.start();
+  h.feed(get("/bad") + get("/ok"));
+  REQUIRE(results == std::vector<bool>{false, true});
+  CHECK(errors[0].find("1000") != std::string::npos);
+  CHECK(errors[1].empty());
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].status == 500);
+  CHECK(rs[1].status == 299);
+  CHECK(rs[1].header("x-fine") == "tab\tand ~!#");
+}
+
+TEST_CASE(
+    "Answers held behind an unfinished one are bounded: refused, counted, retried when writable",
+    "[http][backpressure][pipelining]") {
+  Harness h;
+  h.options.max_buffered_bytes = 1000;
+  std::vector<bool> results;
+  std::vector<Responder> refused;
+  h.handler = [&](const Request& req, Responder r) {
+    if (req.path() == "/async") {
+      h.held.push_back(std::move(r));
+      return;
+    }
+    CHECK_FALSE(r.writable());  // behind /async: not on the wire
+    results.push_back(r.respond(200, std::string(600, req.target.back())));
+    if (!results.back()) {
+      CHECK(r.active());
+      CHECK(r.error().find("max_buffered_bytes") != std::string::npos);
+      CHECK(h.session->buffered_bytes() == 600);
+      refused.push_back(std::move(r));
+    }
+  };
+  h.start();
+  h.feed(get("/async") + get("/big?1") + get("/big?2"));
+  REQUIRE(results == std::vector<bool>{true, false});
+  CHECK(h.stats.answers_refused == 1);
+  REQUIRE(refused.size() == 1);
+  bool retried = false;
+  refused[0].on_writable([&] { retried = refused[0].respond(200, std::string(600, '2')); });
+  CHECK_FALSE(retried);
+  REQUIRE(h.held[0].respond(200, "first"));  // /big?1 goes out behind it; /big?2 is on the wire
+  CHECK(retried);
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 3);
+  CHECK(rs[0].body == "first");
+  CHECK(rs[1].body == std::string(600, '1'));
+  CHECK(rs[2].body == std::string(600, '2'));
+  CHECK(h.stats.handler_errors == 0);
+}
+
+TEST_CASE("A refused answer dropped by its handler becomes a 500 and the pipeline moves on",
+          "[http][backpressure][pipelining]") {
+  Harness h;
+  h.options.max_buffered_bytes = 100;
+  h.handler = [&](const Request& req, Responder r) {
+    if (req.path() == "/async")
+      h.held.push_back(std::move(r));
+    else
+      CHECK_FALSE(r.respond(200, std::string(101, 'x')));  // dropped on return
+  };
+  h.start();
+  h.feed(get("/async") + get("/big"));
+  h.held[0].respond(200, "first");
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[1].status == 500);
+  CHECK(h.stats.answers_refused == 1);
+  CHECK(h.stats.handler_errors == 1);
+}
+
+TEST_CASE("No request is parsed while the transport is unwritable; reading resumes with it",
+          "[http][backpressure][pipelining]") {
+  Harness h;
+  h.start();
+  h.feed(kGet);
+  REQUIRE(h.responses().size() == 1);
+  h.transport.set_writable(false);  // the answer sits above the high watermark
+  h.feed(get("/a") + get("/b"));
+  CHECK(h.seen.size() == 1);
+  CHECK_FALSE(h.transport.reading);
+  CHECK(h.stats.backpressure_pauses == 1);
+  h.run_for(10s);  // no keep-alive close: the bytes wait, not the client
+  CHECK_FALSE(h.closed());
+  h.transport.set_writable(true);
+  CHECK(h.transport.reading);
+  CHECK(h.seen == std::vector<std::string>{"/", "/a", "/b"});
+  CHECK(h.responses().size() == 3);
+}
+
+TEST_CASE("Responder::on_writable runs when its streamed answer may go on",
+          "[http][backpressure]") {
+  Harness h;
+  Responder stream;
+  h.handler = [&](const Request& req, Responder r) {
+    if (req.path() == "/async")
+      h.held.push_back(std::move(r));
+    else
+      stream = std::move(r);
+  };
+  h.start();
+  h.feed(get("/async") + get("/stream"));
+  REQUIRE(stream.begin(200));
+  CHECK_FALSE(stream.writable());  // behind /async
+  int runs = 0;
+  stream.on_writable([&] { ++runs; });
+  h.held[0].respond(200, "first");  // the stream is on the wire now
+  CHECK(runs == 1);
+  CHECK(stream.writable());
+  h.transport.set_writable(false);
+  CHECK_FALSE(stream.writable());
+  stream.on_writable([&] { ++runs; });
+  CHECK(runs == 1);
+  h.transport.set_writable(true);
+  CHECK(runs == 2);
+  stream.on_writable([&] { ++runs; });  // writable now: at once
+  CHECK(runs == 3);
+  REQUIRE(stream.write("x"));
+  REQUIRE(stream.end());
+  CHECK(h.responses().size() == 2);
+}
+
+TEST_CASE("Slots that are not the session's are left to the owner", "[http][timeout]") {
+  Harness h;
+  h.start();
+  CHECK(h.session->on_deadline(net::Deadline::read_idle) == net::DeadlineAction::close);
+  CHECK(h.session->on_deadline(net::Deadline::max_age) == net::DeadlineAction::close);
+  // A stale slot of its own (already moved on) changes nothing.
+  CHECK(h.session->on_deadline(net::Deadline::header_timeout) == net::DeadlineAction::keep);
+  CHECK(h.session->on_deadline(net::Deadline::request_timeout) == net::DeadlineAction::keep);
+  CHECK_FALSE(h.closed());
 }

@@ -1,6 +1,8 @@
 // Every HTTP timeout fires on time (within one 1 ms tick of virtual time),
-// with the right status or a quiet close, and is counted. No sleeping:
-// ManualTimerService advances a virtual clock through the wheel.
+// with the right status or a quiet close, and is counted, whether the
+// deadline set re-arms its one entry lazily or eagerly. No sleeping:
+// ManualTimerService advances a virtual clock through the wheel. The send
+// timeout is the connection's write-stall rule: http_host_test.cpp.
 #include "http_harness.h"
 
 using namespace http_test;
@@ -21,7 +23,7 @@ Duration run_until_closed(Harness& h, Duration limit) {
 
 TEST_CASE("Header timeout: 408 and close when headers are not complete in time",
           "[http][timeout]") {
-  Harness h;
+  Harness h(GENERATE(RefreshMode::eager, RefreshMode::lazy));
   h.options.header_timeout = 1s;
   h.start();
   h.feed("GET / HTTP/1.1\r\n");
@@ -34,12 +36,12 @@ TEST_CASE("Header timeout: 408 and close when headers are not complete in time",
   CHECK(rs[0].header("connection") == "close");
   CHECK(h.closed());
   CHECK(h.stats.header_timeouts == 1);
-  CHECK(h.session->close_reason() == CloseReason::kHeaderTimeout);
+  CHECK(h.session->close_reason() == CloseReason::header_timeout);
 }
 
 TEST_CASE("A client trickling one byte at a time does not push the header timeout back",
           "[http][timeout]") {
-  Harness h;
+  Harness h(GENERATE(RefreshMode::eager, RefreshMode::lazy));
   h.options.header_timeout = 1s;
   h.options.request_timeout = 0s;
   h.start();
@@ -60,7 +62,7 @@ TEST_CASE("A client trickling one byte at a time does not push the header timeou
 }
 
 TEST_CASE("Body timeout: the gap between body reads, refreshed by each read", "[http][timeout]") {
-  Harness h;
+  Harness h(GENERATE(RefreshMode::eager, RefreshMode::lazy));
   h.options.body_timeout = 500ms;
   h.options.request_timeout = 0s;
   h.start();
@@ -81,7 +83,7 @@ TEST_CASE("Body timeout: the gap between body reads, refreshed by each read", "[
 
 TEST_CASE("Request timeout with an unanswered handler: 503 with Connection: close",
           "[http][timeout]") {
-  Harness h;
+  Harness h(GENERATE(RefreshMode::eager, RefreshMode::lazy));
   h.options.request_timeout = 2s;
   h.start();
   h.feed("GET /async HTTP/1.1\r\n");
@@ -106,7 +108,7 @@ TEST_CASE("Request timeout with an unanswered handler: 503 with Connection: clos
 }
 
 TEST_CASE("Request timeout while the client is still sending: 408", "[http][timeout]") {
-  Harness h;
+  Harness h(GENERATE(RefreshMode::eager, RefreshMode::lazy));
   h.options.request_timeout = 1s;
   h.options.body_timeout = 0s;
   h.start();
@@ -121,7 +123,7 @@ TEST_CASE("Request timeout while the client is still sending: 408", "[http][time
 }
 
 TEST_CASE("Request timeout covers the oldest of several pipelined requests", "[http][timeout]") {
-  Harness h;
+  Harness h(GENERATE(RefreshMode::eager, RefreshMode::lazy));
   h.options.request_timeout = 1s;
   h.start();
   h.feed("GET /async?n=1 HTTP/1.1\r\n\r\n");
@@ -140,7 +142,7 @@ TEST_CASE("Request timeout covers the oldest of several pipelined requests", "[h
 
 TEST_CASE("A request held back by the pipeline limit gets its own full request timeout",
           "[http][timeout][pipelining]") {
-  Harness h;
+  Harness h(GENERATE(RefreshMode::eager, RefreshMode::lazy));
   h.options.request_timeout = 1s;
   h.options.max_pipelined = 1;
   h.start();
@@ -160,7 +162,7 @@ TEST_CASE("A request held back by the pipeline limit gets its own full request t
 }
 
 TEST_CASE("Keep-alive timeout closes an idle kept-alive connection quietly", "[http][timeout]") {
-  Harness h;
+  Harness h(GENERATE(RefreshMode::eager, RefreshMode::lazy));
   h.options.keepalive_timeout = 5s;
   h.start();
   h.feed(kGet);
@@ -171,12 +173,12 @@ TEST_CASE("Keep-alive timeout closes an idle kept-alive connection quietly", "[h
   CHECK(h.closed());
   CHECK(h.transport.out.size() == bytes);  // nothing written: a quiet close
   CHECK(h.stats.keepalive_timeouts == 1);
-  CHECK(h.session->close_reason() == CloseReason::kKeepaliveTimeout);
+  CHECK(h.session->close_reason() == CloseReason::keepalive_timeout);
 }
 
 TEST_CASE("Each new request restarts nothing but its own timeouts: keep-alive re-arms after it",
           "[http][timeout]") {
-  Harness h;
+  Harness h(GENERATE(RefreshMode::eager, RefreshMode::lazy));
   h.options.keepalive_timeout = 1s;
   h.start();
   h.feed(kGet);
@@ -190,7 +192,7 @@ TEST_CASE("Each new request restarts nothing but its own timeouts: keep-alive re
 
 TEST_CASE("A connection that never sends a byte is closed quietly, not with 408",
           "[http][timeout]") {
-  Harness h;
+  Harness h(GENERATE(RefreshMode::eager, RefreshMode::lazy));
   h.options.header_timeout = 3s;
   h.options.keepalive_timeout = 60s;
   h.start();
@@ -202,61 +204,52 @@ TEST_CASE("A connection that never sends a byte is closed quietly, not with 408"
   CHECK(h.stats.header_timeouts == 0);
 }
 
-TEST_CASE("Send timeout aborts a response that makes no write progress", "[http][timeout]") {
-  Harness h;
-  h.options.send_timeout = 2s;
-  h.options.keepalive_timeout = 0s;
-  h.stall_writes = true;
-  h.start();
-  h.feed(kGet);
-  h.run_for(1500ms);
-  h.session->on_sent(10);  // some progress: the timeout starts over
-  h.run_for(1500ms);
-  CHECK_FALSE(h.closed());
-  h.run_for(501ms);
-  CHECK(h.closed());
-  CHECK(h.transport.last_mode == Transport::CloseMode::kAbort);
-  CHECK(h.stats.send_timeouts == 1);
-  CHECK(h.session->close_reason() == CloseReason::kSendTimeout);
-}
-
-TEST_CASE("Send timeout also bounds a graceful close whose last bytes never leave",
-          "[http][timeout]") {
-  Harness h;
-  h.options.send_timeout = 1s;
-  h.stall_writes = true;
-  h.start();
-  h.feed("GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
-  REQUIRE(h.transport.closes == 1);
-  CHECK(h.transport.last_mode == Transport::CloseMode::kAfterFlush);
-  h.run_for(1001ms);
-  CHECK(h.transport.closes == 2);
-  CHECK(h.transport.last_mode == Transport::CloseMode::kAbort);
-}
-
 TEST_CASE("A zero timeout is off", "[http][timeout]") {
-  Harness h;
+  Harness h;  // eager: the wheel holds an entry exactly while a deadline is set
   h.options.header_timeout = 0s;
   h.options.body_timeout = 0s;
   h.options.request_timeout = 0s;
   h.options.keepalive_timeout = 0s;
-  h.options.send_timeout = 0s;
   h.start();
   h.feed("POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\nab");
   h.run_for(std::chrono::hours(24));
   CHECK_FALSE(h.closed());
+  CHECK_FALSE(h.armed());
   CHECK(h.timers.wheel().empty());
+  CHECK(h.transport.in_request());  // in flight without a deadline (drain waits for it)
   h.feed("cde");
   CHECK(h.responses().size() == 1);
+  CHECK_FALSE(h.transport.in_request());
 }
 
-TEST_CASE("A closed session leaves no entry in the wheel", "[http][timeout]") {
+TEST_CASE("One wheel entry covers every deadline of a session", "[http][timeout]") {
+  Harness h;
+  h.start();
+  CHECK(h.transport.deadline(net::Deadline::keepalive_timeout) == TimePoint{} + 10s);  // first byte
+  h.feed("POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\nab");
+  CHECK(h.transport.deadline(net::Deadline::keepalive_timeout) == kNever);
+  CHECK(h.transport.deadline(net::Deadline::header_timeout) == kNever);
+  CHECK(h.transport.deadline(net::Deadline::body_timeout) == TimePoint{} + 10s);
+  CHECK(h.transport.deadline(net::Deadline::request_timeout) == TimePoint{} + 30s);
+  CHECK(h.timers.wheel().size() == 1);  // body + request deadline, one entry
+  h.feed("cde");
+  CHECK(h.transport.deadline(net::Deadline::body_timeout) == kNever);
+  CHECK(h.transport.deadline(net::Deadline::request_timeout) == kNever);
+  CHECK(h.transport.deadline(net::Deadline::keepalive_timeout) == TimePoint{} + 5s);
+  CHECK(h.timers.wheel().size() == 1);
+}
+
+TEST_CASE("A closed session leaves no deadline set and no entry in the wheel", "[http][timeout]") {
   Harness h;
   h.start();
   h.feed("POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\nab");
-  CHECK(h.timers.wheel().size() >= 2);  // body + request deadline
+  CHECK(h.armed());
+  CHECK(h.transport.in_request());
   h.feed("GARBAGE");  // not a valid body end? it is body: complete it, then garbage
   h.feed("\x01\r\n\r\n");
   REQUIRE(h.closed());
+  CHECK(h.transport.reason() == CloseReason::protocol_error);
+  CHECK_FALSE(h.armed());
+  CHECK_FALSE(h.transport.in_request());
   CHECK(h.timers.wheel().empty());
 }

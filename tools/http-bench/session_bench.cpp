@@ -1,11 +1,14 @@
 // heartwheel-http-session-bench: the HTTP session's own cost per request,
-// without sockets: parse (llhttp) + timeouts armed and cancelled in a wheel +
-// handler + response serialisation, fed from memory into a null transport.
-// Baseline in the same run: llhttp alone parsing the same bytes, so the
-// ratio shows what the session adds on top of the parser.
+// without sockets: parse (llhttp) + its deadlines set and cleared in a
+// connection's deadline set (net::DeadlineTimer: one wheel entry, lazy refresh,
+// as on a net::Connection) + handler + response serialisation, fed from
+// memory into a null transport. Baseline in the same run: llhttp alone
+// parsing the same bytes, so the ratio shows what the session adds on top of
+// the parser.
 //
 //   heartwheel-http-session-bench [--requests N] [--pipeline K] [--json]
 #include <heartwheel/http/session.h>
+#include <heartwheel/net/deadline_timer.h>
 #include <heartwheel/virtual_clock.h>
 #include <llhttp.h>
 
@@ -22,10 +25,25 @@ namespace {
 using namespace heartwheel;
 using Wall = std::chrono::steady_clock;
 
-struct NullTransport final : http::Transport {
-  void send(std::string bytes) override { sent += bytes.size(); }
-  void close(CloseMode) override { closed = true; }
+// Counts the bytes; keeps the deadlines exactly as a connection would.
+struct NullTransport final : http::Transport, private net::DeadlineTimer {
+  explicit NullTransport(ManualTimerService& timers) : DeadlineTimer(timers) {
+    start_deadlines(policy);
+  }
+  void send(std::string_view head, std::string_view body) override {
+    sent += head.size() + body.size();
+  }
+  void close(CloseMode, net::CloseReason) override { closed = true; }
   void set_reading(bool) override {}
+  TimerService& timers() noexcept override { return DeadlineTimer::timers(); }
+  void set_deadline(net::Deadline slot, TimePoint when) override {
+    DeadlineTimer::set_deadline(slot, when);
+  }
+  void begin_request(Duration timeout) override { DeadlineTimer::begin_request(timeout); }
+  void end_request() override { DeadlineTimer::end_request(); }
+  void on_deadline_event(net::DeadlineEvent, TimePoint) override {}
+
+  net::IdlePolicy policy;  // lazy refresh, no idle slots: as heartwheel-http
   std::size_t sent = 0;
   bool closed = false;
 };
@@ -41,19 +59,18 @@ double session_ns_per_request(std::size_t requests, std::size_t pipeline) {
   http::Handler handler = [](const http::Request&, http::Responder r) {
     r.respond(200, "Hello from heartwheel\n");
   };
-  NullTransport transport;
-  http::Session session(timers, options, handler, transport, stats);
+  NullTransport transport(timers);
+  http::Session session(options, handler, transport, stats);
   session.start();
   std::string batch;
   for (std::size_t i = 0; i < pipeline; ++i) batch += kRequest;
   const auto start = Wall::now();
   for (std::size_t done = 0; done < requests; done += pipeline) {
     session.on_data(batch);
-    session.on_sent(transport.sent);
-    transport.sent = 0;
   }
   const auto ns = std::chrono::duration<double, std::nano>(Wall::now() - start).count();
-  if (transport.closed || stats.responses[2] < requests) std::fprintf(stderr, "bench: lost requests\n");
+  if (transport.closed || stats.responses[2] < requests)
+    std::fprintf(stderr, "bench: lost requests\n");
   return ns / static_cast<double>(requests);
 }
 

@@ -2,12 +2,13 @@
 // handler's Responder. Private to lib/src/http.
 #pragma once
 
+#include <heartwheel/http/message.h>
+#include <heartwheel/http/session.h>
+#include <heartwheel/net/close_reason.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
-
-#include <heartwheel/http/message.h>
-#include <heartwheel/http/session.h>
 
 namespace heartwheel::http::detail {
 
@@ -20,31 +21,34 @@ struct Exchange {
   bool received = false;         // message complete
   bool expect_continue = false;  // 100 Continue owed before the body
   std::size_t header_bytes = 0;
-  bool last_was_value = false;   // header field/value assembly across reads
+  bool last_was_value = false;  // header field/value assembly across reads
 
   // response side
-  bool answered = false;   // respond() or begin() was called (or the session answered)
+  bool answered = false;  // respond() or begin() was called (or the session answered)
+  bool answered_by_handler = false;
   bool streaming = false;  // begin() used: body arrives in pieces
   bool chunked = false;    // streaming framed as chunked (HTTP/1.1 peer)
   bool finished = false;   // the whole response is in `out`/`head` (end() or respond())
   bool head_written = false;
   bool close_after = false;  // the connection ends after this response
-  CloseReason close_reason = CloseReason::kConnectionClose;  // ... and why
   bool head_only = false;    // HEAD request: no body bytes
+  net::CloseReason close_reason = net::CloseReason::protocol_close;  // ... and why
   int status = 0;
   Headers headers;
-  std::string out;           // body bytes (framed) not yet handed to the transport
-  std::size_t content_length = 0;  // for respond(): the body size
-  std::function<void()> on_abandon;  // Responder::on_abandon
+  std::string out;                    // body bytes (framed) not yet handed to the transport
+  std::size_t content_length = 0;     // for respond(): the body size
+  std::function<void()> on_abandon;   // Responder::on_abandon
+  std::function<void()> on_writable;  // Responder::on_writable
+  std::string error;                  // why the handler's last call was refused
 
   // Runs on_abandon once if the handler never answered. Call after detaching.
   void abandon() {
+    on_writable = nullptr;
     if (answered_by_handler || !on_abandon) return;
     auto cb = std::move(on_abandon);
     on_abandon = nullptr;
     cb();
   }
-  bool answered_by_handler = false;
 };
 
 }  // namespace heartwheel::http::detail

@@ -3,7 +3,9 @@
 // of desynchronised keep-alive connections).
 #include "serialize.h"
 
+#include <array>
 #include <charconv>
+#include <cstring>
 #include <ctime>
 
 namespace heartwheel::http::detail {
@@ -15,10 +17,33 @@ bool is_framing_header(std::string_view name) noexcept {
          iequals(name, "Connection");
 }
 
+// RFC 9110 tchar, as a table: one load per byte of a header name.
+constexpr std::array<bool, 256> kTokenChars = [] {
+  std::array<bool, 256> t{};
+  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (int c = 'a'; c <= 'z'; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (int c = 'A'; c <= 'Z'; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
+  return t;
+}();
+bool is_token(std::string_view name) noexcept {
+  if (name.empty()) return false;
+  for (const char c : name)
+    if (!kTokenChars[static_cast<unsigned char>(c)]) return false;
+  return true;
+}
+
+// CR, LF or NUL: bytes that end a header line early (response splitting).
+// strcspn stops at the first CR or LF, or at a NUL (its terminator): one
+// vectorised pass in glibc (find_first_of would call memchr per byte).
+bool splits_lines(const std::string& value) noexcept {
+  return std::strcspn(value.c_str(), "\r\n") != value.size();
+}
+
 void append_number(std::string& out, std::size_t n, int base = 10) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof buf, n, base);
-  out.append(buf, r.ptr);
+  out.append(buf, static_cast<std::size_t>(r.ptr - buf));
 }
 
 }  // namespace
@@ -37,9 +62,8 @@ std::string_view http_date() {
   return {buf, len};
 }
 
-std::string serialize_head(const Exchange& ex, const SessionOptions& options) {
-  std::string h;
-  h.reserve(160 + ex.out.size());
+void serialize_head(const Exchange& ex, const SessionOptions& options, std::string& h) {
+  h.clear();
   h += "HTTP/1.1 ";
   append_number(h, static_cast<std::size_t>(ex.status));
   h += ' ';
@@ -73,7 +97,20 @@ std::string serialize_head(const Exchange& ex, const SessionOptions& options) {
     h += "Connection: keep-alive\r\n";  // HTTP/1.0 keeps alive only when told so
   }
   h += "\r\n";
-  return h;
+}
+
+std::string check_response(int status, const Headers& headers) {
+  if (status < 100 || status > 599)
+    return "status " + std::to_string(status) + " is not a code in 100..599";
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    const Header& h = headers[i];
+    // The bad bytes themselves are left out of the message: it may be logged.
+    if (!is_token(h.name))
+      return "header #" + std::to_string(i + 1) +
+             ": the name is empty or not a token (letters, digits, !#$%&'*+-.^_`|~)";
+    if (splits_lines(h.value)) return "header '" + h.name + "': the value contains CR, LF or NUL";
+  }
+  return {};
 }
 
 void append_chunk(std::string& out, std::string_view piece) {

@@ -1,10 +1,10 @@
 // Bytes of response heads (private to lib/src/http).
 #pragma once
 
+#include <heartwheel/http/session_options.h>
+
 #include <string>
 #include <string_view>
-
-#include <heartwheel/http/session_options.h>
 
 #include "exchange.h"
 
@@ -19,8 +19,15 @@ inline bool status_has_body(int status) noexcept {
 
 // Status line, Server, Date, the handler's headers (minus the framing ones the
 // session owns), framing (Content-Length or Transfer-Encoding: chunked) and
-// Connection, as decided in `ex` (close_after, streaming, chunked).
-std::string serialize_head(const Exchange& ex, const SessionOptions& options);
+// Connection, as decided in `ex` (close_after, streaming, chunked). Replaces
+// the contents of `out` (its capacity is reused).
+void serialize_head(const Exchange& ex, const SessionOptions& options, std::string& out);
+
+// Empty when a handler's status and headers can be written as they are;
+// otherwise why not. Refused: a status outside 100..599, a header name that is
+// not a token (RFC 9110: empty, or with a space, ':', CR, LF, NUL, ...), a
+// value with CR, LF or NUL (response splitting).
+std::string check_response(int status, const Headers& headers);
 
 // "Sat, 21 Nov 2026 23:59:14 GMT", recomputed at most once per second per thread.
 std::string_view http_date();

@@ -23,6 +23,7 @@ void SessionOptions::validate() const {
   positive(max_header_bytes, "max_header_bytes");
   positive(max_body_bytes, "max_body_bytes");
   positive(max_pipelined, "max_pipelined");
+  positive(max_buffered_bytes, "max_buffered_bytes");
 }
 
 }  // namespace heartwheel::http

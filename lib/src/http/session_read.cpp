@@ -1,6 +1,7 @@
 // The reading half of a session: the parse loop, request events from the
-// llhttp glue, the read-phase timeouts (first byte, keep-alive, header, body)
-// and the pipeline-depth pause. The writing half is in session_write.cpp.
+// llhttp glue, the read-phase deadlines (first byte, keep-alive, header, body)
+// and the reading pause (pipeline depth, backpressure). The writing half is in
+// session_write.cpp, the handler's calls in session_answer.cpp.
 #include <heartwheel/http/session.h>
 
 #include "exchange.h"
@@ -9,6 +10,21 @@
 namespace heartwheel::http {
 
 using detail::Exchange;
+using net::CloseReason;
+using net::Deadline;
+
+// The slot each read phase keeps its deadline in. The phases are exclusive,
+// so at most one of the three slots is set at a time.
+Deadline Session::slot_of(ReadPhase phase) noexcept {
+  switch (phase) {
+    case ReadPhase::kHeaders:
+      return Deadline::header_timeout;
+    case ReadPhase::kBody:
+      return Deadline::body_timeout;
+    default:
+      return Deadline::keepalive_timeout;  // first byte, keep-alive
+  }
+}
 
 void Session::on_data(std::string_view bytes) {
   if (closed() || stop_reading_ || bytes.empty()) return;
@@ -18,7 +34,7 @@ void Session::on_data(std::string_view bytes) {
     return;
   }
   parse(bytes);
-  update_timers();
+  sync_deadlines();
 }
 
 void Session::parse(std::string_view bytes) {
@@ -28,15 +44,12 @@ void Session::parse(std::string_view bytes) {
   while (p < end) {
     if (closed() || stop_reading_) return;  // the rest is never answered
     if (!receiving_) {
-      if (draining_ || drain_signalled()) {
-        draining_ = true;
+      if (draining_) {
         stop_reading_ = true;
         return;
       }
-      if (queue_.size() >= options_->max_pipelined) {
+      if (!may_start_request()) {
         pending_input_.assign(p, end);
-        reading_paused_ = true;
-        transport_->set_reading(false);
         return;
       }
     }
@@ -63,9 +76,40 @@ void Session::parse(std::string_view bytes) {
     if (status == 400) ++stats_->parse_errors;
     if (status == 413) ++stats_->body_too_large;
     if (status == 431 || status == 414) ++stats_->header_too_large;
-    fail(status, CloseReason::kBadRequest);
+    fail(status, CloseReason::protocol_error);
     return;
   }
+}
+
+// A new request may start unless the pipeline is full or the connection is
+// above its high watermark: answering more while the peer does not read
+// would only buffer (nginx reads the next request only after the answer,
+// too). Otherwise reading pauses until answers go out.
+bool Session::may_start_request() {
+  const bool full = queue_.size() >= options_->max_pipelined;
+  const bool backed_up = !transport_->writable();
+  if (!full && !backed_up) return true;
+  if (backed_up) ++stats_->backpressure_pauses;
+  reading_paused_ = true;
+  transport_->set_reading(false);
+  // The next request is here, unread because the peer does not read ours:
+  // that is not idleness, so no keep-alive close (the write-stall rule
+  // bounds the wait).
+  if (read_phase_ == ReadPhase::kKeepalive || read_phase_ == ReadPhase::kFirstByte)
+    enter_phase(ReadPhase::kNone, Duration{0});
+  return false;
+}
+
+void Session::maybe_resume_reading() {
+  if (!reading_paused_ || closed() || queue_.size() >= options_->max_pipelined ||
+      !transport_->writable())
+    return;
+  reading_paused_ = false;
+  transport_->set_reading(true);
+  std::string input = std::move(pending_input_);
+  pending_input_.clear();
+  parse(input);
+  if (peer_eof_ && !reading_paused_) on_eof();
 }
 
 void Session::dispatch(const std::shared_ptr<Exchange>& exchange) {
@@ -83,15 +127,6 @@ void Session::dispatch(const std::shared_ptr<Exchange>& exchange) {
   }
 }
 
-void Session::resume_reading() {
-  reading_paused_ = false;
-  transport_->set_reading(true);
-  std::string input = std::move(pending_input_);
-  pending_input_.clear();
-  parse(input);
-  if (peer_eof_ && !reading_paused_) on_eof();
-}
-
 void Session::on_eof() {
   if (closed()) return;
   peer_eof_ = true;
@@ -107,9 +142,25 @@ void Session::on_eof() {
     }
     receiving_->session = nullptr;
     receiving_.reset();
+    enter_phase(ReadPhase::kNone, Duration{0});
   }
-  if (queue_.empty()) close(Transport::CloseMode::kAfterFlush, CloseReason::kPeerClosed);
-  else update_timers();
+  if (queue_.empty())
+    close(Transport::CloseMode::kAfterFlush, CloseReason::peer_closed);
+  else
+    sync_deadlines();
+}
+
+void Session::enter_phase(ReadPhase phase, Duration timeout, TimePoint from) {
+  // Clear the old phase's slot when the new one lives elsewhere: a store.
+  if (read_phase_ != ReadPhase::kNone && slot_of(read_phase_) != slot_of(phase))
+    transport_->set_deadline(slot_of(read_phase_), kNever);
+  read_phase_ = phase;
+  if (phase != ReadPhase::kNone)
+    transport_->set_deadline(slot_of(phase), deadline_after(from, timeout));
+}
+
+void Session::enter_phase(ReadPhase phase, Duration timeout) {
+  enter_phase(phase, timeout, timeout.count() > 0 ? now() : kNever);
 }
 
 void Session::begin_request() {
@@ -118,20 +169,21 @@ void Session::begin_request() {
   auto ex = std::make_shared<Exchange>();
   ex->session = this;
   ex->seq = next_seq_++;
-  ex->request.started = timers_->now();
+  const TimePoint started = now();
+  ex->request.started = started;
   ex->request.headers.reserve(8);  // one allocation for typical requests, not three
-  if (options_->request_timeout.count() > 0)
-    ex->request.deadline = ex->request.started + options_->request_timeout;
+  ex->request.deadline = deadline_after(started, options_->request_timeout);
   parser_->error_status = 0;
   receiving_ = ex;
   queue_.push_back(std::move(ex));
-  if (queue_.size() == 1) transport_->set_busy(true);
   // The header timeout runs from the first byte and is NOT pushed back by
   // later bytes, so a client trickling its headers cannot hold us forever.
-  read_phase_ = ReadPhase::kHeaders;
-  if (options_->header_timeout.count() > 0) timers_->schedule(read_timer_, options_->header_timeout);
-  else timers_->cancel(read_timer_);
-  if (queue_.size() == 1) update_timers();  // the request deadline starts now
+  enter_phase(ReadPhase::kHeaders, options_->header_timeout, started);
+  if (queue_.size() == 1) {
+    // The oldest request in flight: the request deadline starts now.
+    timed_seq_ = queue_.front()->seq;
+    transport_->begin_request(options_->request_timeout);
+  }
 }
 
 int Session::headers_complete() {
@@ -159,12 +211,11 @@ int Session::headers_complete() {
     }
     ex.expect_continue = has_body;
   }
-  read_phase_ = has_body ? ReadPhase::kBody : ReadPhase::kNone;
-  timers_->cancel(read_timer_);
+  // While 100 Continue is owed the client waits for us: no body deadline
+  // until send_continue sets it.
+  enter_phase(has_body ? ReadPhase::kBody : ReadPhase::kNone,
+              has_body && !ex.expect_continue ? options_->body_timeout : Duration{0});
   if (ex.expect_continue && queue_.front().get() == &ex) send_continue(ex);
-  // While 100 Continue is owed the client waits for us: no body timeout yet.
-  if (has_body && !ex.expect_continue && options_->body_timeout.count() > 0)
-    timers_->schedule(read_timer_, options_->body_timeout);
   return HPE_OK;
 }
 
@@ -175,7 +226,8 @@ int Session::body_piece(std::string_view piece) {
     return HPE_USER;
   }
   ex.request.body.append(piece);
-  if (options_->body_timeout.count() > 0) timers_->schedule(read_timer_, options_->body_timeout);
+  // Moved later: a store (the connection's entry stays where it is).
+  if (options_->body_timeout.count() > 0) enter_phase(ReadPhase::kBody, options_->body_timeout);
   return HPE_OK;
 }
 
@@ -185,54 +237,68 @@ void Session::request_complete() {
   ex.expect_continue = false;
   if (!ex.request.keep_alive) ex.close_after = true;
   if (options_->max_requests_per_connection != 0 &&
-      requests_ >= options_->max_requests_per_connection) {
-    ex.close_after = true;
-    ex.close_reason = CloseReason::kRequestLimit;
-  }
+      requests_ >= options_->max_requests_per_connection)
+    ex.close_after = true;  // the last allowed request: a normal protocol close
   if (ex.close_after) stop_reading_ = true;
   receiving_.reset();
-  read_phase_ = ReadPhase::kNone;
-  timers_->cancel(read_timer_);
+  enter_phase(ReadPhase::kNone, Duration{0});
 }
 
 void Session::enter_idle() {
   if (read_phase_ == ReadPhase::kFirstByte || read_phase_ == ReadPhase::kKeepalive) return;
   if (draining_) {
-    close(Transport::CloseMode::kAfterFlush, CloseReason::kDrained);
+    close(Transport::CloseMode::kAfterFlush, CloseReason::drain);
     return;
   }
   // Before the first request nginx-style: the header timeout bounds the wait
   // for the first byte, but expiry closes quietly (a browser's pre-connect is
   // not an error and must not see a 408).
-  Duration wait = options_->keepalive_timeout;
   if (requests_ == 0) {
-    read_phase_ = ReadPhase::kFirstByte;
-    if (options_->header_timeout.count() > 0) wait = options_->header_timeout;
+    const Duration header = options_->header_timeout;
+    enter_phase(ReadPhase::kFirstByte, header.count() > 0 ? header : options_->keepalive_timeout);
   } else {
-    read_phase_ = ReadPhase::kKeepalive;
+    enter_phase(ReadPhase::kKeepalive, options_->keepalive_timeout);
   }
-  if (wait.count() > 0) timers_->schedule(read_timer_, wait);
-  else timers_->cancel(read_timer_);
 }
 
-void Session::on_read_timeout(TimerEntry& e) {
-  Session& s = *static_cast<Timer&>(e).owner;
-  switch (s.read_phase_) {
+net::DeadlineAction Session::on_deadline(Deadline slot) {
+  switch (slot) {
+    case Deadline::keepalive_timeout:
+      if (read_phase_ == ReadPhase::kFirstByte || read_phase_ == ReadPhase::kKeepalive)
+        on_read_deadline(read_phase_);
+      return net::DeadlineAction::keep;
+    case Deadline::header_timeout:
+    case Deadline::body_timeout:
+      if (read_phase_ != ReadPhase::kNone && slot_of(read_phase_) == slot)
+        on_read_deadline(read_phase_);
+      return net::DeadlineAction::keep;
+    case Deadline::request_timeout:
+      on_request_timeout();
+      return net::DeadlineAction::keep;
+    default:
+      return net::DeadlineAction::close;  // not ours (an IdlePolicy, max age, ...)
+  }
+}
+
+void Session::on_read_deadline(ReadPhase phase) {
+  if (closed()) return;
+  read_phase_ = ReadPhase::kNone;  // the slot cleared itself when it passed
+  switch (phase) {
     case ReadPhase::kFirstByte:
-      ++s.stats_->first_byte_timeouts;
-      s.close(Transport::CloseMode::kAfterFlush, CloseReason::kFirstByteTimeout);
+      ++stats_->first_byte_timeouts;
+      close(Transport::CloseMode::kAfterFlush, CloseReason::keepalive_timeout);
       break;
     case ReadPhase::kKeepalive:
-      ++s.stats_->keepalive_timeouts;
-      s.close(Transport::CloseMode::kAfterFlush, CloseReason::kKeepaliveTimeout);
+      ++stats_->keepalive_timeouts;
+      close(Transport::CloseMode::kAfterFlush, CloseReason::keepalive_timeout);
       break;
     case ReadPhase::kHeaders:
-      ++s.stats_->header_timeouts;
-      s.fail(408, CloseReason::kHeaderTimeout);
+      ++stats_->header_timeouts;
+      fail(408, CloseReason::header_timeout);
       break;
     case ReadPhase::kBody:
-      ++s.stats_->body_timeouts;
-      s.fail(408, CloseReason::kBodyTimeout);
+      ++stats_->body_timeouts;
+      fail(408, CloseReason::body_timeout);
       break;
     case ReadPhase::kNone:
       break;

@@ -1,6 +1,7 @@
 // The writing half of a session: answers in request order, response framing,
-// the request deadline, write progress, closing. See session_read.cpp for the
-// reading half and serialize.cpp for the bytes of a response head.
+// the request slot, drain, closing. See session_read.cpp for the reading half,
+// session_answer.cpp for the handler's calls and serialize.cpp for the bytes
+// of a response head.
 #include <heartwheel/http/session.h>
 
 #include <algorithm>
@@ -12,11 +13,16 @@
 namespace heartwheel::http {
 
 using detail::Exchange;
+using net::CloseReason;
 
-Session::Session(TimerService& timers, const SessionOptions& options, const Handler& handler,
-                 Transport& transport, SessionStats& stats)
-    : timers_(&timers),
-      options_(&options),
+namespace {
+// A head buffer grown by a handler's huge headers is not kept for good.
+constexpr std::size_t kMaxKeptHead = 64 * 1024;
+}  // namespace
+
+Session::Session(const SessionOptions& options, const Handler& handler, Transport& transport,
+                 SessionStats& stats)
+    : options_(&options),
       handler_(&handler),
       transport_(&transport),
       stats_(&stats),
@@ -24,17 +30,12 @@ Session::Session(TimerService& timers, const SessionOptions& options, const Hand
   options.validate();
 }
 
-Session::~Session() {
-  timers_->cancel(read_timer_);
-  timers_->cancel(request_timer_);
-  timers_->cancel(send_timer_);
-  abandon_all();
-}
+Session::~Session() { abandon_all(); }
 
 void Session::abandon_all() {
   // Detach everything first, then run the handlers' callbacks: they may not
   // call into the session, and the session must be consistent if they do.
-  std::deque<std::shared_ptr<Exchange>> gone;
+  std::vector<std::shared_ptr<Exchange>> gone;
   gone.swap(queue_);
   for (auto& ex : gone) ex->session = nullptr;
   receiving_.reset();
@@ -50,7 +51,7 @@ void Session::drain() {
   if (closed() || draining_) return;
   draining_ = true;
   if (queue_.empty() && !receiving_) {
-    close(Transport::CloseMode::kAfterFlush, CloseReason::kDrained);
+    close(Transport::CloseMode::kAfterFlush, CloseReason::drain);
     return;
   }
   // Bytes of requests not yet begun are dropped; the last response in flight
@@ -63,21 +64,8 @@ void Session::drain() {
   flush();
 }
 
-void Session::on_sent(std::size_t bytes) {
-  unacked_ -= std::min(bytes, unacked_);
-  if (unacked_ == 0) {
-    timers_->cancel(send_timer_);
-  } else if (options_->send_timeout.count() > 0) {
-    timers_->schedule(send_timer_, options_->send_timeout);  // progress: start over
-  }
-}
-
-void Session::send(std::string bytes) {
-  if (bytes.empty()) return;
-  unacked_ += bytes.size();
-  if (options_->send_timeout.count() > 0 && !send_timer_.armed())
-    timers_->schedule(send_timer_, options_->send_timeout);
-  transport_->send(std::move(bytes));
+void Session::send(std::string_view bytes) {
+  if (!bytes.empty()) transport_->send(bytes, {});
 }
 
 void Session::answer(Exchange& ex, Response response, bool close_after) {
@@ -100,9 +88,8 @@ void Session::fail(int status, CloseReason reason) {
     ex = std::make_shared<Exchange>();
     ex->session = this;
     ex->seq = next_seq_++;
-    ex->request.started = timers_->now();
+    ex->request.started = now();
     queue_.push_back(ex);
-    if (queue_.size() == 1) transport_->set_busy(true);
   }
   ex->received = true;
   ex->expect_continue = false;
@@ -110,37 +97,38 @@ void Session::fail(int status, CloseReason reason) {
   std::string body(reason_phrase(status));
   body += '\n';
   answer(*ex, Response::text(status, std::move(body)), true);
-  read_phase_ = ReadPhase::kNone;
-  timers_->cancel(read_timer_);
+  enter_phase(ReadPhase::kNone, Duration{0});
   flush();
 }
 
 void Session::send_continue(Exchange& ex) {
   ex.expect_continue = false;
   ++stats_->responses[1];
-  send(std::string(detail::kContinue));
-  if (&ex == receiving_.get() && read_phase_ == ReadPhase::kBody &&
-      options_->body_timeout.count() > 0)
-    timers_->schedule(read_timer_, options_->body_timeout);
+  send(detail::kContinue);
+  if (&ex == receiving_.get() && read_phase_ == ReadPhase::kBody)
+    enter_phase(ReadPhase::kBody, options_->body_timeout);
 }
 
 void Session::write_head(Exchange& ex) {
   // Decided as late as possible: only now do we know whether this is the
   // last response of a draining connection.
-  if (drain_signalled()) draining_ = true;
   if (draining_ && queue_.size() == 1) {
     ex.close_after = true;
-    ex.close_reason = CloseReason::kDrained;
+    ex.close_reason = CloseReason::drain;
   }
   // A streamed body without chunked coding (HTTP/1.0 peer) ends with the connection.
   if (ex.streaming && !ex.chunked && !ex.head_only && detail::status_has_body(ex.status))
     ex.close_after = true;
-  ++stats_->responses[std::clamp(ex.status / 100, 1, 5)];
-  std::string bytes = detail::serialize_head(ex, *options_);
-  bytes += ex.out;
+  ++stats_->responses[static_cast<std::size_t>(std::clamp(ex.status / 100, 1, 5))];
+  // The head is built in a buffer reused by every response of this thread
+  // (no allocation per response) and goes out with the body in one write
+  // (writev on a connection): the body is never copied behind the head.
+  thread_local std::string head;
+  detail::serialize_head(ex, *options_, head);
+  transport_->send(head, ex.out);
+  if (head.capacity() > kMaxKeptHead) std::string().swap(head);
   ex.out.clear();
   ex.head_written = true;
-  send(std::move(bytes));
 }
 
 void Session::flush() {
@@ -158,119 +146,105 @@ void Session::flush() {
       if (!ex.head_written) {
         write_head(ex);
       } else if (!ex.out.empty()) {
-        send(std::move(ex.out));
+        send(ex.out);
         ex.out.clear();
       }
       if (!ex.finished) break;
       finish_exchange();
     }
-    if (reading_paused_ && !closed() && queue_.size() < options_->max_pipelined) resume_reading();
+    maybe_resume_reading();
   } while (flush_again_ && !closed());
   --in_flush_;
-  update_timers();
+  sync_deadlines();
+  notify_writable();
 }
 
 void Session::finish_exchange() {
   std::shared_ptr<Exchange> ex = std::move(queue_.front());
-  queue_.pop_front();
+  queue_.erase(queue_.begin());
   ex->session = nullptr;
+  ex->on_writable = nullptr;
   if (ex->close_after) {
     close(Transport::CloseMode::kAfterFlush, ex->close_reason);
     return;
   }
-  if (queue_.empty()) transport_->set_busy(false);
   if (queue_.empty() && !receiving_) {
-    if (draining_) close(Transport::CloseMode::kAfterFlush, CloseReason::kDrained);
+    if (draining_)
+      close(Transport::CloseMode::kAfterFlush, CloseReason::drain);
     else if (peer_eof_ && !reading_paused_)
-      close(Transport::CloseMode::kAfterFlush, CloseReason::kPeerClosed);
+      close(Transport::CloseMode::kAfterFlush, CloseReason::peer_closed);
   }
 }
 
-void Session::update_timers() {
+void Session::sync_deadlines() {
   if (closed()) return;
-  if (queue_.empty() || options_->request_timeout.count() <= 0) {
-    timers_->cancel(request_timer_);
-    timed_seq_ = 0;
-  } else if (timed_seq_ != queue_.front()->seq) {
-    // Requests start in order and share one timeout, so the oldest one has the
-    // earliest deadline: one entry covers the whole pipeline.
-    timed_seq_ = queue_.front()->seq;
-    timers_->schedule_at(request_timer_, queue_.front()->request.deadline);
-  }
+  sync_request_slot();
   if (!queue_.empty() || receiving_) return;
   if (!stop_reading_) {
-    enter_idle();
+    if (!reading_paused_) enter_idle();  // paused: a request waits (may_start_request)
     return;
   }
   // Nothing in flight and nothing more will be read: the session is done.
-  close(Transport::CloseMode::kAfterFlush,
-        peer_eof_ ? CloseReason::kPeerClosed
-                  : draining_ ? CloseReason::kDrained : CloseReason::kConnectionClose);
+  close(Transport::CloseMode::kAfterFlush, peer_eof_   ? CloseReason::peer_closed
+                                           : draining_ ? CloseReason::drain
+                                                       : CloseReason::protocol_close);
+}
+
+void Session::sync_request_slot() {
+  if (queue_.empty()) {
+    if (timed_seq_ != 0) {
+      timed_seq_ = 0;
+      transport_->end_request();
+    }
+    return;
+  }
+  // Requests start in order and share one timeout, so the oldest one has the
+  // earliest deadline: the one request slot covers the whole pipeline.
+  const Exchange& oldest = *queue_.front();
+  if (timed_seq_ == oldest.seq) return;
+  timed_seq_ = oldest.seq;
+  Duration timeout{0};                    // in flight without a deadline
+  if (oldest.request.deadline != kNever)  // already passed: due at the next expiry
+    timeout = std::max(oldest.request.deadline - now(), Duration{1});
+  transport_->begin_request(timeout);
 }
 
 void Session::close(Transport::CloseMode mode, CloseReason reason) {
   if (closed()) return;
   close_reason_ = reason;
+  ++stats_->closed_by_reason[static_cast<std::size_t>(reason)];
   pending_input_.clear();
-  timed_seq_ = 0;
-  timers_->cancel(read_timer_);
-  timers_->cancel(request_timer_);
-  // A graceful close still has to get its last bytes out: keep the send
-  // timeout armed so a peer that stops reading cannot keep us half-closed.
-  if (mode == Transport::CloseMode::kAbort || unacked_ == 0) timers_->cancel(send_timer_);
-  transport_->close(mode);
+  transport_->close(mode, reason);
+  // A flush-then-close keeps the connection's deadlines running: clear every
+  // slot this session set (stores), after the close so a draining server
+  // does not take end_request for a reason of its own.
+  enter_phase(ReadPhase::kNone, Duration{0});
+  if (timed_seq_ != 0) {
+    timed_seq_ = 0;
+    transport_->end_request();
+  }
   abandon_all();
 }
 
-void Session::on_request_timeout(TimerEntry& e) {
-  Session& s = *static_cast<Timer&>(e).owner;
-  if (s.queue_.empty()) return;
-  ++s.stats_->request_timeouts;
-  s.timed_seq_ = 0;
-  Exchange& ex = *s.queue_.front();
+void Session::on_request_timeout() {
+  if (closed() || queue_.empty()) return;
+  ++stats_->request_timeouts;
+  Exchange& ex = *queue_.front();
   if (ex.head_written) {
     // Too late for a status: the response is half sent.
-    s.close(Transport::CloseMode::kAbort, CloseReason::kRequestTimeout);
+    close(Transport::CloseMode::kAbort, CloseReason::request_timeout);
   } else if (!ex.received) {
-    s.fail(408, CloseReason::kRequestTimeout);  // the client is still sending
+    fail(408, CloseReason::request_timeout);  // the client is still sending
   } else {
-    s.stop_reading_ = true;
-    ex.close_reason = CloseReason::kRequestTimeout;
+    stop_reading_ = true;
+    ex.close_reason = CloseReason::request_timeout;
     std::string body(reason_phrase(503));
     body += '\n';
-    s.answer(ex, Response::text(503, std::move(body)), true);
-    std::shared_ptr<Exchange> keep = s.queue_.front();
-    s.flush();
+    answer(ex, Response::text(503, std::move(body)), true);
+    std::shared_ptr<Exchange> keep = queue_.front();
+    flush();
     keep->abandon();
   }
-}
-
-void Session::on_send_timeout(TimerEntry& e) {
-  Session& s = *static_cast<Timer&>(e).owner;
-  ++s.stats_->send_timeouts;
-  if (s.closed()) {
-    s.transport_->close(Transport::CloseMode::kAbort);  // escalate a stuck graceful close
-    return;
-  }
-  s.close(Transport::CloseMode::kAbort, CloseReason::kSendTimeout);
-}
-
-const char* to_string(CloseReason reason) noexcept {
-  switch (reason) {
-    case CloseReason::kNone: return "none";
-    case CloseReason::kPeerClosed: return "peer_closed";
-    case CloseReason::kConnectionClose: return "connection_close";
-    case CloseReason::kRequestLimit: return "request_limit";
-    case CloseReason::kKeepaliveTimeout: return "keepalive_timeout";
-    case CloseReason::kFirstByteTimeout: return "first_byte_timeout";
-    case CloseReason::kHeaderTimeout: return "header_timeout";
-    case CloseReason::kBodyTimeout: return "body_timeout";
-    case CloseReason::kRequestTimeout: return "request_timeout";
-    case CloseReason::kSendTimeout: return "send_timeout";
-    case CloseReason::kBadRequest: return "bad_request";
-    case CloseReason::kDrained: return "drained";
-  }
-  return "unknown";
 }
 
 }  // namespace heartwheel::http

@@ -40,16 +40,19 @@ void DeadlineTimer::set_deadline(Deadline slot, TimePoint when) noexcept {
   set_.set(slot, when);
   if (stopped_) return;
   // Later or cleared: lazy keeps the armed time (the entry fires, finds the
-  // slot not due and re-arms); eager moves the entry now.
+  // slot not due and re-arms); eager moves the entry now. The entry is never
+  // armed later than the set's next deadline, so only a slot set before the
+  // armed time can move it: otherwise no scan of the slots, just the store.
   if (set_.policy().refresh == RefreshMode::eager)
     rearm();
-  else
+  else if (when < armed_for_)
     rearm_if_earlier();
 }
 
 void DeadlineTimer::begin_request(Duration timeout) noexcept {
-  set_.begin_request(deadline_after(timers_->now(), timeout));
-  if (!stopped_) rearm_if_earlier();
+  const TimePoint deadline = deadline_after(timers_->now(), timeout);
+  set_.begin_request(deadline);
+  if (!stopped_ && deadline < armed_for_) rearm_if_earlier();
 }
 
 void DeadlineTimer::end_request() noexcept {

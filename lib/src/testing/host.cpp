@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <stdexcept>
 #include <system_error>
@@ -25,8 +26,10 @@ Host::Host(net::ConnectionOptions options, Duration tick, TimePoint start)
 }
 
 Host::~Host() {
+  // Also the ones flushing before a close: a peer that never reads would
+  // keep their write, and this loop, alive forever.
   for (auto& p : peers_)
-    if (p->conn_ && !p->conn_->closing()) p->conn_->close(net::CloseReason::local);
+    if (p->conn_) p->conn_->close(net::CloseReason::local);
   uv_run(&loop_, UV_RUN_DEFAULT);  // close callbacks: on_close runs, connections are freed
   for (auto& p : peers_)
     if (p->fd_ >= 0) ::close(p->fd_);
@@ -109,6 +112,19 @@ std::string Peer::received() {
     if (n <= 0) break;
     out.append(buf, static_cast<std::size_t>(n));
     if (static_cast<std::size_t>(n) < sizeof buf) host_->poll();  // more may be queued
+  }
+  return out;
+}
+
+std::string Peer::received(std::size_t at_most) {
+  host_->poll();
+  std::string out;
+  if (fd_ < 0) return out;
+  char buf[16384];
+  while (out.size() < at_most) {
+    const ssize_t n = ::recv(fd_, buf, std::min(sizeof buf, at_most - out.size()), 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
   }
   return out;
 }

@@ -9,12 +9,12 @@
 // Threads: values; no shared state.
 #pragma once
 
+#include <heartwheel/time.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <heartwheel/time.h>
 
 namespace heartwheel::http {
 
@@ -36,10 +36,10 @@ struct Request {
   int version_major = 1;
   int version_minor = 1;
   Headers headers;
-  std::string body;         // de-chunked, at most SessionOptions::max_body_bytes
-  bool keep_alive = true;   // the client's wish (HTTP/1.0 and Connection rules applied)
-  TimePoint started{};      // when the first byte of the request arrived
-  TimePoint deadline = TimePoint::max();  // started + request timeout; max() when off
+  std::string body;        // de-chunked, at most SessionOptions::max_body_bytes
+  bool keep_alive = true;  // the client's wish (HTTP/1.0 and Connection rules applied)
+  TimePoint started{};     // when the first byte of the request arrived
+  TimePoint deadline = kNever;  // started + request timeout; kNever when off
 
   std::string_view path() const noexcept;   // target up to '?'
   std::string_view query() const noexcept;  // after '?', or empty

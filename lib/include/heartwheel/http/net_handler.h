@@ -1,27 +1,40 @@
 // heartwheel/http/net_handler.h - serves HTTP on heartwheel::net connections.
 //
 // What it is
-//   A net::Handler that runs one http::Session per net::Connection: bytes read
-//   go to the session, response bytes go to Connection::write, the session's
-//   pause/resume map to pause_reading/resume_reading, and its busy state maps
-//   to begin_request/end_request so net::Server::drain waits for requests in
-//   flight and closes idle keep-alive connections at once.
-//   Give one NetHandler to a net::Server, or make one per worker in a
+//   A net::Handler that runs one http::Session per net::Connection and maps
+//   the session's Transport 1:1 onto the connection: bytes read go to the
+//   session, response bytes go to Connection::write, pause/resume to
+//   pause_reading/resume_reading, writability to Connection::writable and
+//   on_writable, and the session's deadlines to the connection's deadline
+//   set. Give one NetHandler to a net::Server, or make one per worker in a
 //   net::Workers factory (each worker then has its own handler and stats).
 //
 // Timeouts
-//   Header, body, request and keep-alive timeouts are the session's own wheel
-//   entries (the loop's wheel, through Connection::timers()). The send timeout
-//   is the connection's write-stall rule (WritePolicy::stall_timeout, same
-//   meaning: no write progress for that long), because only the connection
-//   sees write progress; closes for write_stall are counted as
-//   SessionStats::send_timeouts. Set the connection's IdlePolicy to zeros: the
-//   session's timeouts replace it.
+//   Every HTTP timeout is a slot of the connection's deadline set, behind the
+//   connection's ONE wheel entry (nothing else is armed per connection):
+//   header -> header_timeout, body -> body_timeout, keep-alive and first byte
+//   -> keepalive_timeout, request -> the request slot (begin_request for the
+//   oldest request in flight), send -> the connection's write-stall rule
+//   (WritePolicy::stall_timeout: no write progress for that long). on_open
+//   gives a connection its own write policy only when SessionOptions::
+//   send_timeout differs from the server's stall_timeout (an override costs
+//   a small allocation per connection): set the server's stall_timeout to
+//   the send timeout, as heartwheel-http does. Closes for write_stall are
+//   counted as SessionStats::send_timeouts. Leave the connection's IdlePolicy
+//   at zeros: the session's timeouts replace it (an idle slot that fires
+//   anyway closes the connection, as for any handler).
+//
+// Close reasons
+//   The session's reason is the connection's (net::CloseReason):
+//   keepalive_timeout, header_timeout, body_timeout, request_timeout,
+//   protocol_close (Connection: close, HTTP/1.0, request limit),
+//   protocol_error (400, 413, 414, 417, 431), peer_closed, drain, and
+//   write_stall from the connection.
 //
 // Draining
-//   Single loop: call drain_sessions() next to net::Server::drain(). Several
-//   threads: point SessionOptions::drain_signal at a flag, set it, then call
-//   net::Workers::drain(): responses then carry Connection: close.
+//   net::Server::drain (or net::Workers::drain) alone drains HTTP: on_drain
+//   closes an idle session at once and lets a busy one finish the requests
+//   in flight, the last answer carrying Connection: close, then close.
 //
 // Single loop, in short:
 //   heartwheel::LoopWheel wheel(loop);
@@ -29,22 +42,23 @@
 //     r.respond(200, "hello\n");
 //   });
 //   net::Server server(wheel, http, server_options);  // idle policy zeros
-//   server.listen();  ...  server.drain(10s, done); http.drain_sessions();
-// Several threads: see examples/http/main.cpp (net::Workers + drain_signal).
+//   server.listen();  ...  server.drain(10s, done);
+// Several threads: see examples/http/main.cpp (net::Workers).
 //
 // Threads: the loop thread of the connections it serves. Lifetime: must
 //   outlive the net::Server using it, and be destroyed before the loop's
 //   wheel: sessions the server abandoned at its destruction (no on_close) are
-//   freed by ~NetHandler, which cancels their wheel entries.
+//   freed by ~NetHandler, whose pending Responders' on_abandon callbacks may
+//   cancel wheel entries.
 #pragma once
+
+#include <heartwheel/http/session.h>
+#include <heartwheel/net/handler.h>
 
 #include <functional>
 #include <memory>
 #include <string_view>
 #include <system_error>
-
-#include <heartwheel/http/session.h>
-#include <heartwheel/net/handler.h>
 
 namespace heartwheel::http {
 
@@ -58,12 +72,14 @@ class NetHandler final : public net::Handler {
 
   void on_open(net::Connection& conn) override;
   void on_data(net::Connection& conn, std::string_view data) override;
+  net::DeadlineAction on_deadline(net::Connection& conn, net::DeadlineEvent event) override;
+  void on_writable(net::Connection& conn, bool writable) override;
   void on_eof(net::Connection& conn) override;
+  void on_drain(net::Connection& conn) override;
   void on_close(net::Connection& conn, net::CloseReason reason, std::error_code error) override;
 
-  // Drains every session of this handler (see Session::drain).
-  void drain_sessions();
   std::size_t session_count() const noexcept { return count_; }
+  const SessionOptions& options() const noexcept { return options_; }
 
   const SessionStats& stats() const noexcept { return stats_; }
   // Called with the handler's counters whenever a session ends and when the

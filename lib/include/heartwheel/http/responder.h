@@ -4,8 +4,8 @@
 // from any callback on the same loop (a wheel entry, another connection's
 // read, ...). Either respond() once, or stream: begin(), write() any number
 // of times, end(). The session sends responses strictly in request order: an
-// answer to a later pipelined request waits (buffered) until every earlier one
-// is complete.
+// answer to a later pipelined request waits (buffered, up to
+// SessionOptions::max_buffered_bytes) until every earlier one is complete.
 //
 // Ownership: the Responder shares ownership of the exchange (request and
 // buffered response), so the Request reference given to the handler stays
@@ -14,21 +14,40 @@
 // (counted in SessionStats::handler_errors), so a forgotten request cannot
 // hang a pipelined connection.
 //
-// Every call returns false, and does nothing, when the answer can no longer be
-// delivered: the session closed, the request timed out (it was answered with
-// 503/408 by the session), or the call is out of order (write before begin).
+// Errors: every call returns false when it did nothing:
+//   - the answer can no longer be delivered (active() is false): the session
+//     closed, the request timed out (the session answered 503/408), or the
+//     call is out of order (write before begin, respond after begin);
+//   - respond()/begin() with a status outside 100..599, a header name that is
+//     not a token, or a header value with CR, LF or NUL (response splitting):
+//     nothing of it is written, the request is answered 500 instead (counted
+//     in SessionStats::invalid_responses) and error() says why;
+//   - respond()/write() for an answer behind an unfinished earlier one when
+//     holding it would pass SessionOptions::max_buffered_bytes: nothing is
+//     held (counted in answers_refused), the Responder stays active and
+//     error() says why; retry from on_writable, which runs once this answer
+//     is the one on the wire.
+//
+// Backpressure: writable() tells whether a call now goes straight to the
+// connection (this answer is on the wire and the connection is below its high
+// watermark); on_writable(callback) runs the callback when it becomes so. A
+// streaming handler that writes only while writable() never makes a
+// connection queue more than its high watermark plus one piece.
+//
 // Threads: the session's loop thread only. Re-entrancy: calls may run inside
-// the handler call itself; the session is never destroyed by them.
+// the handler call itself; the session is never destroyed by them. Callbacks
+// (on_writable, on_abandon) may run inside another Responder call of the same
+// session.
 #pragma once
+
+#include <heartwheel/http/message.h>
+#include <heartwheel/time.h>
+#include <heartwheel/timer_service.h>
 
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
-
-#include <heartwheel/http/message.h>
-#include <heartwheel/time.h>
-#include <heartwheel/timer_service.h>
 
 namespace heartwheel::http {
 
@@ -58,6 +77,15 @@ class Responder {
   bool write(std::string_view piece);
   bool end();
 
+  // True when a call now goes straight to the connection: the answer is
+  // active, every earlier pipelined answer is complete, and the connection is
+  // below its high watermark (net::WritePolicy).
+  bool writable() const noexcept;
+  // `callback` runs once, when writable() turns true; at once (inside this
+  // call) if it is true now. A second call replaces the callback. It does not
+  // run once the answer is complete or abandoned (see on_abandon).
+  void on_writable(std::function<void()> callback);
+
   // `callback` runs once if this request can no longer be answered before the
   // handler answered it: the session closed (peer gone, timeout, drain) or
   // the request deadline passed (the session answered 503/408). Use it to
@@ -71,9 +99,11 @@ class Responder {
 
   // True while an answer (or the rest of a streamed one) can still be delivered.
   bool active() const noexcept;
-  // The request's deadline (TimePoint::max() when the request timeout is off):
-  // after it the session answers 503 itself, so long work should stop early.
+  // The request's deadline (kNever when the request timeout is off): after it
+  // the session answers 503 itself, so long work should stop early.
   TimePoint deadline() const noexcept;
+  // Why the last refused call was refused (see "Errors"); empty if none was.
+  const std::string& error() const noexcept;
 
  private:
   void release() noexcept;

@@ -4,77 +4,112 @@
 //   The protocol state of one server-side connection: it consumes the bytes
 //   the peer sent (on_data), parses them with llhttp, calls the handler once
 //   per complete request, and hands response bytes to a Transport in request
-//   order. It owns its timeouts as TimerEntries armed in the loop's wheel
-//   through a TimerService, so the same code runs on a libuv loop (LoopWheel)
-//   and under hand-advanced time in tests (ManualTimerService).
-//   It does no I/O itself: the glue that owns the socket (see
-//   heartwheel/http/net_handler.h) feeds it and implements Transport.
+//   order. It does no I/O and owns no timer: its timeouts are slots of the
+//   transport's deadline set (heartwheel/net/deadline.h), which a
+//   net::Connection keeps behind its ONE wheel entry. The glue that owns the
+//   socket (heartwheel/http/net_handler.h) maps Transport 1:1 onto
+//   net::Connection; tests map it onto a net::DeadlineTimer on a
+//   ManualTimerService, so the same code runs under hand-advanced time.
+//
+// Driving a session from memory (tests, fuzzers)
+//   Implement Transport (record send(), keep the slots in a
+//   net::DeadlineTimer and pass its events to on_deadline), construct a
+//   Session, call start(), then any of on_data / on_eof / on_writable /
+//   on_deadline / drain. tests/unit/http_memory_transport.h is one such
+//   transport (no Catch2 in it), under 100 lines.
 //
 // Life of a connection
-//   start() arms the first-byte timeout. Each request: first byte (request and
-//   header timeouts start) -> headers (body timeout starts, 100-continue is
-//   answered, limits are checked) -> body -> handler(request, responder) ->
-//   response bytes -> next request (keep-alive timeout while nothing is in
-//   flight). Up to max_pipelined parsed requests may wait for their answers;
-//   beyond that, reading pauses (Transport::set_reading(false)) until answers
-//   go out. Errors (400, 408, 413, 414, 417, 431, 503) are queued in order like any
-//   response, carry Connection: close and a short text body, and end the
-//   session once written.
+//   start() sets the first-byte deadline. Each request: first byte (request
+//   and header deadlines start) -> headers (body deadline starts,
+//   100-continue is answered, limits are checked) -> body ->
+//   handler(request, responder) -> response bytes -> next request (keep-alive
+//   deadline while nothing is in flight). See session_options.h for the table
+//   of timeouts and their slots. Up to max_pipelined parsed requests may wait
+//   for their answers; beyond that, and while the transport is not writable
+//   (backpressure), no new request is parsed and reading pauses
+//   (Transport::set_reading(false)) until answers go out. Errors (400, 408,
+//   413, 414, 417, 431, 503) are queued in order like any response, carry
+//   Connection: close and a short text body, and end the session once written.
 //
 // Closing
-//   The session decides to close once: kAfterFlush (send what is queued, then
-//   close; a quiet keep-alive close has nothing queued) or kAbort (drop what
-//   is queued: send timeout, timed-out streaming response). A kAfterFlush
-//   whose bytes do not drain within the send timeout is followed by one
-//   kAbort. After the decision every input is ignored, every Responder
-//   becomes inactive, and each unanswered request's on_abandon runs.
+//   The session decides to close once, with a net::CloseReason:
+//   kAfterFlush (send what is queued, then close; a quiet keep-alive close has
+//   nothing queued; the transport bounds the flush with its write-stall rule)
+//   or kAbort (drop what is queued: a timed-out streaming response). After
+//   the decision every input is ignored, every slot it set is cleared, every
+//   Responder becomes inactive, and each unanswered request's on_abandon runs.
 //   The session is never destroyed by its own calls: the owner destroys it
 //   after Transport::close (typically from the socket's close callback).
 //
 // Cost
-//   One llhttp parser and three wheel entries per session (read phase,
-//   request deadline, send progress); each transition is an O(1) wheel
-//   operation. One heap-allocated exchange per request, shared with its
+//   One llhttp parser per session and no timer entry of its own: each phase
+//   change stores a slot deadline (plus one O(1) wheel operation when it
+//   moves the connection's entry earlier, or on every change under eager
+//   refresh). One heap-allocated exchange per request, shared with its
 //   Responder. Bytes are parsed in place; only a paused remainder is copied.
 //
 // Threads: the loop thread only. Distinct sessions: safe.
 // Re-entrancy: the handler may answer inside its call, call drain(), or
 // answer requests of other sessions. It must not destroy this session.
+// Responder callbacks (on_writable) may run inside another Responder call of
+// the same session.
 #pragma once
-
-#include <cstddef>
-#include <deque>
-#include <functional>
-#include <memory>
-#include <string>
-#include <string_view>
 
 #include <heartwheel/http/message.h>
 #include <heartwheel/http/responder.h>
 #include <heartwheel/http/session_options.h>
 #include <heartwheel/http/session_stats.h>
-#include <heartwheel/timer_entry.h>
+#include <heartwheel/net/close_reason.h>
+#include <heartwheel/net/deadline.h>
+#include <heartwheel/time.h>
 #include <heartwheel/timer_service.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace heartwheel::http {
 
-// What the session needs from the connection that carries it.
+// What the session needs from the connection that carries it: bytes out,
+// reading on/off, writability, and the connection's deadline set (the same
+// operations net::Connection offers).
 class Transport {
  public:
   enum class CloseMode { kAfterFlush, kAbort };
-  // Queue bytes for the peer, in order. Report progress with Session::on_sent.
-  virtual void send(std::string bytes) = 0;
-  // Called once; a kAfterFlush close may be followed by one kAbort when the
-  // send timeout expires while the last bytes are still unsent. Must not
-  // destroy the session synchronously.
-  virtual void close(CloseMode mode) = 0;
+  // Bytes for the peer, in order: `head`, then `body` (either may be empty;
+  // a response head and its body come as one call, for one writev). Copied
+  // if they cannot be written at once. May report writability
+  // (Session::on_writable(false)) from inside; must not call the session
+  // otherwise.
+  virtual void send(std::string_view head, std::string_view body) = 0;
+  // Called once, with the session's reason. kAfterFlush: write what is
+  // queued, then close (a stalled peer is the transport's business: its
+  // write-stall rule). Must not destroy the session synchronously.
+  virtual void close(CloseMode mode, net::CloseReason reason) = 0;
   // Pause (false) or resume (true) delivering on_data; a hint the transport
   // may honour late (bytes that still arrive are buffered by the session).
   virtual void set_reading(bool on) = 0;
-  // The session got its first request in flight (true) or answered its last
-  // one (false). Lets a server's graceful drain tell busy connections from
-  // idle ones. Optional.
-  virtual void set_busy(bool /*busy*/) {}
+  // False above the connection's high watermark until back at its low one
+  // (net::Connection::writable). Report the change with Session::on_writable.
+  virtual bool writable() const noexcept { return true; }
+
+  // The clock deadlines are set against; also handed to handlers
+  // (Responder::timers) for answers they give later.
+  virtual TimerService& timers() noexcept = 0;
+  // Sets or clears (kNever) a protocol slot; the session uses header_timeout,
+  // body_timeout and keepalive_timeout. Report the slot passing with
+  // Session::on_deadline.
+  virtual void set_deadline(net::Deadline slot, TimePoint when) = 0;
+  // The request slot: a request is in flight from begin_request until
+  // end_request, and request_timeout passes `timeout` from now (0: in flight
+  // without a deadline). A second begin_request replaces the deadline.
+  virtual void begin_request(Duration timeout) = 0;
+  virtual void end_request() = 0;
 
  protected:
   ~Transport() = default;
@@ -82,23 +117,6 @@ class Transport {
 
 // Called once per complete request; answers through the Responder, now or later.
 using Handler = std::function<void(const Request&, Responder)>;
-
-// Why a session ended (for stats and logs).
-enum class CloseReason {
-  kNone,               // still open
-  kPeerClosed,         // EOF from the peer
-  kConnectionClose,    // request or response said Connection: close / HTTP/1.0
-  kRequestLimit,       // max_requests_per_connection reached
-  kKeepaliveTimeout,   // idle between requests
-  kFirstByteTimeout,   // never sent a byte
-  kHeaderTimeout,
-  kBodyTimeout,
-  kRequestTimeout,
-  kSendTimeout,
-  kBadRequest,         // 400, 413, 414, 417, 431
-  kDrained,            // server shutdown
-};
-const char* to_string(CloseReason reason) noexcept;
 
 namespace detail {
 struct Exchange;
@@ -109,47 +127,57 @@ class Session {
  public:
   // All references must outlive the session. Throws std::invalid_argument
   // when options.validate() does.
-  Session(TimerService& timers, const SessionOptions& options, const Handler& handler,
-          Transport& transport, SessionStats& stats);
-  // Cancels its entries; pending Responders become inactive and their
-  // on_abandon callbacks run.
+  Session(const SessionOptions& options, const Handler& handler, Transport& transport,
+          SessionStats& stats);
+  // Pending Responders become inactive and their on_abandon callbacks run.
+  // Does not call the transport (it may be gone already).
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Arms the first-byte timeout. Call once, when the connection is ready.
+  // Sets the first-byte deadline. Call once, when the connection is ready.
   void start();
   // Bytes from the peer. Ignored after close.
   void on_data(std::string_view bytes);
   // The peer will send nothing more: answer what was fully received, then close.
   void on_eof();
-  // The transport wrote `bytes` of what send() queued (resets the send timeout).
-  void on_sent(std::size_t bytes);
+  // A slot passed. The session's slots (header, body, keep-alive, request)
+  // are handled here (408, 503, quiet close) and give keep; any other slot
+  // gives close (the owner closes with net::close_reason_for(slot)).
+  net::DeadlineAction on_deadline(net::Deadline slot);
+  // The transport's writability changed: reading resumes, and the answer on
+  // the wire gets its Responder::on_writable callback.
+  void on_writable(bool writable);
   // Graceful shutdown: no new requests; requests in flight are answered with
-  // Connection: close; an idle session closes now.
+  // Connection: close, then the session closes (reason drain); an idle
+  // session closes now.
   void drain();
 
-  bool closed() const noexcept { return close_reason_ != CloseReason::kNone; }
-  CloseReason close_reason() const noexcept { return close_reason_; }
+  bool closed() const noexcept { return close_reason_.has_value(); }
+  // Why the session ended; nullopt while open.
+  std::optional<net::CloseReason> close_reason() const noexcept { return close_reason_; }
   std::size_t in_flight() const noexcept { return queue_.size(); }
-  std::size_t unsent_bytes() const noexcept { return unacked_; }
+  // Body bytes of answers held behind an unfinished earlier answer.
+  std::size_t buffered_bytes() const noexcept;
   const SessionStats& stats() const noexcept { return *stats_; }
 
  private:
   friend struct detail::Parser;
   friend class Responder;
-  enum class ReadPhase { kNone, kFirstByte, kKeepalive, kHeaders, kBody };
+  enum class ReadPhase : std::uint8_t { kNone, kFirstByte, kKeepalive, kHeaders, kBody };
 
-  // An entry that knows its session: three of them, one per concern.
-  struct Timer : TimerEntry {
-    Timer(Session* s, Callback cb) noexcept : TimerEntry(cb), owner(s) {}
-    Session* owner;
-  };
+  TimePoint now() noexcept { return transport_->timers().now(); }
+  static net::Deadline slot_of(ReadPhase phase) noexcept;
 
-  // parsing (parser.cpp)
+  // reading (session_read.cpp)
   void parse(std::string_view bytes);
+  bool may_start_request();
+  void maybe_resume_reading();
   void dispatch(const std::shared_ptr<detail::Exchange>& exchange);
-  void resume_reading();
+  void enter_phase(ReadPhase phase, Duration timeout);
+  void enter_phase(ReadPhase phase, Duration timeout, TimePoint from);
+  void enter_idle();
+  void on_read_deadline(ReadPhase phase);
 
   // events from the parser
   void begin_request();
@@ -157,54 +185,54 @@ class Session {
   int body_piece(std::string_view piece);
   void request_complete();
 
-  // answering and writing (session.cpp)
-  void fail(int status, CloseReason reason);
+  // answers from Responders (session_answer.cpp)
+  bool respond(detail::Exchange& ex, Response response);
+  bool begin_stream(detail::Exchange& ex, int status, Headers headers);
+  bool write_stream(detail::Exchange& ex, std::string_view piece);
+  bool end_stream(detail::Exchange& ex);
+  void drop_responder(detail::Exchange& ex);
+  bool refused(detail::Exchange& ex, int status, const Headers& headers);
+  bool may_hold(detail::Exchange& ex, std::size_t bytes);
+  bool writable(const detail::Exchange& ex) const noexcept;
+  void notify_writable();
+
+  // writing (session_write.cpp)
+  void fail(int status, net::CloseReason reason);
   void answer(detail::Exchange& exchange, Response response, bool close_after);
   void flush();
   void write_head(detail::Exchange& exchange);
-  void send(std::string bytes);
-  void finish_exchange();
-  void close(Transport::CloseMode mode, CloseReason reason);
-  void abandon_all();
-  void update_timers();
-  void enter_idle();
+  void send(std::string_view bytes);
   void send_continue(detail::Exchange& exchange);
-  bool drain_signalled() const noexcept {
-    return options_->drain_signal != nullptr &&
-           options_->drain_signal->load(std::memory_order_relaxed);
-  }
+  void finish_exchange();
+  void sync_deadlines();
+  void sync_request_slot();
+  void on_request_timeout();
+  void close(Transport::CloseMode mode, net::CloseReason reason);
+  void abandon_all();
 
-  static void on_read_timeout(TimerEntry& e);
-  static void on_request_timeout(TimerEntry& e);
-  static void on_send_timeout(TimerEntry& e);
-
-  TimerService* timers_;
   const SessionOptions* options_;
   const Handler* handler_;
   Transport* transport_;
   SessionStats* stats_;
   std::unique_ptr<detail::Parser> parser_;
 
-  std::deque<std::shared_ptr<detail::Exchange>> queue_;  // request order
+  // Request order; the front is the answer on the wire. A vector, not a
+  // deque: it allocates nothing until the first request (an empty deque
+  // costs ~600 bytes per idle connection).
+  std::vector<std::shared_ptr<detail::Exchange>> queue_;
   std::shared_ptr<detail::Exchange> receiving_;  // being parsed (also in queue_)
-  std::string pending_input_;    // unparsed bytes while reading is paused
-  std::size_t requests_ = 0;     // requests begun on this connection
-  std::size_t unacked_ = 0;      // bytes sent to the transport, not yet written
-  ReadPhase read_phase_ = ReadPhase::kNone;
-  bool reading_paused_ = false;  // pipeline full
-  bool stop_reading_ = false;    // no further requests will be parsed
-  bool peer_eof_ = false;
-  bool draining_ = false;
-  bool closing_ = false;         // close(kAfterFlush) requested, bytes may be unsent
-  CloseReason close_reason_ = CloseReason::kNone;
-  int in_flush_ = 0;             // flush() nesting (a handler answering inside a flush)
-  bool flush_again_ = false;
+  std::string pending_input_;                    // unparsed bytes while reading is paused
+  std::size_t requests_ = 0;                     // requests begun on this connection
   std::uint64_t next_seq_ = 1;
-  std::uint64_t timed_seq_ = 0;  // the exchange request_timer_ is armed for (0: none)
-
-  Timer read_timer_{this, &on_read_timeout};        // first byte, keep-alive, header, body
-  Timer request_timer_{this, &on_request_timeout};  // deadline of the oldest request
-  Timer send_timer_{this, &on_send_timeout};        // write progress
+  std::uint64_t timed_seq_ = 0;  // the exchange the request slot is set for (0: none)
+  int in_flush_ = 0;             // flush() nesting (a handler answering inside a flush)
+  std::optional<net::CloseReason> close_reason_;
+  ReadPhase read_phase_ = ReadPhase::kNone;
+  bool reading_paused_ : 1 = false;  // pipeline full or transport unwritable
+  bool stop_reading_ : 1 = false;    // no further requests will be parsed
+  bool peer_eof_ : 1 = false;
+  bool draining_ : 1 = false;
+  bool flush_again_ : 1 = false;
 };
 
 }  // namespace heartwheel::http

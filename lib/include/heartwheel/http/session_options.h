@@ -1,26 +1,43 @@
 // heartwheel/http/session_options.h - timeouts and limits of an HTTP session.
 //
 // One SessionOptions is shared (by const reference) by every session of a
-// server; it must outlive them. Every timeout is an entry in the loop's wheel,
-// armed inside the session; a zero duration turns that timeout off.
+// server; it must outlive them. Every timeout is a slot of the connection's
+// deadline set (heartwheel/net/deadline.h), behind the connection's ONE wheel
+// entry; a zero duration turns that timeout off.
 //
-//   timeout    | runs from ...                       | until ...               | on expiry
-//   -----------+-------------------------------------+-------------------------+-------------------------
-//   header     | first byte of a request             | end of its headers      | 408, close
-//              | (more bytes do NOT push it back)    |                         |
-//   body       | headers complete / last body read   | next body read          | 408, close
-//   request    | first byte of a request             | response complete       | 503 + close if the handler
-//              |                                     |                         | has not answered, 408 +
-//              |                                     |                         | close if the client is
-//              |                                     |                         | still sending
-//   keep-alive | end of the last response (nothing   | first byte of the next  | quiet close
-//              | in flight)                          | request                 |
-//   first byte | connection start                    | first byte (header_timeout, or keepalive_timeout
-//              |                                     | when header_timeout is 0): quiet close, no 408
-//   send       | bytes queued to the transport        | write progress          | close (abort)
+//   timeout    | slot              | runs from ...                 | until ...          | on expiry
+//   -----------+-------------------+-------------------------------+--------------------+-----------------
+//   header     | header_timeout    | first byte of a request       | end of its headers | 408,
+//   close
+//              |                   | (more bytes do NOT push it    |                    |
+//              |                   | back)                         |                    |
+//   body       | body_timeout      | headers complete / last body  | next body read     | 408,
+//   close
+//              |                   | read                          |                    |
+//   request    | request_timeout   | first byte of the OLDEST      | its response is    | 503 +
+//   close if the
+//              | (begin_request)   | request in flight             | complete           | handler
+//              has not |                   |                               |                    |
+//              answered, 408 + |                   |                               | | close if the
+//              client |                   |                               |                    | is
+//              still sending
+//   keep-alive | keepalive_timeout | end of the last response      | first byte of the  | quiet
+//   close
+//              |                   | (nothing in flight)           | next request       |
+//   first byte | keepalive_timeout | connection start              | first byte         | quiet
+//   close, no 408
+//              |                   | (header_timeout long, or keepalive_timeout when header_timeout
+//              is 0)
+//   send       | write_stall (the  | bytes queued for the peer     | write progress     | close
+//   (write_stall)
+//              | connection's)     |                               |                    |
 //
 // "First byte of a request" is when the session starts parsing it: for a
-// pipelined request held back by max_pipelined, when reading resumes.
+// pipelined request held back by max_pipelined or by backpressure, when
+// reading resumes. The send timeout is the connection's write-stall rule
+// (net::WritePolicy::stall_timeout), because only the connection sees write
+// progress; http::NetHandler sets it per connection when it differs from the
+// server's (see net_handler.h).
 //
 // Limits:
 //   header bytes   431 (414 when the request-target alone exceeds it); counts
@@ -31,14 +48,18 @@
 //   connection
 //   pipelined      parsed requests waiting for their answer: reading pauses,
 //                  no error
+//   buffered       bytes of answers the session holds behind an earlier,
+//                  unfinished answer (pipelining): a respond()/write() that
+//                  would pass it is refused (false, nothing buffered, counted;
+//                  see responder.h). What the connection itself queues is
+//                  bounded by net::WritePolicy (watermarks, max_queued_bytes).
 #pragma once
 
-#include <atomic>
+#include <heartwheel/time.h>
+
 #include <chrono>
 #include <cstddef>
 #include <string>
-
-#include <heartwheel/time.h>
 
 namespace heartwheel::http {
 
@@ -49,18 +70,13 @@ struct SessionOptions {
   Duration keepalive_timeout = std::chrono::seconds(5);
   Duration send_timeout = std::chrono::seconds(30);
 
-  std::size_t max_header_bytes = 16 * 1024;   // request line + header lines
-  std::size_t max_body_bytes = 1024 * 1024;   // after de-chunking
+  std::size_t max_header_bytes = 16 * 1024;     // request line + header lines
+  std::size_t max_body_bytes = 1024 * 1024;     // after de-chunking
   std::size_t max_requests_per_connection = 0;  // 0: unlimited
   std::size_t max_pipelined = 32;  // parsed requests awaiting a response before reading pauses
+  std::size_t max_buffered_bytes = std::size_t{4} << 20;  // answers held behind the head
 
   std::string server_name = "heartwheel";  // Server header; empty: none
-
-  // Optional shutdown flag for servers whose sessions live on other threads:
-  // once it reads true, each session behaves as if Session::drain() had been
-  // called (checked with a relaxed load before each response head and each
-  // new request; no callback, so an idle session is closed by its owner).
-  const std::atomic<bool>* drain_signal = nullptr;
 
   // Throws std::invalid_argument naming the field when a duration is negative
   // or a size limit is zero.

@@ -5,30 +5,41 @@
 // collecting each loop's copy on that loop's thread.
 #pragma once
 
+#include <heartwheel/net/close_reason.h>
+
 #include <array>
 #include <cstdint>
 
 namespace heartwheel::http {
 
 struct SessionStats {
-  std::uint64_t sessions = 0;        // sessions started
-  std::uint64_t requests = 0;        // requests whose first byte arrived
+  std::uint64_t sessions = 0;                // sessions started
+  std::uint64_t requests = 0;                // requests whose first byte arrived
   std::array<std::uint64_t, 6> responses{};  // index status / 100: [1]=1xx ... [5]=5xx; [0] unused
-  std::uint64_t header_timeouts = 0;     // 408: headers not complete in time
-  std::uint64_t body_timeouts = 0;       // 408: gap between body reads too long
-  std::uint64_t request_timeouts = 0;    // 503/408/abort: response not complete in time
-  std::uint64_t keepalive_timeouts = 0;  // quiet close: idle between requests
-  std::uint64_t first_byte_timeouts = 0; // quiet close: connection never sent a byte
-  std::uint64_t send_timeouts = 0;       // abort: no write progress
-  std::uint64_t parse_errors = 0;        // 400: malformed request
-  std::uint64_t header_too_large = 0;    // 431 (414 when the target alone is too long)
-  std::uint64_t body_too_large = 0;      // 413
-  std::uint64_t handler_errors = 0;      // 500: handler threw or dropped its Responder
+  std::uint64_t header_timeouts = 0;         // 408: headers not complete in time
+  std::uint64_t body_timeouts = 0;           // 408: gap between body reads too long
+  std::uint64_t request_timeouts = 0;        // 503/408/abort: response not complete in time
+  std::uint64_t keepalive_timeouts = 0;      // quiet close: idle between requests
+  std::uint64_t first_byte_timeouts = 0;     // quiet close: connection never sent a byte
+  std::uint64_t send_timeouts = 0;           // the connection closed for write_stall
+  std::uint64_t parse_errors = 0;            // 400: malformed request
+  std::uint64_t header_too_large = 0;        // 431 (414 when the target alone is too long)
+  std::uint64_t body_too_large = 0;          // 413
+  std::uint64_t handler_errors = 0;          // 500: handler threw or dropped its Responder
+  std::uint64_t invalid_responses = 0;       // 500: a handler's status or header was refused
+  std::uint64_t answers_refused = 0;         // respond()/write() over max_buffered_bytes
+  std::uint64_t backpressure_pauses = 0;     // reading paused: the connection was unwritable
+  // Sessions ended, by reason: the session's own decision, or the
+  // connection's reason when the connection closed first.
+  std::array<std::uint64_t, net::kCloseReasonCount> closed_by_reason{};
 
   std::uint64_t responses_total() const noexcept {
     std::uint64_t n = 0;
     for (auto r : responses) n += r;
     return n;
+  }
+  std::uint64_t closed(net::CloseReason reason) const noexcept {
+    return closed_by_reason[static_cast<std::size_t>(reason)];
   }
 
   void merge(const SessionStats& o) noexcept {
@@ -45,6 +56,11 @@ struct SessionStats {
     header_too_large += o.header_too_large;
     body_too_large += o.body_too_large;
     handler_errors += o.handler_errors;
+    invalid_responses += o.invalid_responses;
+    answers_refused += o.answers_refused;
+    backpressure_pauses += o.backpressure_pauses;
+    for (std::size_t i = 0; i < closed_by_reason.size(); ++i)
+      closed_by_reason[i] += o.closed_by_reason[i];
   }
 };
 

@@ -62,6 +62,9 @@ class Peer {
   void send(std::string_view bytes);
   // Everything the connection wrote since the last call.
   std::string received();
+  // At most `at_most` bytes of it, read without letting the connection write
+  // more meanwhile: a reader that takes only part of what is waiting.
+  std::string received(std::size_t at_most);
   // Ends the peer's sending side (the connection sees EOF: Handler::on_eof).
   void shutdown_write();
   // Closes the peer's socket entirely (the connection sees EOF or a reset).
