@@ -62,8 +62,8 @@ TEST_CASE("A heartbeat maps to write idle = interval and read idle = miss_limit 
 
 TEST_CASE("A write-idle connection gets a ping; a pong measures the round trip", "[heartbeat]") {
   Heartbeat hb({.interval = 1s, .jitter = 0}, [](Connection& c) { c.write("PING"); });
+  PingPongHandler handler(hb);  // outlives the host, whose destructor closes what is open
   Host host(hb.connection_options());
-  PingPongHandler handler(hb);
   auto& peer = host.open(handler);
   Connection* conn = peer.connection();
   host.run_for(999ms);
@@ -82,8 +82,8 @@ TEST_CASE("A write-idle connection gets a ping; a pong measures the round trip",
 
 TEST_CASE("A peer silent for miss_limit intervals is closed as read idle", "[heartbeat]") {
   Heartbeat hb({.interval = 1s, .jitter = 0}, [](Connection& c) { c.write("PING"); });
+  PingPongHandler handler(hb);  // outlives the host, whose destructor closes what is open
   Host host(hb.connection_options());
-  PingPongHandler handler(hb);
   auto& peer = host.open(handler);
   host.run_for(2999ms);
   CHECK(peer.received() == "PINGPING");  // at 1 s and 2 s
@@ -96,8 +96,8 @@ TEST_CASE("A peer silent for miss_limit intervals is closed as read idle", "[hea
 
 TEST_CASE("Any bytes read keep a heartbeat connection alive", "[heartbeat]") {
   Heartbeat hb({.interval = 1s, .jitter = 0}, [](Connection& c) { c.write("PING"); });
+  PingPongHandler handler(hb);  // outlives the host, whose destructor closes what is open
   Host host(hb.connection_options());
-  PingPongHandler handler(hb);
   auto& peer = host.open(handler);
   for (int i = 0; i < 10; ++i) {
     host.run_for(1500ms);
@@ -119,7 +119,6 @@ TEST_CASE("An idle Connection stays under 544 bytes of user space", "[memory]") 
 
 TEST_CASE("First pings of connections opened together are spread by the jitter", "[heartbeat]") {
   Heartbeat hb({.interval = 1s, .jitter = 0.5}, [](Connection& c) { c.write("PING"); });
-  Host host(hb.connection_options());
   struct Quiet final : Handler {
     explicit Quiet(const Heartbeat& h) : hb(h) {}
     void on_data(Connection&, std::string_view) override {}
@@ -129,6 +128,7 @@ TEST_CASE("First pings of connections opened together are spread by the jitter",
     }
     const Heartbeat& hb;
   } handler(hb);
+  Host host(hb.connection_options());  // after the handler: it must outlive the host
   constexpr int kConns = 40;
   std::vector<Peer*> peers;
   for (int i = 0; i < kConns; ++i) peers.push_back(&host.open(handler));

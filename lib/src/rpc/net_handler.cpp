@@ -220,9 +220,10 @@ void NetHandler::on_request_frame(Session& s, const FrameView& f) {
     append(s, FrameType::error, f.id, kDraining);
     return;
   }
-  Reply reply(s, f.id);
-  settle(s);  // in flight from now on
-  options_.on_request(Request{*s.conn, f.id, f.payload}, std::move(reply));
+  options_.on_request(Request{*s.conn, f.id, f.payload}, Reply(s, f.id));
+  // Still owed (answered later): in flight. An answer given during the call
+  // settled already, so the common case touches the connection not at all.
+  settle(s);
 }
 
 void NetHandler::answer(Session& s, Reply& reply, bool ok, std::string_view payload) {
