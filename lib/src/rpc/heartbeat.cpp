@@ -53,7 +53,6 @@ net::DeadlineAction NetHandler::on_ping_due(Session& s) {
   }
   append(s, FrameType::ping, ++s.ping_seq, ping_payload(rtt_now(s)));
   s.last_ping = s.last_write = now;
-  ++s.pings_sent;
   ++stats_.pings_sent;
   if (conn.deadline(Deadline::pong_timeout) == kNever) {
     // Dubbo's "nothing read for timeout", but the peer gets at least one
@@ -91,7 +90,7 @@ TimePoint NetHandler::rtt_now(const Session& s) const noexcept {
 HeartbeatInfo NetHandler::heartbeat(const net::Connection& conn) const noexcept {
   const Session* s = session_of(conn);
   if (!s) return {};
-  return {s->last_rtt, s->pings_sent, conn.deadline(Deadline::pong_timeout)};
+  return {s->last_rtt, s->ping_seq, conn.deadline(Deadline::pong_timeout)};
 }
 
 }  // namespace heartwheel::rpc

@@ -30,15 +30,14 @@ struct Session final : CallGroup {
   std::string out;  // the batch: frames produced since the last write
   // Owed answers: the Replies of requests not answered yet (intrusive).
   Reply* owed = nullptr;
-  std::size_t owed_count = 0;
+  std::uint32_t owed_count = 0;
+  std::uint32_t ping_seq = 0;  // PINGs sent on this connection (also their ids)
   // Heartbeat (only while heartbeats are on): when the last byte was read,
   // the last batch started, the last PING went out; the last round trip.
   TimePoint last_read{};
   TimePoint last_write{};
   TimePoint last_ping{};
   Duration last_rtt{-1};
-  std::uint64_t ping_seq = 0;
-  std::uint32_t pings_sent = 0;
   // The handler's lists: every state, and those with a batch to write.
   Session* prev = nullptr;
   Session* next = nullptr;
