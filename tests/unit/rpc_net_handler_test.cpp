@@ -433,6 +433,28 @@ TEST_CASE("A closing connection fails its calls and abandons the answers it is o
   CHECK(handler.call(*other.connection(), "c", 1s, nullptr, ec) != 0);
 }
 
+TEST_CASE("A Reply of a closing connection refuses to answer and is abandoned by the close",
+          "[rpc][handler][serve]") {
+  Deferred app;
+  NetHandler handler(app.options());
+  Host host;
+  auto& peer = host.open(handler);
+  peer.send(encode_frame(FrameType::request, 1, "a") + encode_frame(FrameType::request, 2, "b"));
+  REQUIRE(app.replies.size() == 2);
+  peer.connection()->close(net::CloseReason::local);  // on_close comes on a later iteration
+  CHECK_FALSE(app.replies[0].active());
+  CHECK_FALSE(app.replies[0].respond("too late"));
+  int abandoned = 0;
+  app.replies[0].on_abandon([&] { ++abandoned; });
+  app.replies.pop_back();  // destroyed meanwhile: no ERROR, counted as dropped
+  host.poll();
+  CHECK_FALSE(peer.open());
+  CHECK(abandoned == 1);
+  CHECK(handler.stats().dropped_replies == 2);
+  CHECK(handler.stats().unanswered == 0);
+  CHECK(handler.stats().errors_sent == 0);
+}
+
 TEST_CASE("call() refuses with an error code and sends nothing", "[rpc][handler][calls]") {
   SECTION("without on_call_done") {
     NetHandler handler(echo_server());

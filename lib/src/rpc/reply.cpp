@@ -30,13 +30,17 @@ Reply& Reply::operator=(Reply&& other) noexcept {
 Reply::~Reply() {
   if (!session_) return;
   detail::Session& s = *session_;
-  if (s.closed) {  // destroyed from another Reply's on_abandon during the close
+  if (s.closed || s.conn->closing()) {  // e.g. destroyed from another Reply's on_abandon
     unlink();
     ++s.owner->stats_.dropped_replies;
     return;
   }
   ++s.owner->stats_.unanswered;
-  answer(false, "request not answered");
+  try {
+    answer(false, "request not answered");
+  } catch (...) {  // out of memory for the frame: at least leave the list intact
+    if (session_) unlink();
+  }
 }
 
 void Reply::take_place_of(Reply& other) noexcept {
@@ -71,8 +75,12 @@ bool Reply::respond(std::string_view payload) { return answer(true, payload); }
 
 bool Reply::fail(std::string_view message) { return answer(false, message); }
 
+bool Reply::active() const noexcept { return session_ && !session_->conn->closing(); }
+
 bool Reply::answer(bool ok, std::string_view payload) {
-  if (!session_) return false;
+  // Closing but not closed yet: the answer could not leave; the close
+  // abandons this Reply (on_abandon) in a moment.
+  if (!active()) return false;
   detail::Session& s = *session_;
   s.owner->answer(s, *this, ok, payload);
   return true;

@@ -17,9 +17,9 @@
 // forgotten request cannot leave a call hanging until its deadline on the
 // peer. Replies are answered in any order (the protocol matches by id).
 //
-// When the answer can no longer be delivered (the connection closed first),
-// every call returns false and does nothing, and the on_abandon callback runs
-// once, from inside the close (or the handler's destruction). Use it to
+// When the answer can no longer be delivered (the connection is closing or
+// closed), every call returns false and does nothing, and the on_abandon
+// callback runs once, from inside the close (or the handler's destruction). Use it to
 // cancel work scheduled for the answer, e.g. a wheel entry; it may destroy
 // the Reply itself and whatever holds it, but must not call into the
 // NetHandler.
@@ -66,14 +66,15 @@ class Reply {
   // ERROR with `message` (UTF-8 text). False (nothing sent) when inactive.
   bool fail(std::string_view message);
 
-  // True until answered, or until the connection closed.
-  bool active() const noexcept { return session_ != nullptr; }
+  // True until answered, or until its connection started closing.
+  bool active() const noexcept;
   // The request's id (kept after the answer; 0 for a default-constructed Reply).
   std::uint64_t id() const noexcept { return id_; }
   // The connection the answer goes to; nullptr once inactive.
   net::Connection* connection() const noexcept;
 
-  // See above. Replaces an earlier callback. Ignored when inactive.
+  // See above. Replaces an earlier callback. Ignored once answered or
+  // abandoned.
   void on_abandon(std::function<void()> callback);
 
  private:
