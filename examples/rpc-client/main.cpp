@@ -75,8 +75,9 @@ nlohmann::json percentiles_us(const rpcclient::Samples& samples) {
 }
 
 nlohmann::json summary(const rpcclient::RpcClient& client) {
-  const auto& s = client.call_stats();
+  const auto s = client.call_stats();
   const auto& k = client.counters();
+  const auto& f = client.rpc_stats();
   const auto& n = client.net_stats();
   nlohmann::json closed;
   for (std::size_t r = 0; r < net::kCloseReasonCount; ++r)
@@ -97,11 +98,13 @@ nlohmann::json summary(const rpcclient::RpcClient& client) {
       {"connects", connects},
       {"reconnects", connects > 0 ? connects - 1 : 0},
       {"connect_failures", n.connect_failures},
-      {"heartbeats_sent", k.heartbeats_sent},
-      {"pongs_received", k.pongs_received},
-      {"pings_received", k.pings_received},
-      {"unexpected_frames", k.unexpected_frames},
-      {"protocol_errors", k.protocol_errors},
+      {"heartbeats_sent", f.pings_sent},
+      {"pongs_received", f.pongs_received},
+      {"pings_received", f.pings_received},
+      {"unexpected_frames", f.unexpected_frames},
+      {"protocol_errors", f.protocol_errors},
+      {"frames_sent", f.frames_sent},
+      {"writes", f.writes},
       {"closed_by_reason", closed},
       {"elapsed_s", std::chrono::duration<double>(client.elapsed()).count()},
       {"rtt_us", percentiles_us(k.rtt_ns)},
@@ -139,11 +142,15 @@ int main(int argc, char** argv) {
   app.add_option("--payload", c.payload, "request payload size in bytes")->capture_default_str();
   app.add_option("--duration", c.duration, "how long to issue calls (then wait for those in flight); "
                                            "0 = until --calls are done")->capture_default_str();
-  app.add_option("--heartbeat", c.heartbeat, "send a PING after this long with nothing written; a "
-                                             "server silent for 3 intervals is dead (reconnect); 0 = off")
+  app.add_option("--heartbeat", c.heartbeat,
+                 "send a PING after this long with nothing read or nothing "
+                 "written; a server silent for 3 intervals while a PING is "
+                 "out is dead (pong_timeout, reconnect); 0 = off")
       ->capture_default_str();
-  app.add_option("--heartbeat-timeout", c.heartbeat_timeout, "nothing read for this long = dead server "
-                                                             "(0 = 3 x --heartbeat; at least 2 x)")
+  app.add_option("--heartbeat-timeout", c.heartbeat_timeout,
+                 "nothing read for this long while a PING "
+                 "is out = dead server (0 = 3 x "
+                 "--heartbeat; at least 2 x)")
       ->capture_default_str();
   app.add_option("--backoff-initial", c.backoff_initial, "first reconnect delay (doubles per failure, "
                                                          "with jitter)")->capture_default_str();

@@ -16,12 +16,6 @@ namespace {
 // Round trips are measured on the monotonic ns clock, not the loop's cached ms.
 TimePoint hr_now() noexcept { return TimePoint(std::chrono::nanoseconds(uv_hrtime())); }
 
-net::ConnectorOptions connector_options(const ClientOptions& o, const net::Heartbeat* hb) {
-  net::ConnectorOptions c = o.connector;
-  if (hb) c.connection = hb->connection_options(c.connection);
-  return c;
-}
-
 }  // namespace
 
 // Two wheel entries: the pacing tick and the end of the run.
@@ -48,15 +42,26 @@ void ClientOptions::validate() const {
   if (max_in_flight == 0) throw std::invalid_argument("--max-in-flight must be at least 1");
 }
 
+rpc::NetHandlerOptions RpcClient::handler_options() {
+  rpc::NetHandlerOptions o;
+  o.heartbeat = options_.heartbeat;
+  o.max_frame_length = options_.max_frame_length;
+  o.max_calls_in_flight = options_.max_in_flight;
+  o.clock = &hr_now;
+  o.on_open = [this](net::Connection& c) { on_open(c); };
+  o.on_close = [this](net::Connection&, net::CloseReason, std::error_code) { on_close(); };
+  o.on_call_done = [this](const rpc::CallCompletion& done) { on_call_done(done); };
+  o.on_heartbeat_rtt = [this](net::Connection&, Duration rtt) {
+    counters_.heartbeat_rtt_ns.add(rtt.count());
+  };
+  return o;  // validated by the handler
+}
+
 RpcClient::RpcClient(heartwheel::LoopWheel& wheel, ClientOptions options)
     : wheel_(wheel),
       options_(std::move(options)),
-      heartbeat_(options_.heartbeat.interval.count() > 0
-                     ? std::make_unique<net::Heartbeat>(options_.heartbeat,
-                                                        [this](net::Connection& c) { send_ping(c); })
-                     : nullptr),
-      connector_(wheel, *this, connector_options(options_, heartbeat_.get())),
-      calls_(wheel, *this, {.max_in_flight = options_.max_in_flight, .clock = &hr_now}),
+      handler_(handler_options()),
+      connector_(wheel, handler_, options_.connector),
       pacer_(std::make_unique<Pacer>(this)),
       payload_(options_.payload_size, 'x') {
   options_.validate();
@@ -84,12 +89,11 @@ bool RpcClient::done_issuing() const noexcept {
 }
 
 bool RpcClient::issue_one() {
-  if (!conn_ || conn_->closing() || !decoder_) return false;
+  if (!conn_) return false;
   std::error_code ec;
-  const std::uint64_t id = calls_.start(options_.call_timeout, nullptr, ec);
-  if (ec) return false;
+  handler_.call(*conn_, payload_, options_.call_timeout, nullptr, ec);
+  if (ec) return false;  // closing, or max_in_flight (counted as refused)
   ++issued_;
-  rpc::append_frame(out_, rpc::FrameType::request, id, payload_);
   return true;
 }
 
@@ -108,12 +112,13 @@ void RpcClient::pace() {
       const Duration wait = std::max<Duration>(next - hr_now(), wheel_.wheel().tick());
       if (!done_issuing()) wheel_.schedule(pacer_->tick, wait);
     } else if (options_.calls > 0) {  // back to back, a window of max_in_flight
-      while (!done_issuing() && calls_.in_flight() < options_.max_in_flight && issue_one()) {
+      while (!done_issuing() && handler_.calls_in_flight() < options_.max_in_flight &&
+             issue_one()) {
       }
     }
   }
-  if (!out_.empty() && conn_) conn_->write(out_);
-  out_.clear();
+  // The REQUESTs wait in the connection's batch: the handler writes them
+  // together before the loop polls again.
   maybe_finished();
 }
 
@@ -125,7 +130,7 @@ void RpcClient::finish() {
 }
 
 void RpcClient::maybe_finished() {
-  if (finished_ || !done_issuing() || calls_.in_flight() > 0) return;
+  if (finished_ || !done_issuing() || handler_.calls_in_flight() > 0) return;
   finished_ = true;
   stopped_at_ = hr_now();
   wheel_.cancel(pacer_->tick);
@@ -143,62 +148,16 @@ void RpcClient::notify_finished() {
 
 void RpcClient::on_open(net::Connection& conn) {
   conn_ = &conn;
-  decoder_ = std::make_unique<rpc::FrameDecoder>(options_.max_frame_length);
   // The schedule starts with the first connection, so the connect itself does
   // not count as calls missed; after that, calls due while disconnected are.
   if (!paced_from_) paced_from_ = hr_now();
   pace();
 }
 
-void RpcClient::on_data(net::Connection& conn, std::string_view data) {
-  if (!decoder_) return;
-  std::error_code ec;
-  while (auto frame = decoder_->next(data, ec)) handle_frame(conn, *frame);
-  if (!out_.empty() && !conn.closing()) conn.write(out_);
-  out_.clear();
-  if (ec) {
-    ++counters_.protocol_errors;
-    conn.close(net::CloseReason::error, ec);
-  }
-}
-
-void RpcClient::handle_frame(net::Connection& conn, const rpc::FrameView& f) {
-  switch (f.type) {
-    case rpc::FrameType::response:
-    case rpc::FrameType::error:
-      calls_.complete(f.id, f.payload, f.type == rpc::FrameType::error);
-      return;
-    case rpc::FrameType::ping:
-      ++counters_.pings_received;
-      rpc::append_frame(out_, rpc::FrameType::pong, f.id, f.payload);
-      return;
-    case rpc::FrameType::pong:
-      ++counters_.pongs_received;
-      if (heartbeat_) heartbeat_->on_pong(conn);
-      if (auto sent = rpc::ping_sent_at(f.payload))
-        counters_.heartbeat_rtt_ns.add((hr_now() - *sent).count());
-      return;
-    case rpc::FrameType::request:
-      ++counters_.unexpected_frames;
-      return;
-  }
-}
-
-void RpcClient::send_ping(net::Connection& conn) {
-  ++counters_.heartbeats_sent;
-  conn.write(rpc::encode_frame(rpc::FrameType::ping, ++ping_seq_, rpc::ping_payload(hr_now())));
-}
-
-net::DeadlineAction RpcClient::on_deadline(net::Connection& conn, net::DeadlineEvent event) {
-  return heartbeat_ ? heartbeat_->on_deadline(conn, event) : net::DeadlineAction::close;
-}
-
-void RpcClient::on_close(net::Connection&, net::CloseReason, std::error_code) {
+void RpcClient::on_close() {
+  // The handler has failed this connection's calls already: replies can only
+  // come on the connection their request went out on.
   conn_ = nullptr;
-  decoder_.reset();
-  // Replies to these can no longer come: the server answers on the connection
-  // the request came in on.
-  calls_.fail_all(heartwheel::make_error_code(heartwheel::errc::closed));
   if (finished_) notify_finished();
 }
 

@@ -1,21 +1,22 @@
 // The RPC client's logic on one loop: one connection kept up by a
-// net::Connector (reconnect with backoff), calls paced at a rate or up to a
-// total, each with a deadline in the loop's timing wheel (rpc::CallTable),
-// heartbeats through net::Heartbeat, and the counters the summary prints.
+// net::Connector (reconnect with backoff) and served by an rpc::NetHandler
+// (frames, per-call deadlines in the loop's timing wheel, heartbeats on the
+// ping/pong slots, batched writes); this class paces the calls at a rate or
+// up to a total and keeps the samples the summary prints.
 #pragma once
+
+#include <heartwheel/loop_wheel.h>
+#include <heartwheel/net/connector.h>
+#include <heartwheel/net/heartbeat.h>
+#include <heartwheel/rpc/call_table.h>
+#include <heartwheel/rpc/frame.h>
+#include <heartwheel/rpc/net_handler.h>
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <heartwheel/loop_wheel.h>
-#include <heartwheel/net/connector.h>
-#include <heartwheel/net/handler.h>
-#include <heartwheel/net/heartbeat.h>
-#include <heartwheel/rpc/call_table.h>
-#include <heartwheel/rpc/frame.h>
 
 #include "samples.h"
 
@@ -42,25 +43,23 @@ struct ClientOptions {
   void validate() const;
 };
 
+// What this client counts beyond the handler's statistics.
 struct ClientCounters {
   // Due (by --rate, counted from the first connection) while disconnected or
   // at max_in_flight, so not made.
   std::uint64_t calls_unsent = 0;
-  std::uint64_t heartbeats_sent = 0;     // PINGs sent
-  std::uint64_t pongs_received = 0;
-  std::uint64_t pings_received = 0;      // the server's heartbeats, answered with PONG
-  std::uint64_t unexpected_frames = 0;   // REQUEST from the server
-  std::uint64_t protocol_errors = 0;
   std::uint64_t payload_mismatches = 0;  // RESPONSE payload differs from the request's
   Samples rtt_ns;            // ok calls
   Samples heartbeat_rtt_ns;  // PING -> PONG
 };
 
-class RpcClient final : public net::Handler, private rpc::CallListener {
+class RpcClient final {
  public:
   // Throws std::invalid_argument for a bad configuration.
   RpcClient(heartwheel::LoopWheel& wheel, ClientOptions options);
-  ~RpcClient() override;
+  ~RpcClient();
+  RpcClient(const RpcClient&) = delete;
+  RpcClient& operator=(const RpcClient&) = delete;
 
   // Connects and starts issuing calls; `on_finished` runs (on the loop) once
   // the run is over, every call completed and the connection closed.
@@ -68,7 +67,8 @@ class RpcClient final : public net::Handler, private rpc::CallListener {
   // Ends the run early (signal): no new calls; in-flight ones finish or time out.
   void finish();
 
-  const rpc::CallTableStats& call_stats() const noexcept { return calls_.stats(); }
+  rpc::CallTableStats call_stats() const noexcept { return handler_.call_stats(); }
+  const rpc::NetHandlerStats& rpc_stats() const noexcept { return handler_.stats(); }
   const ClientCounters& counters() const noexcept { return counters_; }
   const net::NetStats& net_stats() const noexcept { return connector_.stats(); }
   std::uint64_t connects() const noexcept { return connector_.connects(); }
@@ -76,16 +76,12 @@ class RpcClient final : public net::Handler, private rpc::CallListener {
 
  private:
   struct Pacer;
-  // net::Handler
-  void on_open(net::Connection& conn) override;
-  void on_data(net::Connection& conn, std::string_view data) override;
-  net::DeadlineAction on_deadline(net::Connection& conn, net::DeadlineEvent event) override;
-  void on_close(net::Connection& conn, net::CloseReason reason, std::error_code error) override;
-  // rpc::CallListener
-  void on_call_done(const rpc::CallCompletion& done) override;
+  rpc::NetHandlerOptions handler_options();
+  // The handler's hooks.
+  void on_open(net::Connection& conn);
+  void on_close();
+  void on_call_done(const rpc::CallCompletion& done);
 
-  void handle_frame(net::Connection& conn, const rpc::FrameView& frame);
-  void send_ping(net::Connection& conn);
   void pace();               // issue the calls due by now
   bool issue_one();          // false if it could not
   bool done_issuing() const noexcept;
@@ -94,16 +90,12 @@ class RpcClient final : public net::Handler, private rpc::CallListener {
 
   heartwheel::LoopWheel& wheel_;
   ClientOptions options_;
-  std::unique_ptr<net::Heartbeat> heartbeat_;
+  rpc::NetHandler handler_;  // before connector_: it serves the connector's connections
   net::Connector connector_;
-  rpc::CallTable calls_;
   std::unique_ptr<Pacer> pacer_;
-  std::unique_ptr<rpc::FrameDecoder> decoder_;  // per connection
   net::Connection* conn_ = nullptr;
   std::string payload_;
-  std::string out_;
   ClientCounters counters_;
-  std::uint64_t ping_seq_ = 0;
   std::uint64_t issued_ = 0;      // calls started
   std::uint64_t due_taken_ = 0;   // paced slots used (started or unsent)
   TimePoint started_at_{};

@@ -6,7 +6,6 @@
 #include <uv.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -56,21 +55,22 @@ Setup make_setup(const Config& c) {
   s.service.heartbeat.timeout = parse_duration_flag("--heartbeat-timeout", c.heartbeat_timeout);
   if (s.service.heartbeat.interval.count() == 0 && s.service.heartbeat.timeout.count() > 0)
     throw std::invalid_argument("--heartbeat-timeout needs --heartbeat (the interval) to be on");
-  s.workers.server.connection = rpcserver::connection_options_for(s.service);  // validates
+  rpcserver::WorkerCounters probe;
+  rpcserver::handler_options(s.service, probe);  // validates heartbeat and --max-frame
   s.drain_timeout = parse_duration_flag("--drain-timeout", c.drain_timeout);
   s.workers.server.validate();
-  heartwheel::rpc::FrameDecoder probe(c.max_frame);  // throws for a maximum below 9
   return s;
 }
 
 // The main thread's job while the workers serve: turn signals into a drain
-// (first signal) or a stop (second), and notice when the workers are done.
+// (first signal: each worker's Server calls the handler's on_drain for every
+// connection) or a stop (second), and notice when the workers are done.
 // Its handlers are installed before the workers start, so a signal sent as
 // soon as "listening on" is printed already drains.
 class Control {
  public:
-  Control(net::Workers& workers, std::atomic<bool>& draining, Duration drain_timeout)
-      : workers_(workers), draining_(draining), drain_timeout_(drain_timeout) {
+  Control(net::Workers& workers, Duration drain_timeout)
+      : workers_(workers), drain_timeout_(drain_timeout) {
     uv_loop_init(&loop_);
     for (uv_signal_t* s : {&term_, &intr_}) {
       uv_signal_init(&loop_, s);
@@ -102,7 +102,6 @@ class Control {
   static void on_signal(uv_signal_t* h, int) {
     auto* c = static_cast<Control*>(h->data);
     if (++c->signals_ == 1) {
-      c->draining_.store(true);  // before the workers drain: late requests get ERROR
       c->workers_.drain(c->drain_timeout_);
     } else {
       c->workers_.stop();
@@ -110,7 +109,6 @@ class Control {
   }
 
   net::Workers& workers_;
-  std::atomic<bool>& draining_;
   Duration drain_timeout_;
   int signals_ = 0;
   uv_loop_t loop_;
@@ -118,13 +116,23 @@ class Control {
   uv_timer_t poll_;
 };
 
-nlohmann::json counters_json(const rpcserver::RpcCounters& r) {
-  return {{"requests", r.requests},           {"responses", r.responses},
-          {"errors_sent", r.errors_sent},     {"delayed", r.delayed},
-          {"dropped_replies", r.dropped_replies}, {"pings_received", r.pings_received},
-          {"pings_sent", r.pings_sent},       {"pongs_received", r.pongs_received},
-          {"unexpected_frames", r.unexpected_frames}, {"protocol_errors", r.protocol_errors},
-          {"frames_too_large", r.frames_too_large}};
+nlohmann::json counters_json(const rpcserver::WorkerCounters& c) {
+  const heartwheel::rpc::NetHandlerStats& r = c.rpc;
+  return {{"requests", r.requests},
+          {"responses", r.responses},
+          {"errors_sent", r.errors_sent},
+          {"refused_draining", r.refused_draining},
+          {"delayed", c.delayed},
+          {"dropped_replies", r.dropped_replies},
+          {"pings_received", r.pings_received},
+          {"pings_sent", r.pings_sent},
+          {"pongs_received", r.pongs_received},
+          {"pong_timeouts", r.pong_timeouts},
+          {"unexpected_frames", r.unexpected_frames},
+          {"protocol_errors", r.protocol_errors},
+          {"frames_too_large", r.frames_too_large},
+          {"frames_sent", r.frames_sent},
+          {"writes", r.writes}};
 }
 
 }  // namespace
@@ -139,11 +147,15 @@ int main(int argc, char** argv) {
       "heartwheel-rpc-server"};
   app.add_option("--listen", c.listen, "HOST:PORT to listen on (port 0 = pick one; printed as "
                                        "'listening on HOST:PORT')")->capture_default_str();
-  app.add_option("--heartbeat", c.heartbeat, "heartbeat interval: send a PING after this long with "
-                                             "nothing written; 0 = no heartbeats and no idle close")
+  app.add_option("--heartbeat", c.heartbeat,
+                 "heartbeat interval: send a PING after this long with "
+                 "nothing read or nothing written; 0 = no heartbeats "
+                 "and no pong_timeout close")
       ->capture_default_str();
-  app.add_option("--heartbeat-timeout", c.heartbeat_timeout, "close a peer after this long with nothing "
-                                                             "read (0 = 3 x --heartbeat; at least 2 x)")
+  app.add_option("--heartbeat-timeout", c.heartbeat_timeout,
+                 "close a peer (pong_timeout) that sent "
+                 "nothing for this long while a PING was "
+                 "out (0 = 3 x --heartbeat; at least 2 x)")
       ->capture_default_str();
   app.add_option("--reply-delay", c.reply_delay, "answer each REQUEST this long after it arrived "
                                                  "(scheduled on the timing wheel), to show client timeouts")
@@ -165,14 +177,12 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return heartwheel::cli::usage_error(app, e.what());
   }
-  std::atomic<bool> draining{false};
-  setup.service.draining = &draining;
-  std::vector<rpcserver::RpcCounters> counters(c.workers);
+  std::vector<rpcserver::WorkerCounters> counters(c.workers);
   return heartwheel::cli::run(app, [&] {
     net::Workers workers(setup.workers, [&](unsigned index) {
-      return std::make_unique<rpcserver::RpcService>(setup.service, counters[index]);
+      return rpcserver::make_service(setup.service, counters[index]);
     });
-    Control control(workers, draining, setup.drain_timeout);
+    Control control(workers, setup.drain_timeout);
     workers.start();
     const auto& host = setup.workers.server.host;
     const bool v6 = host.find(':') != std::string::npos;
@@ -182,7 +192,7 @@ int main(int argc, char** argv) {
     control.run();
     workers.join();  // after this the counters are ours to read
 
-    rpcserver::RpcCounters total;
+    rpcserver::WorkerCounters total;
     for (const auto& w : counters) total.merge(w);
     if (!c.stats_json.empty()) {
       auto j = nlohmann::json::parse(net::to_json(workers.total()));

@@ -250,3 +250,46 @@ TEST_CASE("Destroying the table disarms its entries without callbacks", "[rpc][c
   timers.run_for(1s);
   CHECK(rec.done.empty());
 }
+
+TEST_CASE("fail_group fails only the calls of that group and completions name their group",
+          "[rpc][calls]") {
+  ManualTimerService timers;
+  Recorder rec;
+  std::vector<CallGroup*> groups;
+  rec.hook = [&](const CallCompletion& d) { groups.push_back(d.group); };
+  CallTable table(timers, rec);
+  CallGroup a, b;
+  std::error_code ec;
+  const auto a1 = table.start(100ms, nullptr, ec, &a);
+  const auto b1 = table.start(100ms, nullptr, ec, &b);
+  const auto a2 = table.start(100ms, nullptr, ec, &a);
+  const auto loose = start(table, 100ms);
+  CHECK(a.size() == 2);
+  CHECK(b.size() == 1);
+  CHECK(table.fail_group(a, make_error_code(errc::closed)) == 2);
+  CHECK(a.size() == 0);
+  REQUIRE(rec.done.size() == 2);
+  CHECK(((rec.done[0].id == a1 && rec.done[1].id == a2) ||
+         (rec.done[0].id == a2 && rec.done[1].id == a1)));
+  CHECK(groups == std::vector<CallGroup*>{&a, &a});
+  CHECK(table.pending(b1));
+  CHECK(table.pending(loose));
+  CHECK(table.complete(b1, "ok") == ReplyDisposition::delivered);
+  CHECK(b.size() == 0);
+  CHECK(groups.back() == &b);
+}
+
+TEST_CASE("A reply arriving on another group is unknown and leaves the call pending",
+          "[rpc][calls]") {
+  ManualTimerService timers;
+  Recorder rec;
+  CallTable table(timers, rec);
+  CallGroup mine, other;
+  std::error_code ec;
+  const auto id = table.start(100ms, nullptr, ec, &mine);
+  CHECK(table.complete(id, "x", false, &other) == ReplyDisposition::unknown);
+  CHECK(table.stats().unknown_replies == 1);
+  CHECK(table.pending(id));
+  CHECK(table.complete(id, "x", false, &mine) == ReplyDisposition::delivered);
+  CHECK(rec.done.size() == 1);
+}

@@ -43,9 +43,9 @@ ConnectionOptions Heartbeat::connection_options(ConnectionOptions base) const no
   return base;
 }
 
-DeadlineAction Heartbeat::on_deadline(Connection& conn, DeadlineEvent event) const {
+DeadlineAction Heartbeat::on_deadline(Connection& conn, DeadlineEvent event,
+                                      HeartbeatState& hb) const {
   if (event.kind != Deadline::write_idle) return DeadlineAction::close;
-  HeartbeatState& hb = conn.heartbeat();
   // A ping still unanswered keeps its send time, so the RTT of a late pong
   // is measured from the first ping rather than the latest.
   if (!hb.awaiting_pong) hb.ping_sent_at = conn.timers().now();
@@ -55,8 +55,7 @@ DeadlineAction Heartbeat::on_deadline(Connection& conn, DeadlineEvent event) con
   return DeadlineAction::keep;
 }
 
-void Heartbeat::on_pong(Connection& conn) const noexcept {
-  HeartbeatState& hb = conn.heartbeat();
+void Heartbeat::on_pong(const Connection& conn, HeartbeatState& hb) const noexcept {
   if (!hb.awaiting_pong) return;
   hb.awaiting_pong = false;
   hb.last_rtt = conn.timers().now() - hb.ping_sent_at;

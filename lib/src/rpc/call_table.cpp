@@ -17,22 +17,32 @@ const char* to_string(CallStatus status) noexcept {
   return "unknown";
 }
 
-// One record of the pool. While pending it is on the pending list (prev/next)
-// and its entry may be armed; while free it is on the free queue (next only)
-// and keeps the outcome of its last call in `state`.
-struct CallTable::Call final : TimerEntry {
-  Call() noexcept : TimerEntry(&CallTable::on_deadline) {}
+namespace detail {
+
+enum class CallState : std::uint8_t { pending, answered, timed_out, failed };
+
+// One record of the pool. While pending it is on the pending list (prev/next),
+// in its group's list if it has one, and its entry may be armed; while free it
+// is on the free queue (next only) and keeps the outcome of its last call in
+// `state`.
+struct CallRecord final : TimerEntry {
+  CallRecord() noexcept : TimerEntry(&CallTable::on_deadline) {}
   CallTable* table = nullptr;
-  Call* prev = nullptr;
-  Call* next = nullptr;
+  CallRecord* prev = nullptr;
+  CallRecord* next = nullptr;
+  CallGroup* group = nullptr;
+  CallRecord* group_prev = nullptr;
+  CallRecord* group_next = nullptr;
   void* context = nullptr;
   TimePoint started_at{};
   std::uint32_t slot = 0;
   std::uint32_t generation = 0;  // 0: never used
-  State state = State::failed;
+  CallState state = CallState::failed;
 
   std::uint64_t id() const noexcept { return (std::uint64_t{generation} << 32) | slot; }
 };
+
+}  // namespace detail
 
 namespace {
 constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << 32;
@@ -91,7 +101,8 @@ CallTable::Call* CallTable::acquire() noexcept {
   return c;
 }
 
-std::uint64_t CallTable::start(Duration timeout, void* context, std::error_code& error) {
+std::uint64_t CallTable::start(Duration timeout, void* context, std::error_code& error,
+                               CallGroup* group) {
   error.clear();
   if (options_.max_in_flight != 0 && in_flight_ >= options_.max_in_flight) {
     ++stats_.refused;
@@ -112,6 +123,15 @@ std::uint64_t CallTable::start(Duration timeout, void* context, std::error_code&
   c->next = pending_head_;
   if (pending_head_) pending_head_->prev = c;
   pending_head_ = c;
+  c->group = group;
+  c->group_prev = nullptr;
+  c->group_next = nullptr;
+  if (group) {
+    c->group_next = group->head_;
+    if (group->head_) group->head_->group_prev = c;
+    group->head_ = c;
+    ++group->size_;
+  }
   ++in_flight_;
   ++stats_.started;
   if (in_flight_ > stats_.peak_in_flight) stats_.peak_in_flight = in_flight_;
@@ -129,6 +149,17 @@ void CallTable::finish(Call& c, State state, CallStatus status, std::string_view
     pending_head_ = c.next;
   }
   if (c.next) c.next->prev = c.prev;
+  CallGroup* const group = c.group;  // ...and out of its group
+  if (group) {
+    if (c.group_prev) {
+      c.group_prev->group_next = c.group_next;
+    } else {
+      group->head_ = c.group_next;
+    }
+    if (c.group_next) c.group_next->group_prev = c.group_prev;
+    --group->size_;
+    c.group = nullptr;
+  }
   --in_flight_;
   // ...onto the tail of the free queue, keeping the outcome for late replies.
   c.state = state;
@@ -141,7 +172,8 @@ void CallTable::finish(Call& c, State state, CallStatus status, std::string_view
   }
   free_tail_ = &c;
   // Copy out before the listener runs: it may start a call that reuses `c`.
-  const CallCompletion done{c.id(), status, payload, c.context, now() - c.started_at, reason};
+  const CallCompletion done{c.id(), status, payload, c.context, now() - c.started_at,
+                            reason, group};
   switch (status) {
     case CallStatus::ok: ++stats_.ok; break;
     case CallStatus::error: ++stats_.errors; break;
@@ -161,7 +193,8 @@ bool CallTable::pending(std::uint64_t id) const noexcept {
   return c && c->id() == id && c->state == State::pending;
 }
 
-ReplyDisposition CallTable::complete(std::uint64_t id, std::string_view payload, bool is_error) {
+ReplyDisposition CallTable::complete(std::uint64_t id, std::string_view payload, bool is_error,
+                                     const CallGroup* arrived_on) {
   Call* c = find(id);
   const auto generation = static_cast<std::uint32_t>(id >> 32);
   if (!c || generation == 0 || generation > c->generation) {
@@ -174,6 +207,7 @@ ReplyDisposition CallTable::complete(std::uint64_t id, std::string_view payload,
   }
   switch (c->state) {
     case State::pending:
+      if (arrived_on && c->group != arrived_on) break;  // another connection's call
       finish(*c, State::answered, is_error ? CallStatus::error : CallStatus::ok, payload, {});
       return ReplyDisposition::delivered;
     case State::answered:
@@ -181,10 +215,11 @@ ReplyDisposition CallTable::complete(std::uint64_t id, std::string_view payload,
       return ReplyDisposition::duplicate;
     case State::timed_out:
     case State::failed:
-      break;
+      ++stats_.late_replies;
+      return ReplyDisposition::late;
   }
-  ++stats_.late_replies;
-  return ReplyDisposition::late;
+  ++stats_.unknown_replies;
+  return ReplyDisposition::unknown;
 }
 
 bool CallTable::fail(std::uint64_t id, std::error_code reason) {
@@ -194,14 +229,26 @@ bool CallTable::fail(std::uint64_t id, std::error_code reason) {
   return true;
 }
 
-std::size_t CallTable::fail_all(std::error_code reason) {
-  // Take the current list: calls the listener starts meanwhile are not ours.
-  std::vector<std::uint64_t> ids;
-  ids.reserve(in_flight_);
-  for (Call* c = pending_head_; c; c = c->next) ids.push_back(c->id());
+std::size_t CallTable::fail_each(const std::vector<std::uint64_t>& ids, std::error_code reason) {
+  // By id, from a list taken first: calls the listener starts meanwhile are
+  // not in it, and listed ones it completes are skipped by fail().
   std::size_t n = 0;
   for (auto id : ids) n += fail(id, reason) ? 1 : 0;
   return n;
+}
+
+std::size_t CallTable::fail_all(std::error_code reason) {
+  std::vector<std::uint64_t> ids;
+  ids.reserve(in_flight_);
+  for (Call* c = pending_head_; c; c = c->next) ids.push_back(c->id());
+  return fail_each(ids, reason);
+}
+
+std::size_t CallTable::fail_group(CallGroup& group, std::error_code reason) {
+  std::vector<std::uint64_t> ids;
+  ids.reserve(group.size_);
+  for (Call* c = group.head_; c; c = c->group_next) ids.push_back(c->id());
+  return fail_each(ids, reason);
 }
 
 }  // namespace heartwheel::rpc

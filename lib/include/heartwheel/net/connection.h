@@ -65,14 +65,6 @@ struct ConnectionOptions {
   void validate() const;
 };
 
-// Per-connection heartbeat bookkeeping (see heartbeat.h).
-struct HeartbeatState {
-  TimePoint ping_sent_at{};  // when the outstanding ping was sent
-  Duration last_rtt{-1};     // negative: not measured yet
-  std::uint32_t pings_sent = 0;
-  bool awaiting_pong = false;
-};
-
 class Connection;
 
 namespace detail {
@@ -202,8 +194,6 @@ class Connection final : private DeadlineTimer {
   std::uint64_t bytes_written() const noexcept;  // taken by the kernel
   std::uint64_t bytes_dropped() const noexcept { return bytes_dropped_; }
   TimePoint opened_at() const noexcept { return deadlines().opened_at(); }
-  HeartbeatState& heartbeat() noexcept { return heartbeat_; }
-  const HeartbeatState& heartbeat() const noexcept { return heartbeat_; }
 
   // ---- internal (Server / Connector) -----------------------------------------
   // Starts reading and the idle timers, calls on_open. Returns a libuv error
@@ -249,7 +239,6 @@ class Connection final : private DeadlineTimer {
   std::uint64_t bytes_dropped_ = 0;
   std::unique_ptr<WriteQueue> wq_;   // only while bytes are queued
   std::unique_ptr<Overrides> own_;   // only when a policy is overridden
-  HeartbeatState heartbeat_;
   int error_ = 0;  // heartwheel_category() value: every error here is a uv code or errc
   CloseReason reason_ = CloseReason::local;
   // One byte of flags.

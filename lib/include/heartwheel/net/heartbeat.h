@@ -8,13 +8,20 @@
 //     reconnects (Connector does, with backoff).
 // Any bytes read count as life; a pong additionally measures the round trip.
 // The protocol supplies two things: how to send a ping (send_ping) and telling
-// the heartbeat when a pong arrived (on_pong). First pings of connections
+// the heartbeat when a pong arrived (on_pong); it also keeps one
+// HeartbeatState per connection in its own per-connection data (a Connection
+// carries none, so connections without heartbeats do not pay for it). First
+// pings of connections
 // opened together are spread by a random delay of up to `jitter` x interval.
 // TCP_USER_TIMEOUT is set to the timeout (Linux) so the kernel also gives up
 // on unacknowledged data in that time.
 //
 // A timeout under twice the interval is rejected: a single lost or late ping
 // would close a healthy connection.
+//
+// HeartbeatConfig also configures rpc::NetHandler's heartbeat, which applies
+// the same numbers to the connection's ping and pong_timeout slots instead of
+// the idle policy (see heartwheel/rpc/net_handler.h).
 // Threads: a Heartbeat is immutable after construction and may be shared by
 // the handlers of one loop; its methods run on the connection's thread.
 #pragma once
@@ -25,6 +32,14 @@
 #include <heartwheel/net/idle_policy.h>
 
 namespace heartwheel::net {
+
+// One connection's heartbeat bookkeeping (24 bytes), kept by the protocol.
+struct HeartbeatState {
+  TimePoint ping_sent_at{};  // when the outstanding ping was sent
+  Duration last_rtt{-1};     // negative: not measured yet
+  std::uint32_t pings_sent = 0;
+  bool awaiting_pong = false;
+};
 
 struct HeartbeatConfig {
   Duration interval = std::chrono::seconds(60);
@@ -56,14 +71,14 @@ class Heartbeat {
   // `base` with idle_policy(base.idle) and, if configured, tcp_user_timeout.
   ConnectionOptions connection_options(ConnectionOptions base = {}) const noexcept;
 
-  // Call from Handler::on_deadline. write_idle: sends a ping, records the
-  // send time, returns keep. read_idle: returns close (the peer is dead).
-  // Other kinds: close (the default action), so a handler can forward
-  // everything.
-  DeadlineAction on_deadline(Connection& conn, DeadlineEvent event) const;
+  // Call from Handler::on_deadline with the connection's state. write_idle:
+  // sends a ping, records the send time in `state`, returns keep. read_idle:
+  // returns close (the peer is dead). Other kinds: close (the default
+  // action), so a handler can forward everything.
+  DeadlineAction on_deadline(Connection& conn, DeadlineEvent event, HeartbeatState& state) const;
 
-  // The protocol read a pong: records the round-trip time in conn.heartbeat().
-  void on_pong(Connection& conn) const noexcept;
+  // The protocol read a pong: records the round-trip time in `state`.
+  void on_pong(const Connection& conn, HeartbeatState& state) const noexcept;
 
  private:
   HeartbeatConfig config_;
