@@ -577,7 +577,7 @@ TEST_CASE("A refused answer dropped by its handler becomes a 500 and the pipelin
   CHECK(h.stats.handler_errors == 1);
 }
 
-TEST_CASE("No request is parsed while the transport is unwritable; reading resumes with it",
+TEST_CASE("No request is parsed while the transport is unwritable, reading resumes with it",
           "[http][backpressure][pipelining]") {
   Harness h;
   h.start();

@@ -337,7 +337,7 @@ TEST_CASE("Answers produced in one loop iteration leave in one write", "[rpc][ha
 
 // ---- calls ------------------------------------------------------------------
 
-TEST_CASE("A call completes once with the reply's payload; ERROR completes it as error",
+TEST_CASE("A call completes once with the reply's payload, ERROR completes it as error",
           "[rpc][handler][calls]") {
   Caller caller;
   NetHandler handler(caller.options());
@@ -483,7 +483,7 @@ TEST_CASE("call() refuses with an error code and sends nothing", "[rpc][handler]
 
 // ---- serving ------------------------------------------------------------------
 
-TEST_CASE("A Reply dropped without an answer sends ERROR; a second answer is refused",
+TEST_CASE("A Reply dropped without an answer sends ERROR, a second answer is refused",
           "[rpc][handler][serve]") {
   int calls = 0;
   NetHandlerOptions o;
