@@ -1,6 +1,7 @@
 // heartwheel-rpc-client: makes RPC calls (docs/rpc-protocol.md) with
 // per-call deadlines in the timing wheel, heartbeats, and reconnects with
 // backoff; prints a JSON summary at exit. See README.md in this folder.
+#include <heartwheel/error.h>
 #include <heartwheel/net/address.h>
 #include <uv.h>
 
@@ -173,7 +174,7 @@ int main(int argc, char** argv) {
   }
 
   uv_loop_t loop;
-  uv_loop_init(&loop);
+  heartwheel::check_uv(uv_loop_init(&loop), "uv_loop_init");
   nlohmann::json result;
   int status = 0;
   {
@@ -183,7 +184,7 @@ int main(int argc, char** argv) {
       SignalCtl ctl{&client};
       uv_signal_t term, intr;
       for (uv_signal_t* s : {&term, &intr}) {
-        uv_signal_init(&loop, s);
+        heartwheel::check_uv(uv_signal_init(&loop, s), "uv_signal_init");
         s->data = &ctl;
       }
       auto on_signal = [](uv_signal_t* h, int) {
@@ -194,8 +195,8 @@ int main(int argc, char** argv) {
           uv_stop(h->loop);
         }
       };
-      uv_signal_start(&term, on_signal, SIGTERM);
-      uv_signal_start(&intr, on_signal, SIGINT);
+      heartwheel::check_uv(uv_signal_start(&term, on_signal, SIGTERM), "uv_signal_start");
+      heartwheel::check_uv(uv_signal_start(&intr, on_signal, SIGINT), "uv_signal_start");
       client.start([&loop] { uv_stop(&loop); });
       uv_run(&loop, UV_RUN_DEFAULT);
       result = summary(client);

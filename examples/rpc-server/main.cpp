@@ -1,6 +1,7 @@
 // heartwheel-rpc-server: answers the RPC frame protocol (docs/rpc-protocol.md)
 // with heartbeats both ways, optional reply delays on the timing wheel, and a
 // graceful drain on SIGTERM/SIGINT. See README.md in this folder.
+#include <heartwheel/error.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/workers.h>
 #include <uv.h>
@@ -71,13 +72,13 @@ class Control {
  public:
   Control(net::Workers& workers, Duration drain_timeout)
       : workers_(workers), drain_timeout_(drain_timeout) {
-    uv_loop_init(&loop_);
+    heartwheel::check_uv(uv_loop_init(&loop_), "uv_loop_init");
     for (uv_signal_t* s : {&term_, &intr_}) {
-      uv_signal_init(&loop_, s);
+      heartwheel::check_uv(uv_signal_init(&loop_, s), "uv_signal_init");
       s->data = this;
-      uv_signal_start(s, &on_signal, s == &term_ ? SIGTERM : SIGINT);
+      heartwheel::check_uv(uv_signal_start(s, &on_signal, s == &term_ ? SIGTERM : SIGINT), "uv_signal_start");
     }
-    uv_timer_init(&loop_, &poll_);
+    heartwheel::check_uv(uv_timer_init(&loop_, &poll_), "uv_timer_init");
     poll_.data = this;
   }
   ~Control() {

@@ -24,6 +24,7 @@
 
 #include <uv.h>
 
+#include <heartwheel/error.h>
 #include <heartwheel/timing_wheel.h>
 
 #include "bench_clock.h"
@@ -215,7 +216,7 @@ class UvTracker {
       throw std::runtime_error("libuv does not read the virtual clock (is libuv linked statically?)");
     for (std::size_t c = 0; c < n; ++c) {
       for (uv_timer_t* t : {&conns_[c].read, &conns_[c].write, &conns_[c].request}) {
-        uv_timer_init(&loop_, t);
+        heartwheel::check_uv(uv_timer_init(&loop_, t), "uv_timer_init");
         t->data = &conns_[c];
       }
     }

@@ -4,9 +4,11 @@
 // and hands every child process the same options plus its share (see
 // ProcessShare): child k of P owns the connections whose global index i has
 // i % P == k. Connection i connects to targets[i % targets.size()] from
-// source_ips[i % source_ips.size()], and is dead when
-// floor((i+1) * dead_fraction) > floor(i * dead_fraction), which spreads the
-// dead ones evenly over processes, targets and source addresses.
+// source_ips[i % source_ips.size()]. Its local index in its process is
+// j = i / P, and it is dead when floor((j+1) * dead_fraction) >
+// floor(j * dead_fraction): every process gets its exact share of dead
+// connections, spread evenly over its run. (Deciding by the global index i
+// instead put every dead connection on odd processes when P was even.)
 #pragma once
 
 #include <netinet/in.h>
@@ -88,9 +90,10 @@ struct ProcessShare {
 };
 ProcessShare share_of(const LoadOptions& options, unsigned index);
 
-inline bool is_dead(double fraction, std::uint64_t i) noexcept {
-  return static_cast<std::uint64_t>(static_cast<double>(i + 1) * fraction) >
-         static_cast<std::uint64_t>(static_cast<double>(i) * fraction);
+// `j`: the connection's local index in its process (see the top of this file).
+inline bool is_dead(double fraction, std::uint64_t j) noexcept {
+  return static_cast<std::uint64_t>(static_cast<double>(j + 1) * fraction) >
+         static_cast<std::uint64_t>(static_cast<double>(j) * fraction);
 }
 
 // Highest connection count one process may hold: the file limit (20000 here)

@@ -77,7 +77,7 @@ Worker::Worker(const LoadOptions& options, ProcessShare share, int report_fd)
     Conn& c = conns_[j];
     c.worker = this;
     c.index = share.index + j * share.count;
-    c.dead = is_dead(options.dead_fraction, c.index);
+    c.dead = is_dead(options.dead_fraction, j);
     c.set_callback(&Worker::on_conn_timer);
   }
   read_buf_ = std::make_unique<std::uint8_t[]>(kReadBufferBytes);
@@ -100,11 +100,11 @@ std::uint64_t Worker::elapsed_ms() const noexcept { return (uv_hrtime() - start_
 
 int Worker::run() {
   start_ns_ = uv_hrtime();
-  uv_timer_init(&loop_, &ramp_timer_);
-  uv_timer_init(&loop_, &progress_timer_);
-  uv_timer_init(&loop_, &stop_timer_);
-  uv_signal_init(&loop_, &sigterm_);
-  uv_signal_init(&loop_, &sigint_);
+  heartwheel::check_uv(uv_timer_init(&loop_, &ramp_timer_), "uv_timer_init");
+  heartwheel::check_uv(uv_timer_init(&loop_, &progress_timer_), "uv_timer_init");
+  heartwheel::check_uv(uv_timer_init(&loop_, &stop_timer_), "uv_timer_init");
+  heartwheel::check_uv(uv_signal_init(&loop_, &sigterm_), "uv_signal_init");
+  heartwheel::check_uv(uv_signal_init(&loop_, &sigint_), "uv_signal_init");
   ramp_timer_.data = progress_timer_.data = stop_timer_.data = sigterm_.data = sigint_.data = this;
   uv_timer_start(
       &ramp_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->ramp(); }, 0, kRampPeriodMs);
@@ -114,10 +114,10 @@ int Worker::run() {
   uv_timer_start(
       &stop_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->stop(); },
       static_cast<std::uint64_t>(options_.duration.count() / 1'000'000), 0);
-  uv_signal_start(
-      &sigterm_, [](uv_signal_t* s, int) { static_cast<Worker*>(s->data)->stop(); }, SIGTERM);
-  uv_signal_start(
-      &sigint_, [](uv_signal_t* s, int) { static_cast<Worker*>(s->data)->stop(); }, SIGINT);
+  heartwheel::check_uv(uv_signal_start(
+      &sigterm_, [](uv_signal_t* s, int) { static_cast<Worker*>(s->data)->stop(); }, SIGTERM), "");
+  heartwheel::check_uv(uv_signal_start(
+      &sigint_, [](uv_signal_t* s, int) { static_cast<Worker*>(s->data)->stop(); }, SIGINT), "");
   if (share_.connections == 0) note_resolved();
   uv_run(&loop_, UV_RUN_DEFAULT);
   return reported_ ? 0 : 1;

@@ -8,6 +8,7 @@
 //             (libuv's timer heap: what plain libuv code does) - the baseline
 // Prints one line per variant and the ratio baseline / table, all measured in
 // the same run; --json makes the lines JSON.
+#include <heartwheel/error.h>
 #include <heartwheel/rpc/call_table.h>
 #include <heartwheel/virtual_clock.h>
 #include <uv.h>
@@ -101,7 +102,7 @@ struct MapUvTracker {
   std::vector<Call*> free;
   std::unordered_map<std::uint64_t, Call*> calls;
   std::uint64_t next_id = 1;
-  MapUvTracker() { uv_loop_init(&loop); }
+  MapUvTracker() { heartwheel::check_uv(uv_loop_init(&loop), "uv_loop_init"); }
   ~MapUvTracker() {
     for (auto& c : pool) uv_close(reinterpret_cast<uv_handle_t*>(&c->timer), nullptr);
     uv_run(&loop, UV_RUN_DEFAULT);
@@ -110,7 +111,7 @@ struct MapUvTracker {
   std::uint64_t start() {
     if (free.empty()) {
       pool.push_back(std::make_unique<Call>());
-      uv_timer_init(&loop, &pool.back()->timer);
+      heartwheel::check_uv(uv_timer_init(&loop, &pool.back()->timer), "uv_timer_init");
       free.push_back(pool.back().get());
     }
     Call* c = free.back();
