@@ -112,3 +112,16 @@ TEST_CASE("The benches reject a size without a usable number, with status 2", "[
   CHECK(run_json(std::string(TIMER_BENCH) + " --json --n 0").status == 2);
   CHECK(run_json(std::string(IDLE_BENCH) + " --json --connections 10x").status == 2);
 }
+
+TEST_CASE("The timer bench measures only the --impls stores and rejects unknown ones (status 2)",
+          "[bench][smoke]") {
+  const Run run = run_json(std::string(TIMER_BENCH) +
+                           " --json --n 1000 --reps 1 --min-ops 1000 --impls wheel,heap4");
+  REQUIRE(run.status == 0);
+  std::set<std::string> impls;
+  for (const auto& j : run.lines)
+    if (j.contains("impl")) impls.insert(j.at("impl").get<std::string>());
+  CHECK(impls == std::set<std::string>{"wheel", "heap4"});
+  CHECK(run_json(std::string(TIMER_BENCH) + " --json --impls wheel,fib_heap").status == 2);
+  CHECK(run_json(std::string(TIMER_BENCH) + " --json --impls heap4").status == 2);
+}

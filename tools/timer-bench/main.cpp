@@ -37,6 +37,10 @@ struct Options {
   int reps = 3;
   std::uint64_t seed = 42;
   bool json = false;
+  std::vector<std::string> impls{"wheel", "heap4", "uv_timer"};
+  bool runs(const std::string& impl) const {
+    return std::find(impls.begin(), impls.end(), impl) != impls.end();
+  }
 };
 
 template <class Impl>
@@ -177,7 +181,16 @@ int main(int argc, char** argv) {
   app.add_option("--min-ops", opt.run.min_ops, "At least this many operations per measurement (rounds for small N)")
       ->capture_default_str()->check(CLI::Range(1, 1'000'000'000));
   app.add_option("--seed", opt.seed, "Seed of the random order")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--impls", opt.impls,
+                 "Comma-separated stores to measure; wheel is required (rows are its ratios)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"wheel", "heap4", "uv_timer"}))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; usage errors: 2 (CLI11 alone exits 100+)
+  }
 
   try {
     if (quick) {
@@ -192,6 +205,8 @@ int main(int argc, char** argv) {
     if (opt.tick.count() <= 0) throw std::invalid_argument("--tick must be positive");
     for (std::size_t n : opt.sizes)
       if (n >= UINT32_MAX) throw std::invalid_argument("--n: at most 4 billion entries");
+    if (!opt.runs("wheel"))
+      throw std::invalid_argument("--impls: must include wheel (every row is a ratio to it)");
   } catch (const std::exception& e) {
     std::cerr << "heartwheel-timer-bench: " << e.what() << '\n';
     return 2;
@@ -205,8 +220,8 @@ int main(int argc, char** argv) {
       std::mt19937_64 rng(opt.seed);
       std::shuffle(perm.begin(), perm.end(), rng);
       run_impl<hb::WheelImpl>(opt, n, perm, rows);
-      run_impl<hb::HeapImpl>(opt, n, perm, rows);
-      run_impl<hb::UvImpl>(opt, n, perm, rows);
+      if (opt.runs("heap4")) run_impl<hb::HeapImpl>(opt, n, perm, rows);
+      if (opt.runs("uv_timer")) run_impl<hb::UvImpl>(opt, n, perm, rows);
       if (!opt.json) std::fprintf(stderr, "  N = %zu done\n", n);
     }
   } catch (const std::exception& e) {
