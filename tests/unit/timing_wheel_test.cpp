@@ -3,7 +3,7 @@
 #include <heartwheel/virtual_clock.h>
 
 #include <catch2/catch.hpp>
-
+#include <string>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -30,6 +30,14 @@ struct Probe : TimerEntry {
   std::vector<TimePoint> fired_at;
   std::function<void(Probe&)> action;
 };
+
+template <class P>
+void arm_all(TimingWheel& wheel, std::vector<P>& probes, Duration delay) {
+  for (auto& p : probes) {
+    p.wheel = &wheel;
+    wheel.schedule(p, delay);
+  }
+}
 
 }  // namespace
 
@@ -124,6 +132,40 @@ TEST_CASE("cancel returns whether the entry was armed, and a cancelled entry nev
   CHECK(wheel.size() == 0);
   clock.run_for(wheel, 1s);
   CHECK(p.fired_at.empty());
+  wheel.validate();
+}
+
+TEST_CASE("A slot spread over its ways stays due until its last entry is cancelled",
+          "[wheel][ways]") {
+  // One entry per 4 KiB page: an entry's way is a hash of its page, so 64
+  // pages fill all of a slot's ways.
+  struct alignas(4096) PageProbe : Probe {};
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now());
+  std::vector<PageProbe> probes(64);
+  arm_all(wheel, probes, 5ms);
+  Probe later;
+  later.wheel = &wheel;
+  wheel.schedule(later, 40ms);
+  wheel.validate();
+  CHECK(wheel.dump().find("[5]x64 (") != std::string::npos);
+
+  std::vector<std::size_t> order(probes.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = (i * 37) % order.size();  // scrambled
+  for (std::size_t k = 0; k + 1 < order.size(); ++k) {
+    CHECK(wheel.cancel(probes[order[k]]));
+    CHECK(wheel.next_deadline() == TimePoint{} + 5ms);  // other ways still hold entries
+  }
+  wheel.validate();
+  CHECK(wheel.cancel(probes[order.back()]));
+  CHECK(wheel.next_deadline() == TimePoint{} + 40ms);  // the slot's last way emptied
+  wheel.validate();
+
+  // A full slot fires every entry of every way once, in one advance.
+  for (auto& p : probes) wheel.schedule(p, 10ms);
+  CHECK(wheel.advance(clock.now() + 10ms) == probes.size());
+  for (const auto& p : probes) CHECK(p.fired_at == std::vector<TimePoint>{TimePoint{} + 10ms});
+  CHECK(later.fired_at.empty());
   wheel.validate();
 }
 
@@ -261,10 +303,7 @@ TEST_CASE("advance runs at most max_fired callbacks and keeps the rest ready", "
   VirtualClock clock;
   TimingWheel wheel(1ms, clock.now());
   std::vector<Probe> probes(1000);
-  for (auto& p : probes) {
-    p.wheel = &wheel;
-    wheel.schedule(p, 10ms);
-  }
+  arm_all(wheel, probes, 10ms);
   clock.advance(10ms);
   CHECK(wheel.advance(clock.now(), 300) == 300);
   CHECK(wheel.ready() == 700);

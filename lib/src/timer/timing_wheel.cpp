@@ -37,7 +37,8 @@ TimingWheel::TimingWheel(Duration tick, TimePoint origin)
   const auto limit =
       static_cast<std::uint64_t>(std::numeric_limits<Duration::rep>::max() / 2 / tick.count());
   max_ticks_ = std::min(kMaxTicks - 1, limit);
-  for (auto& head : slots_) list_init(head);
+  for (auto& slot : slots_)
+    for (auto& head : slot.ways) list_init(head);
   list_init(ready_);
 }
 
@@ -51,7 +52,8 @@ TimingWheel::~TimingWheel() {
       n = next;
     }
   };
-  for (auto& head : slots_) release(head);
+  for (auto& slot : slots_)
+    for (auto& head : slot.ways) release(head);
   release(ready_);
 }
 
@@ -78,10 +80,20 @@ unsigned TimingWheel::level_for(std::uint64_t elapsed, std::uint64_t when) noexc
   return significant / kSlotBits;
 }
 
+unsigned TimingWheel::way_for(const TimerEntry& entry) noexcept {
+  // A Fibonacci hash of the entry's 4 KiB page. Entries of one page stay
+  // neighbours in one list, so unlinking one touches lines near it (as with a
+  // single list, when owners are allocated in order), while a slot's ways
+  // hold disjoint sets of pages: kWays independent streams for process().
+  // Round robin would balance exactly but make every neighbour a far line.
+  const std::uint64_t page = reinterpret_cast<std::uintptr_t>(&entry) >> 12;
+  return static_cast<unsigned>((page * 0x9E3779B97F4A7C15ull) >> (64 - kWayBits));
+}
+
 void TimingWheel::link(TimerEntry& entry) noexcept {
   const unsigned level = level_for(elapsed_, entry.when_);
   const unsigned slot = slot_for(entry.when_, level);
-  list_push_back(head(level, slot), entry);
+  list_push_back(slot_at(level, slot).ways[way_for(entry)], entry);
   occupied_[level] |= std::uint64_t{1} << slot;
 }
 
@@ -97,13 +109,17 @@ void TimingWheel::unlink(TimerEntry& entry) noexcept {
     return;
   }
   // When the list became empty, prev == next is its head. Slot heads live in
-  // slots_, so the address alone tells which occupancy bit to clear.
+  // slots_, so the address alone tells which slot it was; the occupancy bit
+  // goes when the slot's last way is empty (its kWays heads: two cache lines).
   if (prev == next) {
     const auto base = reinterpret_cast<std::uintptr_t>(slots_.data());
     const auto addr = reinterpret_cast<std::uintptr_t>(prev);
     if (addr >= base && addr < base + sizeof(slots_)) {
-      const auto index = (addr - base) / sizeof(detail::ListNode);
-      occupied_[index / kSlots] &= ~(std::uint64_t{1} << (index % kSlots));
+      const auto index = (addr - base) / sizeof(Slot);
+      const Slot& slot = slots_[index];
+      bool empty = true;
+      for (const auto& way : slot.ways) empty &= way.next == &way;
+      if (empty) occupied_[index / kSlots] &= ~(std::uint64_t{1} << (index % kSlots));
     }
   }
 }
@@ -177,20 +193,36 @@ std::optional<TimingWheel::Expiration> TimingWheel::next_expiration() const noex
 }
 
 void TimingWheel::process(const Expiration& exp) noexcept {
-  detail::ListNode& h = head(exp.level, exp.slot);
+  Slot& slot = slot_at(exp.level, exp.slot);
   occupied_[exp.level] &= ~(std::uint64_t{1} << exp.slot);
-  detail::ListNode* node = h.next;
-  list_init(h);  // detach the whole slot first; the nodes still chain to &h
-  while (node != &h) {
-    auto& entry = static_cast<TimerEntry&>(*node);
-    node = node->next;
-    if (entry.when_ <= elapsed_) {
-      entry.when_ |= kReadyBit;
-      list_push_back(ready_, entry);
-      ++ready_count_;
-    } else {
-      link(entry);  // cascades down, or re-links an entry postponed in place
-      ++stats_.cascaded;
+  // Detach the whole slot first (its nodes still chain to their way's head),
+  // then walk the ways in turn, one entry each. A list walk is a chain of
+  // dependent loads, one cache miss at a time; kWays chains walked together
+  // keep kWays misses in flight. The prefetch starts the next miss of a way
+  // as soon as its address is known, not when the CPU's window reaches the
+  // load a whole round later.
+  std::array<detail::ListNode*, kWays> cur;
+  for (unsigned w = 0; w < kWays; ++w) {
+    cur[w] = slot.ways[w].next;
+    list_init(slot.ways[w]);
+  }
+  for (bool any = true; any;) {
+    any = false;
+    for (unsigned w = 0; w < kWays; ++w) {
+      detail::ListNode* node = cur[w];
+      if (node == &slot.ways[w]) continue;
+      any = true;
+      cur[w] = node->next;
+      __builtin_prefetch(cur[w]);
+      auto& entry = static_cast<TimerEntry&>(*node);
+      if (entry.when_ <= elapsed_) {
+        entry.when_ |= kReadyBit;
+        list_push_back(ready_, entry);
+        ++ready_count_;
+      } else {
+        link(entry);  // cascades down, or re-links an entry postponed in place
+        ++stats_.cascaded;
+      }
     }
   }
 }
@@ -253,26 +285,34 @@ void TimingWheel::validate() const {
   };
   for (unsigned level = 0; level < kLevels; ++level) {
     for (unsigned slot = 0; slot < kSlots; ++slot) {
-      const detail::ListNode& h = slots_[level * kSlots + slot];
+      const Slot& s = slot_at(level, slot);
+      bool any = false;
+      for (const auto& h : s.ways) any |= h.next != &h;
       const bool bit = (occupied_[level] >> slot) & 1;
-      if (bit != (h.next != &h))
+      if (bit != any)
         fail("occupancy bit of level " + std::to_string(level) + " slot " + std::to_string(slot));
-      check_links(h, "slot list");
-      for (const detail::ListNode* n = h.next; n != &h; n = n->next) {
-        const auto& e = static_cast<const TimerEntry&>(*n);
-        if (e.when_ & kReadyBit) fail("ready bit set on an entry in a slot");
-        if (e.when_ < elapsed_) fail("entry in a slot is overdue");
-        // A postponed entry may sit in an earlier slot than its deadline's;
-        // what must hold is that its slot is due no later (never early is
-        // then guaranteed by process(), which re-links what is not due).
-        const std::uint64_t slot_range = std::uint64_t{1} << (level * kSlotBits);
-        const std::uint64_t level_range = slot_range << kSlotBits;
-        std::uint64_t due = (elapsed_ & ~(level_range - 1)) + slot * slot_range;
-        if (level > 0 ? due <= elapsed_ : due < elapsed_) due += level_range;
-        if (due > e.when_)
-          fail("entry at level " + std::to_string(level) + " slot " + std::to_string(slot) +
-               " belongs elsewhere (when=" + std::to_string(e.when_) + ", elapsed=" +
-               std::to_string(elapsed_) + ")");
+      for (unsigned way = 0; way < kWays; ++way) {
+        const detail::ListNode& h = s.ways[way];
+        check_links(h, "slot list");
+        for (const detail::ListNode* n = h.next; n != &h; n = n->next) {
+          const auto& e = static_cast<const TimerEntry&>(*n);
+          if (way_for(e) != way)
+            fail("entry in way " + std::to_string(way) + " of level " + std::to_string(level) +
+                 " slot " + std::to_string(slot) + " belongs to way " + std::to_string(way_for(e)));
+          if (e.when_ & kReadyBit) fail("ready bit set on an entry in a slot");
+          if (e.when_ < elapsed_) fail("entry in a slot is overdue");
+          // A postponed entry may sit in an earlier slot than its deadline's;
+          // what must hold is that its slot is due no later (never early is
+          // then guaranteed by process(), which re-links what is not due).
+          const std::uint64_t slot_range = std::uint64_t{1} << (level * kSlotBits);
+          const std::uint64_t level_range = slot_range << kSlotBits;
+          std::uint64_t due = (elapsed_ & ~(level_range - 1)) + slot * slot_range;
+          if (level > 0 ? due <= elapsed_ : due < elapsed_) due += level_range;
+          if (due > e.when_)
+            fail("entry at level " + std::to_string(level) + " slot " + std::to_string(slot) +
+                 " belongs elsewhere (when=" + std::to_string(e.when_) +
+                 ", elapsed=" + std::to_string(elapsed_) + ")");
+        }
       }
     }
   }
@@ -294,10 +334,16 @@ std::string TimingWheel::dump() const {
     if (occupied_[level] == 0) continue;
     out += "  level " + std::to_string(level) + ":";
     for (unsigned slot = 0; slot < kSlots; ++slot) {
-      const detail::ListNode& h = slots_[level * kSlots + slot];
+      // "[slot]xN (a/b/...)": N entries, of which a in way 0, b in way 1, ...
       std::size_t n = 0;
-      for (const detail::ListNode* p = h.next; p != &h; p = p->next) ++n;
-      if (n) out += " [" + std::to_string(slot) + "]x" + std::to_string(n);
+      std::string ways;
+      for (const auto& h : slot_at(level, slot).ways) {
+        std::size_t in_way = 0;
+        for (const detail::ListNode* p = h.next; p != &h; p = p->next) ++in_way;
+        ways += (ways.empty() ? "" : "/") + std::to_string(in_way);
+        n += in_way;
+      }
+      if (n) out += " [" + std::to_string(slot) + "]x" + std::to_string(n) + " (" + ways + ")";
     }
     out += "\n";
   }
