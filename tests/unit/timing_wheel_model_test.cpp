@@ -2,9 +2,10 @@
 // (std::map of deadlines). On failure Catch prints the seed and the step.
 #include <heartwheel/timing_wheel.h>
 
+#include <catch2/catch.hpp>
+
 #include <algorithm>
 #include <array>
-#include <catch2/catch.hpp>
 #include <map>
 #include <random>
 #include <set>
@@ -12,6 +13,7 @@
 
 using namespace std::chrono_literals;
 using heartwheel::Duration;
+using heartwheel::SameTickOrder;
 using heartwheel::TimePoint;
 using heartwheel::TimerEntry;
 using heartwheel::TimingWheel;
@@ -47,8 +49,8 @@ struct Item : TimerEntry {
 template <std::size_t Pad>
 struct Model {
   using Item = ::Item<Pad>;
-  explicit Model(std::uint64_t seed, std::size_t n, Duration tick)
-      : rng(seed), wheel(tick, TimePoint{}), items(n), tick_ns(tick.count()) {
+  explicit Model(std::uint64_t seed, std::size_t n, Duration tick, SameTickOrder order)
+      : rng(seed), wheel(tick, TimePoint{}, order), items(n), tick_ns(tick.count()) {
     for (std::size_t i = 0; i < n; ++i) {
       items[i].model = this;
       items[i].id = i;
@@ -146,9 +148,9 @@ struct Model {
 
 template <std::size_t Pad = 0>
 void run_model(std::uint64_t seed, std::size_t entries, std::size_t ops, Duration tick,
-               Duration max_step) {
+               Duration max_step, SameTickOrder order = SameTickOrder::unspecified) {
   INFO("seed " << seed << " entries " << entries << " tick " << tick.count() << "ns");
-  Model<Pad> m(seed, entries, tick);
+  Model<Pad> m(seed, entries, tick, order);
   for (std::size_t op = 0; op < ops; ++op) {
     g_op = op;
     const std::size_t id = m.rng() % entries;
@@ -198,4 +200,9 @@ TEST_CASE("The model holds with every entry on its own page, so slots use all th
           "[wheel][model][ways]") {
   run_model<4096>(0x5eed0004, 300, 500'000, 1ms, 1ms);
   run_model<4096>(0x5eed0005, 16, 200'000, 1ms, 100'000'000ms);
+}
+
+TEST_CASE("The model holds for a wheel in fifo order", "[wheel][model]") {
+  run_model<4096>(0x5eed0006, 300, 500'000, 1ms, 1ms, SameTickOrder::fifo);
+  run_model(0x5eed0007, 500, 300'000, 250us, 900ms, SameTickOrder::fifo);
 }

@@ -3,11 +3,13 @@
 #include <heartwheel/virtual_clock.h>
 
 #include <catch2/catch.hpp>
+
 #include <string>
 #include <vector>
 
 using namespace std::chrono_literals;
 using heartwheel::Duration;
+using heartwheel::SameTickOrder;
 using heartwheel::TimePoint;
 using heartwheel::TimerEntry;
 using heartwheel::TimingWheel;
@@ -234,35 +236,73 @@ TEST_CASE("A zero-delay self re-arm runs once per advance and cannot spin", "[wh
   wheel.cancel(p);
 }
 
+// In the default order, which of two entries due on the same tick runs first
+// depends on their addresses (their ways); in fifo order it is the first
+// scheduled. Either way the one that runs first can cancel or move the other.
 TEST_CASE("A callback may cancel another entry due in the same tick", "[wheel][reentrancy]") {
+  const auto order = GENERATE(SameTickOrder::unspecified, SameTickOrder::fifo);
   VirtualClock clock;
-  TimingWheel wheel(1ms, clock.now());
+  TimingWheel wheel(1ms, clock.now(), order);
   Probe a, b;
   a.wheel = b.wheel = &wheel;
   a.action = [&](Probe&) { CHECK(wheel.cancel(b)); };
-  b.action = [&](Probe&) { wheel.cancel(a); };
+  b.action = [&](Probe&) { CHECK(wheel.cancel(a)); };
   wheel.schedule(a, 10ms);
   wheel.schedule(b, 10ms);
   clock.run_for(wheel, 20ms);
-  CHECK(a.fired_at.size() == 1);
-  CHECK(b.fired_at.empty());
+  CHECK(a.fired_at.size() + b.fired_at.size() == 1);  // the first to run cancelled the other
+  if (order == SameTickOrder::fifo) CHECK(a.fired_at.size() == 1);
   CHECK(wheel.size() == 0);
   wheel.validate();
 }
 
 TEST_CASE("A callback may reschedule another entry due in the same tick", "[wheel][reentrancy]") {
+  const auto order = GENERATE(SameTickOrder::unspecified, SameTickOrder::fifo);
   VirtualClock clock;
-  TimingWheel wheel(1ms, clock.now());
+  TimingWheel wheel(1ms, clock.now(), order);
   Probe a, b;
   a.wheel = b.wheel = &wheel;
-  a.action = [&](Probe&) { wheel.schedule(b, 50ms); };
+  a.action = [&](Probe&) {
+    if (b.armed()) wheel.schedule(b, 50ms);
+  };
+  b.action = [&](Probe&) {
+    if (a.armed()) wheel.schedule(a, 50ms);
+  };
   wheel.schedule(a, 10ms);
   wheel.schedule(b, 10ms);
   clock.run_for(wheel, 20ms);
-  CHECK(b.fired_at.empty());
+  REQUIRE(a.fired_at.size() + b.fired_at.size() == 1);
+  Probe& moved = a.fired_at.empty() ? a : b;
+  if (order == SameTickOrder::fifo) CHECK(&moved == &b);
   clock.run_for(wheel, 50ms);
-  REQUIRE(b.fired_at.size() == 1);
-  CHECK(b.fired_at[0] == TimePoint{} + 60ms);
+  REQUIRE(moved.fired_at.size() == 1);
+  CHECK(moved.fired_at[0] == TimePoint{} + 60ms);
+}
+
+TEST_CASE("In fifo order, entries due on the same tick run in the order they were scheduled",
+          "[wheel][ways]") {
+  struct alignas(4096) PageProbe : Probe {};  // one per page: different ways by default
+  std::vector<std::size_t> ran;
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now(), SameTickOrder::fifo);
+  CHECK(wheel.same_tick_order() == SameTickOrder::fifo);
+  std::vector<PageProbe> probes(32);
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    probes[i].wheel = &wheel;
+    probes[i].action = [&ran, i](Probe&) { ran.push_back(i); };
+  }
+  std::vector<std::size_t> expected;
+  // The first half waits at level 1 and cascades into the tick's level-0
+  // slot at 64 ms; the second half is scheduled after that, straight into it.
+  for (std::size_t k = 0; k < 16; ++k) expected.push_back((k * 7) % 16);
+  for (std::size_t k = 0; k < 16; ++k) expected.push_back(16 + (k * 5) % 16);
+  for (std::size_t k = 0; k < 16; ++k) wheel.schedule(probes[expected[k]], 100ms);
+  clock.run_for(wheel, 70ms);
+  CHECK(wheel.stats().cascaded == 16);
+  for (std::size_t k = 16; k < 32; ++k) wheel.schedule(probes[expected[k]], 30ms);
+  wheel.validate();
+  clock.run_for(wheel, 30ms);
+  CHECK(ran == expected);
 }
 
 TEST_CASE("A callback may destroy the owner of its own entry", "[wheel][reentrancy]") {

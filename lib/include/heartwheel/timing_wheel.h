@@ -58,8 +58,14 @@
 //   expiry 3-5x faster, now ahead of the 4-ary heap; schedule, cancel and
 //   refresh unchanged. Costs: 64 KiB of slot heads per wheel (8 KiB before);
 //   an unlink that empties its way reads the slot's 8 heads (two cache
-//   lines) to know whether the slot's occupancy bit goes; entries due on
-//   the same tick run in no particular order (this was never promised).
+//   lines) to know whether the slot's occupancy bit goes; and entries due on
+//   the same tick run in no particular order (in the order of their ways).
+//   A wheel built with SameTickOrder::fifo keeps one list per slot instead:
+//   entries due on the same tick run in the order they were scheduled
+//   (exactly: the order they reached their slot; an entry postponed in place
+//   reaches its new slot when its old one comes due), and expiry walks one
+//   list at a time as before the ways. HashedWheelTimer uses it (Netty runs
+//   a bucket in order); LoopWheel and the benches use the default.
 //
 // Threads
 //   Loop thread only: one wheel belongs to one thread. Distinct wheels: safe.
@@ -86,6 +92,13 @@
 
 namespace heartwheel {
 
+// The order in which entries due on the same tick run; see "Slots are split
+// into ways" above.
+enum class SameTickOrder : std::uint8_t {
+  unspecified,  // the default: kWays lists per slot, fastest mass expiry
+  fifo,         // the order they were scheduled: one list per slot
+};
+
 // Counters the wheel keeps as it works. Lateness is measured against each
 // entry's rounded-up deadline, at the `now` passed to advance().
 struct WheelStats {
@@ -109,10 +122,10 @@ class TimingWheel {
   static constexpr unsigned kWays = 1u << kWayBits;  // lists per slot (see Cost)
 
   // tick: the wheel's resolution, > 0. origin: the time the wheel starts at;
-  // deadlines before it are "in the past".
+  // deadlines before it are "in the past". order: see SameTickOrder.
   // Throws std::invalid_argument if tick <= 0.
-  explicit TimingWheel(Duration tick = std::chrono::milliseconds(1),
-                       TimePoint origin = TimePoint{});
+  explicit TimingWheel(Duration tick = std::chrono::milliseconds(1), TimePoint origin = TimePoint{},
+                       SameTickOrder order = SameTickOrder::unspecified);
   ~TimingWheel();  // entries still armed are unlinked (their owners keep them)
 
   TimingWheel(const TimingWheel&) = delete;
@@ -149,6 +162,7 @@ class TimingWheel {
   TimePoint now() const noexcept { return now_; }
   TimePoint origin() const noexcept { return origin_; }
   Duration tick() const noexcept { return tick_; }
+  SameTickOrder same_tick_order() const noexcept { return order_; }
   // The longest delay the wheel holds; longer ones are clamped to it. It is
   // (2^48 - 1) ticks, or about 146 years, whichever is shorter.
   Duration max_delay() const noexcept { return tick_ * static_cast<Duration::rep>(max_ticks_); }
@@ -180,7 +194,7 @@ class TimingWheel {
   struct alignas(64) Slot {
     std::array<detail::ListNode, kWays> ways;
   };
-  static unsigned way_for(const TimerEntry& entry) noexcept;
+  unsigned way_for(const TimerEntry& entry) const noexcept;
   Slot& slot_at(unsigned level, unsigned slot) noexcept { return slots_[level * kSlots + slot]; }
   const Slot& slot_at(unsigned level, unsigned slot) const noexcept {
     return slots_[level * kSlots + slot];
@@ -192,6 +206,7 @@ class TimingWheel {
 
   Duration tick_;
   std::uint64_t max_ticks_;  // clamp for delays; keeps tick arithmetic in range
+  SameTickOrder order_;
   TimePoint origin_;
   TimePoint now_;
   std::uint64_t elapsed_ = 0;  // ticks fully processed

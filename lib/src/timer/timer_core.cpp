@@ -22,7 +22,9 @@ TimerCore::TimerCore(HashedWheelTimer& owner, Duration tick, std::int64_t max_pe
       max_pending_(max_pending),
       executor_(std::move(executor)),
       origin_(Clock::now()),
-      wheel_(tick, origin_) {}
+      // fifo: tasks due on the same tick run in the order they reached the
+      // wheel, as the contract (and Netty's bucket walk) has it.
+      wheel_(tick, origin_, SameTickOrder::fifo) {}
 
 TimerCore::~TimerCore() {
   // Reached after the worker finished (it holds a reference while it runs),

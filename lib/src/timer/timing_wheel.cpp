@@ -27,10 +27,37 @@ void list_push_back(detail::ListNode& head, detail::ListNode& node) noexcept {
   head.prev->next = &node;
   head.prev = &node;
 }
+// Detaches the lists at heads[0 .. Ways) and calls visit(node) on each of
+// their nodes, walking the lists in turn, one node each. A list walk is a
+// chain of dependent loads, one cache miss at a time; Ways chains walked
+// together keep Ways misses in flight. The prefetch starts the next miss of a
+// list as soon as its address is known, not when the CPU's instruction
+// window reaches that load a whole round later. visit may link nodes into
+// these same heads: the detached chains still end at their head, so the walk
+// does not see them.
+template <unsigned Ways, class Visit>
+void walk_detached(detail::ListNode* heads, Visit&& visit) noexcept {
+  std::array<detail::ListNode*, Ways> cur;
+  for (unsigned w = 0; w < Ways; ++w) {
+    cur[w] = heads[w].next;
+    list_init(heads[w]);
+  }
+  for (bool any = true; any;) {
+    any = false;
+    for (unsigned w = 0; w < Ways; ++w) {
+      detail::ListNode* node = cur[w];
+      if (node == &heads[w]) continue;
+      any = true;
+      cur[w] = node->next;  // read before visit() re-links the node
+      __builtin_prefetch(cur[w]);
+      visit(*node);
+    }
+  }
+}
 }  // namespace
 
-TimingWheel::TimingWheel(Duration tick, TimePoint origin)
-    : tick_(tick), origin_(origin), now_(origin) {
+TimingWheel::TimingWheel(Duration tick, TimePoint origin, SameTickOrder order)
+    : tick_(tick), order_(order), origin_(origin), now_(origin) {
   if (tick.count() <= 0) throw std::invalid_argument("TimingWheel: tick must be positive");
   // Keep origin + tick * when inside the int64 nanosecond range for any
   // deadline the wheel holds (half the range, to leave room for `now`).
@@ -80,7 +107,8 @@ unsigned TimingWheel::level_for(std::uint64_t elapsed, std::uint64_t when) noexc
   return significant / kSlotBits;
 }
 
-unsigned TimingWheel::way_for(const TimerEntry& entry) noexcept {
+unsigned TimingWheel::way_for(const TimerEntry& entry) const noexcept {
+  if (order_ == SameTickOrder::fifo) return 0;
   // A Fibonacci hash of the entry's 4 KiB page. Entries of one page stay
   // neighbours in one list, so unlinking one touches lines near it (as with a
   // single list, when owners are allocated in order), while a slot's ways
@@ -195,36 +223,21 @@ std::optional<TimingWheel::Expiration> TimingWheel::next_expiration() const noex
 void TimingWheel::process(const Expiration& exp) noexcept {
   Slot& slot = slot_at(exp.level, exp.slot);
   occupied_[exp.level] &= ~(std::uint64_t{1} << exp.slot);
-  // Detach the whole slot first (its nodes still chain to their way's head),
-  // then walk the ways in turn, one entry each. A list walk is a chain of
-  // dependent loads, one cache miss at a time; kWays chains walked together
-  // keep kWays misses in flight. The prefetch starts the next miss of a way
-  // as soon as its address is known, not when the CPU's window reaches the
-  // load a whole round later.
-  std::array<detail::ListNode*, kWays> cur;
-  for (unsigned w = 0; w < kWays; ++w) {
-    cur[w] = slot.ways[w].next;
-    list_init(slot.ways[w]);
-  }
-  for (bool any = true; any;) {
-    any = false;
-    for (unsigned w = 0; w < kWays; ++w) {
-      detail::ListNode* node = cur[w];
-      if (node == &slot.ways[w]) continue;
-      any = true;
-      cur[w] = node->next;
-      __builtin_prefetch(cur[w]);
-      auto& entry = static_cast<TimerEntry&>(*node);
-      if (entry.when_ <= elapsed_) {
-        entry.when_ |= kReadyBit;
-        list_push_back(ready_, entry);
-        ++ready_count_;
-      } else {
-        link(entry);  // cascades down, or re-links an entry postponed in place
-        ++stats_.cascaded;
-      }
+  auto visit = [this](detail::ListNode& node) {
+    auto& entry = static_cast<TimerEntry&>(node);
+    if (entry.when_ <= elapsed_) {
+      entry.when_ |= kReadyBit;
+      list_push_back(ready_, entry);
+      ++ready_count_;
+    } else {
+      link(entry);  // cascades down, or re-links an entry postponed in place
+      ++stats_.cascaded;
     }
-  }
+  };
+  if (order_ == SameTickOrder::fifo)
+    walk_detached<1>(slot.ways.data(), visit);  // a fifo wheel only uses way 0
+  else
+    walk_detached<kWays>(slot.ways.data(), visit);
 }
 
 std::size_t TimingWheel::advance(TimePoint now, std::size_t max_fired) {
