@@ -129,8 +129,9 @@ class HashedWheelTimer {
     Duration tick = kDefaultTick;                // > 0; the precision
     int ticks_per_wheel = kDefaultTicksPerWheel;  // 1 .. 2^30; see "About ticks_per_wheel"
     std::int64_t max_pending = 0;                // >= 0; 0 = unlimited
-    Executor executor;                           // empty: tasks run on the worker thread
-    std::shared_ptr<TimerClock> clock;           // empty: SteadyTimerClock (real time)
+    // Every member has an initializer, so designated initializers may skip any.
+    Executor executor{};                  // empty: tasks run on the worker thread
+    std::shared_ptr<TimerClock> clock{};  // empty: SteadyTimerClock (real time)
   };
 
   // Defaults: 100 ms tick, 512 ticks per wheel, no limit, tasks on the worker.

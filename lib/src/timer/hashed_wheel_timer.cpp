@@ -43,7 +43,7 @@ HashedWheelTimer::HashedWheelTimer() : HashedWheelTimer(Options{}) {}
 
 HashedWheelTimer::HashedWheelTimer(Duration tick, int ticks_per_wheel, std::int64_t max_pending,
                                    Executor executor)
-    : HashedWheelTimer(Options{tick, ticks_per_wheel, max_pending, std::move(executor), {}}) {}
+    : HashedWheelTimer(Options{tick, ticks_per_wheel, max_pending, std::move(executor)}) {}
 
 HashedWheelTimer::HashedWheelTimer(Options options) {
   options = validated(std::move(options));
