@@ -24,7 +24,8 @@
 //   on a worker sleeping on this clock (which advance() then does not wait
 //   for: a thread cannot wait for itself).
 //   advance() blocks until every worker goes back to sleep: a worker stuck
-//   in a task that waits for the advancing thread blocks it for ever.
+//   in a task that waits for the advancing thread would block it for ever,
+//   so after 60 s of real time advance() throws std::runtime_error instead.
 //
 // Lifetime
 //   The clock must outlive the threads sleeping on it. HashedWheelTimer holds
@@ -54,7 +55,8 @@ class VirtualClock final : public TimerClock {
   // Moves the clock forward by d, stepping through the wake-up times of the
   // threads sleeping on it and waiting for them at each step (see above).
   // With no sleeping threads it only moves the time.
-  // Throws std::invalid_argument if d < 0 (time never goes back).
+  // Throws std::invalid_argument if d < 0 (time never goes back), and
+  // std::runtime_error if a sleeping thread does not catch up within 60 s.
   void advance(Duration d);
 
   // Moves the clock forward by d, running `wheel` at each next_deadline() on

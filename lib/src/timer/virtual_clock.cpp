@@ -11,6 +11,10 @@
 
 namespace heartwheel {
 
+namespace {
+constexpr std::chrono::seconds kCatchUpLimit{60};  // real time; see wait_caught_up()
+}  // namespace
+
 // One thread sleeping on a VirtualClock. Its state is guarded by mutex_; the
 // thread and advance() both wait on cv_, so every change notifies all.
 class VirtualClock::VirtualSleeper final : public TimerClock::Sleeper {
@@ -56,12 +60,20 @@ class VirtualClock::VirtualSleeper final : public TimerClock::Sleeper {
 
   // advance(): waits until the thread is asleep with nothing due at `now`
   // (and no wake() pending), or has ended; returns its next wake-up time.
-  // Does not wait for the calling thread itself.
+  // Does not wait for the calling thread itself. A thread that does not
+  // catch up within kCatchUpLimit of real time is stuck (a task waiting for
+  // the advancing thread?): throws rather than hang the test.
   std::optional<TimePoint> wait_caught_up(TimePoint now) {
     std::unique_lock<std::mutex> lock(mutex_);
     if (thread_ == std::this_thread::get_id()) return std::nullopt;
-    cv_.wait(lock,
-             [&] { return ended_ || (parked_ && !woken_ && (!wake_at_ || *wake_at_ > now)); });
+    const bool caught_up = cv_.wait_for(lock, kCatchUpLimit, [&] {
+      return ended_ || (parked_ && !woken_ && (!wake_at_ || *wake_at_ > now));
+    });
+    if (!caught_up)
+      throw std::runtime_error(
+          "VirtualClock::advance: a thread sleeping on this clock (a timer's worker) has not gone "
+          "back to sleep within 60 s of real time; is one of its tasks blocked waiting for the "
+          "thread that advances the clock?");
     return ended_ ? std::nullopt : wake_at_;
   }
 
