@@ -378,6 +378,32 @@ TEST_CASE("Delays past max_delay are clamped, and a bad tick is rejected", "[whe
   wheel.cancel(p);
 }
 
+TEST_CASE("Deadlines round up to a whole tick exactly, for any tick and any distance", "[wheel]") {
+  // The wheel divides by the tick with a multiply by its inverse; this
+  // checks it against plain division where an off-by-one would show: on,
+  // just before and just after tick multiples, near and far.
+  const Duration ticks[] = {1ns, 3ns, 7ns, 1us, 999'999ns, 1ms, 1'000'003ns, 1s, 7919ms};
+  for (const Duration tick : ticks) {
+    TimingWheel wheel(tick);
+    Probe p;
+    p.wheel = &wheel;
+    const auto max = std::min<std::int64_t>(wheel.max_delay().count(), std::int64_t{1} << 61);
+    for (std::int64_t base :
+         {std::int64_t{1}, std::int64_t{64}, std::int64_t{4097}, std::int64_t{1} << 20,
+          std::int64_t{1} << 35, max / tick.count() - 2}) {
+      for (std::int64_t off : {-1, 0, 1}) {
+        const std::int64_t ns = base * tick.count() + off;
+        if (ns <= 0 || ns > max) continue;
+        wheel.schedule_at(p, TimePoint(Duration(ns)));
+        const std::int64_t want = (ns + tick.count() - 1) / tick.count() * tick.count();
+        INFO("tick " << tick.count() << " ns, deadline " << ns << " ns");
+        CHECK(wheel.deadline_of(p).time_since_epoch().count() == want);
+      }
+    }
+    wheel.cancel(p);
+  }
+}
+
 TEST_CASE("The wheel releases armed entries when it is destroyed", "[wheel]") {
   Probe p;
   {

@@ -184,6 +184,7 @@ class TimingWheel {
     std::uint64_t deadline;  // tick at which the slot is due
   };
 
+  std::uint64_t ticks_of(std::uint64_t ns, std::uint64_t& rem) const noexcept;  // ns / tick
   std::uint64_t ticks_ceil(TimePoint t) const noexcept;
   std::uint64_t ticks_floor(TimePoint t) const noexcept;
   static unsigned level_for(std::uint64_t elapsed, std::uint64_t when) noexcept;
@@ -207,6 +208,8 @@ class TimingWheel {
   Duration tick_;
   std::uint64_t max_ticks_;  // clamp for delays; keeps tick arithmetic in range
   SameTickOrder order_;
+  std::uint64_t tick_ns_;       // tick_.count(), for ticks_of()
+  std::uint64_t tick_inverse_;  // floor((2^64 - 1) / tick_ns_)
   TimePoint origin_;
   TimePoint now_;
   std::uint64_t elapsed_ = 0;  // ticks fully processed
