@@ -379,9 +379,9 @@ TEST_CASE("Delays past max_delay are clamped, and a bad tick is rejected", "[whe
 }
 
 TEST_CASE("Deadlines round up to a whole tick exactly, for any tick and any distance", "[wheel]") {
-  // The wheel divides by the tick with a multiply by its inverse; this
-  // checks it against plain division where an off-by-one would show: on,
-  // just before and just after tick multiples, near and far.
+  // Where an off-by-one in the tick conversion would show: on, just before
+  // and just after tick multiples, near and far, for ticks that do not
+  // divide a second.
   const Duration ticks[] = {1ns, 3ns, 7ns, 1us, 999'999ns, 1ms, 1'000'003ns, 1s, 7919ms};
   for (const Duration tick : ticks) {
     TimingWheel wheel(tick);

@@ -64,8 +64,6 @@ TimingWheel::TimingWheel(Duration tick, TimePoint origin, SameTickOrder order)
   const auto limit =
       static_cast<std::uint64_t>(std::numeric_limits<Duration::rep>::max() / 2 / tick.count());
   max_ticks_ = std::min(kMaxTicks - 1, limit);
-  tick_ns_ = static_cast<std::uint64_t>(tick.count());
-  tick_inverse_ = ~std::uint64_t{0} / tick_ns_;
   for (auto& slot : slots_)
     for (auto& head : slot.ways) list_init(head);
   list_init(ready_);
@@ -88,42 +86,22 @@ TimingWheel::~TimingWheel() {
 
 // The helpers below are `inline` although only this file uses them: the
 // library is position-independent code, and GCC does not inline a function
-// that could be interposed, so without it every schedule() made five calls.
-
-inline std::uint64_t TimingWheel::ticks_of(std::uint64_t ns, std::uint64_t& rem) const noexcept {
-#if defined(__SIZEOF_INT128__)
-  // ns / tick without a DIV instruction, which costs 15-45 cycles and bounded
-  // schedule()'s throughput. tick_inverse_ = floor((2^64 - 1) / tick) is at
-  // least 2^64 / tick - 1, so the high half of ns * tick_inverse_ is the
-  // quotient or one less (ns < 2^64); one correction step makes it exact.
-  __extension__ using U128 = unsigned __int128;
-  std::uint64_t q = static_cast<std::uint64_t>((static_cast<U128>(ns) * tick_inverse_) >> 64);
-  std::uint64_t r = ns - q * tick_ns_;
-  if (r >= tick_ns_) {
-    ++q;
-    r -= tick_ns_;
-  }
-  rem = r;
-  return q;
-#else
-  rem = ns % tick_ns_;
-  return ns / tick_ns_;
-#endif
-}
+// that could be interposed, so without it every schedule() made up to five
+// calls through the PLT (refresh with the owner in cache at 1M entries:
+// about 7 instead of 10 ns, docs/BENCHMARKS.md).
 
 inline std::uint64_t TimingWheel::ticks_ceil(TimePoint t) const noexcept {
   const auto d = (t - origin_).count();
   if (d <= 0) return 0;
-  std::uint64_t rem;
-  const std::uint64_t q = ticks_of(static_cast<std::uint64_t>(d), rem);
-  return q + (rem != 0);
+  const auto ud = static_cast<std::uint64_t>(d);
+  const auto tk = static_cast<std::uint64_t>(tick_.count());
+  return ud / tk + (ud % tk != 0);
 }
 
 inline std::uint64_t TimingWheel::ticks_floor(TimePoint t) const noexcept {
   const auto d = (t - origin_).count();
   if (d <= 0) return 0;
-  std::uint64_t rem;
-  return ticks_of(static_cast<std::uint64_t>(d), rem);
+  return static_cast<std::uint64_t>(d) / static_cast<std::uint64_t>(tick_.count());
 }
 
 inline unsigned TimingWheel::level_for(std::uint64_t elapsed, std::uint64_t when) noexcept {
