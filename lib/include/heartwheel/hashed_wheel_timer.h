@@ -85,6 +85,9 @@
 //   returns false or flips the state); Timeout::timer() does not.
 //   Few instances, many timeouts: each timer is a thread. A warning is
 //   printed once per process when more than kInstanceWarningThreshold exist.
+//   The timer shares ownership of its clock (Options::clock), so the clock
+//   lives as long as the timer's worker needs it; one clock may serve many
+//   timers.
 #pragma once
 
 #include <chrono>
