@@ -192,7 +192,8 @@ class TimingWheel {
   static unsigned slot_for(std::uint64_t when, unsigned level) noexcept {
     return static_cast<unsigned>(when >> (level * kSlotBits)) & (kSlots - 1);
   }
-  // A slot is kWays lists; process() walks them interleaved.
+  // A slot is kWays list heads (128 bytes, two cache lines), an entry's way
+  // picked by way_for(); process() walks them interleaved.
   struct alignas(64) Slot {
     std::array<detail::ListNode, kWays> ways;
   };

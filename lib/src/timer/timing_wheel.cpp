@@ -1,7 +1,8 @@
 // The hierarchical timing wheel. The header holds the contract and the level
 // table; this file holds the mechanics. The level rule and the occupancy-bitmap
 // search follow tokio's runtime/time/wheel; the slot heads double as list
-// sentinels so that unlinking needs no back-pointer to the slot.
+// sentinels so that unlinking needs no back-pointer to the slot. Each slot is
+// kWays such lists (see "Slots are split into ways" in the header).
 #include <heartwheel/timing_wheel.h>
 
 #include <bit>
@@ -27,6 +28,7 @@ void list_push_back(detail::ListNode& head, detail::ListNode& node) noexcept {
   head.prev->next = &node;
   head.prev = &node;
 }
+
 // Detaches the lists at heads[0 .. Ways) and calls visit(node) on each of
 // their nodes, walking the lists in turn, one node each. A list walk is a
 // chain of dependent loads, one cache miss at a time; Ways chains walked
