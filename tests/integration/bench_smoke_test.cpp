@@ -135,3 +135,16 @@ TEST_CASE("The pubsub bench prints one JSON line with its fan-out and memory fig
   REQUIRE(bigger.lines.size() == 1);
   CHECK(bigger.lines[0].at("allocations_per_publication") == j.at("allocations_per_publication"));
 }
+
+TEST_CASE("The timer bench measures only the --impls stores and rejects unknown ones (status 2)",
+          "[bench][smoke]") {
+  const Run run = run_json(std::string(TIMER_BENCH) +
+                           " --json --n 1000 --reps 1 --min-ops 1000 --impls wheel,heap4");
+  REQUIRE(run.status == 0);
+  std::set<std::string> impls;
+  for (const auto& j : run.lines)
+    if (j.contains("impl")) impls.insert(j.at("impl").get<std::string>());
+  CHECK(impls == std::set<std::string>{"wheel", "heap4"});
+  CHECK(run_json(std::string(TIMER_BENCH) + " --json --impls wheel,fib_heap").status == 2);
+  CHECK(run_json(std::string(TIMER_BENCH) + " --json --impls heap4").status == 2);
+}

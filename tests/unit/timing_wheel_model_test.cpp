@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <random>
 #include <set>
@@ -12,6 +13,7 @@
 
 using namespace std::chrono_literals;
 using heartwheel::Duration;
+using heartwheel::SameTickOrder;
 using heartwheel::TimePoint;
 using heartwheel::TimerEntry;
 using heartwheel::TimingWheel;
@@ -26,18 +28,29 @@ static std::size_t g_op = 0;
 
 namespace {
 
+template <std::size_t Pad>
 struct Model;
 
+// Pad bytes after the fields: with Pad near a page, consecutive items sit on
+// different 4 KiB pages, so they spread over a slot's ways (the way is a hash
+// of the entry's page); with Pad = 0 a few items share one page and one way.
+template <std::size_t Pad>
 struct Item : TimerEntry {
   Item() : TimerEntry(&fire) {}
-  static void fire(TimerEntry& e);
-  Model* model = nullptr;
+  static void fire(TimerEntry& e) {
+    auto& it = static_cast<Item&>(e);
+    it.model->on_fire(it);
+  }
+  Model<Pad>* model = nullptr;
   std::size_t id = 0;
+  std::array<char, Pad> pad{};
 };
 
+template <std::size_t Pad>
 struct Model {
-  explicit Model(std::uint64_t seed, std::size_t n, Duration tick)
-      : rng(seed), wheel(tick, TimePoint{}), items(n), tick_ns(tick.count()) {
+  using Item = ::Item<Pad>;
+  explicit Model(std::uint64_t seed, std::size_t n, Duration tick, SameTickOrder order)
+      : rng(seed), wheel(tick, TimePoint{}, order), items(n), tick_ns(tick.count()) {
     for (std::size_t i = 0; i < n; ++i) {
       items[i].model = this;
       items[i].id = i;
@@ -133,15 +146,11 @@ struct Model {
   bool measuring = true;  // lateness is bounded only while steps are <= 1 tick
 };
 
-void Item::fire(TimerEntry& e) {
-  auto& it = static_cast<Item&>(e);
-  it.model->on_fire(it);
-}
-
+template <std::size_t Pad = 0>
 void run_model(std::uint64_t seed, std::size_t entries, std::size_t ops, Duration tick,
-               Duration max_step) {
+               Duration max_step, SameTickOrder order = SameTickOrder::unspecified) {
   INFO("seed " << seed << " entries " << entries << " tick " << tick.count() << "ns");
-  Model m(seed, entries, tick);
+  Model<Pad> m(seed, entries, tick, order);
   for (std::size_t op = 0; op < ops; ++op) {
     g_op = op;
     const std::size_t id = m.rng() % entries;
@@ -185,4 +194,15 @@ TEST_CASE("The wheel agrees with a reference model over millions of operations",
 
 TEST_CASE("The model holds with a few entries and huge time jumps", "[wheel][model]") {
   run_model(0x5eed0003, 16, 300'000, 1ms, 100'000'000ms);
+}
+
+TEST_CASE("The model holds with every entry on its own page, so slots use all their ways",
+          "[wheel][model][ways]") {
+  run_model<4096>(0x5eed0004, 300, 500'000, 1ms, 1ms);
+  run_model<4096>(0x5eed0005, 16, 200'000, 1ms, 100'000'000ms);
+}
+
+TEST_CASE("The model holds for a wheel in fifo order", "[wheel][model]") {
+  run_model<4096>(0x5eed0006, 300, 500'000, 1ms, 1ms, SameTickOrder::fifo);
+  run_model(0x5eed0007, 500, 300'000, 250us, 900ms, SameTickOrder::fifo);
 }

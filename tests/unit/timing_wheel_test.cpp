@@ -4,10 +4,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
 #include <vector>
 
 using namespace std::chrono_literals;
 using heartwheel::Duration;
+using heartwheel::SameTickOrder;
 using heartwheel::TimePoint;
 using heartwheel::TimerEntry;
 using heartwheel::TimingWheel;
@@ -30,6 +32,14 @@ struct Probe : TimerEntry {
   std::vector<TimePoint> fired_at;
   std::function<void(Probe&)> action;
 };
+
+template <class P>
+void arm_all(TimingWheel& wheel, std::vector<P>& probes, Duration delay) {
+  for (auto& p : probes) {
+    p.wheel = &wheel;
+    wheel.schedule(p, delay);
+  }
+}
 
 }  // namespace
 
@@ -127,6 +137,40 @@ TEST_CASE("cancel returns whether the entry was armed, and a cancelled entry nev
   wheel.validate();
 }
 
+TEST_CASE("A slot spread over its ways stays due until its last entry is cancelled",
+          "[wheel][ways]") {
+  // One entry per 4 KiB page: an entry's way is a hash of its page, so 64
+  // pages fill all of a slot's ways.
+  struct alignas(4096) PageProbe : Probe {};
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now());
+  std::vector<PageProbe> probes(64);
+  arm_all(wheel, probes, 5ms);
+  Probe later;
+  later.wheel = &wheel;
+  wheel.schedule(later, 40ms);
+  wheel.validate();
+  CHECK(wheel.dump().find("[5]x64 (") != std::string::npos);
+
+  std::vector<std::size_t> order(probes.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = (i * 37) % order.size();  // scrambled
+  for (std::size_t k = 0; k + 1 < order.size(); ++k) {
+    CHECK(wheel.cancel(probes[order[k]]));
+    CHECK(wheel.next_deadline() == TimePoint{} + 5ms);  // other ways still hold entries
+  }
+  wheel.validate();
+  CHECK(wheel.cancel(probes[order.back()]));
+  CHECK(wheel.next_deadline() == TimePoint{} + 40ms);  // the slot's last way emptied
+  wheel.validate();
+
+  // A full slot fires every entry of every way once, in one advance.
+  for (auto& p : probes) wheel.schedule(p, 10ms);
+  CHECK(wheel.advance(clock.now() + 10ms) == probes.size());
+  for (const auto& p : probes) CHECK(p.fired_at == std::vector<TimePoint>{TimePoint{} + 10ms});
+  CHECK(later.fired_at.empty());
+  wheel.validate();
+}
+
 TEST_CASE("Rescheduling moves the deadline both ways", "[wheel]") {
   VirtualClock clock;
   TimingWheel wheel(1ms, clock.now());
@@ -192,35 +236,73 @@ TEST_CASE("A zero-delay self re-arm runs once per advance and cannot spin", "[wh
   wheel.cancel(p);
 }
 
+// In the default order, which of two entries due on the same tick runs first
+// depends on their addresses (their ways); in fifo order it is the first
+// scheduled. Either way the one that runs first can cancel or move the other.
 TEST_CASE("A callback may cancel another entry due in the same tick", "[wheel][reentrancy]") {
+  const auto order = GENERATE(SameTickOrder::unspecified, SameTickOrder::fifo);
   VirtualClock clock;
-  TimingWheel wheel(1ms, clock.now());
+  TimingWheel wheel(1ms, clock.now(), order);
   Probe a, b;
   a.wheel = b.wheel = &wheel;
   a.action = [&](Probe&) { CHECK(wheel.cancel(b)); };
-  b.action = [&](Probe&) { wheel.cancel(a); };
+  b.action = [&](Probe&) { CHECK(wheel.cancel(a)); };
   wheel.schedule(a, 10ms);
   wheel.schedule(b, 10ms);
   clock.run_for(wheel, 20ms);
-  CHECK(a.fired_at.size() == 1);
-  CHECK(b.fired_at.empty());
+  CHECK(a.fired_at.size() + b.fired_at.size() == 1);  // the first to run cancelled the other
+  if (order == SameTickOrder::fifo) CHECK(a.fired_at.size() == 1);
   CHECK(wheel.size() == 0);
   wheel.validate();
 }
 
 TEST_CASE("A callback may reschedule another entry due in the same tick", "[wheel][reentrancy]") {
+  const auto order = GENERATE(SameTickOrder::unspecified, SameTickOrder::fifo);
   VirtualClock clock;
-  TimingWheel wheel(1ms, clock.now());
+  TimingWheel wheel(1ms, clock.now(), order);
   Probe a, b;
   a.wheel = b.wheel = &wheel;
-  a.action = [&](Probe&) { wheel.schedule(b, 50ms); };
+  a.action = [&](Probe&) {
+    if (b.armed()) wheel.schedule(b, 50ms);
+  };
+  b.action = [&](Probe&) {
+    if (a.armed()) wheel.schedule(a, 50ms);
+  };
   wheel.schedule(a, 10ms);
   wheel.schedule(b, 10ms);
   clock.run_for(wheel, 20ms);
-  CHECK(b.fired_at.empty());
+  REQUIRE(a.fired_at.size() + b.fired_at.size() == 1);
+  Probe& moved = a.fired_at.empty() ? a : b;
+  if (order == SameTickOrder::fifo) CHECK(&moved == &b);
   clock.run_for(wheel, 50ms);
-  REQUIRE(b.fired_at.size() == 1);
-  CHECK(b.fired_at[0] == TimePoint{} + 60ms);
+  REQUIRE(moved.fired_at.size() == 1);
+  CHECK(moved.fired_at[0] == TimePoint{} + 60ms);
+}
+
+TEST_CASE("In fifo order, entries due on the same tick run in the order they were scheduled",
+          "[wheel][ways]") {
+  struct alignas(4096) PageProbe : Probe {};  // one per page: different ways by default
+  std::vector<std::size_t> ran;
+  VirtualClock clock;
+  TimingWheel wheel(1ms, clock.now(), SameTickOrder::fifo);
+  CHECK(wheel.same_tick_order() == SameTickOrder::fifo);
+  std::vector<PageProbe> probes(32);
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    probes[i].wheel = &wheel;
+    probes[i].action = [&ran, i](Probe&) { ran.push_back(i); };
+  }
+  std::vector<std::size_t> expected;
+  // The first half waits at level 1 and cascades into the tick's level-0
+  // slot at 64 ms; the second half is scheduled after that, straight into it.
+  for (std::size_t k = 0; k < 16; ++k) expected.push_back((k * 7) % 16);
+  for (std::size_t k = 0; k < 16; ++k) expected.push_back(16 + (k * 5) % 16);
+  for (std::size_t k = 0; k < 16; ++k) wheel.schedule(probes[expected[k]], 100ms);
+  clock.run_for(wheel, 70ms);
+  CHECK(wheel.stats().cascaded == 16);
+  for (std::size_t k = 16; k < 32; ++k) wheel.schedule(probes[expected[k]], 30ms);
+  wheel.validate();
+  clock.run_for(wheel, 30ms);
+  CHECK(ran == expected);
 }
 
 TEST_CASE("A callback may destroy the owner of its own entry", "[wheel][reentrancy]") {
@@ -261,10 +343,7 @@ TEST_CASE("advance runs at most max_fired callbacks and keeps the rest ready", "
   VirtualClock clock;
   TimingWheel wheel(1ms, clock.now());
   std::vector<Probe> probes(1000);
-  for (auto& p : probes) {
-    p.wheel = &wheel;
-    wheel.schedule(p, 10ms);
-  }
+  arm_all(wheel, probes, 10ms);
   clock.advance(10ms);
   CHECK(wheel.advance(clock.now(), 300) == 300);
   CHECK(wheel.ready() == 700);
@@ -297,6 +376,33 @@ TEST_CASE("Delays past max_delay are clamped, and a bad tick is rejected", "[whe
   CHECK(wheel.deadline_of(p) == wheel.now() + wheel.max_delay());
   wheel.validate();
   wheel.cancel(p);
+}
+
+TEST_CASE("Deadlines round up to a whole tick exactly, for any tick and any distance", "[wheel]") {
+  // Where an off-by-one in the tick conversion would show: on, just before
+  // and just after tick multiples, near and far, for ticks that do not
+  // divide a second.
+  const Duration ticks[] = {1ns, 3ns, 7ns, 1us, 999'999ns, 1ms, 1'000'003ns, 1s, 7919ms};
+  for (const Duration tick : ticks) {
+    TimingWheel wheel(tick);
+    Probe p;
+    p.wheel = &wheel;
+    const auto max = std::min<std::int64_t>(wheel.max_delay().count(), std::int64_t{1} << 61);
+    for (std::int64_t base :
+         {std::int64_t{1}, std::int64_t{64}, std::int64_t{4097}, std::int64_t{1} << 20,
+          std::int64_t{1} << 35, max / tick.count() - 2}) {
+      if (base > max / tick.count()) continue;  // past the wheel's range (and int64's)
+      for (std::int64_t off : {-1, 0, 1}) {
+        const std::int64_t ns = base * tick.count() + off;
+        if (ns <= 0 || ns > max) continue;
+        wheel.schedule_at(p, TimePoint(Duration(ns)));
+        const std::int64_t want = (ns + tick.count() - 1) / tick.count() * tick.count();
+        INFO("tick " << tick.count() << " ns, deadline " << ns << " ns");
+        CHECK(wheel.deadline_of(p).time_since_epoch().count() == want);
+      }
+    }
+    wheel.cancel(p);
+  }
 }
 
 TEST_CASE("The wheel releases armed entries when it is destroyed", "[wheel]") {

@@ -37,6 +37,10 @@ struct Options {
   int reps = 3;
   std::uint64_t seed = 42;
   bool json = false;
+  std::vector<std::string> impls{"wheel", "heap4", "uv_timer"};
+  bool runs(const std::string& impl) const {
+    return std::find(impls.begin(), impls.end(), impl) != impls.end();
+  }
 };
 
 template <class Impl>
@@ -99,7 +103,7 @@ std::vector<Verdict> verdicts(const std::vector<Row>& rows) {
     out.push_back({"refresh_1m_5x_faster_than_uv_timer", order, uv->ratio_vs_wheel >= 5, uv->ratio_vs_wheel});
   }
   // The entry is what each connection pays; the wheel's own slot array is a
-  // fixed 8 KiB per wheel, shown amortised in the rows (0.008 B/entry at 1M).
+  // fixed 64 KiB per wheel, shown amortised in the rows (0.066 B/entry at 1M).
   out.push_back({"entry_bytes_at_most_32", "-", sizeof(heartwheel::TimerEntry) <= 32,
                  static_cast<double>(sizeof(heartwheel::TimerEntry))});
   return out;
@@ -121,6 +125,16 @@ void print_json(const std::vector<Row>& rows, const std::vector<Verdict>& vs) {
               << '\n';
 }
 
+// " ns (x) " for a baseline's row, or dashes when --impls left it out.
+std::string baseline_cells(const Row* r) {
+  char cells[64];
+  if (r)
+    std::snprintf(cells, sizeof cells, " %9.2f %7.1fx ", r->op.ns_per_op, r->ratio_vs_wheel);
+  else
+    std::snprintf(cells, sizeof cells, " %9s %8s ", "-", "-");
+  return cells;
+}
+
 void print_table(const std::vector<Row>& rows, const std::vector<Verdict>& vs, const Options& opt) {
   std::printf("heartwheel-timer-bench: ns per operation (best of %d), virtual time 1 ms per %zu ops,\n"
               "timeout %.0f s, wheel tick %.3g ms. (x) = ratio to the wheel; higher is slower than the wheel.\n\n",
@@ -136,17 +150,24 @@ void print_table(const std::vector<Row>& rows, const std::vector<Verdict>& vs, c
       if (w.impl != "wheel" || w.n != n) continue;
       const Row* h = find(rows, "heap4", w.op.op, w.op.order, n);
       const Row* u = find(rows, "uv_timer", w.op.op, w.op.order, n);
-      std::printf("%-8s %-17s %9zu | %9.2f | %9.2f %7.1fx | %9.2f %7.1fx |", w.op.op.c_str(), w.op.order.c_str(), n,
-                  w.op.ns_per_op, h ? h->op.ns_per_op : 0.0, h ? h->ratio_vs_wheel : 0.0,
-                  u ? u->op.ns_per_op : 0.0, u ? u->ratio_vs_wheel : 0.0);
+      std::printf("%-8s %-17s %9zu | %9.2f |%s|%s|", w.op.op.c_str(), w.op.order.c_str(), n,
+                  w.op.ns_per_op, baseline_cells(h).c_str(), baseline_cells(u).c_str());
       if (w.op.relink_fraction >= 0) std::printf(" %.1f%%", 100 * w.op.relink_fraction);
       std::printf("\n");
     }
     const Row* w = find(rows, "wheel", "expire", "deadline", n);
     const Row* h = find(rows, "heap4", "expire", "deadline", n);
     const Row* u = find(rows, "uv_timer", "expire", "deadline", n);
-    std::printf("%-8s %-17s %9zu | %9.1f | %9.1f %8s | %9.1f %8s |\n\n", "bytes", "per entry", n,
-                w ? w->bytes_per_entry : 0.0, h ? h->bytes_per_entry : 0.0, "", u ? u->bytes_per_entry : 0.0, "");
+    auto bytes = [](const Row* r) {
+      char cell[32];
+      if (r)
+        std::snprintf(cell, sizeof cell, "%9.1f", r->bytes_per_entry);
+      else
+        std::snprintf(cell, sizeof cell, "%9s", "-");
+      return std::string(cell);
+    };
+    std::printf("%-8s %-17s %9zu | %s | %s %8s | %s %8s |\n\n", "bytes", "per entry", n,
+                bytes(w).c_str(), bytes(h).c_str(), "", bytes(u).c_str(), "");
   }
   std::printf("Targets (issue 2, at N = 1M; 1-minute load average at the end: %.2f on %u cores):\n",
               hb::load_average_1m(), std::thread::hardware_concurrency());
@@ -181,6 +202,11 @@ int main(int argc, char** argv) {
   app.add_option("--min-ops", opt.run.min_ops, "At least this many operations per measurement (rounds for small N)")
       ->capture_default_str()->check(CLI::Range(1, 1'000'000'000));
   app.add_option("--seed", opt.seed, "Seed of the random order")->capture_default_str();
+  app.add_option("--impls", opt.impls,
+                 "Comma-separated stores to measure; wheel is required (rows are its ratios)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"wheel", "heap4", "uv_timer"}))
+      ->capture_default_str();
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   try {
@@ -196,6 +222,8 @@ int main(int argc, char** argv) {
     if (opt.tick.count() <= 0) throw std::invalid_argument("--tick must be positive");
     for (std::size_t n : opt.sizes)
       if (n >= UINT32_MAX) throw std::invalid_argument("--n: at most 4 billion entries");
+    if (!opt.runs("wheel"))
+      throw std::invalid_argument("--impls: must include wheel (every row is a ratio to it)");
   } catch (const std::exception& e) {
     return heartwheel::cli::usage_error(app, e.what());
   }
@@ -208,8 +236,8 @@ int main(int argc, char** argv) {
       std::mt19937_64 rng(opt.seed);
       std::shuffle(perm.begin(), perm.end(), rng);
       run_impl<hb::WheelImpl>(opt, n, perm, rows);
-      run_impl<hb::HeapImpl>(opt, n, perm, rows);
-      run_impl<hb::UvImpl>(opt, n, perm, rows);
+      if (opt.runs("heap4")) run_impl<hb::HeapImpl>(opt, n, perm, rows);
+      if (opt.runs("uv_timer")) run_impl<hb::UvImpl>(opt, n, perm, rows);
       if (!opt.json) std::fprintf(stderr, "  N = %zu done\n", n);
     }
   } catch (const std::exception& e) {

@@ -29,12 +29,26 @@
 //   std::function's own block if the callable is large), cancel() never.
 //
 // Precision
-//   A task never runs before its deadline (now + delay, read from
-//   steady_clock when new_timeout() is called). It runs at the first tick
+//   A task never runs before its deadline (now + delay, read from the
+//   timer's clock when new_timeout() is called). It runs at the first tick
 //   boundary (counted from the timer's construction) at or after the
 //   deadline, plus the worker's wake-up latency: at most one tick late on an
 //   unloaded machine. A delay <= 0 runs at the next tick boundary. Tasks run
-//   in tick order; within one tick, in the order they reached the wheel.
+//   in tick order; within one tick, in the order they reached the wheel
+//   (its wheel keeps SameTickOrder::fifo, see timing_wheel.h).
+//
+// Time, and testing without sleeping
+//   The timer reads the time, and its worker sleeps, through a TimerClock
+//   (timer_clock.h): Options::clock, by default the real steady clock. Give
+//   it a VirtualClock (virtual_clock.h) and time moves only when the test
+//   calls clock->advance(d); the worker wakes at each of its wake-up times on
+//   the way, and advance() returns once it has run everything due and gone
+//   back to sleep. Tasks then see clock->now() at their own tick boundary:
+//     auto clock = std::make_shared<heartwheel::VirtualClock>();
+//     heartwheel::HashedWheelTimer timer({.tick = 100ms, .clock = clock});
+//     auto t = timer.new_timeout(task, 2s);
+//     clock->advance(3s);              // the task ran, at clock->now() == 2 s
+//   Tasks handed to an executor are handed over by then, not necessarily run.
 //
 // About ticks_per_wheel
 //   Netty's wheel is one ring of ticks_per_wheel buckets; a timeout further
@@ -71,6 +85,9 @@
 //   returns false or flips the state); Timeout::timer() does not.
 //   Few instances, many timeouts: each timer is a thread. A warning is
 //   printed once per process when more than kInstanceWarningThreshold exist.
+//   The timer shares ownership of its clock (Options::clock), so the clock
+//   lives as long as the timer's worker needs it; one clock may serve many
+//   timers.
 #pragma once
 
 #include <chrono>
@@ -83,6 +100,7 @@
 
 #include <heartwheel/time.h>
 #include <heartwheel/timeout.h>
+#include <heartwheel/timer_clock.h>
 
 namespace heartwheel {
 
@@ -114,7 +132,9 @@ class HashedWheelTimer {
     Duration tick = kDefaultTick;                // > 0; the precision
     int ticks_per_wheel = kDefaultTicksPerWheel;  // 1 .. 2^30; see "About ticks_per_wheel"
     std::int64_t max_pending = 0;                // >= 0; 0 = unlimited
-    Executor executor;                           // empty: tasks run on the worker thread
+    // Every member has an initializer, so designated initializers may skip any.
+    Executor executor{};                  // empty: tasks run on the worker thread
+    std::shared_ptr<TimerClock> clock{};  // empty: SteadyTimerClock (real time)
   };
 
   // Defaults: 100 ms tick, 512 ticks per wheel, no limit, tasks on the worker.
@@ -180,6 +200,8 @@ class HashedWheelTimer {
   std::uint64_t wakeups() const noexcept;
 
   Duration tick() const noexcept { return tick_; }
+  // The clock the timer reads (Options::clock, or the steady clock).
+  TimerClock& clock() const noexcept;
   int ticks_per_wheel() const noexcept { return ticks_per_wheel_; }  // rounded up to a power of two
   std::int64_t max_pending() const noexcept { return max_pending_; }
 

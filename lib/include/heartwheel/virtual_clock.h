@@ -1,47 +1,80 @@
 // heartwheel/virtual_clock.h - hand-driven time for tests.
 //
-// Advance time by hand instead of sleeping, for the project's own tests and for
-// users testing their handlers. run_for() walks a wheel through every deadline
-// on the way, so each callback sees now() equal to (or one tick after) its own
-// deadline, as it would under a real driver with zero latency.
-// ManualTimerService bundles a wheel with a VirtualClock behind the
-// TimerService interface, so connection and HTTP code runs unchanged in tests.
-// Threads: single-threaded, like the wheel it drives.
+// Advance time by hand instead of sleeping, for the project's own tests and
+// for users testing their handlers. Two ways to use it:
+//   - A wheel driven on the test's own thread: run_for(wheel, d) walks the
+//     wheel through every deadline on the way, so each callback sees now()
+//     equal to (or one tick after) its own deadline, as it would under a real
+//     driver with zero latency. ManualTimerService (below) bundles a wheel
+//     with a VirtualClock behind the TimerService interface, so connection
+//     and HTTP code runs unchanged in tests.
+//   - Timers with a thread of their own (HashedWheelTimer with
+//     Options::clock set to this clock): they sleep on the clock (it is a
+//     TimerClock, see timer_clock.h). advance(d) moves time to each wake-up
+//     time a sleeping worker asked for on the way, and at each step waits
+//     until every worker has caught up: it is asleep again, waiting for a
+//     later time, or it has finished. So when advance() returns, every task
+//     due by the new time has run (tasks handed to an executor: have been
+//     handed over), each having seen now() at its own tick: the results do
+//     not depend on the machine's speed or load. advance(0) only waits for
+//     the workers to catch up, e.g. after new_timeout() from the test.
+//
+// Threads
+//   now(): any thread. advance() and run_for(): the test's thread, or a task
+//   on a worker sleeping on this clock (which advance() then does not wait
+//   for: a thread cannot wait for itself).
+//   advance() blocks until every worker goes back to sleep: a worker stuck
+//   in a task that waits for the advancing thread would block it for ever,
+//   so after 60 s of real time advance() throws std::runtime_error instead.
+//
+// Lifetime
+//   The clock must outlive the threads sleeping on it. HashedWheelTimer holds
+//   its clock by shared_ptr, which sees to that.
 #pragma once
 
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
 #include <heartwheel/time.h>
+#include <heartwheel/timer_clock.h>
 #include <heartwheel/timer_service.h>
 #include <heartwheel/timing_wheel.h>
 
 namespace heartwheel {
 
-class VirtualClock {
+class VirtualClock final : public TimerClock {
  public:
   explicit VirtualClock(TimePoint start = TimePoint{}) noexcept : now_(start) {}
+  VirtualClock(const VirtualClock&) = delete;
+  VirtualClock& operator=(const VirtualClock&) = delete;
 
-  TimePoint now() const noexcept { return now_; }
+  TimePoint now() const noexcept override { return now_.load(std::memory_order_acquire); }
 
-  // Moves the clock forward by d (d >= 0) without touching any wheel.
-  void advance(Duration d) noexcept { now_ += d; }
+  // Moves the clock forward by d, stepping through the wake-up times of the
+  // threads sleeping on it and waiting for them at each step (see above).
+  // With no sleeping threads it only moves the time.
+  // Throws std::invalid_argument if d < 0 (time never goes back), and
+  // std::runtime_error if a sleeping thread does not catch up within 60 s.
+  void advance(Duration d);
 
   // Moves the clock forward by d, running `wheel` at each next_deadline() on
-  // the way and finally at the end time. Returns the callbacks run.
-  std::size_t run_for(TimingWheel& wheel, Duration d) {
-    const TimePoint end = now_ + d;
-    std::size_t fired = 0;
-    for (auto next = wheel.next_deadline(); next && *next <= end; next = wheel.next_deadline()) {
-      if (*next > now_) now_ = *next;
-      const std::size_t n = wheel.advance(now_);
-      fired += n;
-      // Nothing ran and nothing changed: the remaining work is due later.
-      if (n == 0 && wheel.next_deadline() == next && *next <= now_) break;
-    }
-    now_ = end;
-    return fired + wheel.advance(now_);
-  }
+  // the way and finally at the end time, then lets sleeping threads catch up
+  // with the end time as advance(0) does (they do not see the steps).
+  // Returns the callbacks run. Throws std::invalid_argument if d < 0.
+  std::size_t run_for(TimingWheel& wheel, Duration d);
+
+  std::shared_ptr<Sleeper> make_sleeper() override;
 
  private:
-  TimePoint now_;
+  class VirtualSleeper;
+  std::vector<std::shared_ptr<VirtualSleeper>> live_sleepers();
+  void move_to(TimePoint t) noexcept;  // never backwards, also with several advancing threads
+
+  std::atomic<TimePoint> now_;
+  std::mutex sleepers_mutex_;
+  std::vector<std::weak_ptr<VirtualSleeper>> sleepers_;  // guarded by sleepers_mutex_
 };
 
 class ManualTimerService final : public TimerService {

@@ -50,7 +50,9 @@ HashedWheelTimer::HashedWheelTimer(Options options) {
   tick_ = options.tick;
   ticks_per_wheel_ = options.ticks_per_wheel;
   max_pending_ = options.max_pending;
-  core_ = std::make_shared<detail::TimerCore>(*this, tick_, max_pending_, std::move(options.executor));
+  if (!options.clock) options.clock = std::make_shared<SteadyTimerClock>();
+  core_ = std::make_shared<detail::TimerCore>(
+      *this, tick_, max_pending_, std::move(options.executor), std::move(options.clock));
   const int now_alive = instances.fetch_add(1, std::memory_order_relaxed) + 1;
   if (now_alive > kInstanceWarningThreshold && !warned_instances.exchange(true)) {
     detail::TimerCore::log_error(
@@ -94,6 +96,8 @@ std::int64_t HashedWheelTimer::pending_timeouts() const noexcept { return core_-
 std::uint64_t HashedWheelTimer::failed_tasks() const noexcept { return core_->failed_tasks(); }
 
 std::uint64_t HashedWheelTimer::wakeups() const noexcept { return core_->wakeups(); }
+
+TimerClock& HashedWheelTimer::clock() const noexcept { return core_->clock(); }
 
 int HashedWheelTimer::instance_count() noexcept { return instances.load(std::memory_order_relaxed); }
 

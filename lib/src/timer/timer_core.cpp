@@ -16,13 +16,16 @@ constexpr Duration kMaxDelay{std::numeric_limits<Duration::rep>::max() / 4};
 }  // namespace
 
 TimerCore::TimerCore(HashedWheelTimer& owner, Duration tick, std::int64_t max_pending,
-                     HashedWheelTimer::Executor executor)
+                     HashedWheelTimer::Executor executor, std::shared_ptr<TimerClock> clock)
     : owner_(owner),
       tick_(tick),
       max_pending_(max_pending),
       executor_(std::move(executor)),
-      origin_(Clock::now()),
-      wheel_(tick, origin_) {}
+      clock_(std::move(clock)),
+      origin_(clock_->now()),
+      // fifo: tasks due on the same tick run in the order they reached the
+      // wheel, as the contract (and Netty's bucket walk) has it.
+      wheel_(tick, origin_, SameTickOrder::fifo) {}
 
 TimerCore::~TimerCore() {
   // Reached after the worker finished (it holds a reference while it runs),
@@ -71,13 +74,7 @@ TimePoint TimerCore::tick_boundary_at_or_after(TimePoint t) const noexcept {
   return origin_ + ((since + tick_ - Duration(1)) / tick_) * tick_;
 }
 
-void TimerCore::wake() noexcept {
-  {
-    std::lock_guard<std::mutex> lock(sleep_mutex_);
-    wake_flag_ = true;
-  }
-  wake_cv_.notify_one();
-}
+void TimerCore::wake() noexcept { sleeper_->wake(); }
 
 void TimerCore::start(const std::shared_ptr<TimerCore>& self) {
   if (lifecycle_.load(std::memory_order_acquire) == Lifecycle::started) return;
@@ -90,9 +87,17 @@ void TimerCore::start(const std::shared_ptr<TimerCore>& self) {
     case Lifecycle::created:
       break;
   }
+  // The sleeper exists before the thread, so a VirtualClock advanced right
+  // after start() waits for this worker too.
+  sleeper_ = clock_->make_sleeper();
   // The thread keeps the core alive, so a timer destroyed from its own task
   // can let the worker run to the end of that task.
-  worker_ = std::thread([core = self] { core->run(); });
+  try {
+    worker_ = std::thread([core = self] { core->run(); });
+  } catch (...) {
+    sleeper_->end();
+    throw;
+  }
   lifecycle_.store(Lifecycle::started, std::memory_order_release);
 }
 
@@ -100,7 +105,7 @@ std::shared_ptr<Timeout> TimerCore::submit(const std::shared_ptr<TimerCore>& sel
                                            Duration delay, Duration period) {
   if (!task) throw std::invalid_argument("HashedWheelTimer: the task is empty (a default-constructed std::function)");
   start(self);
-  const TimePoint deadline = Clock::now() + std::clamp(delay, -kMaxDelay, kMaxDelay);
+  const TimePoint deadline = clock_->now() + std::clamp(delay, -kMaxDelay, kMaxDelay);
   auto t = std::make_shared<Timeout>(Timeout::Key{}, self, std::move(task), deadline, period);
 
   if (!gate_enter())
@@ -137,7 +142,8 @@ void TimerCore::on_cancelled(Timeout& t) noexcept {
 
 void TimerCore::set_expire_all(bool on) {
   expire_all_.store(on, std::memory_order_release);
-  wake();
+  // Not started yet: the worker reads the switch when it starts.
+  if (lifecycle_.load(std::memory_order_acquire) == Lifecycle::started) wake();
 }
 
 std::vector<std::shared_ptr<Timeout>> TimerCore::stop() {

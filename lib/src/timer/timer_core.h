@@ -27,14 +27,19 @@
 //   and then checks the queues; a producer pushes and then loads sleeping_
 //   and sleep_until_. All are sequentially consistent, so at least one of
 //   them sees the other (Dekker). A producer whose deadline is before
-//   sleep_until_ then sets wake_flag_ under sleep_mutex_ and notifies; a
-//   later deadline needs no wake-up, the worker drains the queue when it
-//   wakes at sleep_until_. The mutex and condition
+//   sleep_until_ then calls sleeper_->wake(); a later deadline needs no
+//   wake-up, the worker drains the queue when it wakes at sleep_until_. The
+//   sleeper (made by the clock, see timer_clock.h) keeps a wake-up that
+//   comes before the worker sleeps, so none is lost; its mutex and condition
 //   variable serve only this sleep/wake; the queues are lock-free.
+//
+// Time
+//   Every read of the time goes through clock_ (steady_clock, or a
+//   VirtualClock in tests), and the worker sleeps through sleeper_, so a
+//   virtual clock drives the whole timer.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -46,6 +51,7 @@
 #include <heartwheel/detail/mpsc_queue.h>
 #include <heartwheel/hashed_wheel_timer.h>
 #include <heartwheel/timeout.h>
+#include <heartwheel/timer_clock.h>
 #include <heartwheel/timing_wheel.h>
 
 namespace heartwheel::detail {
@@ -53,7 +59,7 @@ namespace heartwheel::detail {
 class TimerCore {
  public:
   TimerCore(HashedWheelTimer& owner, Duration tick, std::int64_t max_pending,
-            HashedWheelTimer::Executor executor);
+            HashedWheelTimer::Executor executor, std::shared_ptr<TimerClock> clock);
   ~TimerCore();
   TimerCore(const TimerCore&) = delete;
   TimerCore& operator=(const TimerCore&) = delete;
@@ -72,6 +78,7 @@ class TimerCore {
 
   bool on_worker_thread() const noexcept;
   HashedWheelTimer& owner() const noexcept { return owner_; }
+  TimerClock& clock() const noexcept { return *clock_; }
   std::int64_t pending() const noexcept { return pending_.load(std::memory_order_acquire); }
   std::uint64_t failed_tasks() const noexcept { return failed_.load(std::memory_order_relaxed); }
   std::uint64_t wakeups() const noexcept { return wakeups_.load(std::memory_order_relaxed); }
@@ -94,7 +101,7 @@ class TimerCore {
   // Leaves after a push; wakes the worker when the pushes reach kPushesPerWake.
   void gate_leave_after_push() noexcept;
   void wake_if_sleeping(TimePoint deadline) noexcept;
-  void wake() noexcept;
+  void wake() noexcept;  // only once started: sleeper_ exists
   // The first tick boundary at or after t: when the wheel would run a timeout due at t.
   TimePoint tick_boundary_at_or_after(TimePoint t) const noexcept;
 
@@ -123,6 +130,7 @@ class TimerCore {
   const Duration tick_;
   const std::int64_t max_pending_;
   const HashedWheelTimer::Executor executor_;
+  const std::shared_ptr<TimerClock> clock_;  // before origin_, which reads it
   const TimePoint origin_;  // the wheel's origin: tick boundaries are counted from it
 
   MpscQueue<SubmitHook> submissions_;
@@ -138,10 +146,9 @@ class TimerCore {
   std::atomic<Lifecycle> lifecycle_{Lifecycle::created};
   std::atomic<bool> abandoned_{false};  // destroyed from its own task: drop unprocessed_
   std::thread worker_;
+  // Made by start() before the worker runs (published with lifecycle_).
+  std::shared_ptr<TimerClock::Sleeper> sleeper_;
 
-  std::mutex sleep_mutex_;
-  std::condition_variable wake_cv_;
-  bool wake_flag_ = false;  // guarded by sleep_mutex_
   std::atomic<bool> sleeping_{false};
   std::atomic<Duration::rep> sleep_until_{0};  // TimePoint of the planned wake-up; max: none
 

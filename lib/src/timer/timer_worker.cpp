@@ -18,6 +18,7 @@ bool TimerCore::on_worker_thread() const noexcept { return current_worker == thi
 
 void TimerCore::run() {
   current_worker = this;
+  sleeper_->begin();
   while (!shutdown_.load(std::memory_order_acquire)) {
     wakeups_.fetch_add(1, std::memory_order_relaxed);
     // Cancellations first, so cancelled entries leave the wheel before it
@@ -28,10 +29,11 @@ void TimerCore::run() {
     bool backlog = drain_cancellations(HashedWheelTimer::kMaxTransfersPerTick);
     if (expire_all_.load(std::memory_order_acquire)) expire_everything();
     backlog |= drain_submissions(HashedWheelTimer::kMaxTransfersPerTick);
-    wheel_.advance(Clock::now());
+    wheel_.advance(clock_->now());
     if (!backlog) sleep_until_due();
   }
   finish();
+  sleeper_->end();
   current_worker = nullptr;
 }
 
@@ -71,7 +73,7 @@ bool TimerCore::drain_submissions(std::size_t budget) noexcept {
 void TimerCore::expire_everything() noexcept {
   // One pass per tick at most: a periodic series re-arms itself during the
   // pass and would otherwise run in every loop turn.
-  const TimePoint now = Clock::now();
+  const TimePoint now = clock_->now();
   if (now < next_expire_all_pass_) return;
   next_expire_all_pass_ = now + tick_;
   // Detach the registry first: expire() re-arms periodic series into a fresh one.
@@ -91,13 +93,13 @@ void TimerCore::sleep_until_due() {
     due = due ? std::min(*due, next_expire_all_pass_) : next_expire_all_pass_;
   const auto as_rep = [](TimePoint t) { return t.time_since_epoch().count(); };
 
-  std::unique_lock<std::mutex> lock(sleep_mutex_);
   sleep_until_.store(due ? as_rep(*due) : std::numeric_limits<Duration::rep>::max(),
                      std::memory_order_seq_cst);
   sleeping_.store(true, std::memory_order_seq_cst);
   // A submission pushed before sleeping_ became visible is seen here; one
-  // pushed after sees sleeping_ and sleep_until_ (see timer_core.h).
-  bool skip = wake_flag_ || shutdown_.load(std::memory_order_seq_cst);
+  // pushed after sees sleeping_ and sleep_until_ (see timer_core.h). A
+  // wake() that came in meanwhile ends the sleep at once (the sleeper keeps it).
+  bool skip = shutdown_.load(std::memory_order_seq_cst);
   if (!skip && !submissions_.empty()) {
     if (expire_all_.load(std::memory_order_acquire)) {
       skip = true;  // new timeouts run at once
@@ -107,19 +109,12 @@ void TimerCore::sleep_until_due() {
       // unless its delay was <= 0, which the contract puts at the next tick:
       // pick them up then, once per tick, instead of once per push. Lowering
       // sleep_until_ is always safe for producers reading it concurrently.
-      const TimePoint boundary = tick_boundary_at_or_after(Clock::now() + Duration(1));
+      const TimePoint boundary = tick_boundary_at_or_after(clock_->now() + Duration(1));
       if (!due || boundary < *due) due = boundary;
       sleep_until_.store(as_rep(*due), std::memory_order_seq_cst);
     }
   }
-  if (!skip) {
-    const auto woken = [this] { return wake_flag_; };
-    if (due)
-      wake_cv_.wait_until(lock, *due, woken);
-    else
-      wake_cv_.wait(lock, woken);
-  }
-  wake_flag_ = false;
+  if (!skip) sleeper_->sleep_until(due);
   sleeping_.store(false, std::memory_order_seq_cst);
 }
 
@@ -162,7 +157,7 @@ void TimerCore::expire(Timeout& t) noexcept {
 
 TimePoint TimerCore::next_period_deadline(const Timeout& t) const noexcept {
   TimePoint next = t.deadline_ + t.period_;
-  const TimePoint now = Clock::now();
+  const TimePoint now = clock_->now();
   if (next <= now) next += ((now - next) / t.period_ + 1) * t.period_;  // skip missed runs
   return next;
 }

@@ -1,7 +1,8 @@
 // The hierarchical timing wheel. The header holds the contract and the level
 // table; this file holds the mechanics. The level rule and the occupancy-bitmap
 // search follow tokio's runtime/time/wheel; the slot heads double as list
-// sentinels so that unlinking needs no back-pointer to the slot.
+// sentinels so that unlinking needs no back-pointer to the slot. Each slot is
+// kWays such lists (see "Slots are split into ways" in the header).
 #include <heartwheel/timing_wheel.h>
 
 #include <bit>
@@ -27,17 +28,46 @@ void list_push_back(detail::ListNode& head, detail::ListNode& node) noexcept {
   head.prev->next = &node;
   head.prev = &node;
 }
+
+// Detaches the lists at heads[0 .. Ways) and calls visit(node) on each of
+// their nodes, walking the lists in turn, one node each. A list walk is a
+// chain of dependent loads, one cache miss at a time; Ways chains walked
+// together keep Ways misses in flight. The prefetch starts the next miss of a
+// list as soon as its address is known, not when the CPU's instruction
+// window reaches that load a whole round later. visit may link nodes into
+// these same heads: the detached chains still end at their head, so the walk
+// does not see them.
+template <unsigned Ways, class Visit>
+void walk_detached(detail::ListNode* heads, Visit&& visit) noexcept {
+  std::array<detail::ListNode*, Ways> cur;
+  for (unsigned w = 0; w < Ways; ++w) {
+    cur[w] = heads[w].next;
+    list_init(heads[w]);
+  }
+  for (bool any = true; any;) {
+    any = false;
+    for (unsigned w = 0; w < Ways; ++w) {
+      detail::ListNode* node = cur[w];
+      if (node == &heads[w]) continue;
+      any = true;
+      cur[w] = node->next;  // read before visit() re-links the node
+      __builtin_prefetch(cur[w]);
+      visit(*node);
+    }
+  }
+}
 }  // namespace
 
-TimingWheel::TimingWheel(Duration tick, TimePoint origin)
-    : tick_(tick), origin_(origin), now_(origin) {
+TimingWheel::TimingWheel(Duration tick, TimePoint origin, SameTickOrder order)
+    : tick_(tick), order_(order), origin_(origin), now_(origin) {
   if (tick.count() <= 0) throw std::invalid_argument("TimingWheel: tick must be positive");
   // Keep origin + tick * when inside the int64 nanosecond range for any
   // deadline the wheel holds (half the range, to leave room for `now`).
   const auto limit =
       static_cast<std::uint64_t>(std::numeric_limits<Duration::rep>::max() / 2 / tick.count());
   max_ticks_ = std::min(kMaxTicks - 1, limit);
-  for (auto& head : slots_) list_init(head);
+  for (auto& slot : slots_)
+    for (auto& head : slot.ways) list_init(head);
   list_init(ready_);
 }
 
@@ -51,11 +81,18 @@ TimingWheel::~TimingWheel() {
       n = next;
     }
   };
-  for (auto& head : slots_) release(head);
+  for (auto& slot : slots_)
+    for (auto& head : slot.ways) release(head);
   release(ready_);
 }
 
-std::uint64_t TimingWheel::ticks_ceil(TimePoint t) const noexcept {
+// The helpers below are `inline` although only this file uses them: the
+// library is position-independent code, and GCC does not inline a function
+// that could be interposed, so without it every schedule() made up to five
+// calls through the PLT (refresh with the owner in cache at 1M entries:
+// about 7 instead of 10 ns, docs/BENCHMARKS.md).
+
+inline std::uint64_t TimingWheel::ticks_ceil(TimePoint t) const noexcept {
   const auto d = (t - origin_).count();
   if (d <= 0) return 0;
   const auto ud = static_cast<std::uint64_t>(d);
@@ -63,13 +100,13 @@ std::uint64_t TimingWheel::ticks_ceil(TimePoint t) const noexcept {
   return ud / tk + (ud % tk != 0);
 }
 
-std::uint64_t TimingWheel::ticks_floor(TimePoint t) const noexcept {
+inline std::uint64_t TimingWheel::ticks_floor(TimePoint t) const noexcept {
   const auto d = (t - origin_).count();
   if (d <= 0) return 0;
   return static_cast<std::uint64_t>(d) / static_cast<std::uint64_t>(tick_.count());
 }
 
-unsigned TimingWheel::level_for(std::uint64_t elapsed, std::uint64_t when) noexcept {
+inline unsigned TimingWheel::level_for(std::uint64_t elapsed, std::uint64_t when) noexcept {
   // The highest bit in which the deadline differs from the current time picks
   // the level: the lowest level whose slots can still tell the two apart.
   std::uint64_t masked = (elapsed ^ when) | (kSlots - 1);
@@ -78,14 +115,25 @@ unsigned TimingWheel::level_for(std::uint64_t elapsed, std::uint64_t when) noexc
   return significant / kSlotBits;
 }
 
-void TimingWheel::link(TimerEntry& entry) noexcept {
+inline unsigned TimingWheel::way_for(const TimerEntry& entry) const noexcept {
+  if (order_ == SameTickOrder::fifo) return 0;
+  // A Fibonacci hash of the entry's 4 KiB page. Entries of one page stay
+  // neighbours in one list, so unlinking one touches lines near it (as with a
+  // single list, when owners are allocated in order), while a slot's ways
+  // hold disjoint sets of pages: kWays independent streams for process().
+  // Round robin would balance exactly but make every neighbour a far line.
+  const std::uint64_t page = reinterpret_cast<std::uintptr_t>(&entry) >> 12;
+  return static_cast<unsigned>((page * 0x9E3779B97F4A7C15ull) >> (64 - kWayBits));
+}
+
+inline void TimingWheel::link(TimerEntry& entry) noexcept {
   const unsigned level = level_for(elapsed_, entry.when_);
   const unsigned slot = slot_for(entry.when_, level);
-  list_push_back(head(level, slot), entry);
+  list_push_back(slot_at(level, slot).ways[way_for(entry)], entry);
   occupied_[level] |= std::uint64_t{1} << slot;
 }
 
-void TimingWheel::unlink(TimerEntry& entry) noexcept {
+inline void TimingWheel::unlink(TimerEntry& entry) noexcept {
   detail::ListNode* prev = entry.prev;
   detail::ListNode* next = entry.next;
   prev->next = next;
@@ -97,13 +145,17 @@ void TimingWheel::unlink(TimerEntry& entry) noexcept {
     return;
   }
   // When the list became empty, prev == next is its head. Slot heads live in
-  // slots_, so the address alone tells which occupancy bit to clear.
+  // slots_, so the address alone tells which slot it was; the occupancy bit
+  // goes when the slot's last way is empty (its kWays heads: two cache lines).
   if (prev == next) {
     const auto base = reinterpret_cast<std::uintptr_t>(slots_.data());
     const auto addr = reinterpret_cast<std::uintptr_t>(prev);
     if (addr >= base && addr < base + sizeof(slots_)) {
-      const auto index = (addr - base) / sizeof(detail::ListNode);
-      occupied_[index / kSlots] &= ~(std::uint64_t{1} << (index % kSlots));
+      const auto index = (addr - base) / sizeof(Slot);
+      const Slot& slot = slots_[index];
+      bool empty = true;
+      for (const auto& way : slot.ways) empty &= way.next == &way;
+      if (empty) occupied_[index / kSlots] &= ~(std::uint64_t{1} << (index % kSlots));
     }
   }
 }
@@ -177,13 +229,10 @@ std::optional<TimingWheel::Expiration> TimingWheel::next_expiration() const noex
 }
 
 void TimingWheel::process(const Expiration& exp) noexcept {
-  detail::ListNode& h = head(exp.level, exp.slot);
+  Slot& slot = slot_at(exp.level, exp.slot);
   occupied_[exp.level] &= ~(std::uint64_t{1} << exp.slot);
-  detail::ListNode* node = h.next;
-  list_init(h);  // detach the whole slot first; the nodes still chain to &h
-  while (node != &h) {
-    auto& entry = static_cast<TimerEntry&>(*node);
-    node = node->next;
+  auto visit = [this](detail::ListNode& node) {
+    auto& entry = static_cast<TimerEntry&>(node);
     if (entry.when_ <= elapsed_) {
       entry.when_ |= kReadyBit;
       list_push_back(ready_, entry);
@@ -192,7 +241,11 @@ void TimingWheel::process(const Expiration& exp) noexcept {
       link(entry);  // cascades down, or re-links an entry postponed in place
       ++stats_.cascaded;
     }
-  }
+  };
+  if (order_ == SameTickOrder::fifo)
+    walk_detached<1>(slot.ways.data(), visit);  // a fifo wheel only uses way 0
+  else
+    walk_detached<kWays>(slot.ways.data(), visit);
 }
 
 std::size_t TimingWheel::advance(TimePoint now, std::size_t max_fired) {
@@ -253,26 +306,34 @@ void TimingWheel::validate() const {
   };
   for (unsigned level = 0; level < kLevels; ++level) {
     for (unsigned slot = 0; slot < kSlots; ++slot) {
-      const detail::ListNode& h = slots_[level * kSlots + slot];
+      const Slot& s = slot_at(level, slot);
+      bool any = false;
+      for (const auto& h : s.ways) any |= h.next != &h;
       const bool bit = (occupied_[level] >> slot) & 1;
-      if (bit != (h.next != &h))
+      if (bit != any)
         fail("occupancy bit of level " + std::to_string(level) + " slot " + std::to_string(slot));
-      check_links(h, "slot list");
-      for (const detail::ListNode* n = h.next; n != &h; n = n->next) {
-        const auto& e = static_cast<const TimerEntry&>(*n);
-        if (e.when_ & kReadyBit) fail("ready bit set on an entry in a slot");
-        if (e.when_ < elapsed_) fail("entry in a slot is overdue");
-        // A postponed entry may sit in an earlier slot than its deadline's;
-        // what must hold is that its slot is due no later (never early is
-        // then guaranteed by process(), which re-links what is not due).
-        const std::uint64_t slot_range = std::uint64_t{1} << (level * kSlotBits);
-        const std::uint64_t level_range = slot_range << kSlotBits;
-        std::uint64_t due = (elapsed_ & ~(level_range - 1)) + slot * slot_range;
-        if (level > 0 ? due <= elapsed_ : due < elapsed_) due += level_range;
-        if (due > e.when_)
-          fail("entry at level " + std::to_string(level) + " slot " + std::to_string(slot) +
-               " belongs elsewhere (when=" + std::to_string(e.when_) + ", elapsed=" +
-               std::to_string(elapsed_) + ")");
+      for (unsigned way = 0; way < kWays; ++way) {
+        const detail::ListNode& h = s.ways[way];
+        check_links(h, "slot list");
+        for (const detail::ListNode* n = h.next; n != &h; n = n->next) {
+          const auto& e = static_cast<const TimerEntry&>(*n);
+          if (way_for(e) != way)
+            fail("entry in way " + std::to_string(way) + " of level " + std::to_string(level) +
+                 " slot " + std::to_string(slot) + " belongs to way " + std::to_string(way_for(e)));
+          if (e.when_ & kReadyBit) fail("ready bit set on an entry in a slot");
+          if (e.when_ < elapsed_) fail("entry in a slot is overdue");
+          // A postponed entry may sit in an earlier slot than its deadline's;
+          // what must hold is that its slot is due no later (never early is
+          // then guaranteed by process(), which re-links what is not due).
+          const std::uint64_t slot_range = std::uint64_t{1} << (level * kSlotBits);
+          const std::uint64_t level_range = slot_range << kSlotBits;
+          std::uint64_t due = (elapsed_ & ~(level_range - 1)) + slot * slot_range;
+          if (level > 0 ? due <= elapsed_ : due < elapsed_) due += level_range;
+          if (due > e.when_)
+            fail("entry at level " + std::to_string(level) + " slot " + std::to_string(slot) +
+                 " belongs elsewhere (when=" + std::to_string(e.when_) +
+                 ", elapsed=" + std::to_string(elapsed_) + ")");
+        }
       }
     }
   }
@@ -294,10 +355,16 @@ std::string TimingWheel::dump() const {
     if (occupied_[level] == 0) continue;
     out += "  level " + std::to_string(level) + ":";
     for (unsigned slot = 0; slot < kSlots; ++slot) {
-      const detail::ListNode& h = slots_[level * kSlots + slot];
+      // "[slot]xN (a/b/...)": N entries, of which a in way 0, b in way 1, ...
       std::size_t n = 0;
-      for (const detail::ListNode* p = h.next; p != &h; p = p->next) ++n;
-      if (n) out += " [" + std::to_string(slot) + "]x" + std::to_string(n);
+      std::string ways;
+      for (const auto& h : slot_at(level, slot).ways) {
+        std::size_t in_way = 0;
+        for (const detail::ListNode* p = h.next; p != &h; p = p->next) ++in_way;
+        ways += (ways.empty() ? "" : "/") + std::to_string(in_way);
+        n += in_way;
+      }
+      if (n) out += " [" + std::to_string(slot) + "]x" + std::to_string(n) + " (" + ways + ")";
     }
     out += "\n";
   }
