@@ -148,3 +148,15 @@ TEST_CASE("The timer bench measures only the --impls stores and rejects unknown 
   CHECK(run_json(std::string(TIMER_BENCH) + " --json --impls wheel,fib_heap").status == 2);
   CHECK(run_json(std::string(TIMER_BENCH) + " --json --impls heap4").status == 2);
 }
+
+TEST_CASE("The clock bench prints the cost of the stall-proof stamp against the cached time",
+          "[bench][smoke]") {
+  const Run run = run_json(std::string(CLOCK_BENCH) + " --calls 100000 --json");
+  REQUIRE(run.status == 0);
+  REQUIRE(run.lines.size() == 1);
+  const auto& j = run.lines[0];
+  CHECK(j.at("bench") == "clock");
+  for (const char* k : {"cached_uv_now_ns", "loopwheel_now_ns", "hrtime_ns"})
+    CHECK(j.at(k).get<double>() > 0);
+  CHECK(j.at("ratio_loopwheel_now_to_cached").get<double>() > 0);
+}
