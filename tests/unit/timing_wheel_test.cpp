@@ -428,3 +428,18 @@ TEST_CASE("ManualTimerService schedules relative to its own clock", "[wheel][clo
   REQUIRE(p.fired_at.size() == 1);
   CHECK(p.fired_at[0] == TimePoint{} + 5s + 100ms);
 }
+
+TEST_CASE("A TimerService delay of Duration::max() saturates instead of wrapping into the past",
+          "[wheel][never]") {
+  heartwheel::ManualTimerService timers(std::chrono::milliseconds(1),
+                                        heartwheel::TimePoint{} + std::chrono::hours(1));
+  struct Count : heartwheel::TimerEntry {
+    Count() : TimerEntry([](heartwheel::TimerEntry& e) { ++static_cast<Count&>(e).fired; }) {}
+    int fired = 0;
+  } e;
+  heartwheel::TimerService& service = timers;
+  service.schedule(e, heartwheel::Duration::max());
+  timers.run_for(std::chrono::hours(24 * 365));
+  CHECK(e.fired == 0);  // wrapped, it would have been due at once
+  timers.cancel(e);
+}

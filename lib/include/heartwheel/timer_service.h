@@ -29,7 +29,12 @@ class TimerService {
   // The wheel behind the service, for statistics.
   virtual const TimingWheel& wheel() const noexcept = 0;
 
-  void schedule(TimerEntry& entry, Duration delay) noexcept { schedule_at(entry, now() + delay); }
+  // Arms `entry` `delay` from now() (<= 0: due at the next expiry). The sum
+  // saturates, so Duration::max() cannot wrap into the past; the wheel clamps
+  // what it cannot hold to its max_delay().
+  void schedule(TimerEntry& entry, Duration delay) noexcept {
+    schedule_at(entry, delay.count() <= 0 ? now() : deadline_after(now(), delay));
+  }
 
  protected:
   ~TimerService() = default;
