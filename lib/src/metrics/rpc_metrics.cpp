@@ -13,11 +13,13 @@ void write(TextWriter& out, const rpc::NetHandlerStats& s) {
                                                             {"pong", s.pongs_received},
                                                             {"unexpected", s.unexpected_frames}};
   for (const auto& [type, n] : received) out.sample(n, {{"type", type}});
-  out.family("heartwheel_rpc_frames_sent_total", Type::counter, "RPC frames written, by type.");
+  out.family("heartwheel_rpc_frames_sent_total", Type::counter,
+             "RPC frames written, by type (each ping received is answered with a pong).");
   const std::pair<const char*, std::uint64_t> sent[] = {{"response", s.responses},
                                                         {"error", s.errors_sent},
                                                         {"request", s.calls_sent},
-                                                        {"ping", s.pings_sent}};
+                                                        {"ping", s.pings_sent},
+                                                        {"pong", s.pings_received}};
   for (const auto& [type, n] : sent) out.sample(n, {{"type", type}});
   out.counter("heartwheel_rpc_pong_timeouts_total",
               "Connections closed because a ping went unanswered.", s.pong_timeouts);
