@@ -93,10 +93,7 @@ Setup make_setup(const Config& c) {
   if (c.processes > 1) so.reuse_port = true;
   so.validate();
   if (!c.metrics_listen.empty()) {
-    const auto mhp = net::parse_host_port(c.metrics_listen);
-    s.metrics.emplace();
-    s.metrics->host = mhp.host;
-    s.metrics->port = mhp.port;
+    s.metrics = metrics::endpoint_at(c.metrics_listen);
     s.metrics->reuse_port = c.processes > 1;  // every process serves the port
   }
   return s;

@@ -202,12 +202,7 @@ int main(int argc, char** argv) {
     wo.server.validate();
     drain_timeout = parse_duration_flag("--drain-timeout", f.drain_timeout);
     stats_interval = parse_duration_flag("--stats-interval", f.stats_interval);
-    if (!f.metrics_listen.empty()) {
-      const auto mhp = net::parse_host_port(f.metrics_listen);
-      metrics_options.emplace();
-      metrics_options->host = mhp.host;
-      metrics_options->port = mhp.port;
-    }
+    if (!f.metrics_listen.empty()) metrics_options = metrics::endpoint_at(f.metrics_listen);
   } catch (const std::exception& e) {
     return heartwheel::cli::usage_error(app, e.what());
   }

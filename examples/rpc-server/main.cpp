@@ -67,12 +67,7 @@ Setup make_setup(const Config& c) {
   rpcserver::handler_options(s.service, probe);  // validates heartbeat and --max-frame
   s.drain_timeout = parse_duration_flag("--drain-timeout", c.drain_timeout);
   s.workers.server.validate();
-  if (!c.metrics_listen.empty()) {
-    const auto mhp = net::parse_host_port(c.metrics_listen);
-    s.metrics.emplace();
-    s.metrics->host = mhp.host;
-    s.metrics->port = mhp.port;
-  }
+  if (!c.metrics_listen.empty()) s.metrics = metrics::endpoint_at(c.metrics_listen);
   return s;
 }
 

@@ -6,8 +6,8 @@
 #include <heartwheel/metrics/net_metrics.h>
 #include <heartwheel/net/workers.h>
 
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -30,7 +30,8 @@ std::string request(int port, const std::string& method, const std::string& path
   REQUIRE(::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size()));
   std::string answer;
   char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+    answer.append(buf, static_cast<std::size_t>(n));
   ::close(fd);
   return answer;
 }
@@ -96,6 +97,9 @@ TEST_CASE("An endpoint on a port in use fails to start with a system error",
   o.path = "metrics";
   CHECK_THROWS_AS(metrics::Endpoint(o, [](metrics::TextWriter&) {}), std::invalid_argument);
   CHECK_THROWS_AS(metrics::Endpoint({}, nullptr), std::invalid_argument);
+  CHECK(metrics::endpoint_at("[::1]:9100").host == "::1");
+  CHECK(metrics::endpoint_at("[::1]:9100").port == 9100);
+  CHECK_THROWS_AS(metrics::endpoint_at("no-port"), std::invalid_argument);
 }
 
 TEST_CASE("A server's connection metrics do not count the endpoint's own connections",

@@ -7,9 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <array>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
 #include <thread>
@@ -59,7 +59,8 @@ TEST_CASE("Readers never see a torn copy while a writer keeps storing", "[metric
   metrics::SharedSlots<Block> slots(2);
   std::atomic<bool> stop{false};
   std::thread writer([&] {
-    for (std::uint64_t k = 1; !stop.load(std::memory_order_relaxed); ++k) slots.store(0, block_of(k));
+    for (std::uint64_t k = 1; !stop.load(std::memory_order_relaxed); ++k)
+      slots.store(0, block_of(k));
   });
   std::uint64_t last = 0;
   int loaded = 0;

@@ -67,8 +67,8 @@ TEST_CASE("The write-queue gauge follows queued bytes and returns to zero once t
   CHECK(host.stats().write_queue_bytes >= queued);
   REQUIRE_FALSE(a.connection()->write("tail"));
   const auto before = host.stats().write_queue_bytes;
-  for (int i = 0; i < 1000 && (a.connection()->queued_bytes() > 0 ||
-                               b.connection()->queued_bytes() > 0);
+  for (int i = 0;
+       i < 1000 && (a.connection()->queued_bytes() > 0 || b.connection()->queued_bytes() > 0);
        ++i) {
     a.received();
     b.received();
@@ -139,31 +139,30 @@ TEST_CASE("The net families keep their names and list every close reason and dea
   metrics::TextWriter out;
   metrics::write(out, s);
   const std::string& text = out.text();
-  CHECK(families(text) == std::vector<std::string>{
-                              "heartwheel_connections_open",
-                              "heartwheel_connections_accepted_total",
-                              "heartwheel_connections_closed_total",
-                              "heartwheel_idle_events_total",
-                              "heartwheel_accept_errors_total",
-                              "heartwheel_accept_fd_exhausted_total",
-                              "heartwheel_accept_pauses_total",
-                              "heartwheel_bytes_read_total",
-                              "heartwheel_bytes_written_total",
-                              "heartwheel_bytes_dropped_total",
-                              "heartwheel_write_queue_bytes",
-                              "heartwheel_unwritable_events_total",
-                              "heartwheel_read_pauses_total",
-                              "heartwheel_handler_exceptions_total",
-                              "heartwheel_timer_lateness_seconds",
-                              "heartwheel_wheel_entries",
-                              "heartwheel_wheel_fired_total",
-                              "heartwheel_loops",
-                              "heartwheel_loop_iterations_total",
-                              "heartwheel_loop_lag_seconds",
-                              "heartwheel_loop_stalls_total",
-                              "heartwheel_loop_stall_seconds_total",
-                              "heartwheel_loop_expiries_deferred_total",
-                              "heartwheel_loop_budget_exhausted_total"});
+  CHECK(families(text) == std::vector<std::string>{"heartwheel_connections_open",
+                                                   "heartwheel_connections_accepted_total",
+                                                   "heartwheel_connections_closed_total",
+                                                   "heartwheel_idle_events_total",
+                                                   "heartwheel_accept_errors_total",
+                                                   "heartwheel_accept_fd_exhausted_total",
+                                                   "heartwheel_accept_pauses_total",
+                                                   "heartwheel_bytes_read_total",
+                                                   "heartwheel_bytes_written_total",
+                                                   "heartwheel_bytes_dropped_total",
+                                                   "heartwheel_write_queue_bytes",
+                                                   "heartwheel_unwritable_events_total",
+                                                   "heartwheel_read_pauses_total",
+                                                   "heartwheel_handler_exceptions_total",
+                                                   "heartwheel_timer_lateness_seconds",
+                                                   "heartwheel_wheel_entries",
+                                                   "heartwheel_wheel_fired_total",
+                                                   "heartwheel_loops",
+                                                   "heartwheel_loop_iterations_total",
+                                                   "heartwheel_loop_lag_seconds",
+                                                   "heartwheel_loop_stalls_total",
+                                                   "heartwheel_loop_stall_seconds_total",
+                                                   "heartwheel_loop_expiries_deferred_total",
+                                                   "heartwheel_loop_budget_exhausted_total"});
   CHECK(has_line(text, "heartwheel_connections_open 4"));
   CHECK(has_line(text, "heartwheel_connections_accepted_total 9"));
   CHECK(has_line(text, "heartwheel_connections_closed_total{reason=\"read_idle\"} 5"));
@@ -175,15 +174,16 @@ TEST_CASE("The net families keep their names and list every close reason and dea
   CHECK(has_line(text, "heartwheel_wheel_entries 4"));
   CHECK(has_line(text, "heartwheel_loop_stalls_total 1"));
   for (std::size_t i = 0; i < heartwheel::net::kCloseReasonCount; ++i) {
-    const std::string reason = heartwheel::net::to_string(static_cast<heartwheel::net::CloseReason>(i));
+    const std::string reason =
+        heartwheel::net::to_string(static_cast<heartwheel::net::CloseReason>(i));
     CHECK(text.find("heartwheel_connections_closed_total{reason=\"" + reason + "\"}") !=
           std::string::npos);
   }
   for (std::size_t i = 0; i < heartwheel::net::kDeadlineCount; ++i) {
     const auto kind = static_cast<heartwheel::net::Deadline>(i);
-    const bool listed = text.find("heartwheel_idle_events_total{kind=\"" +
-                                  std::string(heartwheel::net::to_string(kind)) + "\"}") !=
-                        std::string::npos;
+    const bool listed =
+        text.find("heartwheel_idle_events_total{kind=\"" +
+                  std::string(heartwheel::net::to_string(kind)) + "\"}") != std::string::npos;
     CHECK(listed == (kind != heartwheel::net::Deadline::write_stall));  // never delivered
   }
 }
@@ -201,24 +201,17 @@ TEST_CASE("The HTTP and RPC families keep their names", "[metrics][names]") {
   metrics::write(out, h);
   metrics::write(out, r);
   const std::string& text = out.text();
-  CHECK(families(text) == std::vector<std::string>{
-                              "heartwheel_http_sessions_total",
-                              "heartwheel_http_requests_total",
-                              "heartwheel_http_responses_total",
-                              "heartwheel_http_request_duration_seconds",
-                              "heartwheel_http_timeouts_total",
-                              "heartwheel_http_refused_requests_total",
-                              "heartwheel_http_handler_errors_total",
-                              "heartwheel_http_invalid_responses_total",
-                              "heartwheel_http_answers_refused_total",
-                              "heartwheel_http_backpressure_pauses_total",
-                              "heartwheel_rpc_frames_received_total",
-                              "heartwheel_rpc_frames_sent_total",
-                              "heartwheel_rpc_pong_timeouts_total",
-                              "heartwheel_rpc_protocol_errors_total",
-                              "heartwheel_rpc_dropped_replies_total",
-                              "heartwheel_rpc_writes_total",
-                              "heartwheel_rpc_write_refusals_total"});
+  CHECK(families(text) ==
+        std::vector<std::string>{
+            "heartwheel_http_sessions_total", "heartwheel_http_requests_total",
+            "heartwheel_http_responses_total", "heartwheel_http_request_duration_seconds",
+            "heartwheel_http_timeouts_total", "heartwheel_http_refused_requests_total",
+            "heartwheel_http_handler_errors_total", "heartwheel_http_invalid_responses_total",
+            "heartwheel_http_answers_refused_total", "heartwheel_http_backpressure_pauses_total",
+            "heartwheel_rpc_frames_received_total", "heartwheel_rpc_frames_sent_total",
+            "heartwheel_rpc_pong_timeouts_total", "heartwheel_rpc_protocol_errors_total",
+            "heartwheel_rpc_dropped_replies_total", "heartwheel_rpc_writes_total",
+            "heartwheel_rpc_write_refusals_total"});
   CHECK(has_line(text, "heartwheel_http_requests_total 3"));
   CHECK(has_line(text, "heartwheel_http_responses_total{class=\"2xx\"} 2"));
   CHECK(has_line(text, "heartwheel_http_responses_total{class=\"4xx\"} 1"));

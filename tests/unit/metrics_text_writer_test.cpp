@@ -5,8 +5,8 @@
 #include <heartwheel/metrics/durations.h>
 #include <heartwheel/metrics/text_writer.h>
 
-#include <catch2/catch.hpp>
 #include <array>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -33,7 +33,10 @@ TEST_CASE("A counter family is a HELP line, a TYPE line and its samples", "[metr
 
 TEST_CASE("Label values escape backslash, double quote and newline and keep the rest",
           "[metrics][format]") {
-  CHECK(escape_label_value(R"(a\b"c)" "\n" "d\te") == R"(a\\b\"c\nd)" "\te");
+  CHECK(escape_label_value(R"(a\b"c)"
+                           "\n"
+                           "d\te") == R"(a\\b\"c\nd)"
+                                      "\te");
   CHECK(escape_label_value("caf\xc3\xa9 {x=1}") == "caf\xc3\xa9 {x=1}");  // UTF-8 and braces as is
   TextWriter out;
   out.family("x_total", Type::counter, "help with \\ and\nnewline \"quotes\"");
@@ -154,8 +157,10 @@ TEST_CASE("A duration histogram is written in seconds with power-of-two millisec
         "d_seconds_count 5\n");
 }
 
-TEST_CASE("Duration histogram bucket i holds durations above 2^(i-1) ms up to 2^i ms and the last the rest",
-          "[metrics][histogram]") {
+TEST_CASE(
+    "Duration histogram bucket i holds durations above 2^(i-1) ms up to 2^i ms and the last the "
+    "rest",
+    "[metrics][histogram]") {
   using H = heartwheel::DurationHistogram<16>;
   CHECK(H::bucket_of(-5ms) == 0);
   CHECK(H::bucket_of(0ms) == 0);

@@ -3,6 +3,7 @@
 // stopping and joining are the library's own, already tested machinery.
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/metrics/endpoint.h>
+#include <heartwheel/net/address.h>
 #include <heartwheel/net/workers.h>
 
 #include <stdexcept>
@@ -36,6 +37,14 @@ struct Endpoint::Impl {
     r.respond(http::Response::text(200, out.take(), kContentType));
   }
 };
+
+EndpointOptions endpoint_at(std::string_view host_port) {
+  const net::HostPort hp = net::parse_host_port(host_port);
+  EndpointOptions o;
+  o.host = hp.host;
+  o.port = hp.port;
+  return o;
+}
 
 Endpoint::Endpoint(EndpointOptions options, Collector collect) : impl_(std::make_unique<Impl>()) {
   if (options.path.empty() || options.path[0] != '/')

@@ -12,7 +12,7 @@
 //   not in the served program's counters: a scrape does not count itself.
 //
 // Wiring a server program is one call, after its workers exist:
-//   metrics::Endpoint endpoint({.host = "127.0.0.1", .port = 9100},
+//   metrics::Endpoint endpoint(metrics::endpoint_at(flag_value),  // "HOST:PORT"
 //                              [&](metrics::TextWriter& out) {
 //                                metrics::write(out, workers.total());
 //                              });
@@ -39,6 +39,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace heartwheel::metrics {
 
@@ -64,6 +65,12 @@ struct EndpointOptions {
     return o;
   }
 };
+
+// Default options listening on `host_port` ("127.0.0.1:9100", "[::1]:0",
+// ":9100" = all interfaces), the value of a --metrics-listen flag. Throws
+// std::invalid_argument (from net::parse_host_port) for anything else: a
+// usage error.
+EndpointOptions endpoint_at(std::string_view host_port);
 
 using Collector = std::function<void(TextWriter&)>;
 
