@@ -1,9 +1,11 @@
 // See heartwheel/metrics/shared_slots.h. The seqlock follows Boehm, "Can
-// seqlocks get along with programming language memory models?" (2012): data
-// words are relaxed atomics (no data race, so also clean under TSan within
-// one process), the writer's release fence orders the odd sequence before
-// the data, the reader's acquire fence orders the data before its second
-// look at the sequence.
+// seqlocks get along with programming language memory models?" (2012), in
+// its fence-free form (TSan does not support atomic_thread_fence): data
+// words are atomics (no data race, so also clean under TSan within one
+// process); the writer's data stores are releases, so a reader that sees
+// any new word also sees the odd sequence stored before it; the reader's
+// data loads are acquires, so its second look at the sequence comes after
+// them. On x86 both are plain moves.
 #include <heartwheel/metrics/shared_slots.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -54,8 +56,7 @@ void SharedRegion::store(std::size_t index, const void* data) noexcept {
   // writer (a process that died mid-store) left the sequence odd.
   const std::uint64_t begin = (seq.load(std::memory_order_relaxed) | 1) + 2;
   seq.store(begin, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  for (std::size_t i = 0; i < words_; ++i) Ref(s[1 + i]).store(buf[i], std::memory_order_relaxed);
+  for (std::size_t i = 0; i < words_; ++i) Ref(s[1 + i]).store(buf[i], std::memory_order_release);
   seq.store(begin + 1, std::memory_order_release);
 }
 
@@ -69,8 +70,7 @@ bool SharedRegion::load(std::size_t index, void* data) const noexcept {
     if (before == 0) return false;  // never stored
     if ((before & 1) == 0) {
       for (std::size_t i = 0; i < words_; ++i)
-        buf[i] = Ref(s[1 + i]).load(std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_acquire);
+        buf[i] = Ref(s[1 + i]).load(std::memory_order_acquire);
       if (seq.load(std::memory_order_relaxed) == before) {
         std::memcpy(data, buf, bytes_);
         return true;

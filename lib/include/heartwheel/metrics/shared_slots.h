@@ -18,8 +18,9 @@
 // slot again. The pipe to the parent would need the parent to serve, which
 // it cannot without a thread of its own.
 //
-// Costs: store() and load() copy sizeof(T) bytes as relaxed 8-byte atomics
-// plus two fences (a ~1 KiB LoopSnapshot: well under a microsecond). Memory:
+// Costs: store() and load() copy sizeof(T) bytes as 8-byte release stores /
+// acquire loads (plain moves on x86; a ~1 KiB LoopSnapshot: well under a
+// microsecond). Memory:
 // count * (sizeof(T) + 8) bytes rounded up to 64 per slot, touched lazily.
 //
 // Failure: a writer killed in the middle of a store leaves its slot marked
