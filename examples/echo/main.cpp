@@ -3,6 +3,9 @@
 // one-uv_timer_t-per-connection baseline) and as the integration tests' server.
 // See README.md in this folder.
 #include <heartwheel/error.h>
+#include <heartwheel/metrics/endpoint.h>
+#include <heartwheel/metrics/net_metrics.h>
+#include <heartwheel/metrics/shared_slots.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/prefork.h>
 #include <heartwheel/net/workers.h>
@@ -18,9 +21,12 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "cli_program.h"
 
+namespace metrics = heartwheel::metrics;
 namespace net = heartwheel::net;
 using heartwheel::Duration;
 using namespace std::chrono_literals;
@@ -43,12 +49,14 @@ struct Config {
   int backlog = 4096;
   std::size_t high_watermark = std::size_t{1} << 20;
   std::string stats_json;
+  std::string metrics_listen;
 };
 
 struct Setup {
   net::WorkersOptions workers;
   Duration drain_timeout{};
   Duration stats_interval{};
+  std::optional<metrics::EndpointOptions> metrics;  // --metrics-listen
 };
 
 Setup make_setup(const Config& c) {
@@ -84,13 +92,43 @@ Setup make_setup(const Config& c) {
         std::min(s.workers.publish_interval, std::max<Duration>(s.stats_interval / 2, 1ms));
   if (c.processes > 1) so.reuse_port = true;
   so.validate();
+  if (!c.metrics_listen.empty()) {
+    s.metrics = metrics::endpoint_at(c.metrics_listen);
+    s.metrics->reuse_port = c.processes > 1;  // every process serves the port
+  }
   return s;
 }
 
+// How this process serves metrics. One process: a scrape reads the workers'
+// published snapshots. Pre-forked: every worker of every process also stores
+// its snapshot in its slot of memory shared by all processes, and each
+// process's endpoint (all on one SO_REUSEPORT port) answers with the merge
+// of every slot, whichever process the scrape reaches.
+struct MetricsPlan {
+  metrics::SharedSlots<net::LoopSnapshot>* slots = nullptr;  // pre-forked only
+  std::size_t first_slot = 0;                                // this process's first
+};
+
+net::LoopSnapshot merge_slots(const metrics::SharedSlots<net::LoopSnapshot>& slots) {
+  net::LoopSnapshot total;
+  total.loops = 0;
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    if (auto s = slots.load(i)) total.merge(*s);
+  return total;
+}
+
 // Runs the workers of this process until a signal drained them. Calls
-// `on_ready(port)` once every worker listens. Returns the final statistics.
-net::LoopSnapshot serve(const Setup& setup, const std::function<void(int)>& on_ready) {
-  net::Workers workers(setup.workers, [](unsigned) { return std::make_unique<EchoHandler>(); });
+// `on_ready(port, endpoint)` once every worker listens (endpoint: the metrics
+// endpoint, or null without --metrics-listen). Returns the final statistics.
+net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
+                        const std::function<void(int, const metrics::Endpoint*)>& on_ready) {
+  net::WorkersOptions options = setup.workers;
+  if (plan.slots) {
+    options.on_publish = [&plan](unsigned worker, const net::LoopSnapshot& s, net::Handler&) {
+      plan.slots->store(plan.first_slot + worker, s);
+    };
+  }
+  net::Workers workers(options, [](unsigned) { return std::make_unique<EchoHandler>(); });
 
   // The main thread only waits for signals and prints periodic statistics.
   // Its loop and handles exist before any worker accepts: with a low
@@ -133,7 +171,14 @@ net::LoopSnapshot serve(const Setup& setup, const std::function<void(int)>& on_r
   ctl.stats.data = &ctl;
 
   workers.start();
-  on_ready(workers.port());
+  std::unique_ptr<metrics::Endpoint> endpoint;
+  if (setup.metrics) {
+    endpoint = std::make_unique<metrics::Endpoint>(
+        *setup.metrics, [&workers, &plan](metrics::TextWriter& out) {
+          metrics::write(out, plan.slots ? merge_slots(*plan.slots) : workers.total());
+        });
+  }
+  on_ready(workers.port(), endpoint.get());
 
   if (setup.stats_interval.count() > 0) {
     const auto every = heartwheel::to_uv_millis_ceil(setup.stats_interval);
@@ -153,13 +198,29 @@ net::LoopSnapshot serve(const Setup& setup, const std::function<void(int)>& on_r
   uv_run(&loop, UV_RUN_DEFAULT);
   uv_loop_close(&loop);
   workers.join();
+  endpoint.reset();
   return workers.total();
 }
 
-void announce(const std::string& host, int port) {
+void announce(const char* what, const std::string& host, int port) {
   const bool v6 = host.find(':') != std::string::npos;
-  std::printf("listening on %s%s%s:%d\n", v6 ? "[" : "", host.c_str(), v6 ? "]" : "", port);
+  std::printf("%s on %s%s%s:%d\n", what, v6 ? "[" : "", host.c_str(), v6 ? "]" : "", port);
   std::fflush(stdout);
+}
+
+// Binds (without listening) a SO_REUSEPORT socket on host:port in the
+// parent: it keeps the port reserved (port 0: picks one) so every child can
+// listen on it. Returns the descriptor and the bound port.
+std::pair<int, int> reserve_port(const std::string& host, int port, const std::string& flag) {
+  sockaddr_storage ss;
+  if (auto ec = net::to_sockaddr({host, port}, ss)) throw std::system_error(ec, "address");
+  std::error_code ec;
+  const int fd = net::open_reuseport_socket(reinterpret_cast<sockaddr*>(&ss), ec);
+  if (fd < 0) throw std::system_error(ec, "bind " + flag + " " + host + ":" + std::to_string(port));
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  return {fd, net::port_of(reinterpret_cast<sockaddr*>(&bound))};
 }
 
 // Throws std::runtime_error if the file cannot be written (a runtime failure).
@@ -254,6 +315,10 @@ int main(int argc, char** argv) {
                  "print a one-line statistics JSON to stderr this "
                  "often; 0 = never")
       ->capture_default_str();
+  app.add_option("--metrics-listen", c.metrics_listen,
+                 "HOST:PORT to serve GET /metrics on (Prometheus text format, "
+                 "every worker and process merged; port 0 = pick one, printed as "
+                 "'metrics on HOST:PORT'); off when not given");
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   Setup setup;
@@ -265,33 +330,46 @@ int main(int argc, char** argv) {
   const std::string host = setup.workers.server.host;
   return heartwheel::cli::run(app, [&] {
     if (c.processes <= 1) {
-      const auto total = serve(setup, [&](int port) { announce(host, port); });
+      const auto total = serve(setup, {}, [&](int port, const metrics::Endpoint* endpoint) {
+        announce("listening", host, port);
+        if (endpoint) announce("metrics", setup.metrics->host, endpoint->port());
+      });
       write_stats(c, total, 1);
       return 0;
     }
-    // Reserve the port in the parent (bound, not listening: it receives no
-    // connections) so every child can join it with SO_REUSEPORT.
-    sockaddr_storage ss;
-    if (auto ec = net::to_sockaddr({host, setup.workers.server.port}, ss))
-      throw std::system_error(ec, "address");
-    std::error_code ec;
-    const int reserve_fd = net::open_reuseport_socket(reinterpret_cast<sockaddr*>(&ss), ec);
-    if (reserve_fd < 0) throw std::system_error(ec, "bind " + c.listen);
-    sockaddr_storage bound{};
-    socklen_t len = sizeof bound;
-    getsockname(reserve_fd, reinterpret_cast<sockaddr*>(&bound), &len);
-    const int port = net::port_of(reinterpret_cast<sockaddr*>(&bound));
+    // Reserve the ports in the parent (bound, not listening: they receive no
+    // connections) so every child can join them with SO_REUSEPORT.
+    const auto reserved = reserve_port(host, setup.workers.server.port, "--listen");
+    const int reserve_fd = reserved.first, port = reserved.second;
     setup.workers.server.port = port;
+    int metrics_fd = -1;
+    std::optional<metrics::SharedSlots<net::LoopSnapshot>> slots;  // before fork: shared
+    if (setup.metrics) {
+      std::tie(metrics_fd, setup.metrics->port) =
+          reserve_port(setup.metrics->host, setup.metrics->port, "--metrics-listen");
+      slots.emplace(std::size_t{c.processes} * c.workers);
+    }
     auto result = net::run_prefork(
         c.processes,
         [&](net::PreforkChild& child) {
           ::close(reserve_fd);
-          const auto total = serve(setup, [&](int) { child.ready(); });
+          if (metrics_fd >= 0) ::close(metrics_fd);
+          MetricsPlan plan;
+          if (slots) {
+            plan.slots = &*slots;
+            plan.first_slot = std::size_t{child.index()} * c.workers;
+          }
+          const auto total =
+              serve(setup, plan, [&](int, const metrics::Endpoint*) { child.ready(); });
           child.report(std::string_view(reinterpret_cast<const char*>(&total), sizeof total));
           return 0;
         },
-        [&] { announce(host, port); });
+        [&] {
+          announce("listening", host, port);
+          if (setup.metrics) announce("metrics", setup.metrics->host, setup.metrics->port);
+        });
     ::close(reserve_fd);
+    if (metrics_fd >= 0) ::close(metrics_fd);
     net::LoopSnapshot total;
     total.loops = 0;
     for (const auto& r : result.reports) {

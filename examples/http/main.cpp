@@ -3,6 +3,10 @@
 #include <heartwheel/duration_parse.h>
 #include <heartwheel/error.h>
 #include <heartwheel/http/net_handler.h>
+#include <heartwheel/metrics/endpoint.h>
+#include <heartwheel/metrics/http_metrics.h>
+#include <heartwheel/metrics/net_metrics.h>
+#include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/workers.h>
 #include <uv.h>
@@ -11,8 +15,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <mutex>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "cli_program.h"
@@ -23,27 +28,11 @@ namespace {
 using heartwheel::Duration;
 using heartwheel::cli::parse_duration_flag;
 namespace http = heartwheel::http;
+namespace metrics = heartwheel::metrics;
 namespace net = heartwheel::net;
 
 // Each worker publishes its HTTP counters here (from its own thread).
-class StatsBoard {
- public:
-  explicit StatsBoard(unsigned workers) : slots_(workers) {}
-  void publish(unsigned worker, const http::SessionStats& s) {
-    std::lock_guard lock(mutex_);
-    slots_.at(worker) = s;
-  }
-  http::SessionStats total() const {
-    std::lock_guard lock(mutex_);
-    http::SessionStats t;
-    for (const auto& s : slots_) t.merge(s);
-    return t;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<http::SessionStats> slots_;
-};
+using StatsBoard = metrics::WorkerBoard<http::SessionStats>;
 
 nlohmann::json to_json(const http::SessionStats& s) {
   // Close reasons spelled as everywhere else (net::to_string): one naming style.
@@ -89,6 +78,7 @@ struct Flags {
               stats_interval = "1s";
   std::size_t max_header_bytes = 16 * 1024, max_body_bytes = 1024 * 1024, max_requests = 0;
   std::string stats_json;
+  std::string metrics_listen;
 };
 
 // The main thread's loop: signals, periodic stats file, end of the workers.
@@ -176,12 +166,17 @@ int main(int argc, char** argv) {
                  "write counters as JSON to FILE every --stats-interval and at exit");
   app.add_option("--stats-interval", f.stats_interval, "how often --stats-json is rewritten")
       ->capture_default_str();
+  app.add_option("--metrics-listen", f.metrics_listen,
+                 "HOST:PORT to serve GET /metrics on (Prometheus text format, every worker "
+                 "merged; port 0: pick one, printed as 'metrics on HOST:PORT'); off when not "
+                 "given");
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   // Every value is checked before anything starts: a bad one is a usage error.
   http::SessionOptions so;
   net::WorkersOptions wo;
   net::HostPort hp;
+  std::optional<metrics::EndpointOptions> metrics_options;
   Duration drain_timeout{}, stats_interval{};
   try {
     so.header_timeout = parse_duration_flag("--header-timeout", f.header_timeout);
@@ -207,12 +202,19 @@ int main(int argc, char** argv) {
     wo.server.validate();
     drain_timeout = parse_duration_flag("--drain-timeout", f.drain_timeout);
     stats_interval = parse_duration_flag("--stats-interval", f.stats_interval);
+    if (!f.metrics_listen.empty()) metrics_options = metrics::endpoint_at(f.metrics_listen);
   } catch (const std::exception& e) {
     return heartwheel::cli::usage_error(app, e.what());
   }
 
   return heartwheel::cli::run(app, [&] {
     StatsBoard board(f.workers);
+    // Each worker's HTTP counters reach the board when a session ends and
+    // with every published snapshot, so a scrape sees requests on
+    // connections that stay open.
+    wo.on_publish = [&board](unsigned index, const net::LoopSnapshot&, net::Handler& h) {
+      board.publish(index, static_cast<http::NetHandler&>(h).stats());
+    };
     net::Workers workers(wo, [&](unsigned index) -> std::unique_ptr<net::Handler> {
       auto h = std::make_unique<http::NetHandler>(so, heartwheel_example::make_routes());
       h->set_publisher([&board, index](const http::SessionStats& s) { board.publish(index, s); });
@@ -220,8 +222,17 @@ int main(int argc, char** argv) {
     });
     workers.start();
     const bool v6 = hp.host.find(':') != std::string::npos;  // "[::1]:8080", as --listen takes it
+    std::unique_ptr<metrics::Endpoint> endpoint;
+    if (metrics_options) {
+      endpoint = std::make_unique<metrics::Endpoint>(*metrics_options,
+                                                     [&workers, &board](metrics::TextWriter& out) {
+                                                       metrics::write(out, workers.total());
+                                                       metrics::write(out, board.total());
+                                                     });
+    }
     std::printf("listening on %s%s%s:%d\n", v6 ? "[" : "", hp.host.c_str(), v6 ? "]" : "",
                 workers.port());
+    if (endpoint) std::printf("metrics on %s\n", endpoint->address().c_str());
     std::fflush(stdout);
 
     Control c{};

@@ -2,6 +2,10 @@
 // with heartbeats both ways, optional reply delays on the timing wheel, and a
 // graceful drain on SIGTERM/SIGINT. See README.md in this folder.
 #include <heartwheel/error.h>
+#include <heartwheel/metrics/endpoint.h>
+#include <heartwheel/metrics/net_metrics.h>
+#include <heartwheel/metrics/rpc_metrics.h>
+#include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/workers.h>
 #include <uv.h>
@@ -13,6 +17,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -20,6 +25,7 @@
 #include "cli_program.h"
 #include "rpc_service.h"
 
+namespace metrics = heartwheel::metrics;
 namespace net = heartwheel::net;
 using heartwheel::Duration;
 using heartwheel::cli::parse_duration_flag;
@@ -33,12 +39,14 @@ struct Config {
   std::size_t max_frame = heartwheel::rpc::kDefaultMaxFrameLength;
   unsigned workers = 1;
   std::string stats_json;
+  std::string metrics_listen;
 };
 
 struct Setup {
   net::WorkersOptions workers;
   rpcserver::ServiceOptions service;
   Duration drain_timeout{};
+  std::optional<metrics::EndpointOptions> metrics;  // --metrics-listen
 };
 
 Setup make_setup(const Config& c) {
@@ -60,6 +68,7 @@ Setup make_setup(const Config& c) {
   rpcserver::handler_options(s.service, probe);  // validates heartbeat and --max-frame
   s.drain_timeout = parse_duration_flag("--drain-timeout", c.drain_timeout);
   s.workers.server.validate();
+  if (!c.metrics_listen.empty()) s.metrics = metrics::endpoint_at(c.metrics_listen);
   return s;
 }
 
@@ -170,6 +179,10 @@ int main(int argc, char** argv) {
                                                      "in-flight (delayed) calls for up to this long, then close")
       ->capture_default_str();
   app.add_option("--stats-json", c.stats_json, "write final statistics as JSON to this file at exit");
+  app.add_option("--metrics-listen", c.metrics_listen,
+                 "HOST:PORT to serve GET /metrics on (Prometheus text format, every worker "
+                 "merged; port 0 = pick one, printed as 'metrics on HOST:PORT'); off when not "
+                 "given");
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   Setup setup;
@@ -179,15 +192,30 @@ int main(int argc, char** argv) {
     return heartwheel::cli::usage_error(app, e.what());
   }
   std::vector<rpcserver::WorkerCounters> counters(c.workers);
+  // Live copies of each worker's RPC counters, for scrapes (the final ones
+  // are in `counters` after the join).
+  metrics::WorkerBoard<heartwheel::rpc::NetHandlerStats> board(c.workers);
+  setup.workers.on_publish = [&board](unsigned index, const net::LoopSnapshot&, net::Handler& h) {
+    board.publish(index, static_cast<heartwheel::rpc::NetHandler&>(h).stats());
+  };
   return heartwheel::cli::run(app, [&] {
-    net::Workers workers(setup.workers, [&](unsigned index) {
+    net::Workers workers(setup.workers, [&](unsigned index) -> std::unique_ptr<net::Handler> {
       return rpcserver::make_service(setup.service, counters[index]);
     });
     Control control(workers, setup.drain_timeout);
     workers.start();
     const auto& host = setup.workers.server.host;
     const bool v6 = host.find(':') != std::string::npos;
+    std::unique_ptr<metrics::Endpoint> endpoint;
+    if (setup.metrics) {
+      endpoint = std::make_unique<metrics::Endpoint>(*setup.metrics,
+                                                     [&workers, &board](metrics::TextWriter& out) {
+                                                       metrics::write(out, workers.total());
+                                                       metrics::write(out, board.total());
+                                                     });
+    }
     std::printf("listening on %s%s%s:%d\n", v6 ? "[" : "", host.c_str(), v6 ? "]" : "", workers.port());
+    if (endpoint) std::printf("metrics on %s\n", endpoint->address().c_str());
     std::fflush(stdout);
 
     control.run();

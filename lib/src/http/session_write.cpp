@@ -162,6 +162,7 @@ void Session::flush() {
 void Session::finish_exchange() {
   std::shared_ptr<Exchange> ex = std::move(queue_.front());
   queue_.erase(queue_.begin());
+  stats_->request_duration.record(now() - ex->request.started);
   ex->session = nullptr;
   ex->on_writable = nullptr;
   if (ex->close_after) {

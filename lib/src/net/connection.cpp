@@ -46,7 +46,10 @@ Connection::Connection(detail::ConnectionHost& host, Handler& handler, std::uint
   tcp_.data = this;
 }
 
-Connection::~Connection() = default;
+Connection::~Connection() {
+  // Bytes still queued leave the loop's write-queue gauge with the queue.
+  if (wq_) stats().write_queue_bytes -= wq_->pending.size() + wq_->inflight.size();
+}
 
 NetStats& Connection::stats() noexcept {
   // After abandon() the host may be gone while libuv still calls back (a
@@ -222,12 +225,7 @@ void Connection::on_deadline_event(DeadlineEvent event, TimePoint now) {
   if (action == DeadlineAction::close && !closing_) close(close_reason_for(event.kind));
 }
 
-void Connection::on_timer_fired(Duration lateness) {
-  NetStats& s = stats();
-  ++s.timer_fires;
-  s.timer_lateness_total += lateness;
-  if (lateness > s.timer_lateness_max) s.timer_lateness_max = lateness;
-}
+void Connection::on_timer_fired(Duration lateness) { stats().record_timer_fire(lateness); }
 
 // ---- closing ---------------------------------------------------------------
 
@@ -359,6 +357,7 @@ std::error_code Connection::write_parts(const std::string_view* parts, std::size
     wq_->progress_mark = wq_->window_mark = bytes_written_;
     schedule_write_check();
   }
+  stats().write_queue_bytes += total - done;  // leaves in on_write_done or ~Connection
   for (std::size_t i = 0; i < count; ++i) {  // the rest, after the `done` bytes the kernel took
     const std::string_view part = parts[i];
     if (done >= part.size()) {
@@ -409,6 +408,7 @@ void Connection::on_write_done(uv_write_t* req, int status) {
   q.writing = false;
   c->bytes_written_ += q.inflight.size();
   c->stats().bytes_written += q.inflight.size();
+  c->stats().write_queue_bytes -= q.inflight.size();
   q.inflight.clear();
   if (c->closing_ || !c->host_) return;
   c->note_write();

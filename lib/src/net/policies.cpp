@@ -151,9 +151,9 @@ void NetStats::merge(const NetStats& o) noexcept {
   handler_exceptions += o.handler_exceptions;
   unwritable_events += o.unwritable_events;
   read_pauses += o.read_pauses;
-  timer_fires += o.timer_fires;
+  write_queue_bytes += o.write_queue_bytes;
+  timer_lateness.merge(o.timer_lateness);
   timer_lateness_max = std::max(timer_lateness_max, o.timer_lateness_max);
-  timer_lateness_total += o.timer_lateness_total;
 }
 
 void Handler::on_eof(Connection& conn) { conn.close_after_flush(CloseReason::peer_closed); }

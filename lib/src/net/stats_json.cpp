@@ -48,9 +48,10 @@ std::string to_json(const LoopSnapshot& s) {
     << ",\"bytes_dropped\":" << n.bytes_dropped
     << ",\"handler_exceptions\":" << n.handler_exceptions
     << ",\"unwritable_events\":" << n.unwritable_events << ",\"read_pauses\":" << n.read_pauses
-    << ",\"connection_timers\":{\"fires\":" << n.timer_fires
+    << ",\"write_queue_bytes\":" << n.write_queue_bytes
+    << ",\"connection_timers\":{\"fires\":" << n.timer_fires()
     << ",\"lateness_ms\":{\"max\":" << ms(n.timer_lateness_max) << ",\"mean\":"
-    << (n.timer_fires ? ms(n.timer_lateness_total) / static_cast<double>(n.timer_fires) : 0.0)
+    << (n.timer_fires() ? ms(n.timer_lateness.sum) / static_cast<double>(n.timer_fires()) : 0.0)
     << "}}"
     << ",\"loops\":" << s.loops << ",\"wheel\":{\"entries\":" << s.wheel_entries
     << ",\"scheduled\":" << s.wheel.scheduled << ",\"relinked\":" << s.wheel.relinked

@@ -137,10 +137,18 @@ void Workers::start() {
               finish();
             }
           };
-          ctx.on_publish = [&ctx, wp] {
+          ctx.on_publish = [this, &ctx, wp, &handler] {
             auto snap = snapshot_of(*ctx.server, *ctx.wheel);
-            std::lock_guard lock(wp->mu);
-            wp->published = snap;
+            {
+              std::lock_guard lock(wp->mu);
+              wp->published = snap;
+            }
+            if (options_.on_publish) {
+              try {
+                options_.on_publish(wp->index, snap, *handler);
+              } catch (...) {  // must not cross the loop; the hook's own business
+              }
+            }
           };
           int rc = uv_async_init(&loop, &ctx.async, [](uv_async_t* a) {
             static_cast<LoopContext*>(a->data)->on_command();

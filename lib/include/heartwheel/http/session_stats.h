@@ -5,6 +5,7 @@
 // collecting each loop's copy on that loop's thread.
 #pragma once
 
+#include <heartwheel/duration_histogram.h>
 #include <heartwheel/net/close_reason.h>
 
 #include <array>
@@ -29,6 +30,10 @@ struct SessionStats {
   std::uint64_t invalid_responses = 0;       // 500: a handler's status or header was refused
   std::uint64_t answers_refused = 0;         // respond()/write() over max_buffered_bytes
   std::uint64_t backpressure_pauses = 0;     // reading paused: the connection was unwritable
+  // First byte of a request to its complete response handed to the
+  // connection, for every request answered in full (loop clock, so 1 ms
+  // resolution; buckets up to 2^18 ms = 262 s, then +Inf).
+  DurationHistogram<20> request_duration;
   // Sessions ended, by reason: the session's own decision, or the
   // connection's reason when the connection closed first.
   std::array<std::uint64_t, net::kCloseReasonCount> closed_by_reason{};
@@ -59,6 +64,7 @@ struct SessionStats {
     invalid_responses += o.invalid_responses;
     answers_refused += o.answers_refused;
     backpressure_pauses += o.backpressure_pauses;
+    request_duration.merge(o.request_duration);
     for (std::size_t i = 0; i < closed_by_reason.size(); ++i)
       closed_by_reason[i] += o.closed_by_reason[i];
   }

@@ -1,8 +1,10 @@
 // heartwheel/net/stats.h - the counters a server (or connector) keeps.
 //
 // Plain counters updated on the loop thread without atomics; read them on
-// that thread, or through Workers::stats() which copies them across threads.
-// merge() adds another set (other workers, other processes).
+// that thread, or through Workers::snapshots() which copies them across
+// threads. merge() adds another set (other workers, other processes). The
+// metrics layer (heartwheel/metrics/net_metrics.h) exposes them to
+// Prometheus.
 #pragma once
 
 #include <array>
@@ -10,6 +12,7 @@
 #include <cstdint>
 #include <string>
 
+#include <heartwheel/duration_histogram.h>
 #include <heartwheel/loop_wheel.h>
 #include <heartwheel/net/close_reason.h>
 #include <heartwheel/net/deadline.h>
@@ -33,15 +36,18 @@ struct NetStats {
   std::uint64_t bytes_read = 0;
   std::uint64_t bytes_written = 0;
   std::uint64_t bytes_dropped = 0;  // refused by the queue cap or queued at close
+  // Gauge: bytes accepted by Connection::write and not yet completely written
+  // (an in-flight uv_write counts until it completes), over all connections.
+  std::uint64_t write_queue_bytes = 0;
   std::uint64_t handler_exceptions = 0;
   std::uint64_t unwritable_events = 0;  // high-watermark crossings
   std::uint64_t read_pauses = 0;        // slow-reader pauses
   // Connection timer wake-ups (either backend, incl. lazy re-arms) and how
   // late they ran after the deadline they were armed for: the same measure
-  // for the wheel and the uv_timer baseline.
-  std::uint64_t timer_fires = 0;
+  // for the wheel and the uv_timer baseline. count() is the number of
+  // wake-ups, sum the total lateness.
+  DurationHistogram<LoopWheel::kLagBuckets> timer_lateness;
   Duration timer_lateness_max{0};
-  Duration timer_lateness_total{0};
 
   std::uint64_t closed() const noexcept {
     std::uint64_t n = 0;
@@ -50,6 +56,12 @@ struct NetStats {
   }
   std::uint64_t closed(CloseReason r) const noexcept {
     return closed_by_reason[static_cast<std::size_t>(r)];
+  }
+  std::uint64_t timer_fires() const noexcept { return timer_lateness.count(); }
+  // One connection timer wake-up, `lateness` after its deadline.
+  void record_timer_fire(Duration lateness) noexcept {
+    timer_lateness.record(lateness);
+    if (lateness > timer_lateness_max) timer_lateness_max = lateness;
   }
   void merge(const NetStats& other) noexcept;
 };

@@ -8,8 +8,10 @@
 // (drain, stop) through a uv_async_t and a statistics copy each worker
 // publishes every `publish_interval` under a mutex.
 //
-// Threads: construct, start, drain, stop, join and snapshots from any one
-// controlling thread (normally main). Handlers run on their worker's thread.
+// Threads: construct, start, drain, stop and join from any one controlling
+// thread (normally main). snapshots() and total() also from any other thread
+// once start() has returned (e.g. a metrics endpoint's), until destruction.
+// Handlers run on their worker's thread.
 #pragma once
 
 #include <functional>
@@ -30,6 +32,13 @@ struct WorkersOptions {
   ServerOptions server;
   LoopWheel::Options wheel;
   Duration publish_interval = std::chrono::milliseconds(500);
+  // Optional: called on each worker's thread right after it published its
+  // snapshot (every publish_interval, and once more when its loop ended),
+  // with the worker's handler, so a program can copy the handler's own
+  // counters (or the snapshot, e.g. into memory shared with other
+  // processes) at the same moment. Must not block; an exception it throws
+  // is swallowed (it would cross the event loop).
+  std::function<void(unsigned worker_index, const LoopSnapshot&, Handler&)> on_publish;
 };
 
 class Workers {

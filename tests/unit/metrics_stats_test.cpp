@@ -1,0 +1,222 @@
+// What the metrics are made of: the counters kept per loop (the write-queue
+// gauge, the connection-timer lateness histogram, the HTTP request-duration
+// histogram) measured on a manual clock, and the metric families written
+// from them, whose names are a contract with dashboards and alerts.
+#include <heartwheel/metrics/http_metrics.h>
+#include <heartwheel/metrics/net_metrics.h>
+#include <heartwheel/metrics/rpc_metrics.h>
+#include <heartwheel/net/connection.h>
+#include <heartwheel/testing/host.h>
+
+#include <catch2/catch.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "http_harness.h"
+
+namespace metrics = heartwheel::metrics;
+using heartwheel::testing::Host;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Quiet final : heartwheel::net::Handler {
+  void on_data(heartwheel::net::Connection&, std::string_view) override {}
+};
+
+// Writes until the socket pair is full and the rest queues.
+void fill(heartwheel::net::Connection& c) {
+  const std::string block(64 * 1024, 'q');
+  for (int i = 0; c.queued_bytes() == 0 && i < 1024; ++i) REQUIRE_FALSE(c.write(block));
+  REQUIRE(c.queued_bytes() > 0);
+}
+
+// The family names of an exposition, in order (from its TYPE lines).
+std::vector<std::string> families(const std::string& text) {
+  std::vector<std::string> names;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# TYPE ", 0) != 0) continue;
+    names.push_back(line.substr(7, line.find(' ', 7) - 7));
+  }
+  return names;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("The write-queue gauge follows queued bytes and returns to zero once they are written",
+          "[metrics][net]") {
+  heartwheel::net::ConnectionOptions o;
+  o.write.high_watermark = 1 << 30;  // keep reading: no pause, only the gauge matters
+  o.write.max_queued_bytes = 0;
+  o.write.stall_timeout = 0s;
+  Quiet quiet;
+  Host host(o);
+  auto& a = host.open(quiet);
+  auto& b = host.open(quiet);
+  fill(*a.connection());
+  fill(*b.connection());
+  const auto queued = a.connection()->queued_bytes() + b.connection()->queued_bytes();
+  // The gauge counts the in-flight write until it completes, so it is at
+  // least what the kernel has not taken yet.
+  CHECK(host.stats().write_queue_bytes >= queued);
+  REQUIRE_FALSE(a.connection()->write("tail"));
+  const auto before = host.stats().write_queue_bytes;
+  for (int i = 0;
+       i < 1000 && (a.connection()->queued_bytes() > 0 || b.connection()->queued_bytes() > 0);
+       ++i) {
+    a.received();
+    b.received();
+  }
+  CHECK(before > 0);
+  CHECK(host.stats().write_queue_bytes == 0);
+}
+
+TEST_CASE("Bytes still queued when a connection closes leave the write-queue gauge",
+          "[metrics][net]") {
+  heartwheel::net::ConnectionOptions o;
+  o.write.stall_timeout = 0s;
+  Quiet quiet;
+  Host host(o);
+  auto& peer = host.open(quiet);
+  fill(*peer.connection());
+  REQUIRE(host.stats().write_queue_bytes > 0);
+  peer.connection()->close(heartwheel::net::CloseReason::local);
+  host.poll();
+  REQUIRE_FALSE(peer.open());
+  CHECK(host.stats().write_queue_bytes == 0);
+  CHECK(host.stats().bytes_dropped > 0);
+}
+
+TEST_CASE("Connection timer lateness lands in the bucket of fire time minus deadline",
+          "[metrics][net]") {
+  heartwheel::net::ConnectionOptions o;
+  o.idle.read_idle = 5005ms;  // the 10 ms wheel fires at 5010 ms: 5 ms late
+  Quiet quiet;
+  Host host(o, 10ms);
+  auto& peer = host.open(quiet);
+  host.run_for(5100ms);
+  REQUIRE(peer.close_reason() == heartwheel::net::CloseReason::read_idle);
+  const auto& h = host.stats().timer_lateness;
+  CHECK(h.count() == 1);
+  CHECK(h.buckets[3] == 1);  // (4, 8] ms
+  CHECK(h.sum == 5ms);
+  CHECK(host.stats().timer_lateness_max == 5ms);
+}
+
+TEST_CASE("HTTP request durations run from first byte to the complete response",
+          "[metrics][http]") {
+  http_test::Harness h;
+  h.start();
+  h.feed("GET / HTTP/1.1\r\nHost: x\r\n\r\n");  // answered at once
+  h.feed("GET /async HTTP/1.1\r\nHost: x\r\n\r\n");
+  REQUIRE(h.held.size() == 1);
+  h.run_for(5ms);
+  REQUIRE(h.held[0].respond(200, "late"));
+  const auto& d = h.stats.request_duration;
+  CHECK(d.count() == 2);
+  CHECK(d.buckets[0] == 1);  // <= 1 ms
+  CHECK(d.buckets[3] == 1);  // (4, 8] ms
+  CHECK(d.sum == 5ms);
+}
+
+TEST_CASE("The net families keep their names and list every close reason and deadline kind",
+          "[metrics][names]") {
+  heartwheel::net::LoopSnapshot s;
+  s.net.current = 4;
+  s.net.accepted = 9;
+  s.net.closed_by_reason[static_cast<std::size_t>(heartwheel::net::CloseReason::read_idle)] = 5;
+  s.net.idle_events[static_cast<std::size_t>(heartwheel::net::Deadline::ping)] = 2;
+  s.net.write_queue_bytes = 123;
+  s.net.record_timer_fire(3ms);
+  s.wheel_entries = 4;
+  s.loop.stalls = 1;
+  metrics::TextWriter out;
+  metrics::write(out, s);
+  const std::string& text = out.text();
+  CHECK(families(text) == std::vector<std::string>{"heartwheel_connections_open",
+                                                   "heartwheel_connections_accepted_total",
+                                                   "heartwheel_connections_closed_total",
+                                                   "heartwheel_idle_events_total",
+                                                   "heartwheel_accept_errors_total",
+                                                   "heartwheel_accept_fd_exhausted_total",
+                                                   "heartwheel_accept_pauses_total",
+                                                   "heartwheel_bytes_read_total",
+                                                   "heartwheel_bytes_written_total",
+                                                   "heartwheel_bytes_dropped_total",
+                                                   "heartwheel_write_queue_bytes",
+                                                   "heartwheel_unwritable_events_total",
+                                                   "heartwheel_read_pauses_total",
+                                                   "heartwheel_handler_exceptions_total",
+                                                   "heartwheel_timer_lateness_seconds",
+                                                   "heartwheel_wheel_entries",
+                                                   "heartwheel_wheel_fired_total",
+                                                   "heartwheel_loops",
+                                                   "heartwheel_loop_iterations_total",
+                                                   "heartwheel_loop_lag_seconds",
+                                                   "heartwheel_loop_stalls_total",
+                                                   "heartwheel_loop_stall_seconds_total",
+                                                   "heartwheel_loop_expiries_deferred_total",
+                                                   "heartwheel_loop_budget_exhausted_total"});
+  CHECK(has_line(text, "heartwheel_connections_open 4"));
+  CHECK(has_line(text, "heartwheel_connections_accepted_total 9"));
+  CHECK(has_line(text, "heartwheel_connections_closed_total{reason=\"read_idle\"} 5"));
+  CHECK(has_line(text, "heartwheel_idle_events_total{kind=\"ping\"} 2"));
+  CHECK(has_line(text, "heartwheel_write_queue_bytes 123"));
+  CHECK(has_line(text, "heartwheel_timer_lateness_seconds_bucket{le=\"0.002\"} 0"));
+  CHECK(has_line(text, "heartwheel_timer_lateness_seconds_bucket{le=\"0.004\"} 1"));
+  CHECK(has_line(text, "heartwheel_timer_lateness_seconds_count 1"));
+  CHECK(has_line(text, "heartwheel_wheel_entries 4"));
+  CHECK(has_line(text, "heartwheel_loop_stalls_total 1"));
+  for (std::size_t i = 0; i < heartwheel::net::kCloseReasonCount; ++i) {
+    const std::string reason =
+        heartwheel::net::to_string(static_cast<heartwheel::net::CloseReason>(i));
+    CHECK(text.find("heartwheel_connections_closed_total{reason=\"" + reason + "\"}") !=
+          std::string::npos);
+  }
+  for (std::size_t i = 0; i < heartwheel::net::kDeadlineCount; ++i) {
+    const auto kind = static_cast<heartwheel::net::Deadline>(i);
+    const bool listed =
+        text.find("heartwheel_idle_events_total{kind=\"" +
+                  std::string(heartwheel::net::to_string(kind)) + "\"}") != std::string::npos;
+    CHECK(listed == (kind != heartwheel::net::Deadline::write_stall));  // never delivered
+  }
+}
+
+TEST_CASE("The HTTP and RPC families keep their names", "[metrics][names]") {
+  heartwheel::http::SessionStats h;
+  h.requests = 3;
+  h.responses[2] = 2;
+  h.responses[4] = 1;
+  h.request_duration.record(2ms);
+  heartwheel::rpc::NetHandlerStats r;
+  r.pings_sent = 7;
+  r.pong_timeouts = 1;
+  metrics::TextWriter out;
+  metrics::write(out, h);
+  metrics::write(out, r);
+  const std::string& text = out.text();
+  CHECK(families(text) ==
+        std::vector<std::string>{
+            "heartwheel_http_sessions_total", "heartwheel_http_requests_total",
+            "heartwheel_http_responses_total", "heartwheel_http_request_duration_seconds",
+            "heartwheel_http_timeouts_total", "heartwheel_http_refused_requests_total",
+            "heartwheel_http_handler_errors_total", "heartwheel_http_invalid_responses_total",
+            "heartwheel_http_answers_refused_total", "heartwheel_http_backpressure_pauses_total",
+            "heartwheel_rpc_frames_received_total", "heartwheel_rpc_frames_sent_total",
+            "heartwheel_rpc_pong_timeouts_total", "heartwheel_rpc_protocol_errors_total",
+            "heartwheel_rpc_dropped_replies_total", "heartwheel_rpc_writes_total",
+            "heartwheel_rpc_write_refusals_total"});
+  CHECK(has_line(text, "heartwheel_http_requests_total 3"));
+  CHECK(has_line(text, "heartwheel_http_responses_total{class=\"2xx\"} 2"));
+  CHECK(has_line(text, "heartwheel_http_responses_total{class=\"4xx\"} 1"));
+  CHECK(has_line(text, "heartwheel_http_request_duration_seconds_bucket{le=\"0.002\"} 1"));
+  CHECK(has_line(text, "heartwheel_http_request_duration_seconds_sum 0.002"));
+  CHECK(has_line(text, "heartwheel_rpc_frames_sent_total{type=\"ping\"} 7"));
+  CHECK(has_line(text, "heartwheel_rpc_pong_timeouts_total 1"));
+}
