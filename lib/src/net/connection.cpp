@@ -1,15 +1,17 @@
 // See heartwheel/net/connection.h. A connection's life:
 //   open() -> reading + one armed timer entry -> on_data/on_idle/... ->
 //   close() -> uv_close -> on_closed: Handler::on_close, host deletes it.
-#include <heartwheel/error.h>
-#include <heartwheel/net/activity_list.h>
-#include <heartwheel/net/address.h>
 #include <heartwheel/net/connection.h>
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
 #include <array>
 #include <cassert>
+
+#include <heartwheel/error.h>
+#include <heartwheel/net/activity_list.h>
+#include <heartwheel/net/address.h>
 
 #include "connection_extras.h"
 #include "random.h"

@@ -1,10 +1,11 @@
 // See heartwheel/net/server.h.
-#include <heartwheel/error.h>
-#include <heartwheel/net/address.h>
 #include <heartwheel/net/server.h>
 
 #include <stdexcept>
 #include <vector>
+
+#include <heartwheel/error.h>
+#include <heartwheel/net/address.h>
 
 #include "uv_timers.h"
 

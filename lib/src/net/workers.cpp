@@ -1,5 +1,4 @@
 // See heartwheel/net/workers.h.
-#include <heartwheel/error.h>
 #include <heartwheel/net/workers.h>
 
 #include <atomic>
@@ -8,6 +7,8 @@
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+
+#include <heartwheel/error.h>
 
 namespace heartwheel::net {
 

@@ -44,15 +44,6 @@
 //   and on_close follows on a later loop iteration.
 #pragma once
 
-#include <heartwheel/net/close_reason.h>
-#include <heartwheel/net/deadline_timer.h>
-#include <heartwheel/net/handler.h>
-#include <heartwheel/net/idle_policy.h>
-#include <heartwheel/net/stats.h>
-#include <heartwheel/net/write_policy.h>
-#include <sys/socket.h>
-#include <uv.h>
-
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -60,6 +51,16 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+
+#include <sys/socket.h>
+#include <uv.h>
+
+#include <heartwheel/net/close_reason.h>
+#include <heartwheel/net/deadline_timer.h>
+#include <heartwheel/net/handler.h>
+#include <heartwheel/net/idle_policy.h>
+#include <heartwheel/net/stats.h>
+#include <heartwheel/net/write_policy.h>
 
 namespace heartwheel::net {
 

@@ -50,6 +50,14 @@
 //   without callbacks; their handles finish closing on the next uv_run().
 #pragma once
 
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <system_error>
+
+#include <uv.h>
+
 #include <heartwheel/loop_wheel.h>
 #include <heartwheel/net/activity_list.h>
 #include <heartwheel/net/connection.h>
@@ -58,13 +66,6 @@
 #include <heartwheel/net/overload.h>
 #include <heartwheel/net/stats.h>
 #include <heartwheel/timer_entry.h>
-#include <uv.h>
-
-#include <cstddef>
-#include <functional>
-#include <memory>
-#include <string>
-#include <system_error>
 
 namespace heartwheel::net {
 

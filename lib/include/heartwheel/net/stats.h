@@ -5,16 +5,16 @@
 // merge() adds another set (other workers, other processes).
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
 #include <heartwheel/loop_wheel.h>
 #include <heartwheel/net/close_reason.h>
 #include <heartwheel/net/deadline.h>
 #include <heartwheel/time.h>
 #include <heartwheel/timing_wheel.h>
-
-#include <array>
-#include <cstddef>
-#include <cstdint>
-#include <string>
 
 namespace heartwheel::net {
 

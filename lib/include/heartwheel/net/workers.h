@@ -12,14 +12,14 @@
 // controlling thread (normally main). Handlers run on their worker's thread.
 #pragma once
 
+#include <functional>
+#include <memory>
+#include <vector>
+
 #include <heartwheel/loop_wheel.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/server.h>
 #include <heartwheel/net/stats.h>
-
-#include <functional>
-#include <memory>
-#include <vector>
 
 namespace heartwheel::net {
 
