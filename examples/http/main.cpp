@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli_program.h"
+#include "server_flags.h"
 #include "routes.h"
 
 namespace {
@@ -89,6 +90,7 @@ struct Flags {
               stats_interval = "1s";
   std::size_t max_header_bytes = 16 * 1024, max_body_bytes = 1024 * 1024, max_requests = 0;
   std::string stats_json;
+  heartwheel::cli::ServerFlags server;
 };
 
 // The main thread's loop: signals, periodic stats file, end of the workers.
@@ -176,6 +178,8 @@ int main(int argc, char** argv) {
                  "write counters as JSON to FILE every --stats-interval and at exit");
   app.add_option("--stats-interval", f.stats_interval, "how often --stats-json is rewritten")
       ->capture_default_str();
+  // --max-connections, --proxy-protocol, --max-connections-per-ip, --overload-*...
+  heartwheel::cli::add_server_flags(app, f.server);
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   // Every value is checked before anything starts: a bad one is a usage error.
@@ -201,6 +205,8 @@ int main(int argc, char** argv) {
     // The send timeout is the connections' write-stall rule; set for the
     // server, so no connection needs a policy of its own (NetHandler::on_open).
     wo.server.connection.write.stall_timeout = so.send_timeout;
+    // The keep-alive timeout is the idle timeout that --overload-* scales.
+    heartwheel::cli::apply_server_flags(f.server, wo.server);
     wo.wheel.tick = parse_duration_flag("--tick", f.tick);
     if (wo.wheel.tick < std::chrono::milliseconds(1))
       throw std::invalid_argument("--tick must be at least 1ms");

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli_program.h"
+#include "server_flags.h"
 #include "rpc_service.h"
 
 namespace net = heartwheel::net;
@@ -28,10 +29,11 @@ namespace {
 struct Config {
   std::string listen = "127.0.0.1:0";
   std::string heartbeat = "30s", heartbeat_timeout = "0", reply_delay = "0";
-  std::string tick = "10ms", drain_timeout = "5s";
+  std::string tick = "10ms", drain_timeout = "5s", read_idle = "0";
   std::size_t max_frame = heartwheel::rpc::kDefaultMaxFrameLength;
   unsigned workers = 1;
   std::string stats_json;
+  heartwheel::cli::ServerFlags server;
 };
 
 struct Setup {
@@ -58,6 +60,8 @@ Setup make_setup(const Config& c) {
   rpcserver::WorkerCounters probe;
   rpcserver::handler_options(s.service, probe);  // validates heartbeat and --max-frame
   s.drain_timeout = parse_duration_flag("--drain-timeout", c.drain_timeout);
+  s.workers.server.connection.idle.read_idle = parse_duration_flag("--read-idle", c.read_idle);
+  heartwheel::cli::apply_server_flags(c.server, s.workers.server);
   s.workers.server.validate();
   return s;
 }
@@ -168,7 +172,13 @@ int main(int argc, char** argv) {
   app.add_option("--drain-timeout", c.drain_timeout, "on SIGTERM/SIGINT: stop accepting, finish "
                                                      "in-flight (delayed) calls for up to this long, then close")
       ->capture_default_str();
+  app.add_option("--read-idle", c.read_idle,
+                 "close a connection that sent nothing for this long (read_idle), heartbeats "
+                 "or not; the idle timeout --overload-* scales; 0 = off")
+      ->capture_default_str();
   app.add_option("--stats-json", c.stats_json, "write final statistics as JSON to this file at exit");
+  // --max-connections, --proxy-protocol, --max-connections-per-ip, --overload-*...
+  heartwheel::cli::add_server_flags(app, c.server);
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   Setup setup;
