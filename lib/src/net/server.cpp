@@ -144,8 +144,7 @@ void Server::on_connection(uv_stream_t* stream, int status) {
       s->reject_one();
       return;
     }
-    ++s->dropping_;
-    victim->close(CloseReason::overload);
+    s->drop(*victim);
   }
   s->accept_one();
 }

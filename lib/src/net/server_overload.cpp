@@ -175,4 +175,13 @@ Connection* Server::idlest() noexcept {
   return nullptr;
 }
 
+void Server::drop(Connection& victim) noexcept {
+  ++dropping_;
+  // It stays listed until its close callback (the next loop iteration); at
+  // the front it is not met again by the next newcomers of this burst, which
+  // look from the back.
+  list_.touch(victim, static_cast<std::uint16_t>(victim.host_activity_gen + 1));
+  victim.close(CloseReason::overload);
+}
+
 }  // namespace heartwheel::net

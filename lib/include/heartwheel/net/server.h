@@ -171,6 +171,7 @@ class Server final : private detail::ConnectionHost {
   void update_pressure() noexcept;
   void sweep() noexcept;
   Connection* idlest() noexcept;
+  void drop(Connection& victim) noexcept;
   static void on_memory_timer(uv_timer_t* timer);
 
   static void on_connection(uv_stream_t* listener, int status);
