@@ -86,6 +86,7 @@ namespace {
 
 struct Node {
   int id = 0;
+  TimePoint last_read{};
   Node* next_in_host = nullptr;
   Node* prev_in_host = nullptr;
   std::uint16_t host_activity_gen = 0;
@@ -150,6 +151,36 @@ TEST_CASE("The sweep cursor never dangles and every node it passed stays visited
   list.restart_sweep();
   list.stop_sweep();
   CHECK(list.cursor() == nullptr);
+}
+
+TEST_CASE("A sweep step visits the back of the order while it is due within the lead, then waits",
+          "[overload][activity]") {
+  // Read at 0, 1, 2, ... 9 s (oldest at the back), read-side timeout 5 s.
+  std::vector<Node> nodes(10);
+  ActivityList<Node> list;
+  for (int i = 0; i < 10; ++i) {
+    nodes[i].id = i;
+    nodes[i].last_read = TimePoint(std::chrono::seconds(i));
+    list.push_front(nodes[i], 0);
+  }
+  list.restart_sweep();
+  std::vector<int> visited;
+  auto anchor = [](Node& n) { return n.last_read; };
+  auto visit = [&](Node& n) { visited.push_back(n.id); };
+  std::size_t budget = 100;
+  // At 6 s with a 1 s lead: due at 5, 6, 7 s are visited; 8 s is not yet.
+  TimePoint next = list.sweep(TimePoint(6s), 5s, 1s, budget, anchor, visit);
+  CHECK(visited == std::vector<int>{0, 1, 2});
+  CHECK(next == TimePoint(7s));  // node 3 (due at 8 s) comes within the lead
+  CHECK(budget == 97);
+  budget = 2;  // a small budget stops early and asks to go on at once
+  next = list.sweep(TimePoint(10s), 5s, 1s, budget, anchor, visit);
+  CHECK(visited == std::vector<int>{0, 1, 2, 3, 4});
+  CHECK(next == TimePoint(10s));
+  budget = 100;
+  next = list.sweep(TimePoint(100s), 5s, 1s, budget, anchor, visit);
+  CHECK(visited.size() == 10);
+  CHECK(next == kNever);  // every node visited
 }
 
 namespace {

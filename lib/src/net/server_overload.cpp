@@ -119,11 +119,10 @@ void Server::update_pressure() noexcept {
 
 void Server::Sweeper::on_sweep(TimerEntry& entry) { static_cast<Sweeper&>(entry).owner->sweep(); }
 
-// The tail re-arm (overload.h): from the oldest reader toward the newest,
-// re-arm each connection whose scaled read-side deadline is within `lead`;
-// stop at the first that is further away and sleep until it comes near.
-// `lead` covers the order's coarseness: a connection nearer the front read at
-// most one granularity before the one the cursor stopped at.
+// The tail re-arm (overload.h, ActivityList::sweep): from the oldest reader
+// toward the newest, re-arm each connection whose scaled read-side deadline
+// is within two granularities (the order's coarseness, and one to spare);
+// sleep until the next one comes that near.
 void Server::sweep() noexcept {
   ++stats_.overload.sweeps;
   const TimePoint now = wheel_.now();
@@ -136,22 +135,14 @@ void Server::sweep() noexcept {
   const Duration timeout = read_side_timeout(effective_.idle);
   TimePoint next = restart_pending_ ? last_restart_ + granularity : kNever;
   if (pressure_ != 0 && timeout.count() > 0) {
-    const Duration lead = 2 * granularity;
     std::size_t budget = kSweepBudget;
-    while (Connection* c = list_.cursor()) {
-      const TimePoint due = deadline_after(c->last_read(), timeout);
-      if (due > now + lead) {
-        next = std::min(next, due - lead);
-        break;
-      }
-      if (budget-- == 0) {
-        next = now;  // the rest on the next loop iteration
-        break;
-      }
-      list_.advance();
-      c->reschedule_deadlines();
-      ++stats_.overload.swept;
-    }
+    const TimePoint step = list_.sweep(
+        now, timeout, 2 * granularity, budget, [](Connection& c) { return c.last_read(); },
+        [this](Connection& c) {
+          c.reschedule_deadlines();
+          ++stats_.overload.swept;
+        });
+    next = std::min(next, step);
   }
   if (next != kNever) wheel_.schedule_at(sweeper_, std::max(next, now));
 }

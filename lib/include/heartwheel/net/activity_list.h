@@ -96,6 +96,29 @@ class ActivityList {
   // Marks the cursor's node visited. Precondition: cursor() != nullptr.
   void advance() noexcept { cursor_ = cursor_->prev_in_host; }
 
+  // One step of the tail re-arm (overload.h): from the cursor toward the
+  // front, `visit(node)` every node whose `anchor(node) + timeout` is at or
+  // before `now + lead`, at most `budget` of them (decremented). Stops at the
+  // first node further away: a node nearer the front read at most one
+  // generation before it, so with `lead` >= 2 generations nothing behind that
+  // node is due before `lead` has passed. Returns when to step again: when
+  // the stopping node comes within `lead`, `now` if the budget ran out,
+  // kNever when every node was visited. `visit` must not unlink nodes.
+  template <class Anchor, class Visit>
+  TimePoint sweep(TimePoint now, Duration timeout, Duration lead, std::size_t& budget,
+                  Anchor&& anchor, Visit&& visit) {
+    while (Node* n = cursor_) {
+      const TimePoint due = deadline_after(anchor(*n), timeout);
+      if (due == kNever) return kNever;  // no deadline on the read side
+      if (due > deadline_after(now, lead)) return due - lead;
+      if (budget == 0) return now;
+      --budget;
+      advance();
+      visit(*n);
+    }
+    return kNever;
+  }
+
  private:
   Node* head_ = nullptr;
   Node* tail_ = nullptr;
