@@ -76,8 +76,20 @@ TEST_CASE("Overload options refuse contradictions with the field named", "[overl
   OverloadOptions d;
   d.drop_idle_at_limit = true;
   CHECK(d.tracks_activity());
-  d.activity_granularity = 0ms;
+  d.activity_granularity = 500us;
   CHECK_THROWS_WITH(d.validate(), Catch::Contains("activity_granularity"));
+  // Automatic granularity: 1 s, or an eighth of the shortest read-side
+  // timeout at saturation.
+  d.activity_granularity = 0s;
+  d.validate();
+  CHECK(activity_granularity_for(d, IdlePolicy{.read_idle = 30s}) == 1s);  // no scaling
+  OverloadOptions s;
+  s.saturation_connections = 100;
+  s.min_timeout = 2s;
+  CHECK(activity_granularity_for(s, IdlePolicy{.read_idle = 30s}) == 250ms);
+  CHECK(activity_granularity_for(s, IdlePolicy{.write_idle = 30s}) == 1s);  // not read-side
+  s.activity_granularity = 64ms;
+  CHECK(activity_granularity_for(s, IdlePolicy{.read_idle = 30s}) == 64ms);
   CHECK(activity_shift(1s) == 29);  // 2^29 ns = 0.54 s <= 1 s < 2^30 ns
   CHECK(activity_shift(1ms) == 19);
 }
@@ -168,17 +180,23 @@ TEST_CASE("A sweep step visits the back of the order while it is due within the 
   auto anchor = [](Node& n) { return n.last_read; };
   auto visit = [&](Node& n) { visited.push_back(n.id); };
   std::size_t budget = 100;
-  // At 6 s with a 1 s lead: due at 5, 6, 7 s are visited; 8 s is not yet.
-  TimePoint next = list.sweep(TimePoint(6s), 5s, 1s, budget, anchor, visit);
+  // At 6 s, generations of 500 ms: due at 5, 6, 7 s (within 1 s) are
+  // visited; 8 s is not yet.
+  TimePoint next = list.sweep(TimePoint(6s), 5s, 500ms, budget, anchor, visit);
   CHECK(visited == std::vector<int>{0, 1, 2});
-  CHECK(next == TimePoint(7s));  // node 3 (due at 8 s) comes within the lead
+  CHECK(next == TimePoint(7s));  // node 3 (due at 8 s) comes within reach
   CHECK(budget == 97);
   budget = 2;  // a small budget stops early and asks to go on at once
-  next = list.sweep(TimePoint(10s), 5s, 1s, budget, anchor, visit);
+  next = list.sweep(TimePoint(10s), 5s, 500ms, budget, anchor, visit);
   CHECK(visited == std::vector<int>{0, 1, 2, 3, 4});
   CHECK(next == TimePoint(10s));
   budget = 100;
-  next = list.sweep(TimePoint(100s), 5s, 1s, budget, anchor, visit);
+  // Node 5 is due at 10 s: visited; node 6 at 11 s is in reach at 10 s, but
+  // the next step comes no sooner than one generation from now.
+  next = list.sweep(TimePoint(9900ms), 5s, 500ms, budget, anchor, visit);
+  CHECK(visited.size() == 6);
+  CHECK(next == TimePoint(10400ms));
+  next = list.sweep(TimePoint(100s), 5s, 500ms, budget, anchor, visit);
   CHECK(visited.size() == 10);
   CHECK(next == kNever);  // every node visited
 }

@@ -33,8 +33,8 @@ void OverloadOptions::validate() const {
   if (memory_saturation_bytes > 0 && memory_sample_interval < std::chrono::milliseconds(1))
     fail("memory_sample_interval must be at least 1ms");
   if (drop_idle_after.count() < 0) fail("drop_idle_after must not be negative");
-  if (activity_granularity < std::chrono::milliseconds(1))
-    fail("activity_granularity must be at least 1ms");
+  if (activity_granularity.count() != 0 && activity_granularity < std::chrono::milliseconds(1))
+    fail("activity_granularity must be at least 1ms (or 0: chosen from the timeouts)");
 }
 
 std::uint32_t pressure_steps(std::size_t value, std::size_t start,
@@ -81,6 +81,17 @@ unsigned activity_shift(Duration granularity) noexcept {
   const auto ns = static_cast<std::uint64_t>(
       std::max(granularity, Duration(std::chrono::milliseconds(1))).count());
   return static_cast<unsigned>(std::bit_width(ns) - 1);
+}
+
+Duration activity_granularity_for(const OverloadOptions& o, const IdlePolicy& base) noexcept {
+  if (o.activity_granularity.count() > 0) return o.activity_granularity;
+  Duration g = std::chrono::seconds(1);
+  if (o.scaling()) {
+    const IdlePolicy floor = scaled_policy(base, kPressureSteps, o);
+    for (const Duration d : {floor.read_idle, floor.all_idle})
+      if (d.count() > 0) g = std::min(g, d / 8);
+  }
+  return std::max(g, Duration(std::chrono::milliseconds(1)));
 }
 
 }  // namespace heartwheel::net

@@ -28,7 +28,8 @@ Duration read_side_timeout(const IdlePolicy& p) noexcept {
 void Server::setup_protection() {
   effective_ = options_.connection;
   const OverloadOptions& o = options_.overload;
-  if (o.tracks_activity()) activity_shift_ = net::activity_shift(o.activity_granularity);
+  if (o.tracks_activity())
+    activity_shift_ = net::activity_shift(activity_granularity_for(o, options_.connection.idle));
   if (options_.ip_limiter) {
     limiter_ = options_.ip_limiter;
   } else if (options_.max_connections_per_ip > 0) {
@@ -121,8 +122,8 @@ void Server::Sweeper::on_sweep(TimerEntry& entry) { static_cast<Sweeper&>(entry)
 
 // The tail re-arm (overload.h, ActivityList::sweep): from the oldest reader
 // toward the newest, re-arm each connection whose scaled read-side deadline
-// is within two granularities (the order's coarseness, and one to spare);
-// sleep until the next one comes that near.
+// is within two granularities; sleep until the next one comes that near (at
+// most one step per granularity).
 void Server::sweep() noexcept {
   ++stats_.overload.sweeps;
   const TimePoint now = wheel_.now();
@@ -137,7 +138,7 @@ void Server::sweep() noexcept {
   if (pressure_ != 0 && timeout.count() > 0) {
     std::size_t budget = kSweepBudget;
     const TimePoint step = list_.sweep(
-        now, timeout, 2 * granularity, budget, [](Connection& c) { return c.last_read(); },
+        now, timeout, granularity, budget, [](Connection& c) { return c.last_read(); },
         [this](Connection& c) {
           c.reschedule_deadlines();
           ++stats_.overload.swept;

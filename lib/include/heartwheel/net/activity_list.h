@@ -33,6 +33,7 @@
 
 #include <heartwheel/time.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -97,20 +98,24 @@ class ActivityList {
   void advance() noexcept { cursor_ = cursor_->prev_in_host; }
 
   // One step of the tail re-arm (overload.h): from the cursor toward the
-  // front, `visit(node)` every node whose `anchor(node) + timeout` is at or
-  // before `now + lead`, at most `budget` of them (decremented). Stops at the
-  // first node further away: a node nearer the front read at most one
-  // generation before it, so with `lead` >= 2 generations nothing behind that
-  // node is due before `lead` has passed. Returns when to step again: when
-  // the stopping node comes within `lead`, `now` if the budget ran out,
-  // kNever when every node was visited. `visit` must not unlink nodes.
+  // front, `visit(node)` every node whose `anchor(node) + timeout` comes
+  // within two generations of `now` (`generation`: the order's granularity),
+  // at most `budget` of them (decremented). Stops at the first node further
+  // away. Returns when to step again: `now` when the budget ran out, kNever
+  // when every node was visited, else one generation before the stopping
+  // node comes within reach, but not sooner than one generation from now (at
+  // most one step per generation). Why that is soon enough: a node nearer the
+  // front read at most one generation before the stopping node, so it is due
+  // at least one generation after that next step, and is visited by a step
+  // at or before its deadline. `visit` must not unlink nodes.
   template <class Anchor, class Visit>
-  TimePoint sweep(TimePoint now, Duration timeout, Duration lead, std::size_t& budget,
+  TimePoint sweep(TimePoint now, Duration timeout, Duration generation, std::size_t& budget,
                   Anchor&& anchor, Visit&& visit) {
+    const TimePoint reach = deadline_after(now, 2 * generation);
     while (Node* n = cursor_) {
       const TimePoint due = deadline_after(anchor(*n), timeout);
       if (due == kNever) return kNever;  // no deadline on the read side
-      if (due > deadline_after(now, lead)) return due - lead;
+      if (due > reach) return std::max(due - 2 * generation, deadline_after(now, generation));
       if (budget == 0) return now;
       --budget;
       advance();

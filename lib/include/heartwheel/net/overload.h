@@ -94,8 +94,12 @@ struct OverloadOptions {
 
   // How coarse the activity order is: a reading connection moves to the
   // front at most once per granularity (rounded down to a power of two
-  // nanoseconds, at least 1 ms). Smaller: a finer order, more moves.
-  Duration activity_granularity = std::chrono::seconds(1);
+  // nanoseconds, at least 1 ms), and the sweeper steps at most once per
+  // granularity. Smaller: a finer order, more moves. 0 (the default): 1 s,
+  // or an eighth of the shortest read-side idle timeout at saturation when
+  // that is shorter, so that the sweeper re-arms only connections silent for
+  // about 3/4 of their scaled timeout (activity_granularity_for()).
+  Duration activity_granularity{0};
 
   // True when idle timeouts scale (some pressure source and a floor below 1).
   bool scaling() const noexcept;
@@ -103,7 +107,8 @@ struct OverloadOptions {
   bool tracks_activity() const noexcept { return scaling() || drop_idle_at_limit; }
   // Throws std::invalid_argument naming the field: start >= saturation,
   // min_scale outside 0..1, min_scale and min_timeout both set, a negative
-  // duration, a zero sample interval with memory pressure.
+  // duration, a zero sample interval with memory pressure, a granularity
+  // below 1 ms (other than 0).
   void validate() const;
 };
 
@@ -125,5 +130,9 @@ IdlePolicy scaled_policy(const IdlePolicy& base, std::uint32_t steps,
 
 // log2 of the activity granularity in nanoseconds (see activity_granularity).
 unsigned activity_shift(Duration granularity) noexcept;
+
+// The granularity a server with idle policy `base` uses (see
+// activity_granularity).
+Duration activity_granularity_for(const OverloadOptions& o, const IdlePolicy& base) noexcept;
 
 }  // namespace heartwheel::net
