@@ -8,9 +8,11 @@
 //   sweep    the same store, plus the activity order on the read path and
 //            the tail re-arm (ActivityList::sweep, as net::Server runs it)
 //   walk     the store, then re-arm every connection at once (O(N))
-// For each: the read path's cost per read, the cost of applying the scale,
-// the sweeper's work, and how long after the pressure the silent
-// connections closed (and that no reading one did).
+// For each: the cost of applying the scale, the sweeper's work, the expiry
+// work, and how long after the pressure the silent connections closed (and
+// that no reading one did). First, the read path alone: the same
+// connections read with and without the activity order's stamp and move,
+// alternating every 8 read intervals, so both halves see the same memory.
 #include <heartwheel/net/activity_list.h>
 #include <heartwheel/net/deadline_timer.h>
 #include <heartwheel/net/overload.h>
@@ -90,16 +92,68 @@ double ns(SteadyClock::duration d) {
   return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
 }
 
+struct ReadPath {
+  std::uint64_t reads_off = 0, reads_on = 0, moves = 0;
+  double ns_off = 0, ns_on = 0;
+};
+
+unsigned shift_for(const Options& o, const net::IdlePolicy& policy) {
+  net::OverloadOptions overload;  // the same automatic granularity as net::Server's
+  overload.saturation_connections = 1;
+  overload.min_timeout = o.floor;
+  overload.activity_granularity = o.granularity;
+  return net::activity_shift(net::activity_granularity_for(overload, policy));
+}
+
+// Connection::on_read's stamp (note_read), and with `track` the activity
+// order's generation check and move.
+inline bool read(Conn& c, List& list, bool track, unsigned shift) {
+  c.note_read();
+  if (!track) return false;
+  const auto gen = net::activity_generation(c.deadlines().read_anchor(), shift);
+  return gen != c.host_activity_gen && list.touch(c, gen);
+}
+
+ReadPath read_path(const Options& o) {
+  heartwheel::ManualTimerService timers(1ms);
+  net::IdlePolicy policy{.read_idle = o.timeout};
+  List list;
+  const unsigned shift = shift_for(o, policy);
+  std::vector<std::unique_ptr<Conn>> conns;
+  std::mt19937_64 rng(o.seed);
+  const auto interval_ms = static_cast<std::size_t>(o.read_interval / 1ms);
+  std::vector<std::vector<Conn*>> by_phase(interval_ms);
+  for (std::size_t i = 0; i < o.connections; ++i) {
+    conns.push_back(std::make_unique<Conn>(timers, list));
+    conns.back()->start_deadlines(policy);
+    list.push_front(*conns.back(), 0);
+    by_phase[rng() % interval_ms].push_back(conns.back().get());
+  }
+  ReadPath rp;
+  SteadyClock::duration off{}, on{};
+  const auto steps = static_cast<std::uint64_t>(o.duration / 1ms);
+  for (std::uint64_t s = 0; s < steps; ++s) {
+    // Blocks of 8 whole intervals: every connection reads 8 times tracked,
+    // then 8 times not, so moves per read are what a steady reader costs.
+    const bool track = (s / interval_ms / 8) % 2 == 1;
+    const auto t0 = SteadyClock::now();
+    for (Conn* c : by_phase[s % interval_ms]) rp.moves += read(*c, list, track, shift);
+    (track ? on : off) += SteadyClock::now() - t0;
+    (track ? rp.reads_on : rp.reads_off) += by_phase[s % interval_ms].size();
+    timers.run_for(1ms);
+  }
+  for (auto& c : conns) c->stop_deadlines();
+  rp.ns_off = rp.reads_off ? ns(off) / static_cast<double>(rp.reads_off) : 0;
+  rp.ns_on = rp.reads_on ? ns(on) / static_cast<double>(rp.reads_on) : 0;
+  return rp;
+}
+
 Result run(Mode mode, const Options& o) {
   heartwheel::ManualTimerService timers(1ms);
   net::IdlePolicy policy{.read_idle = o.timeout};
   List list;
   const bool track = mode == Mode::sweep;
-  net::OverloadOptions overload;  // the same automatic granularity as net::Server's
-  overload.saturation_connections = 1;
-  overload.min_timeout = o.floor;
-  overload.activity_granularity = o.granularity;
-  const unsigned shift = net::activity_shift(net::activity_granularity_for(overload, policy));
+  const unsigned shift = shift_for(o, policy);
   std::vector<std::unique_ptr<Conn>> conns;
   std::mt19937_64 rng(o.seed);
   const auto interval_ms = static_cast<std::size_t>(o.read_interval / 1ms);
@@ -156,12 +210,8 @@ Result run(Mode mode, const Options& o) {
     const auto t0 = SteadyClock::now();
     for (Conn* c : by_phase[s % interval_ms]) {
       if (c->closed_at != heartwheel::kNever) continue;
-      c->note_read();
       ++r.reads;
-      if (track) {
-        const auto gen = net::activity_generation(c->deadlines().read_anchor(), shift);
-        if (gen != c->host_activity_gen && list.touch(*c, gen)) ++r.moves;
-      }
+      r.moves += read(*c, list, track, shift);
     }
     const auto t1 = SteadyClock::now();
     read_time += t1 - t0;
@@ -248,6 +298,20 @@ int main(int argc, char** argv) {
     return heartwheel::cli::usage_error(app, e.what());
   }
   return heartwheel::cli::run(app, [&] {
+    const ReadPath rp = read_path(o);
+    if (json) {
+      std::printf(
+          "{\"bench\":\"overload_read_path\",\"connections\":%zu,\"ns_per_read_off\":%.2f,"
+          "\"ns_per_read_on\":%.2f,\"moves_per_read_on\":%.3f}\n",
+          o.connections, rp.ns_off, rp.ns_on,
+          rp.reads_on ? static_cast<double>(rp.moves) / static_cast<double>(rp.reads_on) : 0.0);
+    } else {
+      std::printf(
+          "read path: %.2f ns/read without the activity order, %.2f ns with it (%.2f moves per "
+          "read)\n",
+          rp.ns_off, rp.ns_on,
+          rp.reads_on ? static_cast<double>(rp.moves) / static_cast<double>(rp.reads_on) : 0.0);
+    }
     for (Mode m : {Mode::lazy, Mode::sweep, Mode::walk}) {
       const Result r = run(m, o);
       if (json) {
