@@ -23,6 +23,28 @@ void open_clients(TestLoop& t, net::Server& server, std::vector<std::unique_ptr<
   }
 }
 
+// Makes `clients` send a byte every 20 ms while it lives.
+struct Chatter {
+  Chatter(TestLoop& t, std::vector<std::unique_ptr<RawClient>>& clients) {
+    uv_timer_init(&t.loop, &timer);
+    timer.data = &clients;
+    uv_timer_start(
+        &timer,
+        [](uv_timer_t* h) {
+          for (auto& c : *static_cast<std::vector<std::unique_ptr<RawClient>>*>(h->data))
+            c->send("x");
+        },
+        0, 20);
+  }
+  ~Chatter() {
+    uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr);
+    uv_run(timer.loop, UV_RUN_NOWAIT);  // closed before its memory goes
+  }
+  Chatter(const Chatter&) = delete;
+  Chatter& operator=(const Chatter&) = delete;
+  uv_timer_t timer;
+};
+
 int count_closed(const std::vector<std::unique_ptr<RawClient>>& clients) {
   int n = 0;
   for (const auto& c : clients) n += c->closed;
@@ -101,16 +123,7 @@ TEST_CASE(
   std::vector<std::unique_ptr<RawClient>> silent, active, late;
   open_clients(t, server, silent, 2);  // ids 1, 2: never send
   open_clients(t, server, active, 2);  // ids 3, 4: send every 20 ms
-  uv_timer_t chatter;
-  uv_timer_init(&t.loop, &chatter);
-  chatter.data = &active;
-  uv_timer_start(
-      &chatter,
-      [](uv_timer_t* h) {
-        for (auto& c : *static_cast<std::vector<std::unique_ptr<RawClient>>*>(h->data))
-          c->send("x");
-      },
-      0, 20);
+  Chatter chatter(t, active);
   t.run_for(400ms);  // the silent ones are idle for more than 300 ms now
   open_clients(t, server, late, 1);
   REQUIRE(t.run_until([&] { return rec.conns[1].closed; }));
@@ -128,7 +141,6 @@ TEST_CASE(
   CHECK_FALSE(rec.conns[4].closed);
   CHECK(server.connection_count() == 4);
   CHECK(server.stats().overload.activity_moves > 0);
-  uv_close(reinterpret_cast<uv_handle_t*>(&chatter), nullptr);
   CHECK(silent[0]->closed);
   CHECK(silent[1]->closed);
 }
@@ -149,16 +161,7 @@ TEST_CASE("Under pressure idle timeouts shrink and connections silent since befo
   open_clients(t, server, silent, 3);  // no pressure yet: armed for 20 s
   CHECK(server.stats().overload.idle_scale == 1.0);
   t.run_for(500ms);
-  uv_timer_t chatter;
-  uv_timer_init(&t.loop, &chatter);
-  chatter.data = &active;
-  uv_timer_start(
-      &chatter,
-      [](uv_timer_t* h) {
-        for (auto& c : *static_cast<std::vector<std::unique_ptr<RawClient>>*>(h->data))
-          c->send("x");
-      },
-      0, 20);
+  Chatter chatter(t, active);
   const Duration saturated_at = hr_now();
   open_clients(t, server, active, 3);  // 6 open: saturation, read idle 300 ms
   CHECK(server.stats().overload.idle_scale == 0.0);
@@ -172,7 +175,6 @@ TEST_CASE("Under pressure idle timeouts shrink and connections silent since befo
   CHECK(server.idle_policy().read_idle == 20s);
   t.run_for(500ms);
   CHECK(count_closed(active) == 0);
-  uv_close(reinterpret_cast<uv_handle_t*>(&chatter), nullptr);
 }
 
 TEST_CASE("Protection options that contradict each other are refused with the field named",
