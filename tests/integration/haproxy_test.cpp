@@ -203,6 +203,9 @@ TEST_CASE("Behind HAProxy the per-address limit counts the clients the headers n
   CHECK(a1.echo("a1 again"));
   const json s = p.stop();
   INFO(s.dump(2).substr(0, 3000));
-  CHECK(s["closed_by_reason"]["ip_limit"] == 1);
+  // a3, and now and then a health check: HAProxy's checks all come from its
+  // own 127.0.0.1 (v1 checks name it, v2 LOCAL keeps the socket's), and
+  // three of them at once are over the limit too.
+  CHECK(s["closed_by_reason"]["ip_limit"].get<int>() >= 1);
   CHECK(s["proxy_protocol"]["invalid"] == 0);
 }

@@ -194,3 +194,43 @@ TEST_CASE("The header timeout is the header_timeout slot and idle slots still ru
   CHECK(ok.connection()->deadline(net::Deadline::header_timeout) == kNever);  // cleared
   CHECK(app.opened == 1);
 }
+
+TEST_CASE("A header without TLVs is kept compact and made whole when a handler asks for it",
+          "[net][proxy]") {
+  struct Quiet : net::Handler {  // never calls proxy_header() itself
+    std::string peer;
+    void on_open(net::Connection& c) override { peer = c.peer_address(); }
+    void on_data(net::Connection&, std::string_view) override {}
+  } quiet;
+  testing::Host host;
+  host.set_proxy_protocol(3s);
+  auto& peer = host.open(quiet);
+  peer.send("PROXY TCP6 2001:db8::7 2001:db8::8 4000 443\r\n");
+  CHECK(quiet.peer == "[2001:db8::7]:4000");
+  CHECK(peer.connection()->local_address() == "[2001:db8::8]:443");
+  const net::ProxyHeader* h = peer.connection()->proxy_header();
+  REQUIRE(h != nullptr);
+  CHECK(h->version == 1);
+  CHECK(h->family == AF_INET6);
+  CHECK(h->source_text() == "[2001:db8::7]:4000");
+  CHECK(h->destination_text() == "[2001:db8::8]:443");
+  CHECK(h->tlvs.empty());
+  CHECK(peer.connection()->proxy_header() == h);  // made once
+}
+
+TEST_CASE("A v2 header with UNIX addresses gives them as the peer and local addresses",
+          "[net][proxy]") {
+  App app;
+  testing::Host host;
+  host.set_proxy_protocol(3s);
+  auto& peer = host.open(app);
+  V2 v2;
+  v2.fam = 0x31;  // AF_UNIX, stream
+  v2.block = unix_block("/run/client.sock", "/run/server.sock");
+  peer.send(v2.build());
+  REQUIRE(app.opened == 1);
+  CHECK(app.peer == "unix:/run/client.sock");
+  CHECK(app.local == "unix:/run/server.sock");
+  REQUIRE(app.header != nullptr);
+  CHECK(app.header->family == AF_UNIX);
+}

@@ -132,23 +132,21 @@ bool Connection::guarded(F&& f) noexcept {
 
 std::string Connection::peer_address() const {
   sockaddr_storage ss{};
+  // The header's spelling: the same for IP addresses, and it knows AF_UNIX.
+  if (proxy_addresses(&ss, nullptr)) return ProxyHeader::format_proxy_address(ss);
   if (!peer_sockaddr(ss)) return {};
   return format_address(reinterpret_cast<sockaddr*>(&ss));
 }
 
 bool Connection::peer_sockaddr(sockaddr_storage& out) const noexcept {
-  if (const ProxyHeader* h = proxy_header(); h && h->has_addresses()) {
-    out = h->source;
-    return true;
-  }
+  if (proxy_addresses(&out, nullptr)) return true;
   int len = sizeof out;
   return uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&out), &len) == 0;
 }
 
 std::string Connection::local_address() const {
-  if (const ProxyHeader* h = proxy_header(); h && h->has_addresses())
-    return format_address(reinterpret_cast<const sockaddr*>(&h->destination));
   sockaddr_storage ss{};
+  if (proxy_addresses(nullptr, &ss)) return ProxyHeader::format_proxy_address(ss);
   int len = sizeof ss;
   if (uv_tcp_getsockname(&tcp_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
   return format_address(reinterpret_cast<sockaddr*>(&ss));

@@ -21,8 +21,9 @@
 //   connection: the bytes go to a ProxyHeaderParser (1,280 bytes, allocated
 //   for the stage only) and the header_timeout slot is the header's
 //   deadline (closed as proxy_header_timeout). Once the header is complete
-//   the parser is freed, the header is kept (proxy_header(): addresses and
-//   TLVs, ~700 bytes while the connection lives), the slot is cleared, and
+//   the parser is freed, the header is kept (64 bytes for its addresses; a
+//   whole ProxyHeader, ~700 bytes, only when it had TLVs or UNIX addresses,
+//   or once proxy_header() is called), the slot is cleared, and
 //   the application's handler gets on_open, then on_data with whatever
 //   followed the header in the same read (also when on_open paused
 //   reading). A malformed header closes the connection as
@@ -146,6 +147,8 @@ class Connection final : private DeadlineTimer {
   // The PROXY header this connection began with, once complete; nullptr
   // without one (the server does not expect one, or it is not in yet).
   // Valid until on_close returns. See proxy_protocol.h for the fields.
+  // A header without TLVs is kept compact and made whole (~700 bytes) on
+  // the first call; nullptr if that allocation fails.
   const ProxyHeader* proxy_header() const noexcept;
 
   // ---- handler and user data ------------------------------------------------
@@ -293,6 +296,9 @@ class Connection final : private DeadlineTimer {
   template <class F>
   bool guarded(F&& f) noexcept;
   Extras& extras();
+  // The PROXY header's client (peer) and destination (local) addresses;
+  // false when there is no header or it carries none.
+  bool proxy_addresses(sockaddr_storage* peer, sockaddr_storage* local) const noexcept;
   int begin_proxy_stage(Duration timeout) noexcept;
   void feed_proxy(std::string_view data);
   void admit_and_open(std::string_view rest) noexcept;
