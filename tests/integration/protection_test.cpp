@@ -177,6 +177,26 @@ TEST_CASE("Under pressure idle timeouts shrink and connections silent since befo
   CHECK(count_closed(active) == 0);
 }
 
+TEST_CASE("Memory pressure alone scales idle timeouts once the process is over its threshold",
+          "[net][overload]") {
+  TestLoop t(5ms);
+  Recorder rec;
+  net::ServerOptions o;
+  o.connection.idle.read_idle = 20s;
+  o.overload.memory_start_bytes = 1;  // any process is past these: saturated at the first sample
+  o.overload.memory_saturation_bytes = 2;
+  o.overload.memory_sample_interval = 50ms;
+  o.overload.min_timeout = 200ms;
+  net::Server server(*t.wheel, rec, o);
+  REQUIRE_FALSE(server.listen());
+  std::vector<std::unique_ptr<RawClient>> silent;
+  open_clients(t, server, silent, 1);
+  REQUIRE(t.run_until([&] { return silent[0]->closed; }, 5s));
+  CHECK(rec.count_closed(CloseReason::read_idle) == 1);
+  CHECK(server.stats().overload.idle_scale == 0.0);
+  CHECK(server.idle_policy().read_idle == 200ms);
+}
+
 TEST_CASE("Protection options that contradict each other are refused with the field named",
           "[net][overload]") {
   TestLoop t(5ms);
