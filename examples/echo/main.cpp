@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "cli_program.h"
+#include "server_flags.h"
 
 namespace metrics = heartwheel::metrics;
 namespace net = heartwheel::net;
@@ -33,6 +34,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// With --proxy-protocol the connection reaches it only once its PROXY header
+// came, so it echoes what follows the header.
 class EchoHandler final : public net::Handler {
  public:
   void on_data(net::Connection& conn, std::string_view data) override { conn.write(data); }
@@ -44,7 +47,7 @@ struct Config {
   std::string tick = "10ms", drain_timeout = "5s", stats_interval = "0", write_stall = "30s";
   std::string timers = "wheel", refresh = "lazy";
   unsigned workers = 1, processes = 1;
-  std::size_t max_connections = 0;
+  heartwheel::cli::ServerFlags server;
   std::size_t max_fired = 20000;
   int backlog = 4096;
   std::size_t high_watermark = std::size_t{1} << 20;
@@ -66,7 +69,7 @@ Setup make_setup(const Config& c) {
   auto& so = s.workers.server;
   so.host = hp.host;
   so.port = hp.port;
-  so.max_connections = c.max_connections;
+  heartwheel::cli::apply_server_flags(c.server, so);
   so.backlog = c.backlog;
   auto& co = so.connection;
   co.idle.read_idle = parse_duration_flag("--read-idle", c.read_idle);
@@ -289,10 +292,8 @@ int main(int argc, char** argv) {
                  "per-process descriptor limits)")
       ->check(CLI::Range(1u, 256u))
       ->capture_default_str();
-  app.add_option("--max-connections", c.max_connections,
-                 "per worker loop; beyond it new connections "
-                 "are accepted and reset (counted as 'limit'); 0 = no limit")
-      ->capture_default_str();
+  // --max-connections, --proxy-protocol, --max-connections-per-ip, --overload-*...
+  heartwheel::cli::add_server_flags(app, c.server);
   app.add_option("--backlog", c.backlog,
                  "listen backlog (the kernel caps it at net.core.somaxconn)")
       ->check(CLI::Range(1, 1 << 20))

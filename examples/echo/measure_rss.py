@@ -1,11 +1,19 @@
 #!/usr/bin/env python3
-# RSS growth of heartwheel-echo per idle connection, --timers wheel vs uv.
+# RSS growth of heartwheel-echo per idle connection, --timers wheel vs uv;
+# with the argument `proxy`: --timers wheel without and with --proxy-protocol
+# (each connection sends a v1 header first, which the server keeps).
 # Run from anywhere after building; figures are in docs/BENCHMARKS.md.
 import os
 BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'build', 'bin', 'heartwheel-echo')
 import socket, subprocess, sys, time, os
-def run(timers):
-    p = subprocess.Popen([BIN, "--read-idle", "10m", "--timers", timers, "--stats-interval", "0"], stdout=subprocess.PIPE, text=True)
+def connect(port, proxy, i):
+    s = socket.create_connection(("127.0.0.1", port))
+    if proxy:
+        s.sendall(f"PROXY TCP4 192.0.2.{i % 250 + 1} 127.0.0.1 {1024 + i % 60000} {port}\r\n".encode())
+    return s
+def run(timers, proxy=False):
+    extra = ["--proxy-protocol"] if proxy else []
+    p = subprocess.Popen([BIN, "--read-idle", "10m", "--timers", timers, "--stats-interval", "0"] + extra, stdout=subprocess.PIPE, text=True)
     port = int(p.stdout.readline().strip().rsplit(":",1)[1])
     import atexit
     atexit.register(lambda: p.poll() is None and p.terminate())  # never leave the server behind
@@ -14,14 +22,17 @@ def run(timers):
             if l.startswith("VmRSS"): return int(l.split()[1])
     time.sleep(0.2)
     # warm up: 200 connections so one-time allocations are paid
-    warm = [socket.create_connection(("127.0.0.1", port)) for _ in range(200)]
+    warm = [connect(port, proxy, i) for i in range(200)]
     time.sleep(0.3)
     r0 = rss()
     N = 8000
-    socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(N)]
+    socks = [connect(port, proxy, i) for i in range(N)]
     time.sleep(0.5)
     r1 = rss()
-    print(f"{timers}: RSS delta {(r1-r0)} KiB for {N} idle connections = {(r1-r0)*1024/N:.0f} bytes/connection (user space)")
+    print(f"{timers}{' --proxy-protocol' if proxy else ''}: RSS delta {(r1-r0)} KiB for {N} idle connections = {(r1-r0)*1024/N:.0f} bytes/connection (user space)")
     p.terminate(); p.wait()
     for s in socks + warm: s.close()
-run("wheel"); run("uv")
+if sys.argv[1:] == ["proxy"]:
+    run("wheel"); run("wheel", proxy=True)
+else:
+    run("wheel"); run("uv")

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cli_program.h"
+#include "server_flags.h"
 #include "routes.h"
 
 namespace {
@@ -79,6 +80,7 @@ struct Flags {
   std::size_t max_header_bytes = 16 * 1024, max_body_bytes = 1024 * 1024, max_requests = 0;
   std::string stats_json;
   std::string metrics_listen;
+  heartwheel::cli::ServerFlags server;
 };
 
 // The main thread's loop: signals, periodic stats file, end of the workers.
@@ -170,6 +172,8 @@ int main(int argc, char** argv) {
                  "HOST:PORT to serve GET /metrics on (Prometheus text format, every worker "
                  "merged; port 0: pick one, printed as 'metrics on HOST:PORT'); off when not "
                  "given");
+  // --max-connections, --proxy-protocol, --max-connections-per-ip, --overload-*...
+  heartwheel::cli::add_server_flags(app, f.server);
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   // Every value is checked before anything starts: a bad one is a usage error.
@@ -196,6 +200,8 @@ int main(int argc, char** argv) {
     // The send timeout is the connections' write-stall rule; set for the
     // server, so no connection needs a policy of its own (NetHandler::on_open).
     wo.server.connection.write.stall_timeout = so.send_timeout;
+    // The keep-alive timeout is the idle timeout that --overload-* scales.
+    heartwheel::cli::apply_server_flags(f.server, wo.server);
     wo.wheel.tick = parse_duration_flag("--tick", f.tick);
     if (wo.wheel.tick < std::chrono::milliseconds(1))
       throw std::invalid_argument("--tick must be at least 1ms");

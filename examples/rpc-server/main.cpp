@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cli_program.h"
+#include "server_flags.h"
 #include "rpc_service.h"
 
 namespace metrics = heartwheel::metrics;
@@ -35,11 +36,12 @@ namespace {
 struct Config {
   std::string listen = "127.0.0.1:0";
   std::string heartbeat = "30s", heartbeat_timeout = "0", reply_delay = "0";
-  std::string tick = "10ms", drain_timeout = "5s";
+  std::string tick = "10ms", drain_timeout = "5s", read_idle = "0";
   std::size_t max_frame = heartwheel::rpc::kDefaultMaxFrameLength;
   unsigned workers = 1;
   std::string stats_json;
   std::string metrics_listen;
+  heartwheel::cli::ServerFlags server;
 };
 
 struct Setup {
@@ -67,6 +69,8 @@ Setup make_setup(const Config& c) {
   rpcserver::WorkerCounters probe;
   rpcserver::handler_options(s.service, probe);  // validates heartbeat and --max-frame
   s.drain_timeout = parse_duration_flag("--drain-timeout", c.drain_timeout);
+  s.workers.server.connection.idle.read_idle = parse_duration_flag("--read-idle", c.read_idle);
+  heartwheel::cli::apply_server_flags(c.server, s.workers.server);
   s.workers.server.validate();
   if (!c.metrics_listen.empty()) s.metrics = metrics::endpoint_at(c.metrics_listen);
   return s;
@@ -178,11 +182,17 @@ int main(int argc, char** argv) {
   app.add_option("--drain-timeout", c.drain_timeout, "on SIGTERM/SIGINT: stop accepting, finish "
                                                      "in-flight (delayed) calls for up to this long, then close")
       ->capture_default_str();
+  app.add_option("--read-idle", c.read_idle,
+                 "close a connection that sent nothing for this long (read_idle), heartbeats "
+                 "or not; the idle timeout --overload-* scales; 0 = off")
+      ->capture_default_str();
   app.add_option("--stats-json", c.stats_json, "write final statistics as JSON to this file at exit");
   app.add_option("--metrics-listen", c.metrics_listen,
                  "HOST:PORT to serve GET /metrics on (Prometheus text format, every worker "
                  "merged; port 0 = pick one, printed as 'metrics on HOST:PORT'); off when not "
                  "given");
+  // --max-connections, --proxy-protocol, --max-connections-per-ip, --overload-*...
+  heartwheel::cli::add_server_flags(app, c.server);
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   Setup setup;

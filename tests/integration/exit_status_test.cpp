@@ -60,6 +60,9 @@ std::vector<Program> programs() {
 #ifdef HEARTWHEEL_RPC_CALLS_BENCH_BIN
       {"heartwheel-rpc-calls-bench", HEARTWHEEL_RPC_CALLS_BENCH_BIN, {"--calls", "0"}, "--calls"},
 #endif
+#ifdef HEARTWHEEL_OVERLOAD_BENCH_BIN
+      {"heartwheel-overload-bench", HEARTWHEEL_OVERLOAD_BENCH_BIN, {"--floor", "0"}, "--floor"},
+#endif
 #ifdef HEARTWHEEL_HTTP_SESSION_BENCH_BIN
       {"heartwheel-http-session-bench",
        HEARTWHEEL_HTTP_SESSION_BENCH_BIN,
@@ -113,5 +116,27 @@ TEST_CASE("Every program's --help exits 0 and prints its usage on stdout", "[int
     CHECK(o.status == 0);
     CHECK(o.out.find("Exit status") != std::string::npos);
     CHECK(o.err.empty());
+  }
+}
+
+TEST_CASE("Every server program refuses protection flags that contradict each other",
+          "[integration][cli]") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--drop-idle-at-limit"}, "--max-connections"},
+      {{"--overload-saturation", "100"}, "floor"},
+      {{"--overload-start", "10", "--overload-saturation", "5", "--overload-min-scale", "0.5"},
+       "--overload-saturation"},
+      {{"--overload-saturation", "9", "--overload-min-scale", "0.5", "--overload-min-timeout",
+        "1s"},
+       "not both"},
+      {{"--overload-min-timeout", "1s"}, "--overload-saturation"},
+      {{"--proxy-protocol", "--proxy-header-timeout", "0"}, "--proxy-header-timeout"},
+      {{"--overload-memory-saturation", "lots"}, "--overload-memory-saturation"},
+  };
+  for (const auto& p : programs()) {
+    const std::string name = p.name;
+    if (name != "heartwheel-echo" && name != "heartwheel-http" && name != "heartwheel-rpc-server")
+      continue;
+    for (const auto& [args, says] : bad) check_usage_error(p, run(p, args), says);
   }
 }

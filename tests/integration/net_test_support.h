@@ -90,10 +90,17 @@ struct TestLoop {
 // A plain client socket on the loop: connects, sends, records what comes back
 // and when the server closed it.
 struct RawClient {
-  explicit RawClient(uv_loop_t* loop, int port) {
+  // `source`: the local address to connect from (another loopback address,
+  // e.g. "127.0.0.2"); nullptr lets the kernel choose.
+  explicit RawClient(uv_loop_t* loop, int port, const char* source = nullptr) {
     tcp = new uv_tcp_t;
     uv_tcp_init(loop, tcp);
     tcp->data = this;
+    if (source) {
+      sockaddr_in from;
+      uv_ip4_addr(source, 0, &from);
+      REQUIRE(uv_tcp_bind(tcp, reinterpret_cast<const sockaddr*>(&from), 0) == 0);
+    }
     sockaddr_in addr;
     uv_ip4_addr("127.0.0.1", port, &addr);
     auto* req = new uv_connect_t;

@@ -28,7 +28,16 @@ struct NetHandler::Conn final : Transport {
   }
   bool writable() const noexcept override { return conn->writable(); }
   TimerService& timers() noexcept override { return conn->timers(); }
-  void set_deadline(net::Deadline slot, TimePoint when) override { conn->set_deadline(slot, when); }
+  void set_deadline(net::Deadline slot, TimePoint when) override {
+    // Keep-alive (and the wait for a first byte) is the idle time between
+    // messages: under overload it shrinks like the server's idle timeouts
+    // (net/overload.h), scaled when it starts.
+    if (slot == net::Deadline::keepalive_timeout && when != kNever) {
+      const TimePoint now = conn->timers().now();
+      if (when > now) when = deadline_after(now, conn->scale_idle_timeout(when - now));
+    }
+    conn->set_deadline(slot, when);
+  }
   void begin_request(Duration timeout) override { conn->begin_request(timeout); }
   void end_request() override { conn->end_request(); }
 

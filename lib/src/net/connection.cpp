@@ -10,17 +10,13 @@
 #include <cassert>
 
 #include <heartwheel/error.h>
+#include <heartwheel/net/activity_list.h>
 #include <heartwheel/net/address.h>
 
+#include "connection_extras.h"
 #include "random.h"
 
 namespace heartwheel::net {
-
-// Exists only when a policy is overridden for this one connection.
-struct Connection::Overrides {
-  IdlePolicy idle;
-  WritePolicy write;
-};
 
 // Exists only while bytes are queued, so idle connections do not pay for
 // the 192-byte uv_write_t and two strings.
@@ -58,8 +54,13 @@ NetStats& Connection::stats() noexcept {
   return host_ ? host_->net_stats() : orphaned;
 }
 
+Connection::Extras& Connection::extras() {
+  if (!extra_) extra_ = std::make_unique<Extras>();
+  return *extra_;
+}
+
 const WritePolicy& Connection::write_policy() const noexcept {
-  if (own_) return own_->write;
+  if (extra_ && extra_->overrides) return extra_->overrides->write;
   static const WritePolicy defaults;
   return host_ ? host_->connection_options().write : defaults;
 }
@@ -84,8 +85,28 @@ int Connection::open() noexcept {
     close(CloseReason::error, uv_error(rc));
     return rc;
   }
-  guarded([&] { handler_->on_open(*this); });
+  // Behind a proxy the client is known only once its header came
+  // (connection_proxy.cpp); then the same admit_and_open follows.
+  if (const Duration t = host_->proxy_header_timeout(); t.count() > 0) return begin_proxy_stage(t);
+  admit_and_open({});
   return 0;
+}
+
+void Connection::admit_and_open(std::string_view rest) noexcept {
+  CloseReason refusal = CloseReason::limit;
+  if (host_ && !host_->admit(*this, refusal)) {
+    handler_ = &Gate::instance();  // the application never hears of it
+    reset(refusal);
+    return;
+  }
+  if (!guarded([&] { handler_->on_open(*this); }) || closing_) return;
+  if (!rest.empty()) guarded([&] { handler_->on_data(*this, rest); });
+}
+
+void Connection::reschedule_deadlines() noexcept { DeadlineTimer::policy_changed(); }
+
+Duration Connection::scale_idle_timeout(Duration timeout) const noexcept {
+  return host_ ? host_->scale_idle_timeout(timeout) : timeout;
 }
 
 bool Connection::set_tcp_user_timeout(Duration timeout) noexcept {
@@ -114,13 +135,21 @@ bool Connection::guarded(F&& f) noexcept {
 
 std::string Connection::peer_address() const {
   sockaddr_storage ss{};
-  int len = sizeof ss;
-  if (uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  // The header's spelling: the same for IP addresses, and it knows AF_UNIX.
+  if (proxy_addresses(&ss, nullptr)) return ProxyHeader::format_proxy_address(ss);
+  if (!peer_sockaddr(ss)) return {};
   return format_address(reinterpret_cast<sockaddr*>(&ss));
+}
+
+bool Connection::peer_sockaddr(sockaddr_storage& out) const noexcept {
+  if (proxy_addresses(&out, nullptr)) return true;
+  int len = sizeof out;
+  return uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&out), &len) == 0;
 }
 
 std::string Connection::local_address() const {
   sockaddr_storage ss{};
+  if (proxy_addresses(nullptr, &ss)) return ProxyHeader::format_proxy_address(ss);
   int len = sizeof ss;
   if (uv_tcp_getsockname(&tcp_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
   return format_address(reinterpret_cast<sockaddr*>(&ss));
@@ -128,16 +157,18 @@ std::string Connection::local_address() const {
 
 void Connection::set_idle_policy(const IdlePolicy& policy) {
   policy.validate();
-  if (!own_) own_ = std::make_unique<Overrides>(Overrides{policy, write_policy()});
-  own_->idle = policy;
-  set_idle_policy_ref(own_->idle);
+  auto& own = extras().overrides;
+  if (!own) own = std::make_unique<Overrides>(Overrides{policy, write_policy()});
+  own->idle = policy;
+  set_idle_policy_ref(own->idle);
 }
 
 void Connection::set_write_policy(const WritePolicy& policy) {
   policy.validate();
-  if (!own_) own_ = std::make_unique<Overrides>(Overrides{idle_policy(), policy});
-  own_->write = policy;
-  set_idle_policy_ref(own_->idle);  // the idle policy now lives in own_ too
+  auto& own = extras().overrides;
+  if (!own) own = std::make_unique<Overrides>(Overrides{idle_policy(), policy});
+  own->write = policy;
+  set_idle_policy_ref(own->idle);  // the idle policy now lives in the override too
   schedule_write_check();
 }
 
@@ -168,6 +199,12 @@ void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf
     // Stamped with TimerService::now(), which under LoopWheel is never older
     // than the read (the loop's cached time may be: a stalled loop).
     c->note_read();
+    // Overload protection keeps the host's connections in order of their
+    // last read: a compare per read, a move at most once per generation.
+    if (c->host_ && c->host_->activity_shift() != 0) {
+      const auto gen = activity_generation(c->last_read(), c->host_->activity_shift());
+      if (gen != c->host_activity_gen) c->host_->connection_active(*c, gen);
+    }
     c->guarded([&] { c->handler_->on_data(*c, std::string_view(buf->base, n)); });
     return;
   }

@@ -35,6 +35,14 @@ void DeadlineTimer::set_idle_policy_ref(const IdlePolicy& policy) noexcept {
   if (!stopped_) rearm();
 }
 
+void DeadlineTimer::policy_changed() noexcept {
+  if (stopped_) return;
+  if (set_.policy().refresh == RefreshMode::eager)
+    rearm();
+  else
+    rearm_if_earlier();
+}
+
 void DeadlineTimer::set_deadline(Deadline slot, TimePoint when) noexcept {
   assert(DeadlineSet::is_absolute(slot) && "idle slots follow the IdlePolicy");
   set_.set(slot, when);

@@ -154,6 +154,25 @@ void NetStats::merge(const NetStats& o) noexcept {
   write_queue_bytes += o.write_queue_bytes;
   timer_lateness.merge(o.timer_lateness);
   timer_lateness_max = std::max(timer_lateness_max, o.timer_lateness_max);
+  proxy.merge(o.proxy);
+  overload.merge(o.overload);
+}
+
+void ProxyProtocolStats::merge(const ProxyProtocolStats& o) noexcept {
+  v1 += o.v1;
+  v2 += o.v2;
+  local += o.local;
+  invalid += o.invalid;
+  timeouts += o.timeouts;
+}
+
+void OverloadStats::merge(const OverloadStats& o) noexcept {
+  idle_scale = std::min(idle_scale, o.idle_scale);
+  scale_changes += o.scale_changes;
+  sweeps += o.sweeps;
+  swept += o.swept;
+  activity_moves += o.activity_moves;
+  drop_probes += o.drop_probes;
 }
 
 void Handler::on_eof(Connection& conn) { conn.close_after_flush(CloseReason::peer_closed); }

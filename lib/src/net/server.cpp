@@ -7,7 +7,12 @@
 #include <heartwheel/error.h>
 #include <heartwheel/net/address.h>
 
+#include "uv_timers.h"
+
 namespace heartwheel::net {
+
+using detail::close_timer;
+using detail::new_timer;
 
 struct Server::Listener {
   uv_tcp_t tcp;
@@ -30,44 +35,30 @@ void ServerOptions::validate() const {
     throw std::invalid_argument("server options: host '" + host +
                                 "' is not a numeric IPv4 or IPv6 address");
   connection.validate();
+  if (proxy_protocol && proxy_header_timeout.count() <= 0)
+    throw std::invalid_argument(
+        "server options: proxy_header_timeout must be positive with proxy_protocol");
+  overload.validate();
+  if (overload.drop_idle_at_limit && max_connections == 0)
+    throw std::invalid_argument(
+        "server options: overload.drop_idle_at_limit needs max_connections (the limit it acts at)");
 }
 
 Server::Server(LoopWheel& wheel, Handler& handler, ServerOptions options)
     : wheel_(wheel), handler_(handler), options_(std::move(options)) {
   options_.validate();
+  setup_protection();
 }
-
-namespace {
-// A heap uv_timer_t with `data` set, or nullptr when libuv refuses it.
-uv_timer_t* new_timer(uv_loop_t* loop, void* data) {
-  auto* t = new uv_timer_t;
-  if (uv_timer_init(loop, t) < 0) {
-    delete t;
-    return nullptr;
-  }
-  t->data = data;
-  return t;
-}
-
-void close_timer(uv_timer_t*& timer) {
-  if (!timer) return;
-  uv_close(reinterpret_cast<uv_handle_t*>(timer),
-           [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
-  timer = nullptr;
-}
-}  // namespace
 
 Server::~Server() {
   stop_listening();
   close_timer(drain_timer_);
   close_timer(resume_timer_);
-  for (Connection* c = head_; c;) {
-    Connection* next = c->next_in_host;
+  close_protection();  // gives back every connection's per-address count
+  while (Connection* c = list_.front()) {
+    list_.remove(*c);
     c->abandon();
-    c = next;
   }
-  head_ = nullptr;
-  count_ = 0;
 }
 
 std::error_code Server::listen() {
@@ -144,11 +135,18 @@ void Server::on_connection(uv_stream_t* stream, int status) {
     }
     return;
   }
-  if (s->options_.max_connections != 0 && s->count_ >= s->options_.max_connections) {
-    s->reject_one();
-  } else {
-    s->accept_one();
+  const std::size_t max = s->options_.max_connections;
+  if (max != 0 && s->list_.size() - s->dropping_ >= max) {
+    // At the limit: make room by closing the idlest connection, if allowed
+    // and one qualifies (overload.h), else refuse the newcomer.
+    Connection* victim = s->options_.overload.drop_idle_at_limit ? s->idlest() : nullptr;
+    if (!victim) {
+      s->reject_one();
+      return;
+    }
+    s->drop(*victim);
   }
+  s->accept_one();
 }
 
 void Server::accept_one() noexcept {
@@ -160,13 +158,12 @@ void Server::accept_one() noexcept {
   }
   c->handle()->data = c;
   // Linked before anything can fail, so every path ends in connection_closed.
-  c->next_in_host = head_;
-  if (head_) head_->prev_in_host = c;
-  head_ = c;
-  ++count_;
+  const unsigned shift = activity_shift();
+  list_.push_front(*c, shift ? activity_generation(wheel_.now(), shift) : 0);
   ++stats_.accepted;
-  stats_.current = count_;
-  if (count_ > stats_.peak) stats_.peak = count_;
+  stats_.current = list_.size();
+  if (stats_.current > stats_.peak) stats_.peak = stats_.current;
+  update_pressure();
   if (const int rc = uv_accept(reinterpret_cast<uv_stream_t*>(&listener_->tcp),
                                reinterpret_cast<uv_stream_t*>(c->handle()));
       rc < 0) {
@@ -216,17 +213,17 @@ void Server::on_resume_timer(uv_timer_t* timer) {
 }
 
 void Server::connection_closed(Connection& conn) noexcept {
-  if (conn.prev_in_host) conn.prev_in_host->next_in_host = conn.next_in_host;
-  if (conn.next_in_host) conn.next_in_host->prev_in_host = conn.prev_in_host;
-  if (head_ == &conn) head_ = conn.next_in_host;
-  --count_;
-  stats_.current = count_;
+  list_.remove(conn);
+  if (conn.close_reason() == CloseReason::overload && dropping_ > 0) --dropping_;
+  if (limiter_) limiter_->release(conn.host_ip_slot);
+  stats_.current = list_.size();
   delete &conn;
+  update_pressure();
   if (draining_) check_drained();
 }
 
 void Server::for_each_connection(const std::function<void(Connection&)>& visit) {
-  for (Connection* c = head_; c; c = c->next_in_host) visit(*c);
+  for (Connection* c = list_.front(); c; c = c->next_in_host) visit(*c);
 }
 
 namespace {
@@ -241,7 +238,7 @@ void Server::close_all(CloseReason reason) {
   stop_listening();
   // close() only starts closing; the list changes in later close callbacks,
   // but collect first anyway so a handler reacting synchronously cannot bite.
-  for (Connection* c : snapshot(head_)) c->close(reason);
+  for (Connection* c : snapshot(list_.front())) c->close(reason);
 }
 
 void Server::drain(Duration timeout, std::function<void()> on_drained) {
@@ -249,8 +246,8 @@ void Server::drain(Duration timeout, std::function<void()> on_drained) {
   draining_ = true;
   on_drained_ = std::move(on_drained);
   stop_listening();
-  for (Connection* c : snapshot(head_)) drain_connection(*c);
-  if (count_ > 0) {
+  for (Connection* c : snapshot(list_.front())) drain_connection(*c);
+  if (!list_.empty()) {
     drain_timer_ = new_timer(loop(), this);
     if (drain_timer_) {
       uv_timer_start(drain_timer_, &on_drain_timer, to_uv_millis_ceil(timeout), 0);
@@ -284,11 +281,11 @@ void Server::on_drain_timer(uv_timer_t* timer) {
 
 void Server::on_drain_timer_fired() {
   drain_timed_out_ = true;
-  for (Connection* c : snapshot(head_)) c->close(CloseReason::drain);
+  for (Connection* c : snapshot(list_.front())) c->close(CloseReason::drain);
 }
 
 void Server::check_drained() {
-  if (!draining_ || count_ != 0 || !on_drained_) return;
+  if (!draining_ || !list_.empty() || !on_drained_) return;
   if (drain_timer_) uv_timer_stop(drain_timer_);
   auto done = std::move(on_drained_);
   on_drained_ = nullptr;

@@ -64,7 +64,16 @@ std::string to_json(const LoopSnapshot& s) {
     << ",\"stall_ms\":{\"total\":" << ms(s.loop.stall_total) << ",\"max\":" << ms(s.loop.stall_max)
     << "},\"lag_ms\":{\"mean\":"
     << (s.loop.iterations ? ms(s.loop.lag_total) / static_cast<double>(s.loop.iterations) : 0.0)
-    << "}}}";
+    << "}}";
+  const ProxyProtocolStats& p = n.proxy;
+  o << ",\"proxy_protocol\":{\"v1\":" << p.v1 << ",\"v2\":" << p.v2 << ",\"local\":" << p.local
+    << ",\"invalid\":" << p.invalid << ",\"timeouts\":" << p.timeouts << "}";
+  const OverloadStats& v = n.overload;
+  o << ",\"overload\":{\"idle_scale\":" << v.idle_scale << ",\"scale_changes\":" << v.scale_changes
+    << ",\"sweeps\":" << v.sweeps << ",\"swept\":" << v.swept
+    << ",\"activity_moves\":" << v.activity_moves << ",\"drop_probes\":" << v.drop_probes
+    << ",\"dropped_idle\":" << n.closed(CloseReason::overload)
+    << ",\"ip_limited\":" << n.closed(CloseReason::ip_limit) << "}}";
   return o.str();
 }
 

@@ -70,6 +70,10 @@ Workers::Workers(WorkersOptions options, HandlerFactory factory)
   if (!factory_) throw std::invalid_argument("workers: a handler factory is required");
   if (options_.threads > 1) options_.server.reuse_port = true;
   options_.server.validate();
+  // One count per client address for the whole process (ip_limiter.h).
+  if (options_.server.max_connections_per_ip > 0 && !options_.server.ip_limiter)
+    options_.server.ip_limiter =
+        std::make_shared<IpLimiter>(options_.server.max_connections_per_ip);
 }
 
 Workers::~Workers() {

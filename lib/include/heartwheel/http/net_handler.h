@@ -23,6 +23,10 @@
 //   counted as SessionStats::send_timeouts. Leave the connection's IdlePolicy
 //   at zeros: the session's timeouts replace it (an idle slot that fires
 //   anyway closes the connection, as for any handler).
+//   Under overload (net::ServerOptions::overload) the keep-alive and
+//   first-byte waits shrink like the server's idle timeouts: each is scaled
+//   when it starts (net::Connection::scale_idle_timeout), so one that started
+//   before the pressure keeps its deadline (net/overload.h).
 //
 // Close reasons
 //   The session's reason is the connection's (net::CloseReason):

@@ -15,6 +15,25 @@
 //   tests/unit/connection_test.cpp; 248 bytes of it are the uv_tcp_t) plus
 //   the kernel's socket.
 //
+// PROXY protocol (ServerOptions::proxy_protocol)
+//   Behind a proxy, every connection starts with a PROXY header (v1 or v2,
+//   proxy_protocol.h). While it is awaited an internal handler owns the
+//   connection: the bytes go to a ProxyHeaderParser (1,280 bytes, allocated
+//   for the stage only) and the header_timeout slot is the header's
+//   deadline (closed as proxy_header_timeout). Once the header is complete
+//   the parser is freed, the header is kept (64 bytes for its addresses; a
+//   whole ProxyHeader, ~700 bytes, only when it had TLVs or UNIX addresses,
+//   or once proxy_header() is called), the slot is cleared, and
+//   the application's handler gets on_open, then on_data with whatever
+//   followed the header in the same read (also when on_open paused
+//   reading). A malformed header closes the connection as
+//   proxy_header_invalid. The application never sees a connection whose
+//   header failed: no on_open, no on_close (the statistics count it).
+//   peer_address() / peer_sockaddr() / local_address() give the header's
+//   addresses when it carries some (not for v2 LOCAL or v1 UNKNOWN: the
+//   socket's own then), and so does every use the server makes of them
+//   (the per-address limit).
+//
 // Ownership and lifetime
 //   Created by a Server (accepted) or a Connector (connected); never by the
 //   application. Destroyed by the library right after Handler::on_close
@@ -34,6 +53,7 @@
 #include <string_view>
 #include <system_error>
 
+#include <sys/socket.h>
 #include <uv.h>
 
 #include <heartwheel/net/close_reason.h>
@@ -66,6 +86,7 @@ struct ConnectionOptions {
 };
 
 class Connection;
+struct ProxyHeader;
 
 namespace detail {
 // What a Connection needs from whoever made it (Server or Connector).
@@ -82,9 +103,24 @@ class ConnectionHost {
   virtual void request_ended(Connection& /*conn*/) noexcept {}
   // True while the host drains (Server::drain).
   virtual bool host_draining() const noexcept { return false; }
+  // How long a new connection may take to send its PROXY header; zero (the
+  // default): no header is expected.
+  virtual Duration proxy_header_timeout() const noexcept { return Duration{0}; }
+  // The connection's client address is known (at open(), or once its PROXY
+  // header came). False refuses it: it is reset with `refusal` and its
+  // handler never hears of it.
+  virtual bool admit(Connection& /*conn*/, CloseReason& /*refusal*/) noexcept { return true; }
+  // The connection read in activity generation `generation`, another than
+  // the one it is stamped with (only when activity_shift() != 0).
+  virtual void connection_active(Connection& /*conn*/, std::uint16_t /*generation*/) noexcept {}
+  // `timeout` as the host scales idle timeouts under pressure (overload.h).
+  virtual Duration scale_idle_timeout(Duration timeout) const noexcept { return timeout; }
+  // log2 of the activity granularity in nanoseconds; 0 = no activity order.
+  unsigned activity_shift() const noexcept { return activity_shift_; }
 
  protected:
   ~ConnectionHost() = default;
+  unsigned activity_shift_ = 0;
 };
 }  // namespace detail
 
@@ -100,9 +136,20 @@ class Connection final : private DeadlineTimer {
   uv_tcp_t* handle() noexcept { return &tcp_; }
   uv_loop_t* loop() const noexcept { return tcp_.loop; }
   TimerService& timers() const noexcept { return DeadlineTimer::timers(); }
-  // "127.0.0.1:54321"; empty if the socket has no peer (closed).
+  // "127.0.0.1:54321": the client's address from the PROXY header when it
+  // carries one, else the socket's peer; empty if unknown (closed socket).
   std::string peer_address() const;
+  // The address the client connected to (the PROXY header's destination,
+  // else the socket's own).
   std::string local_address() const;
+  // peer_address() as a socket address. False if unknown.
+  bool peer_sockaddr(sockaddr_storage& out) const noexcept;
+  // The PROXY header this connection began with, once complete; nullptr
+  // without one (the server does not expect one, or it is not in yet).
+  // Valid until on_close returns. See proxy_protocol.h for the fields.
+  // A header without TLVs is kept compact and made whole (~700 bytes) on
+  // the first call; nullptr if that allocation fails.
+  const ProxyHeader* proxy_header() const noexcept;
 
   // ---- handler and user data ------------------------------------------------
   // Replaces the handler for the following callbacks. Not owned: it must stay
@@ -175,6 +222,11 @@ class Connection final : private DeadlineTimer {
   void set_write_policy(const WritePolicy& policy);
   // When the connection's timer fires next (kNever if none).
   TimePoint next_timer_deadline() const noexcept { return armed_for(); }
+  // `timeout` scaled the way the host scales idle timeouts under pressure
+  // (ServerOptions::overload; the identity without it). For protocol slots
+  // that are idle timeouts, e.g. HTTP keep-alive: scaled when set, so a slot
+  // set before the pressure keeps its deadline (see overload.h).
+  Duration scale_idle_timeout(Duration timeout) const noexcept;
 
   // ---- closing --------------------------------------------------------------
   // Closes now: stops reading, drops queued bytes (counted), closes the socket.
@@ -194,6 +246,8 @@ class Connection final : private DeadlineTimer {
   std::uint64_t bytes_written() const noexcept;  // taken by the kernel
   std::uint64_t bytes_dropped() const noexcept { return bytes_dropped_; }
   TimePoint opened_at() const noexcept { return deadlines().opened_at(); }
+  // When the last read was stamped (at open, plus any jitter, before one).
+  TimePoint last_read() const noexcept { return deadlines().read_anchor(); }
 
   // ---- internal (Server / Connector) -----------------------------------------
   // Starts reading and the idle timers, calls on_open. Returns a libuv error
@@ -202,12 +256,25 @@ class Connection final : private DeadlineTimer {
   // Closes without any callback (the host is going away); frees itself when
   // libuv is done with the handle.
   void abandon() noexcept;
-  Connection* next_in_host = nullptr;  // the host's intrusive list
+  // The host changed the idle timeouts of the policy this connection reads
+  // in place (overload scaling): moves its timer earlier if a slot is now
+  // due sooner than it is armed for (later ones are found when it fires).
+  void reschedule_deadlines() noexcept;
+  // True while the PROXY header is awaited.
+  bool in_proxy_stage() const noexcept;
+  // The host's fields. The two small ones come first among the data
+  // members: they fill DeadlineTimer's tail padding and cost no size
+  // (sizeof(Connection) is checked in tests/unit/heartbeat_test.cpp).
+  std::uint16_t host_activity_gen = 0;  // ActivityList's generation stamp
+  std::uint32_t host_ip_slot = 0;       // IpLimiter handle (0 = none)
+  Connection* next_in_host = nullptr;   // the host's intrusive list
   Connection* prev_in_host = nullptr;
 
  private:
   struct WriteQueue;
   struct Overrides;
+  struct Extras;
+  struct Gate;
   friend struct WriteQueue;
 
   void on_deadline_event(DeadlineEvent event, TimePoint now) override;
@@ -228,6 +295,13 @@ class Connection final : private DeadlineTimer {
   void finish_close(CloseReason reason, std::error_code error, bool rst) noexcept;
   template <class F>
   bool guarded(F&& f) noexcept;
+  Extras& extras();
+  // The PROXY header's client (peer) and destination (local) addresses;
+  // false when there is no header or it carries none.
+  bool proxy_addresses(sockaddr_storage* peer, sockaddr_storage* local) const noexcept;
+  int begin_proxy_stage(Duration timeout) noexcept;
+  void feed_proxy(std::string_view data);
+  void admit_and_open(std::string_view rest) noexcept;
 
   uv_tcp_t tcp_;
   detail::ConnectionHost* host_;
@@ -237,8 +311,10 @@ class Connection final : private DeadlineTimer {
   std::uint64_t bytes_read_ = 0;
   std::uint64_t bytes_written_ = 0;  // completed writes
   std::uint64_t bytes_dropped_ = 0;
-  std::unique_ptr<WriteQueue> wq_;   // only while bytes are queued
-  std::unique_ptr<Overrides> own_;   // only when a policy is overridden
+  std::unique_ptr<WriteQueue> wq_;  // only while bytes are queued
+  // Rarely used state (policy overrides, the PROXY stage and header): one
+  // pointer, allocated only for connections that need it.
+  std::unique_ptr<Extras> extra_;
   int error_ = 0;  // heartwheel_category() value: every error here is a uv code or errc
   CloseReason reason_ = CloseReason::local;
   // One byte of flags.

@@ -50,6 +50,11 @@ class DeadlineTimer : private TimerEntry {
 
   // Replaces the policy (by pointer, as above) and re-arms.
   void set_idle_policy_ref(const IdlePolicy& policy) noexcept;
+  // The policy object this timer reads was changed in place (its owner
+  // scaled the timeouts): re-arms earlier if a slot is now due sooner than
+  // the armed time (eager: re-arms exactly). O(1): a scan of the slots and at
+  // most one wheel operation. A later deadline waits for the entry to fire.
+  void policy_changed() noexcept;
   const IdlePolicy& idle_policy() const noexcept { return set_.policy(); }
 
   // Activity, stamped with timers().now(). The I/O hot path.

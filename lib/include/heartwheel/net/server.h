@@ -20,6 +20,21 @@
 //   the same port (counted in accept_pauses). To make the limit visible and
 //   counted, set max_connections below the descriptor limit.
 //
+// Protection (each off by default; see the headers named)
+//   - PROXY protocol (proxy_protocol.h, connection.h): behind HAProxy and
+//     the like every connection must start with a PROXY header, read within
+//     proxy_header_timeout; its client address is the one used everywhere
+//     (handlers, the per-address limit). Refused headers are counted
+//     (NetStats::proxy, closed_by_reason proxy_header_invalid/_timeout).
+//   - Per-address limit (ip_limiter.h): at most max_connections_per_ip
+//     connections per client address; more are reset at once (ip_limit).
+//   - Overload (overload.h): idle timeouts that shrink with the number of
+//     open connections (and memory), and at max_connections the idlest
+//     connection dropped (reason overload) to admit the new one. Both keep
+//     the connections in order of their last read (ActivityList): a compare
+//     per read and a list move at most once per connection per
+//     activity_granularity.
+//
 // Draining
 //   drain(timeout): stop accepting; tell every connection's handler
 //   (Handler::on_drain). By default a connection with no request in flight
@@ -44,9 +59,13 @@
 #include <uv.h>
 
 #include <heartwheel/loop_wheel.h>
+#include <heartwheel/net/activity_list.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/net/handler.h>
+#include <heartwheel/net/ip_limiter.h>
+#include <heartwheel/net/overload.h>
 #include <heartwheel/net/stats.h>
+#include <heartwheel/timer_entry.h>
 
 namespace heartwheel::net {
 
@@ -62,6 +81,20 @@ struct ServerOptions {
   // At least 1 ms (validate() rejects less: it is what stops the spin).
   Duration accept_pause = std::chrono::milliseconds(100);
   ConnectionOptions connection;
+
+  // PROXY protocol: every connection must start with a PROXY header (v1 or
+  // v2, never guessed), complete within proxy_header_timeout (> 0) or closed
+  // as proxy_header_timeout; malformed: proxy_header_invalid. See
+  // connection.h, "PROXY protocol".
+  bool proxy_protocol = false;
+  Duration proxy_header_timeout = std::chrono::seconds(5);
+  // Open connections per client address; 0 = no limit. Counted in
+  // `ip_limiter` when set (share one between servers for one count: Workers
+  // does), else in the server's own. Over it: reset at once (ip_limit).
+  std::size_t max_connections_per_ip = 0;
+  std::shared_ptr<IpLimiter> ip_limiter;
+  // Scaled idle timeouts and dropping the idlest at max_connections.
+  OverloadOptions overload;
 
   // Throws std::invalid_argument naming the bad field.
   void validate() const;
@@ -93,27 +126,53 @@ class Server final : private detail::ConnectionHost {
   // Stops accepting for good (the listener is closed).
   void stop_listening() noexcept;
 
-  std::size_t connection_count() const noexcept { return count_; }
+  std::size_t connection_count() const noexcept { return list_.size(); }
   // Visits every open connection (do not close connections from `visit`;
   // collect them first).
   void for_each_connection(const std::function<void(Connection&)>& visit);
 
   const ServerStats& stats() const noexcept { return stats_; }
+  // The idle timeouts in force (options().connection.idle scaled by the
+  // current pressure; overload.h).
+  const IdlePolicy& idle_policy() const noexcept { return effective_.idle; }
+  // The per-address counts (nullptr without a per-address limit).
+  const IpLimiter* ip_limiter() const noexcept { return limiter_.get(); }
   const ServerOptions& options() const noexcept { return options_; }
   LoopWheel& wheel() noexcept { return wheel_; }
   uv_loop_t* loop() const noexcept { return wheel_.loop(); }
 
  private:
   struct Listener;
-  const ConnectionOptions& connection_options() const noexcept override {
-    return options_.connection;
-  }
+  // The overload sweeper: one wheel entry of the server (overload.h).
+  struct Sweeper final : TimerEntry {
+    explicit Sweeper(Server& s) noexcept : TimerEntry(&on_sweep), owner(&s) {}
+    static void on_sweep(TimerEntry& entry);
+    Server* owner;
+  };
+  // What connections read: options_.connection with the idle timeouts
+  // scaled (changed in place when the pressure moves).
+  const ConnectionOptions& connection_options() const noexcept override { return effective_; }
   NetStats& net_stats() noexcept override { return stats_; }
   TimerService& timer_service() noexcept override { return wheel_; }
   uv_loop_t* host_loop() const noexcept override { return wheel_.loop(); }
   void connection_closed(Connection& conn) noexcept override;
   void request_ended(Connection& conn) noexcept override;
   bool host_draining() const noexcept override { return draining_; }
+  Duration proxy_header_timeout() const noexcept override {
+    return options_.proxy_protocol ? options_.proxy_header_timeout : Duration{0};
+  }
+  bool admit(Connection& conn, CloseReason& refusal) noexcept override;
+  void connection_active(Connection& conn, std::uint16_t generation) noexcept override;
+  Duration scale_idle_timeout(Duration timeout) const noexcept override;
+
+  // server_overload.cpp
+  void setup_protection();
+  void close_protection() noexcept;
+  void update_pressure() noexcept;
+  void sweep() noexcept;
+  Connection* idlest() noexcept;
+  void drop(Connection& victim) noexcept;
+  static void on_memory_timer(uv_timer_t* timer);
 
   static void on_connection(uv_stream_t* listener, int status);
   static void on_drain_timer(uv_timer_t* timer);
@@ -134,8 +193,16 @@ class Server final : private detail::ConnectionHost {
   Listener* listener_ = nullptr;        // heap: libuv needs it until its close callback
   uv_timer_t* drain_timer_ = nullptr;   // heap, same reason
   uv_timer_t* resume_timer_ = nullptr;  // heap, same reason
-  Connection* head_ = nullptr;
-  std::size_t count_ = 0;
+  uv_timer_t* memory_timer_ = nullptr;  // heap, same reason; only with memory pressure
+  ActivityList<Connection> list_;       // every connection; in order of last read when tracked
+  ConnectionOptions effective_;
+  std::shared_ptr<IpLimiter> limiter_;
+  Sweeper sweeper_{*this};
+  std::uint32_t pressure_ = 0;  // steps (overload.h): the larger of the two below
+  std::uint32_t mem_pressure_ = 0;
+  std::size_t dropping_ = 0;  // idlest connections closing to admit newcomers
+  TimePoint last_restart_{};  // of the sweep cursor
+  bool restart_pending_ = false;
   std::uint64_t next_id_ = 1;
   int port_ = 0;
   bool draining_ = false;

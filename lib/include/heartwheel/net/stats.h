@@ -21,6 +21,35 @@
 
 namespace heartwheel::net {
 
+// PROXY protocol headers read by a server with ServerOptions::proxy_protocol.
+// A refused header also counts in closed_by_reason (proxy_header_invalid,
+// proxy_header_timeout).
+struct ProxyProtocolStats {
+  std::uint64_t v1 = 0;        // complete v1 headers
+  std::uint64_t v2 = 0;        // complete v2 headers (LOCAL included)
+  std::uint64_t local = 0;     // of which v2 LOCAL (health checks: the socket's addresses kept)
+  std::uint64_t invalid = 0;   // malformed (or cut short by the peer's FIN)
+  std::uint64_t timeouts = 0;  // not complete within the header timeout
+
+  void merge(const ProxyProtocolStats& o) noexcept;
+};
+
+// Overload protection (ServerOptions::overload, max_connections_per_ip).
+// Drops at the limit count in closed_by_reason.overload, per-address refusals
+// in closed_by_reason.ip_limit.
+struct OverloadStats {
+  // The idle-timeout scale in force (1 = none; overload.h). A gauge: merging
+  // keeps the smallest (the most pressed loop).
+  double idle_scale = 1.0;
+  std::uint64_t scale_changes = 0;   // times the scale moved
+  std::uint64_t sweeps = 0;          // sweeper wake-ups (the tail re-arm)
+  std::uint64_t swept = 0;           // connections the sweeper re-armed
+  std::uint64_t activity_moves = 0;  // moves to the front of the activity order
+  std::uint64_t drop_probes = 0;     // candidates looked at to drop the idlest
+
+  void merge(const OverloadStats& o) noexcept;
+};
+
 struct NetStats {
   std::uint64_t accepted =
       0;                      // server: accepted sockets (incl. closed for limit); client: connects
@@ -48,6 +77,9 @@ struct NetStats {
   // wake-ups, sum the total lateness.
   DurationHistogram<LoopWheel::kLagBuckets> timer_lateness;
   Duration timer_lateness_max{0};
+  // Kept apart from the counters above (other layers add theirs there).
+  ProxyProtocolStats proxy;
+  OverloadStats overload;
 
   std::uint64_t closed() const noexcept {
     std::uint64_t n = 0;
@@ -74,7 +106,7 @@ using ServerStats = NetStats;
 struct LoopSnapshot {
   NetStats net;
   WheelStats wheel;
-  LoopWheel::LoopStats loop;       // iterations, lag histogram, stalls, budget
+  LoopWheel::LoopStats loop;        // iterations, lag histogram, stalls, budget
   std::uint64_t wheel_entries = 0;  // entries armed now
   std::uint64_t loops = 1;          // how many loops were merged in
 
@@ -85,7 +117,8 @@ struct LoopSnapshot {
 // The statistics as one JSON object (the schema is in lib/src/net/README.md):
 // connections_accepted, connections_current, closed_by_reason{...all reasons},
 // idle_events{...}, bytes_*, wheel{...}, expiry_lateness_ms{max, mean},
-// loop{iterations, stalls, stall_ms{total, max}, lag_ms{mean}}.
+// loop{iterations, stalls, stall_ms{total, max}, lag_ms{mean}},
+// proxy_protocol{v1, v2, local, invalid, timeouts}, overload{idle_scale, ...}.
 std::string to_json(const LoopSnapshot& snapshot);
 
 }  // namespace heartwheel::net

@@ -29,6 +29,9 @@ struct WorkersOptions {
   unsigned threads = 1;
   // With threads > 1 (or when several processes share the port) reuse_port is
   // forced on. With port 0 the first worker picks the port, the rest join it.
+  // With max_connections_per_ip, every worker's server counts in one
+  // IpLimiter (one count per process; ip_limiter.h). max_connections and the
+  // overload thresholds stay per worker loop.
   ServerOptions server;
   LoopWheel::Options wheel;
   Duration publish_interval = std::chrono::milliseconds(500);

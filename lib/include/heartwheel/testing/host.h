@@ -106,6 +106,11 @@ class Host final : private net::detail::ConnectionHost {
   // Moves pending bytes and finishes pending closes; time stands still.
   void poll();
 
+  // Every connection opened from now on must start with a PROXY header
+  // within `header_timeout`, as with net::ServerOptions::proxy_protocol;
+  // zero (the default): none expected.
+  void set_proxy_protocol(Duration header_timeout) noexcept { proxy_timeout_ = header_timeout; }
+
   TimePoint now() const noexcept { return timers_.now(); }
   ManualTimerService& timers() noexcept { return timers_; }
   // Every connection's counters, as a Server would keep them.
@@ -120,6 +125,7 @@ class Host final : private net::detail::ConnectionHost {
   TimerService& timer_service() noexcept override { return timers_; }
   uv_loop_t* host_loop() const noexcept override { return const_cast<uv_loop_t*>(&loop_); }
   void connection_closed(net::Connection& conn) noexcept override;
+  Duration proxy_header_timeout() const noexcept override { return proxy_timeout_; }
 
   net::ConnectionOptions options_;
   net::NetStats stats_;
@@ -127,6 +133,7 @@ class Host final : private net::detail::ConnectionHost {
   uv_loop_t loop_;
   std::vector<std::unique_ptr<Peer>> peers_;
   std::uint64_t next_id_ = 1;
+  Duration proxy_timeout_{0};
 };
 
 }  // namespace heartwheel::testing

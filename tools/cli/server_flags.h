@@ -1,0 +1,57 @@
+// cli/server_flags.h - the protection flags every heartwheel server program
+// shares (heartwheel-echo, heartwheel-http, heartwheel-rpc-server): the
+// connection limit, the PROXY protocol, the per-address limit and overload
+// protection. Registered in one place, written into net::ServerOptions in
+// one place, documented once here and in each program's README.
+//
+//   cli::ServerFlags sf;
+//   cli::add_server_flags(app, sf);
+//   ... parse ...
+//   try { cli::apply_server_flags(sf, workers.server); }   // std::invalid_argument:
+//   catch (...) { usage error }                            // names the flag
+//
+// Threads: call from main() only.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace CLI {
+class App;
+}
+namespace heartwheel::net {
+struct ServerOptions;
+}
+
+namespace heartwheel::cli {
+
+struct ServerFlags {
+  std::size_t max_connections = 0;
+  bool proxy_protocol = false;
+  std::string proxy_header_timeout = "5s";
+  std::size_t max_connections_per_ip = 0;
+  bool drop_idle_at_limit = false;
+  std::string drop_idle_after = "5s";
+  std::size_t overload_start = 0;
+  std::size_t overload_saturation = 0;
+  std::size_t overload_memory_start = 0;  // bytes
+  std::size_t overload_memory_saturation = 0;
+  double overload_min_scale = 1.0;
+  std::string overload_min_timeout = "0";
+};
+
+// Registers --max-connections, --proxy-protocol, --proxy-header-timeout,
+// --max-connections-per-ip, --drop-idle-at-limit, --drop-idle-after,
+// --overload-start, --overload-saturation, --overload-memory-start,
+// --overload-memory-saturation, --overload-min-scale, --overload-min-timeout.
+void add_server_flags(CLI::App& app, ServerFlags& flags);
+
+// Writes the flags into `options` (max_connections, proxy_protocol,
+// max_connections_per_ip, overload). Throws std::invalid_argument naming the
+// flag: a bad duration, one of a start/saturation pair without the other,
+// --overload-min-scale with --overload-min-timeout, thresholds without a
+// floor or a floor without thresholds, --drop-idle-at-limit without
+// --max-connections.
+void apply_server_flags(const ServerFlags& flags, net::ServerOptions& options);
+
+}  // namespace heartwheel::cli
