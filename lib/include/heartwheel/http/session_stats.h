@@ -29,6 +29,7 @@ struct SessionStats {
   std::uint64_t invalid_responses = 0;       // 500: a handler's status or header was refused
   std::uint64_t answers_refused = 0;         // respond()/write() over max_buffered_bytes
   std::uint64_t backpressure_pauses = 0;     // reading paused: the connection was unwritable
+  std::uint64_t upgrades = 0;  // connections handed to another protocol (Responder::upgrade)
   // Sessions ended, by reason: the session's own decision, or the
   // connection's reason when the connection closed first.
   std::array<std::uint64_t, net::kCloseReasonCount> closed_by_reason{};
@@ -59,6 +60,7 @@ struct SessionStats {
     invalid_responses += o.invalid_responses;
     answers_refused += o.answers_refused;
     backpressure_pauses += o.backpressure_pauses;
+    upgrades += o.upgrades;
     for (std::size_t i = 0; i < closed_by_reason.size(); ++i)
       closed_by_reason[i] += o.closed_by_reason[i];
   }
