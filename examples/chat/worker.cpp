@@ -70,8 +70,9 @@ void Worker::start_on_loop(uv_loop_t* loop) {
     return ws::encode_shared(ws::Opcode::text, presence_json(e));
   };
   hub_ = std::make_unique<pubsub::Hub>(bus_, std::move(o));
-  stats_timer_ = new uv_timer_t;
-  heartwheel::check_uv(uv_timer_init(loop, stats_timer_), "uv_timer_init");
+  auto timer = std::make_unique<uv_timer_t>();
+  heartwheel::check_uv(uv_timer_init(loop, timer.get()), "uv_timer_init");
+  stats_timer_ = timer.release();  // from here on freed by its close callback
   stats_timer_->data = this;
   const auto every =
       std::max<std::uint64_t>(1, heartwheel::to_uv_millis_ceil(config_.stats_interval));

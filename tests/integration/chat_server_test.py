@@ -11,6 +11,8 @@ a hung test. Time bounds have slack for a loaded 2-core machine.
 """
 import asyncio
 import json
+import os
+import subprocess
 import sys
 import time
 
@@ -86,6 +88,33 @@ def test_page_and_routes():
         assert http_get(s.port, "/nope")[0] == 404
         assert http_get(s.port, "/ws")[0] == 400  # not an upgrade request
         assert http_get(s.port, "/ws?name=%ZZ")[0] == 400  # a bad name is refused before 101
+
+
+def test_page_script_is_valid_javascript():
+    """The page's script compiles (node parses it; the browser test is a
+    later helper's). No DOM here: only a syntax check."""
+    with Server(SERVER_BINARY) as s:
+        _, _, body = http_get(s.port, "/")
+    script = body.decode().split("<script>")[1].split("</script>")[0]
+    r = subprocess.run(["node", "-e", "new Function(require('fs').readFileSync(0, 'utf8'))"],
+                       input=script, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+
+
+def test_page_joins_chats_and_recovers():
+    """The page's own script, run twice in Node with a minimal DOM
+    (chat_page_test.js): join from URL parameters, who is online, messages
+    shown on both sides, then a dropped connection: reconnect with backoff
+    and the missed messages recovered in order."""
+    with Server(SERVER_BINARY) as s:
+        env = dict(os.environ, NODE_PATH="/usr/share/nodejs")
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "chat_page_test.js")
+        r = subprocess.run(["node", script, str(s.port)], env=env, capture_output=True,
+                           text=True, timeout=60)
+        print(r.stdout, end="")
+        assert r.returncode == 0, r.stdout + r.stderr
+        st = s.read_stats(lambda st: st["pubsub"]["hubs"]["recovered"] >= 1)
+        assert st["chat"]["publications"] == 3
 
 
 def test_every_op():

@@ -6,6 +6,8 @@
 // with the slow-consumer policy (one buffer for every subscriber).
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/net/connection.h>
+#include <heartwheel/pubsub/bus.h>
+#include <heartwheel/pubsub/hub.h>
 #include <heartwheel/testing/host.h>
 #include <heartwheel/ws/net_handler.h>
 
@@ -346,4 +348,55 @@ TEST_CASE("A slow consumer misses frames under policy skip, counted, and stays o
   CHECK(c.net().queued_bytes() <= o.max_queued_bytes);
   CHECK(peer.open());
   CHECK(c.is_open());
+}
+
+namespace {
+// A WebSocket subscriber, as the chat server has one per connection.
+struct WsSubscriber final : heartwheel::pubsub::Subscriber {
+  explicit WsSubscriber(ws::Connection& c) : conn(&c) {}
+  heartwheel::pubsub::DeliveryOutcome on_publication(const heartwheel::pubsub::Publication&,
+                                                     const heartwheel::pubsub::Frame& f) override {
+    return conn->deliver(f) == ws::Delivery::sent ? heartwheel::pubsub::DeliveryOutcome::delivered
+                                                  : heartwheel::pubsub::DeliveryOutcome::dropped;
+  }
+  ws::Connection* conn;
+};
+}  // namespace
+
+TEST_CASE(
+    "A publication to N WebSocket subscribers is encoded once and queued as N references "
+    "to one buffer",
+    "[ws][net][shared][pubsub]") {
+  namespace pubsub = heartwheel::pubsub;
+  constexpr int kSubscribers = 20;
+  ws::NetHandlerOptions o = timing(10s, 3s);
+  o.max_queued_bytes = 0;
+  Fixture f(o);
+  pubsub::Bus bus;
+  int encodes = 0;
+  pubsub::Frame encoded;  // the hub's frame, kept to compare against
+  pubsub::HubOptions ho;  // no loop: the test polls the inbox
+  ho.encode_publication = [&](const pubsub::Publication& p) {
+    ++encodes;
+    encoded = ws::encode_shared(ws::Opcode::text, p.data);
+    return encoded;
+  };
+  pubsub::Hub hub(bus, ho);
+  std::vector<std::unique_ptr<WsSubscriber>> subscribers;
+  for (int i = 0; i < kSubscribers; ++i) {
+    f.connect();
+    ws::Connection& c = *f.app.open.back();
+    stop_reading(c);  // so every copy would have to wait in the queue
+    subscribers.push_back(std::make_unique<WsSubscriber>(c));
+    REQUIRE_FALSE(hub.subscribe(*subscribers.back(), "room").error);
+  }
+  REQUIRE_FALSE(hub.publish("room", std::string(64 * 1024, 'p')).error);
+  REQUIRE(hub.poll() == 1);
+  CHECK(encodes == 1);
+  CHECK(hub.stats().delivery.deliveries == kSubscribers);
+  // Every connection queued the same bytes: one buffer, kSubscribers
+  // references to it (plus ours), none copied.
+  CHECK(encoded.use_count() == 1 + kSubscribers);
+  for (ws::Connection* c : f.app.open) CHECK(c->net().queued_bytes() > encoded->size());
+  for (auto& s : subscribers) hub.unsubscribe_all(*s);
 }
