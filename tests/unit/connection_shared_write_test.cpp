@@ -55,8 +55,8 @@ TEST_CASE("N connections that queue one shared buffer hold N references to it, n
           "[connection][write][shared]") {
   ConnectionOptions o;
   o.write.stall_timeout = 0s;
+  Quiet quiet;  // before the host: its destructor closes connections (on_close)
   Host host(o);
-  Quiet quiet;
   constexpr int kConnections = 8;
   std::vector<Peer*> peers;
   std::vector<std::string> filler;
@@ -91,8 +91,8 @@ TEST_CASE("A shared buffer larger than the socket takes is queued from where the
           "[connection][write][shared]") {
   ConnectionOptions o;
   o.write.stall_timeout = 0s;
+  Quiet quiet;  // before the host: its destructor closes connections (on_close)
   Host host(o);
-  Quiet quiet;
   Peer& peer = host.open(quiet);
   Connection& c = *peer.connection();
   std::string big(8 << 20, '\0');
@@ -111,8 +111,8 @@ TEST_CASE("Copied and shared writes go out in the order they were made",
           "[connection][write][shared]") {
   ConnectionOptions o;
   o.write.stall_timeout = 0s;
+  Quiet quiet;  // before the host: its destructor closes connections (on_close)
   Host host(o);
-  Quiet quiet;
   Peer& peer = host.open(quiet);
   Connection& c = *peer.connection();
   std::string expected = fill_until_queued(c);
@@ -139,8 +139,8 @@ TEST_CASE("Shared writes are refused like copied ones, and a refused buffer is n
   o.write.high_watermark = 64 * 1024;
   o.write.low_watermark = 16 * 1024;
   o.write.max_queued_bytes = 256 * 1024;
+  Quiet quiet;  // before the host: its destructor closes connections (on_close)
   Host host(o);
-  Quiet quiet;
   Peer& peer = host.open(quiet);
   Connection& c = *peer.connection();
   CHECK(c.write(SharedBytes{}) == heartwheel::errc::invalid_argument);
