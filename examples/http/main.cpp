@@ -9,7 +9,6 @@
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/workers.h>
-#include <uv.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -22,6 +21,7 @@
 
 #include "cli_program.h"
 #include "server_flags.h"
+#include "serve_loop.h"
 #include "routes.h"
 
 namespace {
@@ -82,50 +82,6 @@ struct Flags {
   std::string metrics_listen;
   heartwheel::cli::ServerFlags server;
 };
-
-// The main thread's loop: signals, periodic stats file, end of the workers.
-struct Control {
-  uv_loop_t loop;
-  uv_signal_t sigterm, sigint;
-  uv_timer_t tick;  // rewrites the stats file
-  uv_timer_t poll;  // after a signal: notices the end of the workers
-  net::Workers* workers;
-  StatsBoard* board;
-  const Flags* flags;
-  Duration drain_timeout;
-  bool draining = false;
-};
-
-void on_poll(uv_timer_t* h) {
-  auto* c = static_cast<Control*>(h->data);
-  if (c->workers->running()) return;
-  for (uv_handle_t* handle : {reinterpret_cast<uv_handle_t*>(&c->sigterm),
-                              reinterpret_cast<uv_handle_t*>(&c->sigint),
-                              reinterpret_cast<uv_handle_t*>(&c->tick),
-                              reinterpret_cast<uv_handle_t*>(&c->poll)})
-    uv_close(handle, nullptr);
-}
-
-void on_signal(uv_signal_t* h, int signum) {
-  auto* c = static_cast<Control*>(h->data);
-  if (c->draining) {
-    std::fprintf(stderr, "heartwheel-http: second signal, closing everything now\n");
-    c->workers->stop();
-    return;
-  }
-  c->draining = true;
-  std::fprintf(stderr, "heartwheel-http: signal %d, draining (up to %s)\n", signum,
-               heartwheel::format_duration(c->drain_timeout).c_str());
-  // Each worker's server tells every connection (http::NetHandler::on_drain):
-  // idle ones close, busy ones answer with Connection: close, then close.
-  c->workers->drain(c->drain_timeout);
-  uv_timer_start(&c->poll, on_poll, 10, 10);
-}
-
-void on_tick(uv_timer_t* h) {
-  auto* c = static_cast<Control*>(h->data);
-  write_stats(c->flags->stats_json, *c->board, *c->workers);
-}
 
 }  // namespace
 
@@ -241,23 +197,13 @@ int main(int argc, char** argv) {
     if (endpoint) std::printf("metrics on %s\n", endpoint->address().c_str());
     std::fflush(stdout);
 
-    Control c{};
-    c.workers = &workers;
-    c.board = &board;
-    c.flags = &f;
-    c.drain_timeout = drain_timeout;
-    heartwheel::check_uv(uv_loop_init(&c.loop), "uv_loop_init");
-    heartwheel::check_uv(uv_signal_init(&c.loop, &c.sigterm), "uv_signal_init");
-    heartwheel::check_uv(uv_signal_init(&c.loop, &c.sigint), "uv_signal_init");
-    heartwheel::check_uv(uv_timer_init(&c.loop, &c.tick), "uv_timer_init");
-    heartwheel::check_uv(uv_timer_init(&c.loop, &c.poll), "uv_timer_init");
-    c.sigterm.data = c.sigint.data = c.tick.data = c.poll.data = &c;
-    heartwheel::check_uv(uv_signal_start(&c.sigterm, on_signal, SIGTERM), "uv_signal_start");
-    heartwheel::check_uv(uv_signal_start(&c.sigint, on_signal, SIGINT), "uv_signal_start");
-    const auto interval = heartwheel::to_uv_millis_ceil(stats_interval);
-    if (!f.stats_json.empty() && interval > 0) uv_timer_start(&c.tick, on_tick, interval, interval);
-    uv_run(&c.loop, UV_RUN_DEFAULT);
-    uv_loop_close(&c.loop);
+    // Signals drain the workers (idle connections close, busy ones answer
+    // with Connection: close); the stats file is rewritten meanwhile.
+    heartwheel::cli::serve_until_signalled(
+        workers, {.program = "heartwheel-http",
+                  .drain_timeout = drain_timeout,
+                  .tick_interval = f.stats_json.empty() ? Duration{0} : stats_interval,
+                  .tick = [&] { write_stats(f.stats_json, board, workers); }});
     workers.join();
     write_stats(f.stats_json, board, workers);
     const auto t = board.total();

@@ -28,6 +28,9 @@ std::vector<Program> programs() {
 #ifdef HEARTWHEEL_HTTP_BIN
       {"heartwheel-http", HEARTWHEEL_HTTP_BIN, {"--tick", "0"}, "--tick"},
 #endif
+#ifdef HEARTWHEEL_CHAT_BIN
+      {"heartwheel-chat", HEARTWHEEL_CHAT_BIN, {"--slow-consumer", "drop"}, "--slow-consumer"},
+#endif
 #ifdef HEARTWHEEL_RPC_SERVER_BIN
       {"heartwheel-rpc-server", HEARTWHEEL_RPC_SERVER_BIN, {"--heartbeat", "soon"}, "--heartbeat"},
 #endif

@@ -51,6 +51,13 @@ class MemoryTransport final : public heartwheel::http::Transport,
     DeadlineTimer::begin_request(timeout);
   }
   void end_request() override { DeadlineTimer::end_request(); }
+  // Records the hand-off (the session stays alive; a connection would now
+  // belong to `next`).
+  void switch_protocols(heartwheel::http::UpgradeHandler take_over, std::string rest) override {
+    ++switches;
+    upgrade_next = std::move(take_over);
+    upgrade_rest = std::move(rest);
+  }
 
   // What a connection would do when its queue crosses a watermark.
   void set_writable(bool on) {
@@ -68,6 +75,9 @@ class MemoryTransport final : public heartwheel::http::Transport,
   int closes = 0;
   CloseMode last_mode = CloseMode::kAfterFlush;
   bool reading = true;
+  int switches = 0;  // switch_protocols calls
+  heartwheel::http::UpgradeHandler upgrade_next;
+  std::string upgrade_rest;
 
  private:
   void on_deadline_event(heartwheel::net::DeadlineEvent event, heartwheel::TimePoint) override {

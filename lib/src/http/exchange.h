@@ -8,9 +8,17 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace heartwheel::http::detail {
+
+// A request that asked to switch protocols (Upgrade + Connection: upgrade):
+// the bytes that followed it, and who takes the connection after the 101.
+struct UpgradeState {
+  std::string rest;     // the new protocol's first bytes (read with the request or after it)
+  UpgradeHandler next;  // set by Responder::upgrade
+};
 
 struct Exchange {
   Session* session = nullptr;  // nullptr once finished, timed out or the session closed
@@ -35,11 +43,15 @@ struct Exchange {
   net::CloseReason close_reason = net::CloseReason::protocol_close;  // ... and why
   int status = 0;
   Headers headers;
-  std::string out;                    // body bytes (framed) not yet handed to the transport
-  std::size_t content_length = 0;     // for respond(): the body size
-  std::function<void()> on_abandon;   // Responder::on_abandon
-  std::function<void()> on_writable;  // Responder::on_writable
-  std::string error;                  // why the handler's last call was refused
+  std::string out;                        // body bytes (framed) not yet handed to the transport
+  std::size_t content_length = 0;         // for respond(): the body size
+  std::function<void()> on_abandon;       // Responder::on_abandon
+  std::function<void()> on_writable;      // Responder::on_writable
+  std::string error;                      // why the handler's last call was refused
+  std::unique_ptr<UpgradeState> upgrade;  // only for a request that asked to switch protocols
+
+  // Answered with Responder::upgrade: the connection switches protocols after it.
+  bool switching() const noexcept { return upgrade && upgrade->next; }
 
   // Runs on_abandon once if the handler never answered. Call after detaching.
   void abandon() {

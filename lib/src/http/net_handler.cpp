@@ -1,6 +1,7 @@
 // The HTTP session on a net::Connection: a thin adapter, so that every
 // protocol decision stays in the I/O-free Session (and its unit tests). Each
 // Transport operation is one Connection call.
+#include <heartwheel/error.h>
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/net/connection.h>
 
@@ -8,7 +9,7 @@ namespace heartwheel::http {
 
 struct NetHandler::Conn final : Transport {
   Conn(NetHandler& h, net::Connection& c)
-      : conn(&c), session(h.options_, h.handler_, *this, h.stats_) {}
+      : owner(&h), conn(&c), session(h.options_, h.handler_, *this, h.stats_) {}
 
   void send(std::string_view head, std::string_view body) override {
     if (const std::error_code ec = conn->write({head, body}))
@@ -40,7 +41,21 @@ struct NetHandler::Conn final : Transport {
   }
   void begin_request(Duration timeout) override { conn->begin_request(timeout); }
   void end_request() override { conn->end_request(); }
+  // The session's last act (see Transport::switch_protocols): free it, then
+  // give the connection to the new protocol.
+  void switch_protocols(UpgradeHandler take_over, std::string rest) override {
+    net::Connection& c = *conn;
+    owner->forget(this);      // deletes this: only locals from here on
+    if (c.closing()) return;  // the 101 could not be written: nothing to hand over
+    c.resume_reading();       // the session paused it at the upgrade request
+    try {
+      take_over(c, std::move(rest));
+    } catch (...) {
+      c.close(net::CloseReason::error, make_error_code(errc::protocol_error));
+    }
+  }
 
+  NetHandler* owner;
   net::Connection* conn;
   Session session;
   Conn* next = nullptr;
@@ -114,18 +129,23 @@ void NetHandler::on_drain(net::Connection& conn) {
 void NetHandler::on_close(net::Connection& conn, net::CloseReason reason, std::error_code) {
   auto* c = static_cast<Conn*>(conn.user_data());
   if (c == nullptr) return;
-  conn.set_user_data(nullptr);
   if (reason == net::CloseReason::write_stall) ++stats_.send_timeouts;
   // The session counted its own decision; count the connection's otherwise.
   if (!c->session.closed()) ++stats_.closed_by_reason[static_cast<std::size_t>(reason)];
+  forget(c);  // ~Session: pending Responders become inactive
+  if (publish_) publish_(stats_);
+}
+
+// Unlinks and frees a session: its connection closed, or switched protocols.
+void NetHandler::forget(Conn* c) noexcept {
+  c->conn->set_user_data(nullptr);
   if (c->prev != nullptr)
     c->prev->next = c->next;
   else
     head_ = c->next;
   if (c->next != nullptr) c->next->prev = c->prev;
   --count_;
-  delete c;  // ~Session: pending Responders become inactive
-  if (publish_) publish_(stats_);
+  delete c;
 }
 
 }  // namespace heartwheel::http

@@ -74,6 +74,11 @@ bool Responder::respond(Response response) {
   return exchange_->session->respond(*exchange_, std::move(response));
 }
 
+bool Responder::upgrade(Headers headers, UpgradeHandler next) {
+  if (!active() || exchange_->answered) return false;
+  return exchange_->session->upgrade(*exchange_, std::move(headers), std::move(next));
+}
+
 bool Responder::begin(int status, Headers headers) {
   if (!active() || exchange_->answered) return false;
   return exchange_->session->begin_stream(*exchange_, status, std::move(headers));

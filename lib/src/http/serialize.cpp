@@ -91,7 +91,9 @@ void serialize_head(const Exchange& ex, const SessionOptions& options, std::stri
     append_number(h, ex.content_length);
     h += "\r\n";
   }
-  if (ex.close_after) {
+  if (ex.switching()) {
+    h += "Connection: Upgrade\r\n";  // 101: the handler's Upgrade header says to what
+  } else if (ex.close_after) {
     h += "Connection: close\r\n";
   } else if (ex.request.version_major == 1 && ex.request.version_minor == 0) {
     h += "Connection: keep-alive\r\n";  // HTTP/1.0 keeps alive only when told so

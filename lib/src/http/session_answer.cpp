@@ -5,6 +5,7 @@
 
 #include "exchange.h"
 #include "serialize.h"
+#include "session_call.h"
 
 namespace heartwheel::http {
 
@@ -20,6 +21,7 @@ void close_stream(Exchange& ex) {
 }  // namespace
 
 bool Session::respond(Exchange& ex, Response response) {
+  const Call call(*this);
   if (refused(ex, response.status, response.headers)) return false;
   if (!may_hold(ex, response.body.size())) return false;
   ex.answered_by_handler = true;
@@ -29,6 +31,7 @@ bool Session::respond(Exchange& ex, Response response) {
 }
 
 bool Session::begin_stream(Exchange& ex, int status, Headers headers) {
+  const Call call(*this);
   if (refused(ex, status, headers)) return false;
   ex.answered = true;
   ex.answered_by_handler = true;
@@ -43,6 +46,7 @@ bool Session::begin_stream(Exchange& ex, int status, Headers headers) {
 }
 
 bool Session::write_stream(Exchange& ex, std::string_view piece) {
+  const Call call(*this);
   if (ex.head_only || !detail::status_has_body(ex.status)) return true;
   if (!may_hold(ex, piece.size())) return false;
   if (ex.chunked)
@@ -54,12 +58,14 @@ bool Session::write_stream(Exchange& ex, std::string_view piece) {
 }
 
 bool Session::end_stream(Exchange& ex) {
+  const Call call(*this);
   close_stream(ex);
   flush();
   return true;
 }
 
 void Session::drop_responder(Exchange& ex) {
+  const Call call(*this);
   // Dropped without a complete answer: finish it so the pipeline moves on.
   ++stats_->handler_errors;
   if (!ex.answered) {
@@ -70,6 +76,37 @@ void Session::drop_responder(Exchange& ex) {
     ex.close_after = true;
   }
   flush();
+}
+
+// Switching protocols: a 101 with the handler's headers, written in request
+// order like any answer; finish_upgrade() takes over when it is out.
+bool Session::upgrade(Exchange& ex, Headers headers, UpgradeHandler next) {
+  const Call call(*this);
+  if (!ex.upgrade) {
+    ex.error =
+        "upgrade refused: the request did not ask to switch protocols (it needs Upgrade and "
+        "Connection: upgrade headers)";
+    return false;
+  }
+  if (!next) {
+    ex.error = "upgrade refused: no handler to take the connection over";
+    return false;
+  }
+  if (draining_) {
+    ex.error = "upgrade refused: the server is draining (answer 503)";
+    return false;
+  }
+  if (refused(ex, 101, headers)) return false;
+  ex.answered = true;
+  ex.answered_by_handler = true;
+  ex.finished = true;
+  ex.status = 101;
+  ex.headers = std::move(headers);
+  ex.content_length = 0;
+  ex.close_after = false;  // set for every Upgrade request; this one switches instead
+  ex.upgrade->next = std::move(next);
+  flush();
+  return true;
 }
 
 // A status or header that would corrupt the response (response splitting):
@@ -112,6 +149,7 @@ bool Session::writable(const Exchange& ex) const noexcept {
 }
 
 void Session::on_writable(bool now_writable) {
+  const Call call(*this);
   // Only the way back matters: going unwritable is checked where it counts
   // (before each new request, in Responder::writable), and the transport
   // reports it from inside send(), where the session must not act.

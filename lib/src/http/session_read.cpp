@@ -6,6 +6,7 @@
 
 #include "exchange.h"
 #include "parser.h"
+#include "session_call.h"
 
 namespace heartwheel::http {
 
@@ -27,6 +28,12 @@ Deadline Session::slot_of(ReadPhase phase) noexcept {
 }
 
 void Session::on_data(std::string_view bytes) {
+  const Call call(*this);
+  if (awaiting_upgrade_ && !closed()) {
+    // Read before the transport paused: the new protocol's bytes, kept for it.
+    if (!queue_.empty() && queue_.back()->upgrade) queue_.back()->upgrade->rest.append(bytes);
+    return;
+  }
   if (closed() || stop_reading_ || bytes.empty()) return;
   if (reading_paused_) {
     // The transport may deliver a read already in flight after set_reading(false).
@@ -58,17 +65,21 @@ void Session::parse(std::string_view bytes) {
     if (err == HPE_PAUSED) {
       // Paused by on_message_complete: dispatch, then continue after the message.
       p = llhttp_get_error_pos(&state);
+      // Upgrade + Connection: upgrade (llhttp's upgrade flag; CONNECT is not
+      // ours to switch): what follows is another protocol's.
+      const bool switching = state.upgrade == 1 && state.method != HTTP_CONNECT;
       llhttp_resume(&state);
       if (!queue_.empty()) {
         // The completed request is the newest one in the queue.
         std::shared_ptr<Exchange> done = queue_.back();
+        if (switching) begin_upgrade(std::string_view(p, static_cast<std::size_t>(end - p)));
         dispatch(done);
       }
       continue;
     }
     if (err == HPE_PAUSED_UPGRADE) {
-      // We do not switch protocols: the upgrade request was answered as plain
-      // HTTP and its connection ends (its exchange carries close_after).
+      // A CONNECT: we do not tunnel. It was answered as plain HTTP and its
+      // connection ends (its exchange carries close_after).
       stop_reading_ = true;
       return;
     }
@@ -128,6 +139,7 @@ void Session::dispatch(const std::shared_ptr<Exchange>& exchange) {
 }
 
 void Session::on_eof() {
+  const Call call(*this);
   if (closed()) return;
   peer_eof_ = true;
   if (reading_paused_) return;  // the buffered requests are parsed first
@@ -262,6 +274,7 @@ void Session::enter_idle() {
 }
 
 net::DeadlineAction Session::on_deadline(Deadline slot) {
+  const Call call(*this);
   switch (slot) {
     case Deadline::keepalive_timeout:
       if (read_phase_ == ReadPhase::kFirstByte || read_phase_ == ReadPhase::kKeepalive)

@@ -9,6 +9,7 @@
 #include "exchange.h"
 #include "parser.h"
 #include "serialize.h"
+#include "session_call.h"
 
 namespace heartwheel::http {
 
@@ -48,6 +49,7 @@ void Session::start() {
 }
 
 void Session::drain() {
+  const Call call(*this);
   if (closed() || draining_) return;
   draining_ = true;
   if (queue_.empty() && !receiving_) {
@@ -112,7 +114,7 @@ void Session::send_continue(Exchange& ex) {
 void Session::write_head(Exchange& ex) {
   // Decided as late as possible: only now do we know whether this is the
   // last response of a draining connection.
-  if (draining_ && queue_.size() == 1) {
+  if (draining_ && queue_.size() == 1 && !ex.switching()) {
     ex.close_after = true;
     ex.close_reason = CloseReason::drain;
   }
@@ -160,6 +162,10 @@ void Session::flush() {
 }
 
 void Session::finish_exchange() {
+  if (queue_.front()->switching()) {
+    finish_upgrade();
+    return;
+  }
   std::shared_ptr<Exchange> ex = std::move(queue_.front());
   queue_.erase(queue_.begin());
   stats_->request_duration.record(now() - ex->request.started);
@@ -225,6 +231,56 @@ void Session::close(Transport::CloseMode mode, CloseReason reason) {
     transport_->end_request();
   }
   abandon_all();
+}
+
+// Reading paused at a request that asked to switch protocols: the bytes
+// after it (and any that still arrive, see on_data) are the new protocol's.
+void Session::begin_upgrade(std::string_view rest) {
+  Exchange& ex = *queue_.back();
+  ex.upgrade = std::make_unique<detail::UpgradeState>();
+  ex.upgrade->rest.assign(rest);
+  awaiting_upgrade_ = true;
+  stop_reading_ = true;
+  transport_->set_reading(false);
+}
+
+// The 101 is written. The session lets go of the connection: its slots are
+// cleared now; the hand-off itself waits for the outermost call to return
+// (Session::Call), because the transport may destroy the session in it. The
+// exchange stays at the front of the queue until then.
+void Session::finish_upgrade() {
+  Exchange& ex = *queue_.front();
+  ex.on_writable = nullptr;
+  awaiting_upgrade_ = false;
+  if (peer_eof_) {
+    // The client half-closed before the switch: nobody to talk the new protocol to.
+    queue_.front()->session = nullptr;
+    queue_.erase(queue_.begin());
+    close(Transport::CloseMode::kAfterFlush, CloseReason::peer_closed);
+    return;
+  }
+  upgraded_ = true;
+  ++stats_->upgrades;
+  pending_input_.clear();
+  enter_phase(ReadPhase::kNone, Duration{0});
+  if (timed_seq_ != 0) {
+    timed_seq_ = 0;
+    transport_->end_request();
+  }
+}
+
+void Session::hand_off() {
+  std::shared_ptr<Exchange> ex = std::move(queue_.front());
+  queue_.clear();
+  ex->session = nullptr;
+  std::unique_ptr<detail::UpgradeState> state = std::move(ex->upgrade);
+  ex.reset();
+  // The last act of this session: the transport may destroy it in this call.
+  transport_->switch_protocols(std::move(state->next), std::move(state->rest));
+}
+
+void Transport::switch_protocols(UpgradeHandler /*next*/, std::string /*rest*/) {
+  close(CloseMode::kAfterFlush, net::CloseReason::protocol_close);
 }
 
 void Session::on_request_timeout() {

@@ -14,22 +14,11 @@
 #include <heartwheel/net/address.h>
 
 #include "connection_extras.h"
+#include "connection_guarded.h"
 #include "random.h"
+#include "write_queue.h"
 
 namespace heartwheel::net {
-
-// Exists only while bytes are queued, so idle connections do not pay for
-// the 192-byte uv_write_t and two strings.
-struct Connection::WriteQueue {
-  uv_write_t req{};
-  std::string inflight;  // handed to uv_write
-  std::string pending;   // appended by write() while inflight is out
-  bool writing = false;
-  std::uint64_t progress_mark = 0;  // bytes_written() at the last check
-  TimePoint last_progress{};
-  TimePoint window_start{};
-  std::uint64_t window_mark = 0;  // bytes_written() at window_start
-};
 
 namespace {
 // One read buffer per loop thread: libuv on Unix reads right after alloc, and
@@ -44,7 +33,7 @@ Connection::Connection(detail::ConnectionHost& host, Handler& handler, std::uint
 
 Connection::~Connection() {
   // Bytes still queued leave the loop's write-queue gauge with the queue.
-  if (wq_) stats().write_queue_bytes -= wq_->pending.size() + wq_->inflight.size();
+  if (wq_) stats().write_queue_bytes -= wq_->pending.bytes() + wq_->inflight.bytes();
 }
 
 NetStats& Connection::stats() noexcept {
@@ -119,18 +108,6 @@ bool Connection::set_tcp_user_timeout(Duration timeout) noexcept {
   (void)timeout;
   return false;
 #endif
-}
-
-template <class F>
-bool Connection::guarded(F&& f) noexcept {
-  try {
-    f();
-    return true;
-  } catch (...) {
-    ++stats().handler_exceptions;
-    close(CloseReason::error, make_error_code(errc::protocol_error));
-    return false;
-  }
 }
 
 std::string Connection::peer_address() const {
@@ -331,182 +308,6 @@ void Connection::count_dropped(std::size_t n) noexcept {
   stats().bytes_dropped += n;
 }
 
-// ---- writing ---------------------------------------------------------------
-
-std::size_t Connection::queued_bytes() const noexcept {
-  if (!wq_) return 0;
-  return wq_->pending.size() + (wq_->writing ? tcp_.write_queue_size : 0);
-}
-
-std::uint64_t Connection::bytes_written() const noexcept {
-  if (!wq_ || !wq_->writing) return bytes_written_;
-  return bytes_written_ + (wq_->inflight.size() - tcp_.write_queue_size);
-}
-
-std::error_code Connection::write(std::string_view bytes) { return write_parts(&bytes, 1); }
-
-std::error_code Connection::write(std::initializer_list<std::string_view> parts) {
-  return write_parts(parts.begin(), parts.size());
-}
-
-std::error_code Connection::write_parts(const std::string_view* parts, std::size_t count) {
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < count; ++i) total += parts[i].size();
-  if (closing()) {
-    count_dropped(total);
-    return make_error_code(errc::closed);
-  }
-  if (total == 0) return {};
-  const WritePolicy& wp = write_policy();
-  if (wp.max_queued_bytes != 0 && queued_bytes() + total > wp.max_queued_bytes &&
-      (wq_ || total > wp.max_queued_bytes)) {
-    count_dropped(total);
-    return make_error_code(errc::limit_reached);
-  }
-  std::size_t done = 0;
-  if (!wq_) {
-    // Fast path: nothing queued, so the kernel may take it all right now
-    // (one writev for several parts; parts past the 16th are queued).
-    constexpr std::size_t kMaxBufs = 16;
-    uv_buf_t bufs[kMaxBufs];
-    unsigned nbufs = 0;
-    for (std::size_t i = 0; i < count && nbufs < kMaxBufs; ++i) {
-      if (parts[i].empty()) continue;
-      bufs[nbufs++] =
-          uv_buf_init(const_cast<char*>(parts[i].data()), static_cast<unsigned>(parts[i].size()));
-    }
-    const int rc = uv_try_write(reinterpret_cast<uv_stream_t*>(&tcp_), bufs, nbufs);
-    if (rc > 0) {
-      done = static_cast<std::size_t>(rc);
-      bytes_written_ += done;
-      stats().bytes_written += done;
-      note_write();
-      if (done == total) return {};
-    } else if (rc != UV_EAGAIN) {
-      const auto ec = uv_error(rc);
-      count_dropped(total);
-      close(eof_ ? CloseReason::peer_closed : CloseReason::error, ec);
-      return ec;
-    }
-    wq_ = std::make_unique<WriteQueue>();
-    const TimePoint now = timers().now();
-    wq_->last_progress = wq_->window_start = now;
-    wq_->progress_mark = wq_->window_mark = bytes_written_;
-    schedule_write_check();
-  }
-  stats().write_queue_bytes += total - done;  // leaves in on_write_done or ~Connection
-  for (std::size_t i = 0; i < count; ++i) {  // the rest, after the `done` bytes the kernel took
-    const std::string_view part = parts[i];
-    if (done >= part.size()) {
-      done -= part.size();
-      continue;
-    }
-    wq_->pending.append(part.substr(done));
-    done = 0;
-  }
-  if (!wq_->writing) start_write();
-  if (writable_ && !closing_ && queued_bytes() > wp.high_watermark) {
-    writable_ = false;
-    ++stats().unwritable_events;
-    if (wp.slow_reader == SlowReaderPolicy::pause_reading) {
-      policy_paused_ = true;
-      ++stats().read_pauses;
-      update_reading();
-    }
-    guarded([&] { handler_->on_writable(*this, false); });
-  }
-  return {};
-}
-
-void Connection::start_write() noexcept {
-  WriteQueue& q = *wq_;
-  q.inflight.swap(q.pending);
-  q.pending.clear();
-  uv_buf_t buf = uv_buf_init(q.inflight.data(), static_cast<unsigned>(q.inflight.size()));
-  q.req.data = this;
-  const int rc = uv_write(&q.req, reinterpret_cast<uv_stream_t*>(&tcp_), &buf, 1, &on_write_done);
-  if (rc < 0) {
-    close(CloseReason::error, uv_error(rc));
-    return;
-  }
-  q.writing = true;
-}
-
-void Connection::on_write_done(uv_write_t* req, int status) {
-  auto* c = static_cast<Connection*>(req->data);
-  WriteQueue& q = *c->wq_;
-  if (status < 0) {
-    // ECANCELED: we are closing and counted the bytes as dropped already.
-    if (status != UV_ECANCELED)
-      c->close(c->eof_ ? CloseReason::peer_closed : CloseReason::error, uv_error(status));
-    q.writing = false;
-    return;
-  }
-  q.writing = false;
-  c->bytes_written_ += q.inflight.size();
-  c->stats().bytes_written += q.inflight.size();
-  c->stats().write_queue_bytes -= q.inflight.size();
-  q.inflight.clear();
-  if (c->closing_ || !c->host_) return;
-  c->note_write();
-  q.last_progress = c->timers().now();
-  if (!q.pending.empty()) {
-    c->start_write();
-  } else {
-    c->wq_.reset();
-    c->DeadlineTimer::clear_deadline(Deadline::write_stall);
-  }
-  c->after_progress();
-}
-
-void Connection::after_progress() noexcept {
-  const WritePolicy& wp = write_policy();
-  if (!writable_ && queued_bytes() <= wp.low_watermark) {
-    writable_ = true;
-    if (policy_paused_) {
-      policy_paused_ = false;
-      update_reading();
-    }
-    guarded([&] { handler_->on_writable(*this, true); });
-  }
-  if (flush_then_close_ && !closing_ && queued_bytes() == 0) finish_close(reason_, {}, false);
-}
-
-void Connection::schedule_write_check() noexcept {
-  if (!wq_) return;
-  const WritePolicy& wp = write_policy();
-  TimePoint at = deadline_after(wq_->last_progress, wp.stall_timeout);
-  if (wp.min_write_rate > 0) at = std::min(at, deadline_after(wq_->window_start, wp.rate_window));
-  DeadlineTimer::set_deadline(Deadline::write_stall, at);
-}
-
-void Connection::check_write_progress(TimePoint now) {
-  if (!wq_ || closing_) return;
-  WriteQueue& q = *wq_;
-  const WritePolicy& wp = write_policy();
-  const std::uint64_t progress = bytes_written();
-  if (progress > q.progress_mark) {
-    // The kernel took part of a large write since the last look: that is
-    // write activity even though the write has not completed.
-    q.progress_mark = progress;
-    q.last_progress = now;
-    note_write();
-  }
-  if (wp.stall_timeout.count() > 0 && now - q.last_progress >= wp.stall_timeout) {
-    close(CloseReason::write_stall, make_error_code(errc::timed_out));
-    return;
-  }
-  if (wp.min_write_rate > 0 && now - q.window_start >= wp.rate_window) {
-    const double seconds = std::chrono::duration<double>(now - q.window_start).count();
-    const double rate = static_cast<double>(progress - q.window_mark) / seconds;
-    if (rate < static_cast<double>(wp.min_write_rate)) {
-      close(CloseReason::write_stall, make_error_code(errc::timed_out));
-      return;
-    }
-    q.window_start = now;
-    q.window_mark = progress;
-  }
-  schedule_write_check();
-}
+// The write path (write, the queue, write-stall checks) is in connection_write.cpp.
 
 }  // namespace heartwheel::net

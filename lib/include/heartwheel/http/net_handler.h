@@ -35,6 +35,16 @@
 //   protocol_error (400, 413, 414, 417, 431), peer_closed, drain, and
 //   write_stall from the connection.
 //
+// Switching protocols
+//   A route answers an upgrade request with Responder::upgrade(headers, next)
+//   (responder.h). Once the 101 is written, the session is freed (counted in
+//   SessionStats::upgrades, not in closed_by_reason), reading resumes and
+//   next(conn, rest) runs: it installs the new protocol's handler
+//   (Connection::set_handler) and feeds it `rest`, the bytes that followed
+//   the request. From then on this handler gets no callback for that
+//   connection. ws::NetHandler::upgrade (heartwheel/ws/net_handler.h) does all
+//   of it for WebSocket.
+//
 // Draining
 //   net::Server::drain (or net::Workers::drain) alone drains HTTP: on_drain
 //   closes an idle session at once and lets a busy one finish the requests
@@ -95,6 +105,7 @@ class NetHandler final : public net::Handler {
 
  private:
   struct Conn;
+  void forget(Conn* c) noexcept;
   SessionOptions options_;
   http::Handler handler_;
   SessionStats stats_;

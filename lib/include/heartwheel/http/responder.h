@@ -34,6 +34,17 @@
 // streaming handler that writes only while writable() never makes a
 // connection queue more than its high watermark plus one piece.
 //
+// Switching protocols (upgrade): a request that asks for another protocol on
+// its connection (Upgrade and Connection: upgrade headers, e.g. a WebSocket
+// handshake; not CONNECT) may be answered with upgrade(headers, next) instead
+// of a response. The session then stops parsing HTTP at that request, keeps
+// the bytes that followed it, writes 101 Switching Protocols (in request
+// order, like any answer), and hands the connection to `next` with those
+// bytes: `next` calls net::Connection::set_handler and feeds them to the new
+// protocol (heartwheel/ws/net_handler.h does). Answered with respond() instead
+// (a refusal: 400, 403, 426, ...), such a request ends its connection after
+// the response (Connection: close).
+//
 // Threads: the session's loop thread only. Re-entrancy: calls may run inside
 // the handler call itself; the session is never destroyed by them. Callbacks
 // (on_writable, on_abandon) may run inside another Responder call of the same
@@ -49,11 +60,25 @@
 #include <string>
 #include <string_view>
 
+namespace heartwheel::net {
+class Connection;
+}
+
 namespace heartwheel::http {
 
 namespace detail {
 struct Exchange;
 }
+
+// Takes a connection over after a 101 (Responder::upgrade): called once, on
+// the loop thread, after the 101 was handed to the connection and the HTTP
+// session has let go of it (reading resumed, no HTTP deadline left, no HTTP
+// callback any more). `rest` holds the bytes the client sent after the
+// request (often empty): the new protocol's first bytes. It must install the
+// new protocol's handler (conn.set_handler) and feed it `rest`; an exception
+// it throws closes the connection (reason error). Not called when the
+// connection closes (or the peer half-closes) before the 101 is written.
+using UpgradeHandler = std::function<void(net::Connection& conn, std::string rest)>;
 
 class Responder {
  public:
@@ -76,6 +101,16 @@ class Responder {
   bool begin(int status, Headers headers = {});
   bool write(std::string_view piece);
   bool end();
+
+  // Switching protocols (see "Switching protocols" above): answers 101 with
+  // `headers` (the session adds Connection: Upgrade, Date and Server; no
+  // body) and hands the connection to `next` once the 101 is written.
+  // Refused (false, nothing written, the request stays unanswered, error()
+  // says why): the request did not ask for an upgrade (no Upgrade plus
+  // Connection: upgrade headers, or CONNECT); `next` is empty; the session is
+  // draining (answer 503 instead). A header respond() would refuse is refused
+  // the same way (the request is answered 500).
+  bool upgrade(Headers headers, UpgradeHandler next);
 
   // True when a call now goes straight to the connection: the answer is
   // active, every earlier pipelined answer is complete, and the connection is

@@ -31,6 +31,15 @@
 //   413, 414, 417, 431, 503) are queued in order like any response, carry
 //   Connection: close and a short text body, and end the session once written.
 //
+// Switching protocols
+//   A request with Upgrade and Connection: upgrade headers ends the HTTP part
+//   of the connection: no request after it is parsed, the bytes that follow
+//   it are kept (reading pauses), and the handler answers with respond() (the
+//   connection then closes) or Responder::upgrade(). After the 101 is
+//   written the session clears its slots, counts SessionStats::upgrades, and
+//   at the end of its outermost call hands over through
+//   Transport::switch_protocols. closed() is then true and upgraded() too.
+//
 // Closing
 //   The session decides to close once, with a net::CloseReason:
 //   kAfterFlush (send what is queued, then close; a quiet keep-alive close has
@@ -111,6 +120,16 @@ class Transport {
   virtual void begin_request(Duration timeout) = 0;
   virtual void end_request() = 0;
 
+  // The session switched protocols (Responder::upgrade; the 101 went out
+  // through send()): it has cleared its slots and ended the request, and
+  // ignores every input from now on. Give the connection to `next` with
+  // `rest`, the bytes that followed the request, and resume reading (the
+  // session paused it at the upgrade request). Called as the last act of the
+  // session's outermost call, so the transport MAY destroy the session
+  // inside it. Default (a transport that cannot hand its connection over):
+  // close(kAfterFlush, protocol_close).
+  virtual void switch_protocols(UpgradeHandler next, std::string rest);
+
  protected:
   ~Transport() = default;
 };
@@ -153,7 +172,10 @@ class Session {
   // session closes now.
   void drain();
 
-  bool closed() const noexcept { return close_reason_.has_value(); }
+  // True once the session ended: it closed, or it switched protocols.
+  bool closed() const noexcept { return close_reason_.has_value() || upgraded_; }
+  // True once the session handed its connection to another protocol.
+  bool upgraded() const noexcept { return upgraded_; }
   // Why the session ended; nullopt while open.
   std::optional<net::CloseReason> close_reason() const noexcept { return close_reason_; }
   std::size_t in_flight() const noexcept { return queue_.size(); }
@@ -164,6 +186,7 @@ class Session {
  private:
   friend struct detail::Parser;
   friend class Responder;
+  class Call;
   enum class ReadPhase : std::uint8_t { kNone, kFirstByte, kKeepalive, kHeaders, kBody };
 
   TimePoint now() noexcept { return transport_->timers().now(); }
@@ -191,6 +214,7 @@ class Session {
   bool write_stream(detail::Exchange& ex, std::string_view piece);
   bool end_stream(detail::Exchange& ex);
   void drop_responder(detail::Exchange& ex);
+  bool upgrade(detail::Exchange& ex, Headers headers, UpgradeHandler next);
   bool refused(detail::Exchange& ex, int status, const Headers& headers);
   bool may_hold(detail::Exchange& ex, std::size_t bytes);
   bool writable(const detail::Exchange& ex) const noexcept;
@@ -209,6 +233,9 @@ class Session {
   void on_request_timeout();
   void close(Transport::CloseMode mode, net::CloseReason reason);
   void abandon_all();
+  void begin_upgrade(std::string_view rest);
+  void finish_upgrade();
+  void hand_off();
 
   const SessionOptions* options_;
   const Handler* handler_;
@@ -225,7 +252,8 @@ class Session {
   std::size_t requests_ = 0;                     // requests begun on this connection
   std::uint64_t next_seq_ = 1;
   std::uint64_t timed_seq_ = 0;  // the exchange the request slot is set for (0: none)
-  int in_flush_ = 0;             // flush() nesting (a handler answering inside a flush)
+  std::uint16_t in_flush_ = 0;   // flush() nesting (a handler answering inside a flush)
+  std::uint16_t calls_ = 0;      // nesting of the session's entry points (Call)
   std::optional<net::CloseReason> close_reason_;
   ReadPhase read_phase_ = ReadPhase::kNone;
   bool reading_paused_ : 1 = false;  // pipeline full or transport unwritable
@@ -233,6 +261,8 @@ class Session {
   bool peer_eof_ : 1 = false;
   bool draining_ : 1 = false;
   bool flush_again_ : 1 = false;
+  bool awaiting_upgrade_ : 1 = false;  // an upgrade request is parsed; its answer is not out
+  bool upgraded_ : 1 = false;          // the 101 went out; the hand-off is due or done
 };
 
 }  // namespace heartwheel::http

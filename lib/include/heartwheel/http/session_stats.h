@@ -34,6 +34,7 @@ struct SessionStats {
   // connection, for every request answered in full (loop clock, so 1 ms
   // resolution; buckets up to 2^18 ms = 262 s, then +Inf).
   DurationHistogram<20> request_duration;
+  std::uint64_t upgrades = 0;  // connections handed to another protocol (Responder::upgrade)
   // Sessions ended, by reason: the session's own decision, or the
   // connection's reason when the connection closed first.
   std::array<std::uint64_t, net::kCloseReasonCount> closed_by_reason{};
@@ -65,6 +66,7 @@ struct SessionStats {
     answers_refused += o.answers_refused;
     backpressure_pauses += o.backpressure_pauses;
     request_duration.merge(o.request_duration);
+    upgrades += o.upgrades;
     for (std::size_t i = 0; i < closed_by_reason.size(); ++i)
       closed_by_reason[i] += o.closed_by_reason[i];
   }

@@ -10,7 +10,9 @@
 //   no wheel entries of their own. Reads go into the loop's shared read
 //   buffer (one per thread, never one per connection); writes go straight to
 //   the socket when it takes them (uv_try_write) and are queued otherwise, in
-//   a write queue allocated only while bytes are pending. An idle connection
+//   a write queue allocated only while bytes are pending. Bytes written with
+//   write(SharedBytes) are queued as a reference to the caller's immutable
+//   buffer, never copied (one publication sent to many connections). An idle connection
 //   therefore costs sizeof(Connection) (checked in
 //   tests/unit/connection_test.cpp; 248 bytes of it are the uv_tcp_t) plus
 //   the kernel's socket.
@@ -87,6 +89,12 @@ struct ConnectionOptions {
 
 class Connection;
 struct ProxyHeader;
+
+// An immutable buffer shared by reference (e.g. one encoded publication that
+// many connections send): Connection::write(SharedBytes) keeps a reference
+// until the bytes are written instead of copying them. The same type as
+// ws::SharedFrame and pubsub::Frame.
+using SharedBytes = std::shared_ptr<const std::string>;
 
 namespace detail {
 // What a Connection needs from whoever made it (Server or Connector).
@@ -169,6 +177,14 @@ class Connection final : private DeadlineTimer {
   // (e.g. a header and a body without joining them first). Same errors; all
   // or nothing is refused.
   std::error_code write(std::initializer_list<std::string_view> parts);
+  // Sends a shared, immutable buffer. What the kernel does not take at once is
+  // queued as a REFERENCE to `bytes` (a reference count, no copy) until it is
+  // written, so N connections sending one buffer hold one copy of it between
+  // them. Same errors as write(string_view), plus errc::invalid_argument for
+  // a null pointer. The buffer must not change while referenced (it is const).
+  // Cost: no allocation when the socket takes it all; otherwise one queue
+  // segment (the queue itself if none was pending).
+  std::error_code write(SharedBytes bytes);
   // Bytes accepted by write() that the kernel has not taken yet.
   std::size_t queued_bytes() const noexcept;
   // False above the high watermark until back at the low watermark.
@@ -285,7 +301,10 @@ class Connection final : private DeadlineTimer {
   static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   static void on_write_done(uv_write_t* req, int status);
   static void on_closed(uv_handle_t* handle);
-  std::error_code write_parts(const std::string_view* parts, std::size_t count);
+  // The write path (connection_write.cpp). `shared`, when given, is the
+  // buffer parts[0] views (count == 1): its unwritten rest is queued by reference.
+  std::error_code write_parts(const std::string_view* parts, std::size_t count,
+                              const SharedBytes* shared = nullptr);
   void handle_eof() noexcept;
   void start_write() noexcept;
   void after_progress() noexcept;

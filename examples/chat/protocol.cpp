@@ -1,0 +1,153 @@
+// See protocol.h. Channel names (printable ASCII without '"' or '\', as
+// pubsub::validate_channel guarantees) and epochs (hex) need no escaping;
+// data and info are JSON text this program produced.
+#include "protocol.h"
+
+#include <heartwheel/pubsub/limits.h>
+#include <heartwheel/ws/utf8.h>
+
+#include <stdexcept>
+
+namespace chat {
+
+namespace pubsub = heartwheel::pubsub;
+
+void append_publication(std::string& out, const pubsub::Publication& p) {
+  out += "{\"channel\":\"";
+  out += p.channel;
+  out += "\",\"offset\":";
+  out += std::to_string(p.offset);
+  out += ",\"epoch\":\"";
+  out += p.epoch;
+  out += "\",\"data\":";
+  out += p.data;
+  if (!p.info.empty()) {
+    out += ",\"info\":";
+    out += p.info;
+  }
+  out += '}';
+}
+
+std::string publication_json(const pubsub::Publication& p) {
+  std::string out;
+  out.reserve(p.data.size() + p.info.size() + p.channel.size() + 64);
+  append_publication(out, p);
+  return out;
+}
+
+std::string presence_json(const pubsub::PresenceEvent& e) {
+  std::string out = "{\"channel\":\"";
+  out += e.channel;
+  out += e.kind == pubsub::EventKind::join ? "\",\"join\":" : "\",\"leave\":";
+  out += e.info.empty() ? "{}" : e.info;
+  out += ",\"count\":";
+  out += std::to_string(e.subscribers);
+  out += '}';
+  return out;
+}
+
+std::string publications_json(const std::vector<pubsub::PublicationPtr>& list) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (i > 0) out += ',';
+    append_publication(out, *list[i]);
+  }
+  out += ']';
+  return out;
+}
+
+std::string ok_reply(const Json& id, std::string_view fields) {
+  std::string out = "{\"id\":";
+  out += id.dump();
+  out += ",\"ok\":true";
+  out += fields;
+  out += '}';
+  return out;
+}
+
+std::string error_reply(const Json& id, std::string_view code, std::string_view message) {
+  Json j = {{"id", id},
+            {"error", {{"code", std::string(code)}, {"message", std::string(message)}}}};
+  // Replacement characters for anything not UTF-8: the reply is always sent.
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string error_code_name(const std::error_code& ec) {
+  if (ec.category() != pubsub::pubsub_category()) return "internal";
+  switch (static_cast<pubsub::errc>(ec.value())) {
+    case pubsub::errc::empty_channel:
+      return "empty_channel";
+    case pubsub::errc::channel_too_long:
+      return "channel_too_long";
+    case pubsub::errc::bad_channel_character:
+      return "bad_channel_character";
+    case pubsub::errc::channel_limit:
+      return "channel_limit";
+    case pubsub::errc::already_subscribed:
+      return "already_subscribed";
+    case pubsub::errc::not_subscribed:
+      return "not_subscribed";
+    case pubsub::errc::data_too_large:
+      return "data_too_large";
+    default:
+      return "internal";
+  }
+}
+
+std::string client_info(std::string_view client_id, std::string_view name) {
+  return Json{{"client", std::string(client_id)}, {"name", std::string(name)}}.dump();
+}
+
+namespace {
+
+int hex_value(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percent_decode(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    if (c == '+') {
+      out += ' ';
+    } else if (c == '%') {
+      const int hi = i + 2 < in.size() ? hex_value(in[i + 1]) : -1;
+      const int lo = i + 2 < in.size() ? hex_value(in[i + 2]) : -1;
+      if (hi < 0 || lo < 0)
+        throw std::invalid_argument("name: a '%' not followed by two hex digits");
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> name_from_query(std::string_view query) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const auto eq = pair.find('=');
+    if (pair.substr(0, eq) != "name") continue;
+    std::string name = percent_decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    if (name.empty()) throw std::invalid_argument("name: empty");
+    if (name.size() > kMaxNameBytes)
+      throw std::invalid_argument("name: longer than " + std::to_string(kMaxNameBytes) + " bytes");
+    if (!heartwheel::ws::is_valid_utf8(name)) throw std::invalid_argument("name: not UTF-8");
+    for (const char c : name)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        throw std::invalid_argument("name: control characters are not allowed");
+    return name;
+  }
+  return std::nullopt;
+}
+
+}  // namespace chat

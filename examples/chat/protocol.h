@@ -1,0 +1,51 @@
+// The chat protocol's messages (docs/chat-protocol.md is the contract): the
+// JSON of pushes and replies, built as text. Publications carry their data as
+// JSON text already (it was parsed and dumped once, when published), so a
+// push or a history reply splices it in without parsing it again.
+#pragma once
+
+#include <heartwheel/pubsub/event.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace chat {
+
+using Json = nlohmann::json;
+
+// {"channel":C,"offset":N,"epoch":E,"data":D[,"info":I]}: a push, and an
+// element of "publications" in subscribe and history replies.
+void append_publication(std::string& out, const heartwheel::pubsub::Publication& p);
+std::string publication_json(const heartwheel::pubsub::Publication& p);
+// {"channel":C,"join"|"leave":I,"count":K}
+std::string presence_json(const heartwheel::pubsub::PresenceEvent& e);
+// "[p1,p2,...]" (oldest first, as given).
+std::string publications_json(const std::vector<heartwheel::pubsub::PublicationPtr>& list);
+
+// A reply: {"id":ID,"ok":true<fields>} where `fields` is "" or starts with
+// a comma (",\"offset\":3").
+std::string ok_reply(const Json& id, std::string_view fields = {});
+// {"id":ID,"error":{"code":CODE,"message":MESSAGE}}
+std::string error_reply(const Json& id, std::string_view code, std::string_view message);
+
+// The protocol's error code for a pub/sub error: "empty_channel",
+// "channel_too_long", "bad_channel_character", "channel_limit",
+// "already_subscribed", "not_subscribed", "data_too_large", or "internal".
+std::string error_code_name(const std::error_code& ec);
+
+// A client's presence info: {"client":ID,"name":NAME}.
+std::string client_info(std::string_view client_id, std::string_view name);
+
+// The `name` query parameter of /ws, percent-decoded ('+' is a space).
+// nullopt when absent. Throws std::invalid_argument with the reason when it
+// is not a name: bad escapes, not UTF-8, control characters, longer than
+// kMaxNameBytes, or empty.
+inline constexpr std::size_t kMaxNameBytes = 64;
+std::optional<std::string> name_from_query(std::string_view query);
+
+}  // namespace chat

@@ -1,0 +1,54 @@
+// The counters of heartwheel-chat: each worker's, copied to the main thread.
+// A worker keeps its counters on its loop thread and publishes a copy here
+// every --stats-interval and when it ends; the main thread merges the copies
+// for --stats-json.
+// Threads: publish() from worker threads, total() from any thread.
+#pragma once
+
+#include <heartwheel/pubsub/stats.h>
+#include <heartwheel/ws/stats.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace chat {
+
+// What the chat protocol itself counts (one worker's, or merged).
+struct ChatStats {
+  std::uint64_t chat_connections = 0;  // /ws connections opened
+  std::uint64_t echo_connections = 0;  // /echo connections opened
+  std::uint64_t bad_json = 0;          // frames that were not JSON (answered, not closed)
+  std::uint64_t binary_frames = 0;     // binary frames on /ws (closed with 1003)
+  std::map<std::string, std::uint64_t> requests;  // by op (unknown ops as "unknown")
+  std::map<std::string, std::uint64_t> errors;    // error replies by code
+  std::uint64_t publications = 0;                 // publish requests that succeeded
+
+  void merge(const ChatStats& o);
+};
+
+struct WorkerStats {
+  bool has_hub = false;  // false until the worker's first connection
+  heartwheel::ws::Stats ws;
+  heartwheel::pubsub::HubStats hub;
+  ChatStats chat;
+};
+
+class StatsBoard {
+ public:
+  explicit StatsBoard(unsigned workers) : slots_(workers) {}
+  void publish(unsigned worker, const WorkerStats& stats) {
+    std::lock_guard lock(mu_);
+    slots_.at(worker) = stats;
+  }
+  // Every worker's copy merged.
+  WorkerStats total() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<WorkerStats> slots_;
+};
+
+}  // namespace chat

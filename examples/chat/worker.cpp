@@ -1,0 +1,168 @@
+// A worker's routes, its WebSocket connections' life and its counters. The
+// JSON requests are in requests.cpp. See worker.h.
+#include "worker.h"
+
+#include <heartwheel/error.h>
+#include <heartwheel/net/connection.h>
+
+#include "client.h"
+#include "protocol.h"
+
+namespace chat {
+
+namespace http = heartwheel::http;
+namespace net = heartwheel::net;
+namespace pubsub = heartwheel::pubsub;
+namespace ws = heartwheel::ws;
+
+Worker::Worker(unsigned index, const Config& config, pubsub::Bus& bus, Roster& roster,
+               StatsBoard& board)
+    : index_(index),
+      config_(config),
+      bus_(bus),
+      roster_(roster),
+      board_(board),
+      ws_(std::make_unique<ws::NetHandler>(config.ws, static_cast<ws::Application&>(*this))),
+      http_(std::make_unique<http::NetHandler>(
+          config.http,
+          [this](const http::Request& req, http::Responder r) { route(req, std::move(r)); })) {}
+
+Worker::~Worker() {
+  // On the loop thread, after the loop ran (net::Workers). The last counters
+  // first, while everything they come from is alive.
+  publish_stats();
+  http_.reset();
+  ws_.reset();  // connections a destroyed server abandoned: on_close frees their clients
+  if (stats_timer_ != nullptr) {
+    uv_close(reinterpret_cast<uv_handle_t*>(stats_timer_),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+  }
+  hub_.reset();  // closes its handles; the worker's final uv_run completes the closes
+}
+
+// ---- net::Handler: every connection starts as HTTP ---------------------------
+
+void Worker::on_open(net::Connection& conn) {
+  if (!hub_) start_on_loop(conn.loop());
+  http_->on_open(conn);
+}
+void Worker::on_data(net::Connection& conn, std::string_view data) { http_->on_data(conn, data); }
+net::DeadlineAction Worker::on_deadline(net::Connection& conn, net::DeadlineEvent event) {
+  return http_->on_deadline(conn, event);
+}
+void Worker::on_writable(net::Connection& conn, bool writable) {
+  http_->on_writable(conn, writable);
+}
+void Worker::on_eof(net::Connection& conn) { http_->on_eof(conn); }
+void Worker::on_drain(net::Connection& conn) { http_->on_drain(conn); }
+void Worker::on_close(net::Connection& conn, net::CloseReason reason, std::error_code error) {
+  http_->on_close(conn, reason, error);
+}
+
+void Worker::start_on_loop(uv_loop_t* loop) {
+  pubsub::HubOptions o;
+  o.loop = loop;
+  // Once per publication per worker: one frame every local subscriber shares.
+  o.encode_publication = [](const pubsub::Publication& p) {
+    return ws::encode_shared(ws::Opcode::text, publication_json(p));
+  };
+  o.encode_presence = [](const pubsub::PresenceEvent& e) {
+    return ws::encode_shared(ws::Opcode::text, presence_json(e));
+  };
+  hub_ = std::make_unique<pubsub::Hub>(bus_, std::move(o));
+  auto timer = std::make_unique<uv_timer_t>();
+  heartwheel::check_uv(uv_timer_init(loop, timer.get()), "uv_timer_init");
+  stats_timer_ = timer.release();  // from here on freed by its close callback
+  stats_timer_->data = this;
+  const auto every =
+      std::max<std::uint64_t>(1, heartwheel::to_uv_millis_ceil(config_.stats_interval));
+  uv_timer_start(
+      stats_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->publish_stats(); }, every,
+      every);
+  uv_unref(reinterpret_cast<uv_handle_t*>(stats_timer_));  // the server keeps the loop alive
+}
+
+void Worker::publish_stats() {
+  WorkerStats s;
+  s.has_hub = hub_ != nullptr;
+  if (hub_) s.hub = hub_->stats();
+  if (ws_) s.ws = ws_->stats();
+  s.chat = stats_;
+  board_.publish(index_, s);
+}
+
+// ---- routes -----------------------------------------------------------------
+
+void Worker::route(const http::Request& req, http::Responder r) {
+  const std::string_view path = req.path();
+  if (path == "/ws") {
+    std::optional<std::string> name;
+    try {
+      name = name_from_query(req.query());
+    } catch (const std::exception& e) {
+      ++stats_.errors["bad_name"];
+      r.respond(400, std::string(e.what()) + "\n");
+      return;
+    }
+    ws_->upgrade(req, std::move(r), [this, name](ws::Connection& c) { open_chat(c, name); });
+  } else if (path == "/echo") {
+    ws_->upgrade(req, std::move(r), [this](ws::Connection&) { ++stats_.echo_connections; });
+  } else if (path == "/") {
+    if (req.method != "GET" && req.method != "HEAD") {
+      http::Response refusal = http::Response::text(405, "Method Not Allowed\n");
+      refusal.headers.push_back({"Allow", "GET, HEAD"});
+      r.respond(std::move(refusal));
+      return;
+    }
+    http::Response page = http::Response::text(200, std::string(kPage), "text/html; charset=utf-8");
+    page.headers.push_back({"Cache-Control", "no-cache"});
+    r.respond(std::move(page));
+  } else {
+    r.respond(404, "Not Found\n");
+  }
+}
+
+// ---- WebSocket connections ------------------------------------------------------
+
+void Worker::open_chat(ws::Connection& conn, const std::optional<std::string>& name) {
+  std::string id = std::to_string(index_) + "-" + std::to_string(++next_client_);
+  std::string shown = name ? *name : "guest-" + id;
+  auto* client = new Client(conn, std::move(id), std::move(shown));
+  client->set_presence_info(client_info(client->id, client->name));
+  conn.set_user_data(client);
+  ++stats_.chat_connections;
+  const Json hello = {{"connect",
+                       {{"client", client->id},
+                        {"name", client->name},
+                        {"worker", index_},
+                        {"ping_interval_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 config_.ws.ping_interval)
+                                                 .count()}}}};
+  (void)conn.send_text(hello.dump());
+}
+
+void Worker::on_message(ws::Connection& conn, ws::MessageType type, std::string& payload) {
+  auto* client = static_cast<Client*>(conn.user_data());
+  if (client == nullptr) {  // /echo
+    (void)(type == ws::MessageType::text ? conn.send_text(payload) : conn.send_binary(payload));
+    return;
+  }
+  if (type == ws::MessageType::binary) {
+    ++stats_.binary_frames;
+    (void)conn.close(ws::kCloseUnsupportedData, "the chat protocol is JSON in text frames");
+    return;
+  }
+  const std::string reply = handle(*client, payload);
+  (void)conn.send_text(reply);
+}
+
+void Worker::on_close(ws::Connection& conn, const ws::CloseInfo&) {
+  auto* client = static_cast<Client*>(conn.user_data());
+  if (client == nullptr) return;
+  conn.set_user_data(nullptr);
+  for (const std::string& channel : client->channels) roster_.remove(channel, client->id);
+  if (hub_) hub_->unsubscribe_all(*client);  // leave events to the others
+  delete client;
+}
+
+}  // namespace chat

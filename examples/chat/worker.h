@@ -1,0 +1,104 @@
+// One worker of heartwheel-chat: everything that lives on one loop thread.
+//
+// Every connection starts as HTTP (http::NetHandler, this worker forwards
+// the net callbacks to it): GET / is the page, GET /ws and GET /echo switch
+// to WebSocket (ws::NetHandler::upgrade; the connection's handler becomes
+// the ws::NetHandler). A /ws connection gets a Client (a pubsub::Subscriber)
+// in its user data; its JSON requests (requests.cpp) go to the worker's
+// pubsub::Hub, which the process's Bus feeds from every worker. The hub is
+// made on the loop thread at the worker's first connection (the Workers
+// factory runs before the loop exists), with a timer that copies the
+// worker's counters to the StatsBoard.
+#pragma once
+
+#include <heartwheel/http/net_handler.h>
+#include <heartwheel/net/handler.h>
+#include <heartwheel/pubsub/bus.h>
+#include <heartwheel/pubsub/hub.h>
+#include <heartwheel/ws/net_handler.h>
+#include <uv.h>
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "roster.h"
+#include "stats_board.h"
+
+namespace chat {
+
+class Client;
+
+// The settings every worker shares (read-only while they run).
+struct Config {
+  heartwheel::http::SessionOptions http;
+  heartwheel::ws::NetHandlerOptions ws;
+  std::size_t history_size = 0;  // the default and largest `limit` of a history request
+  heartwheel::Duration stats_interval = std::chrono::seconds(1);
+};
+
+// The chat page (chat.html, embedded at build time by embed_page.py).
+extern const std::string_view kPage;
+
+class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Application {
+ public:
+  Worker(unsigned index, const Config& config, heartwheel::pubsub::Bus& bus, Roster& roster,
+         StatsBoard& board);
+  ~Worker() override;
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // net::Handler: every connection starts as HTTP.
+  void on_open(heartwheel::net::Connection& conn) override;
+  void on_data(heartwheel::net::Connection& conn, std::string_view data) override;
+  heartwheel::net::DeadlineAction on_deadline(heartwheel::net::Connection& conn,
+                                              heartwheel::net::DeadlineEvent event) override;
+  void on_writable(heartwheel::net::Connection& conn, bool writable) override;
+  void on_eof(heartwheel::net::Connection& conn) override;
+  void on_drain(heartwheel::net::Connection& conn) override;
+  void on_close(heartwheel::net::Connection& conn, heartwheel::net::CloseReason reason,
+                std::error_code error) override;
+
+ private:
+  using Json = nlohmann::json;
+
+  void route(const heartwheel::http::Request& req, heartwheel::http::Responder r);
+  void start_on_loop(uv_loop_t* loop);
+  void publish_stats();
+  void open_chat(heartwheel::ws::Connection& conn, const std::optional<std::string>& name);
+
+  // ws::Application
+  void on_message(heartwheel::ws::Connection& conn, heartwheel::ws::MessageType type,
+                  std::string& payload) override;
+  void on_close(heartwheel::ws::Connection& conn, const heartwheel::ws::CloseInfo& info) override;
+
+  // requests.cpp: one JSON request in, one reply out.
+  std::string handle(Client& client, std::string_view text);
+  std::string dispatch(Client& client, const Json& id, const std::string& op, const Json& req);
+  std::string subscribe(Client& client, const Json& id, const std::string& channel,
+                        const Json& req);
+  std::string unsubscribe(Client& client, const Json& id, const std::string& channel);
+  std::string publish(Client& client, const Json& id, const std::string& channel, const Json& req);
+  std::string presence(const Json& id, const std::string& channel);
+  std::string history(const Json& id, const std::string& channel, const Json& req);
+  std::string error(const Json& id, std::string_view code, std::string_view message);
+
+  const unsigned index_;
+  const Config& config_;
+  heartwheel::pubsub::Bus& bus_;
+  Roster& roster_;
+  StatsBoard& board_;
+  std::unique_ptr<heartwheel::pubsub::Hub> hub_;  // from the first connection on
+  uv_timer_t* stats_timer_ = nullptr;             // heap: freed in its close callback
+  ChatStats stats_;
+  std::uint64_t next_client_ = 0;
+  // Destroyed first, explicitly (~Worker): their connections' state refers
+  // to the hub and to this worker.
+  std::unique_ptr<heartwheel::ws::NetHandler> ws_;
+  std::unique_ptr<heartwheel::http::NetHandler> http_;
+};
+
+}  // namespace chat

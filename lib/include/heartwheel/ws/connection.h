@@ -1,0 +1,121 @@
+// heartwheel/ws/connection.h - one WebSocket connection served by a
+// ws::NetHandler: a ws::Session running on a net::Connection.
+//
+// What it is
+//   The application's handle on one WebSocket peer: send messages, deliver
+//   shared frames (a publication encoded once for every subscriber), start
+//   the close handshake, keep a user-data pointer. The protocol (framing,
+//   UTF-8, limits, pongs, the close handshake) is the session's
+//   (heartwheel/ws/session.h); the timing (heartbeat pings, pong timeout,
+//   close-handshake timeout) and the slow-consumer policy are the
+//   NetHandler's (heartwheel/ws/net_handler.h), on the connection's deadline
+//   slots.
+//
+// Ownership and lifetime
+//   Made by NetHandler when a connection switches to WebSocket, destroyed by
+//   it right after Application::on_close returns. Valid until then; the
+//   application never deletes it.
+//
+// Cost
+//   About 350 bytes (x86-64), 288 of them the session, in one allocation,
+//   besides the net::Connection. deliver() copies nothing: the net layer
+//   queues a reference to the frame when the socket does not take it at once.
+//
+// Threads: the connection's loop thread only.
+// Re-entrancy: every method may be called from any Application callback, for
+//   this connection or another one of the same loop (close() included).
+#pragma once
+
+#include <heartwheel/ws/frame.h>
+#include <heartwheel/ws/session.h>
+
+#include <cstdint>
+#include <string_view>
+#include <system_error>
+
+namespace heartwheel::net {
+class Connection;
+}
+
+namespace heartwheel::ws {
+
+class NetHandler;
+
+// What deliver() did with a frame. Mirrors pubsub::DeliveryOutcome.
+enum class Delivery : std::uint8_t {
+  sent,     // written, or queued by reference
+  skipped,  // slow consumer, policy skip: not sent to this peer (counted)
+  closed,   // slow consumer, policy close: the connection closed (reason slow_consumer, counted)
+  dropped,  // the connection is closing or closed: not sent (counted)
+};
+
+class Connection final : private Transport, private Handler {
+ public:
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // The TCP connection underneath (addresses, queued_bytes, the deadline
+  // slots the NetHandler does not use).
+  net::Connection& net() const noexcept { return *conn_; }
+  std::uint64_t id() const noexcept;
+
+  // One unfragmented message. Errors: errc::closed once close was sent or
+  // received (or the TCP connection is closing). Text must be valid UTF-8
+  // (not checked). Not subject to the slow-consumer policy: the net layer's
+  // WritePolicy::max_queued_bytes bounds these; a peer past it is closed with
+  // reason slow_consumer (counted) and errc::limit_reached is returned.
+  std::error_code send_text(std::string_view payload);
+  std::error_code send_binary(std::string_view payload);
+
+  // A frame encoded once for many connections (encode_shared): queued by
+  // reference, never copied. The slow-consumer rule: when this peer already
+  // has bytes queued and the frame would take its queue past
+  // NetHandlerOptions::max_queued_bytes, the policy decides: `close` closes
+  // the connection at once (reason slow_consumer; queued bytes dropped and
+  // counted) or `skip` leaves this frame out for this peer. A peer with an
+  // empty queue always gets the frame, however large. Every outcome but
+  // `sent` is counted in Stats.
+  Delivery deliver(const SharedFrame& frame);
+
+  // Starts the close handshake: sends close(code, reason) and arms the
+  // close-handshake timeout (NetHandlerOptions::close_timeout); the TCP
+  // connection closes when the peer answers, or when the timeout passes
+  // (reason close_timeout). Errors as Session::close: errc::closed if close
+  // was already sent, errc::invalid_argument for a code that may not be sent.
+  std::error_code close(std::uint16_t code, std::string_view reason = {});
+
+  Session::State state() const noexcept { return session_.state(); }
+  // True while messages can still be sent: open, and the TCP connection is
+  // not closing.
+  bool is_open() const noexcept;
+
+  void set_user_data(void* data) noexcept { user_data_ = data; }
+  void* user_data() const noexcept { return user_data_; }
+
+ private:
+  friend class NetHandler;
+  Connection(NetHandler& owner, net::Connection& conn);
+  ~Connection() = default;
+
+  // ws::Transport
+  void send(std::string_view head, std::string_view payload) override;
+  void send_shared(const SharedFrame& frame) override;
+  void close() override;
+  // ws::Handler
+  void on_message(Session& session, MessageType type, std::string& payload) override;
+  void on_ping(Session& session, std::string_view payload) override;
+  void on_pong(Session& session, std::string_view payload) override;
+  void on_protocol_error(Session& session, std::uint16_t code, std::string_view what) override;
+
+  void close_slow_consumer();
+
+  NetHandler* owner_;
+  net::Connection* conn_;
+  void* user_data_ = nullptr;
+  Connection* prev_ = nullptr;  // the NetHandler's list
+  Connection* next_ = nullptr;
+  bool draining_ = false;  // closing because the server drains (net reason drain)
+  Session session_;
+};
+
+}  // namespace heartwheel::ws

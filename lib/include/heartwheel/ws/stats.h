@@ -1,0 +1,59 @@
+// heartwheel/ws/stats.h - the counters of WebSocket connections served by a
+// ws::NetHandler (heartwheel/ws/net_handler.h).
+//
+// One Stats per NetHandler (one per loop): plain integers updated on the loop
+// thread without atomics. Read them there (NetHandler::stats()), or copy them
+// there and merge() the copies of several loops (workers) and processes.
+// Every connection that ends is counted once in closed_by_reason; every close
+// frame sent or received once under its code; nothing a subscriber was not
+// given goes uncounted (slow_consumer_skips, slow_consumer_closes,
+// deliveries_dropped).
+// Threads: plain values.
+#pragma once
+
+#include <heartwheel/net/close_reason.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace heartwheel::ws {
+
+struct Stats {
+  // Connections.
+  std::uint64_t handshakes_refused = 0;  // upgrade requests answered 400/403/405/426
+  std::uint64_t opened = 0;              // connections that became WebSocket connections
+  std::uint64_t current = 0;             // open now (a gauge; merged: summed)
+  std::array<std::uint64_t, net::kCloseReasonCount> closed_by_reason{};  // net::CloseReason
+
+  // Traffic.
+  std::uint64_t messages_received = 0;
+  std::uint64_t messages_sent = 0;  // send_text / send_binary / deliver that went out
+  std::uint64_t shared_sent = 0;    // of which shared frames (deliver): written by reference
+
+  // Heartbeat and the close handshake.
+  std::uint64_t pings_sent = 0;
+  std::uint64_t pongs_received = 0;
+  std::uint64_t pings_received = 0;   // (answered by the session)
+  std::uint64_t pong_timeouts = 0;    // closed: no byte within pong_timeout of a ping
+  std::uint64_t close_timeouts = 0;   // closed: the peer did not finish the close handshake
+  std::uint64_t abnormal_closes = 0;  // ended without a close frame from the peer (1006)
+  std::uint64_t protocol_errors = 0;  // the peer broke RFC 6455 (close 1002, 1007 or 1009 sent)
+  std::map<std::uint16_t, std::uint64_t> close_codes_sent;      // close frames we sent, by code
+  std::map<std::uint16_t, std::uint64_t> close_codes_received;  // close frames the peers sent
+
+  // Slow consumers (Connection::deliver, NetHandlerOptions::slow_consumer).
+  std::uint64_t slow_consumer_closes = 0;  // policy close: closed with reason slow_consumer
+  std::uint64_t slow_consumer_skips = 0;   // policy skip: the frame was not sent to that peer
+  std::uint64_t deliveries_dropped = 0;    // deliver() on a connection already closing
+
+  void merge(const Stats& other);
+};
+
+// One JSON object; the keys are the field names above, closed_by_reason with
+// every net::CloseReason spelled as net::to_string does, close codes as
+// {"1000": n, ...}.
+std::string to_json(const Stats& stats);
+
+}  // namespace heartwheel::ws

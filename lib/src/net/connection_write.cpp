@@ -1,0 +1,226 @@
+// The write path of a Connection: write() tries the socket at once
+// (uv_try_write) and queues what the kernel did not take in a WriteQueue that
+// exists only while bytes are pending; the queue goes out as one uv_write of
+// all its segments. Copied bytes and shared buffers (write(SharedBytes):
+// queued by reference, never copied) share the queue, in order. Also the
+// watermarks (on_writable) and the write-stall / minimum-rate checks. The
+// rest of a connection's life is in connection.cpp.
+#include <heartwheel/error.h>
+#include <heartwheel/net/connection.h>
+
+#include <memory>
+#include <new>
+
+#include "connection_guarded.h"
+#include "write_queue.h"
+
+namespace heartwheel::net {
+
+std::size_t Connection::queued_bytes() const noexcept {
+  if (!wq_) return 0;
+  return wq_->pending.bytes() + (wq_->writing ? tcp_.write_queue_size : 0);
+}
+
+std::uint64_t Connection::bytes_written() const noexcept {
+  if (!wq_ || !wq_->writing) return bytes_written_;
+  return bytes_written_ + (wq_->inflight.bytes() - tcp_.write_queue_size);
+}
+
+std::error_code Connection::write(std::string_view bytes) { return write_parts(&bytes, 1); }
+
+std::error_code Connection::write(std::initializer_list<std::string_view> parts) {
+  return write_parts(parts.begin(), parts.size());
+}
+
+std::error_code Connection::write(SharedBytes bytes) {
+  if (!bytes) return make_error_code(errc::invalid_argument);
+  const std::string_view view(*bytes);
+  return write_parts(&view, 1, &bytes);
+}
+
+std::error_code Connection::write_parts(const std::string_view* parts, std::size_t count,
+                                        const SharedBytes* shared) {
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < count; ++i) total += parts[i].size();
+  if (closing()) {
+    count_dropped(total);
+    return make_error_code(errc::closed);
+  }
+  if (total == 0) return {};
+  const WritePolicy& wp = write_policy();
+  if (wp.max_queued_bytes != 0 && queued_bytes() + total > wp.max_queued_bytes &&
+      (wq_ || total > wp.max_queued_bytes)) {
+    count_dropped(total);
+    return make_error_code(errc::limit_reached);
+  }
+  std::size_t done = 0;
+  if (!wq_) {
+    // Fast path: nothing queued, so the kernel may take it all right now
+    // (one writev for several parts; parts past the 16th are queued).
+    constexpr std::size_t kMaxBufs = 16;
+    uv_buf_t bufs[kMaxBufs];
+    unsigned nbufs = 0;
+    for (std::size_t i = 0; i < count && nbufs < kMaxBufs; ++i) {
+      if (parts[i].empty()) continue;
+      bufs[nbufs++] =
+          uv_buf_init(const_cast<char*>(parts[i].data()), static_cast<unsigned>(parts[i].size()));
+    }
+    const int rc = uv_try_write(reinterpret_cast<uv_stream_t*>(&tcp_), bufs, nbufs);
+    if (rc > 0) {
+      done = static_cast<std::size_t>(rc);
+      bytes_written_ += done;
+      stats().bytes_written += done;
+      note_write();
+      if (done == total) return {};
+    } else if (rc != UV_EAGAIN) {
+      const auto ec = uv_error(rc);
+      count_dropped(total);
+      close(eof_ ? CloseReason::peer_closed : CloseReason::error, ec);
+      return ec;
+    }
+    wq_ = std::make_unique<WriteQueue>();
+    const TimePoint now = timers().now();
+    wq_->last_progress = wq_->window_start = now;
+    wq_->progress_mark = wq_->window_mark = bytes_written_;
+    schedule_write_check();
+  }
+  stats().write_queue_bytes += total - done;  // leaves in on_write_done or ~Connection
+  if (shared != nullptr) {
+    wq_->pending.append_shared(*shared, done);  // a reference: the buffer is not copied
+  } else {
+    for (std::size_t i = 0; i < count; ++i) {  // the rest, after the `done` bytes the kernel took
+      const std::string_view part = parts[i];
+      if (done >= part.size()) {
+        done -= part.size();
+        continue;
+      }
+      wq_->pending.append_copy(part.substr(done));
+      done = 0;
+    }
+  }
+  if (!wq_->writing) start_write();
+  if (writable_ && !closing_ && queued_bytes() > wp.high_watermark) {
+    writable_ = false;
+    ++stats().unwritable_events;
+    if (wp.slow_reader == SlowReaderPolicy::pause_reading) {
+      policy_paused_ = true;
+      ++stats().read_pauses;
+      update_reading();
+    }
+    guarded([&] { handler_->on_writable(*this, false); });
+  }
+  return {};
+}
+
+void Connection::start_write() noexcept {
+  WriteQueue& q = *wq_;
+  q.inflight.swap(q.pending);
+  q.pending.clear();
+  // One uv_write of every segment (libuv copies the uv_buf_t array; the
+  // segments keep the bytes alive until on_write_done).
+  constexpr std::size_t kStackBufs = 16;
+  uv_buf_t stack_bufs[kStackBufs];
+  std::unique_ptr<uv_buf_t[]> heap_bufs;
+  const auto& segments = q.inflight.segments();
+  uv_buf_t* bufs = stack_bufs;
+  if (segments.size() > kStackBufs) {
+    heap_bufs.reset(new (std::nothrow) uv_buf_t[segments.size()]);
+    if (!heap_bufs) {
+      close(CloseReason::error, uv_error(UV_ENOMEM));
+      return;
+    }
+    bufs = heap_bufs.get();
+  }
+  unsigned nbufs = 0;
+  for (const detail::WriteSegment& segment : segments) {
+    const std::string_view b = segment.bytes();
+    bufs[nbufs++] = uv_buf_init(const_cast<char*>(b.data()), static_cast<unsigned>(b.size()));
+  }
+  q.req.data = this;
+  const int rc =
+      uv_write(&q.req, reinterpret_cast<uv_stream_t*>(&tcp_), bufs, nbufs, &on_write_done);
+  if (rc < 0) {
+    close(CloseReason::error, uv_error(rc));
+    return;
+  }
+  q.writing = true;
+}
+
+void Connection::on_write_done(uv_write_t* req, int status) {
+  auto* c = static_cast<Connection*>(req->data);
+  WriteQueue& q = *c->wq_;
+  if (status < 0) {
+    // ECANCELED: we are closing and counted the bytes as dropped already.
+    if (status != UV_ECANCELED)
+      c->close(c->eof_ ? CloseReason::peer_closed : CloseReason::error, uv_error(status));
+    q.writing = false;
+    return;
+  }
+  q.writing = false;
+  c->bytes_written_ += q.inflight.bytes();
+  c->stats().bytes_written += q.inflight.bytes();
+  c->stats().write_queue_bytes -= q.inflight.bytes();
+  q.inflight.clear();  // releases the shared buffers it referenced
+  if (c->closing_ || !c->host_) return;
+  c->note_write();
+  q.last_progress = c->timers().now();
+  if (!q.pending.empty()) {
+    c->start_write();
+  } else {
+    c->wq_.reset();
+    c->DeadlineTimer::clear_deadline(Deadline::write_stall);
+  }
+  c->after_progress();
+}
+
+void Connection::after_progress() noexcept {
+  const WritePolicy& wp = write_policy();
+  if (!writable_ && queued_bytes() <= wp.low_watermark) {
+    writable_ = true;
+    if (policy_paused_) {
+      policy_paused_ = false;
+      update_reading();
+    }
+    guarded([&] { handler_->on_writable(*this, true); });
+  }
+  if (flush_then_close_ && !closing_ && queued_bytes() == 0) finish_close(reason_, {}, false);
+}
+
+void Connection::schedule_write_check() noexcept {
+  if (!wq_) return;
+  const WritePolicy& wp = write_policy();
+  TimePoint at = deadline_after(wq_->last_progress, wp.stall_timeout);
+  if (wp.min_write_rate > 0) at = std::min(at, deadline_after(wq_->window_start, wp.rate_window));
+  DeadlineTimer::set_deadline(Deadline::write_stall, at);
+}
+
+void Connection::check_write_progress(TimePoint now) {
+  if (!wq_ || closing_) return;
+  WriteQueue& q = *wq_;
+  const WritePolicy& wp = write_policy();
+  const std::uint64_t progress = bytes_written();
+  if (progress > q.progress_mark) {
+    // The kernel took part of a large write since the last look: that is
+    // write activity even though the write has not completed.
+    q.progress_mark = progress;
+    q.last_progress = now;
+    note_write();
+  }
+  if (wp.stall_timeout.count() > 0 && now - q.last_progress >= wp.stall_timeout) {
+    close(CloseReason::write_stall, make_error_code(errc::timed_out));
+    return;
+  }
+  if (wp.min_write_rate > 0 && now - q.window_start >= wp.rate_window) {
+    const double seconds = std::chrono::duration<double>(now - q.window_start).count();
+    const double rate = static_cast<double>(progress - q.window_mark) / seconds;
+    if (rate < static_cast<double>(wp.min_write_rate)) {
+      close(CloseReason::write_stall, make_error_code(errc::timed_out));
+      return;
+    }
+    q.window_start = now;
+    q.window_mark = progress;
+  }
+  schedule_write_check();
+}
+
+}  // namespace heartwheel::net
