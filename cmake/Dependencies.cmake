@@ -25,7 +25,8 @@ target_compile_options(llhttp PRIVATE -w)
 set(HEARTWHEEL_LIBUV_VERSION 1.44)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBUV REQUIRED IMPORTED_TARGET libuv>=${HEARTWHEEL_LIBUV_VERSION})
-# Private to the library: only lib/src/ws/handshake_key.cpp includes OpenSSL.
+# Private to the library: only lib/src/ws/handshake_key.cpp and lib/src/redis/script.cpp
+# include OpenSSL.
 pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto>=3.0)
 # Private to the library: lib/src/redis/reader.cpp and command.cpp use
 # hiredis's RESP reader and command encoder (never its connections).

@@ -88,9 +88,10 @@
 //   Client. An exception thrown by a callback is swallowed and counted
 //   (callback_exceptions).
 // Cost: per command one encoding (at Command construction), one append to
-//   the batch, one ~150-byte queue entry (plus a copy of the bytes while
-//   buffered, or while kept for retry or the script fallback); per reply
-//   O(1) plus the callback; per loop iteration one write.
+//   the batch, one 128-byte queue entry and a 16-byte deadline mark (plus the
+//   command's bytes while buffered, or while kept for retry or the script
+//   fallback); per reply O(1) amortized plus the callback; per loop
+//   iteration one write.
 #pragma once
 
 #include <heartwheel/loop_wheel.h>
