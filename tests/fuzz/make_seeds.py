@@ -61,6 +61,28 @@ r("bad-type", fixed(3), frame(1, 1) + frame(9, 1))
 r("short-length", WHOLE, struct.pack(">I", 8) + b"\x01" + b"\0" * 8)
 r("partial", fixed(2), frame(1, 5, b"abc") + frame(1, 6, b"defgh")[:7])
 
+# ---- Redis: plan byte + RESP2 replies, as Redis sends them
+def resp(v):
+    if v is None: return b"$-1\r\n"
+    if isinstance(v, int): return b":%d\r\n" % v
+    if isinstance(v, bytes): return b"$%d\r\n%s\r\n" % (len(v), v)
+    if isinstance(v, list): return b"*%d\r\n" % len(v) + b"".join(resp(e) for e in v)
+    kind, text = v  # ("+", b"OK") / ("-", b"ERR ...")
+    return kind.encode() + text + b"\r\n"
+def rr(name, plan, *replies): write("fuzz_redis_reply", name, bytes([plan]) + b"".join(resp(x) for x in replies))
+rr("simple", WHOLE, ("+", b"OK"), ("+", b"PONG"), 42, -7, b"value", None, b"")
+rr("errors", fixed(4), ("-", b"ERR unknown command 'FOO'"), ("-", b"NOSCRIPT No matching script. Please use EVAL."), ("-", b"WRONGTYPE Operation against a key holding the wrong kind of value"))
+rr("pubsub", BYTES, [b"subscribe", b"news", 1], [b"psubscribe", b"user:*", 2], [b"message", b"news", b"hello"], [b"pmessage", b"user:*", b"user:42", b"hi"], [b"pong", b""], [b"unsubscribe", b"news", 1])
+rr("xrange", RANDOM, [[b"1700000000000-0", [b"data", b"m0", b"info", b""]], [b"1700000000000-1", [b"data", b"\x00\r\n\xff"]]])
+rr("xread", fixed(9), [[b"history:chat", [[b"1-1", [b"data", b"x"]]]]], None)
+rr("nested", fixed(2), [[[[[[[1]]]]]]], [], [None, [], [b""]])
+rr("binary-bulk", RANDOM, bytes(range(256)), b"\r\n" * 20)
+rr("near-limit", fixed(64), b"L" * 4000, b"M" * 4096)
+write("fuzz_redis_reply", "too-large", bytes([fixed(33)]) + b"$100000\r\n" + b"z" * 5000)
+write("fuzz_redis_reply", "bad-type", bytes([WHOLE]) + b"+OK\r\n!oops\r\n")
+write("fuzz_redis_reply", "odd-numbers", bytes([BYTES]) + b":12a\r\n$-5\r\n*-3\r\n$3x\r\nabc\r\n:+5\r\n")
+write("fuzz_redis_reply", "deep", bytes([WHOLE]) + b"*1\r\n" * 9 + b":1\r\n")
+
 # ---- PROXY: plan byte + header + application bytes
 SIG = bytes.fromhex("0d0a0d0a000d0a515549540a")
 def crc32c(b):

@@ -1,67 +1,25 @@
 // rpc::NetHandler's heartbeat on the connection's ping and pong_timeout
 // slots; the rule and why are in heartwheel/rpc/net_handler.h, "Heartbeat".
-//
-// Cost on the I/O path: one clock read and one store per read callback
-// (last_read; clearing an armed pong slot is one more store), one per batch
-// (last_write). The ping slot is refreshed lazily: it fires at the time it
-// was set for and moves itself if there was activity since.
+// The rule itself is net::SlotHeartbeat's (shared with the Redis link); this
+// file sends the PING frames and measures round trips.
 #include <heartwheel/net/connection.h>
 #include <heartwheel/rpc/net_handler.h>
 
-#include <algorithm>
-#include <chrono>
-
-#include "../net/random.h"
 #include "session.h"
 
 namespace heartwheel::rpc {
 
 using net::Deadline;
 
-void NetHandler::start_heartbeat(Session& s) {
-  net::Connection& conn = *s.conn;
-  const net::HeartbeatConfig& hb = options_.heartbeat;
-  const TimePoint now = conn.timers().now();
-  s.last_read = s.last_write = s.last_ping = now;
-  // Connections opened together (a reconnect storm) ping at spread times.
-  const auto spread = std::chrono::duration_cast<Duration>(hb.interval * hb.jitter);
-  conn.set_deadline(Deadline::ping,
-                    deadline_after(now, hb.interval + net::detail::random_up_to(spread)));
-  if (hb.set_tcp_user_timeout) conn.set_tcp_user_timeout(hb.effective_timeout());
-}
+void NetHandler::start_heartbeat(Session& s) { s.heartbeat.start(*s.conn, options_.heartbeat); }
 
-void NetHandler::note_read(Session& s) {
-  net::Connection& conn = *s.conn;
-  s.last_read = conn.timers().now();
-  // Any byte is life: the ping in flight needs no particular answer.
-  if (conn.deadline(Deadline::pong_timeout) != kNever) conn.clear_deadline(Deadline::pong_timeout);
-}
+void NetHandler::note_read(Session& s) { s.heartbeat.note_read(*s.conn); }
 
 net::DeadlineAction NetHandler::on_ping_due(Session& s) {
-  net::Connection& conn = *s.conn;
-  const net::HeartbeatConfig& hb = options_.heartbeat;
-  const TimePoint now = conn.timers().now();
-  // The pong slot closes the connection in this same round: no last ping.
-  if (conn.deadline(Deadline::pong_timeout) <= now) return net::DeadlineAction::keep;
-  // Due when nothing was read or nothing was written for an interval, and
-  // at most once per interval (a read-idle peer is pinged every interval).
-  const TimePoint quiet_since = std::max(std::min(s.last_read, s.last_write), s.last_ping);
-  const TimePoint due = deadline_after(quiet_since, hb.interval);
-  if (due > now) {  // activity since the slot was set: move it (lazy refresh)
-    conn.set_deadline(Deadline::ping, due);
-    return net::DeadlineAction::keep;
+  if (s.heartbeat.ping_due(*s.conn, options_.heartbeat)) {
+    append(s, FrameType::ping, ++s.ping_seq, ping_payload(rtt_now(s)));
+    ++stats_.pings_sent;
   }
-  append(s, FrameType::ping, ++s.ping_seq, ping_payload(rtt_now(s)));
-  s.last_ping = s.last_write = now;
-  ++stats_.pings_sent;
-  if (conn.deadline(Deadline::pong_timeout) == kNever) {
-    // Dubbo's "nothing read for timeout", but the peer gets at least one
-    // interval to answer this ping (after a stall of our own, for one).
-    const TimePoint dead_at = std::max(deadline_after(s.last_read, hb.effective_timeout()),
-                                       deadline_after(now, hb.interval));
-    conn.set_deadline(Deadline::pong_timeout, dead_at);
-  }
-  conn.set_deadline(Deadline::ping, deadline_after(now, hb.interval));
   return net::DeadlineAction::keep;
 }
 

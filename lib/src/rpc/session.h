@@ -4,6 +4,7 @@
 #pragma once
 
 #include <heartwheel/net/connection.h>
+#include <heartwheel/net/slot_heartbeat.h>
 #include <heartwheel/rpc/call_table.h>
 #include <heartwheel/rpc/frame.h>
 #include <heartwheel/rpc/reply.h>
@@ -34,9 +35,7 @@ struct Session final : CallGroup {
   std::uint32_t ping_seq = 0;  // PINGs sent on this connection (also their ids)
   // Heartbeat (only while heartbeats are on): when the last byte was read,
   // the last batch started, the last PING went out; the last round trip.
-  TimePoint last_read{};
-  TimePoint last_write{};
-  TimePoint last_ping{};
+  net::SlotHeartbeat heartbeat;
   Duration last_rtt{-1};
   // The handler's lists: every state, and those with a batch to write.
   Session* prev = nullptr;

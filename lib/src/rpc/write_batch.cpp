@@ -27,7 +27,7 @@ constexpr std::size_t kKeptBatchCapacity = 16 * 1024;
 void NetHandler::append(Session& s, FrameType type, std::uint64_t id, std::string_view payload) {
   if (s.closed || s.conn->closing()) return;  // would be dropped by the connection anyway
   if (s.out.empty()) {
-    if (heartbeat_on()) s.last_write = s.conn->timers().now();
+    if (heartbeat_on()) s.heartbeat.note_write(s.conn->timers().now());
     mark_pending(s);
   }
   append_frame(s.out, type, id, payload);

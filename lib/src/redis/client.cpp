@@ -1,0 +1,208 @@
+// redis::Client: accepting commands, matching replies, the connection's
+// life (client.h). Deadlines: client_deadlines.cpp; the buffer used while
+// disconnected: client_buffer.cpp.
+#include <heartwheel/error.h>
+#include <heartwheel/net/connection.h>
+
+#include "client_core.h"
+
+namespace heartwheel::redis {
+
+// ---- Client: the public face -------------------------------------------------
+
+Client::Client(LoopWheel& wheel, ClientOptions options)
+    : core_(std::make_unique<detail::ClientCore>(wheel, std::move(options))) {}
+Client::~Client() = default;
+void Client::start() { core_->start(); }
+void Client::stop() { core_->stop(); }
+bool Client::started() const noexcept { return core_->started(); }
+std::error_code Client::command(Command command, Callback done, CommandOptions options) {
+  return core_->command(std::move(command), std::move(done), options);
+}
+bool Client::connected() const noexcept { return core_->connection() != nullptr; }
+std::size_t Client::in_flight() const noexcept { return core_->in_flight(); }
+std::size_t Client::buffered() const noexcept { return core_->buffered(); }
+void Client::flush() { core_->flush(); }
+LinkStats Client::stats() const noexcept { return core_->stats(); }
+const ClientOptions& Client::options() const noexcept { return core_->options(); }
+
+namespace detail {
+
+namespace {
+constexpr std::string_view kPing = "*1\r\n$4\r\nPING\r\n";
+
+const ClientOptions& validated(const ClientOptions& o) {
+  o.validate();
+  return o;
+}
+}  // namespace
+
+ClientCore::ClientCore(LoopWheel& wheel, ClientOptions options)
+    : Link(wheel, validated(options)), options_(std::move(options)) {
+  buffer_timer_.owner = this;
+}
+
+ClientCore::~ClientCore() {
+  // Pending callbacks are dropped without running (client.h, "Lifetime").
+  wheel().cancel(buffer_timer_);
+}
+
+void ClientCore::start() {
+  if (started_) return;
+  started_ = true;
+  start_link();
+}
+
+void ClientCore::stop() {
+  started_ = false;
+  std::vector<Outcome> outcomes;
+  auto fail = [&](Pending& p) {
+    if (p.ping || p.expired) return;
+    ++stats_.failed_stopped;
+    outcomes.push_back({std::move(p.done), errc::stopped});
+  };
+  for (Pending& p : in_flight_) fail(p);
+  for (Pending& p : buffer_) fail(p);
+  in_flight_.clear();
+  marks_.clear();
+  buffer_.clear();
+  buffer_bytes_ = 0;
+  wheel().cancel(buffer_timer_);
+  buffer_due_ = kNever;
+  if (net::Connection* conn = connection()) conn->end_request();
+  stop_link();
+  run(outcomes);
+}
+
+std::error_code ClientCore::command(Command command, Callback done, CommandOptions o) {
+  if (!started_) return errc::stopped;
+  if (command.breaks_reply_order()) return errc::not_allowed;
+  const Duration timeout = o.timeout.count() < 0 ? options_.command_timeout : o.timeout;
+  Pending p;
+  p.done = std::move(done);
+  p.deadline = deadline_after(wheel().now(), timeout);
+  p.retry = o.retry;
+  if (net::Connection* conn = connection()) {
+    const std::size_t cap = conn->write_policy().max_queued_bytes;
+    if (cap > 0 && unsent_bytes() + command.size() > cap) {
+      ++stats_.refused_queue_full;
+      return heartwheel::errc::limit_reached;
+    }
+    ++stats_.commands;
+    transmit(std::move(p), std::move(command));
+    update_request_slot();
+    return {};
+  }
+  if (options_.max_buffered == 0) {
+    ++stats_.refused_not_connected;
+    return errc::not_connected;
+  }
+  if (buffer_.size() >= options_.max_buffered ||
+      buffer_bytes_ + command.size() > options_.max_buffered_bytes) {
+    ++stats_.refused_buffer_full;
+    return errc::buffer_full;
+  }
+  ++stats_.commands;
+  ++stats_.buffered_total;
+  p.keep.emplace(std::move(command));
+  push_buffer(std::move(p));
+  return {};
+}
+
+// Puts `command` in the batch and `p` in flight. Precondition: connected.
+void ClientCore::transmit(Pending&& p, Command&& command) {
+  send(command.bytes());
+  ++stats_.sent;
+  if (p.retry || command.script_source()) {
+    p.keep.emplace(std::move(command));
+  } else {
+    p.keep.reset();
+  }
+  push_in_flight(std::move(p));
+}
+
+void ClientCore::send_ping(net::Connection&) {
+  Pending p;
+  p.ping = true;
+  send(kPing);
+  push_in_flight(std::move(p));
+}
+
+void ClientCore::link_opened(net::Connection&) {
+  send_buffer();
+  update_request_slot();
+}
+
+void ClientCore::link_reply(net::Connection& conn, Reply&& reply) {
+  if (in_flight_.empty()) {
+    ++stats_.protocol_errors;
+    report_error(heartwheel::errc::protocol_error, "a reply to no command");
+    conn.close(net::CloseReason::protocol_error, heartwheel::errc::protocol_error);
+    return;
+  }
+  deliver(pop_in_flight(), std::move(reply));
+  if (connection() == &conn) update_request_slot();
+}
+
+void ClientCore::deliver(Pending&& p, Reply&& reply) {
+  if (p.ping) return;  // any byte was life already (note_read)
+  if (p.expired) {
+    ++stats_.late_replies;
+    return;
+  }
+  if (reply.is_error() && p.keep && p.keep->script_source() &&
+      reply.str().substr(0, 8) == "NOSCRIPT" && connection()) {
+    // Redis lost its script cache (restart, failover, SCRIPT FLUSH): the
+    // same call once more as EVAL, which caches it again. Same callback and
+    // deadline; it goes behind what was sent since.
+    ++stats_.script_fallbacks;
+    Command eval = p.keep->as_eval();
+    transmit(std::move(p), std::move(eval));
+    return;
+  }
+  std::error_code ec;
+  if (reply.is_error()) {
+    ++stats_.replies_error;
+    ec = errc::server_error;
+  } else {
+    ++stats_.replies_ok;
+  }
+  if (p.done) guard([&] { p.done(ec, std::move(reply)); });
+}
+
+void ClientCore::link_closed(net::CloseReason, std::error_code) {
+  // Commands in flight may or may not have run: they fail, or go back to the
+  // front of the buffer (retry), ahead of anything buffered since.
+  std::vector<Outcome> outcomes;
+  std::deque<Pending> again;
+  for (Pending& p : in_flight_) {
+    if (p.ping || p.expired) continue;
+    if (p.retry && p.keep) {
+      ++stats_.retried;
+      again.push_back(std::move(p));
+    } else {
+      ++stats_.failed_disconnected;
+      outcomes.push_back({std::move(p.done), errc::disconnected});
+    }
+  }
+  in_flight_.clear();
+  marks_.clear();
+  for (auto it = again.rbegin(); it != again.rend(); ++it) push_buffer(std::move(*it), true);
+  run(outcomes);
+}
+
+void ClientCore::run(std::vector<Outcome>& outcomes) noexcept {
+  for (Outcome& o : outcomes)
+    if (o.done) guard([&] { o.done(o.error, Reply()); });
+}
+
+LinkStats ClientCore::stats() const noexcept {
+  LinkStats s = link_stats();
+  s.in_flight = in_flight_.size();
+  s.buffered = buffer_.size();
+  s.buffered_bytes = buffer_bytes_;
+  return s;
+}
+
+}  // namespace detail
+}  // namespace heartwheel::redis

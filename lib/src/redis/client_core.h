@@ -1,0 +1,100 @@
+// Private: redis::Client's state (see heartwheel/redis/client.h).
+//
+//   buffer_     commands waiting for a connection, in order; one wheel entry
+//               (buffer_timer_) at their earliest deadline
+//   in_flight_  commands sent, in order; Redis answers the front next.
+//               Entries that timed out stay (expired) until their reply comes
+//   marks_      the suffix minima of the in-flight deadlines: (seq,
+//               deadline) pairs with increasing seq and deadline; its front
+//               is the earliest deadline in flight and sits in the
+//               connection's request_timeout slot
+#pragma once
+
+#include <heartwheel/redis/client.h>
+#include <heartwheel/timer_entry.h>
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "link.h"
+
+namespace heartwheel::redis::detail {
+
+struct Pending {
+  Callback done;  // empty: the application did not ask, or a PING
+  TimePoint deadline = kNever;
+  std::optional<Command> keep;  // while buffered; in flight only for retry / the script fallback
+  std::uint64_t seq = 0;        // in_flight_ position: front().seq + index
+  bool ping = false;            // the heartbeat's PING: its reply is only life
+  bool retry = false;
+  bool expired = false;  // timed out: the callback ran; the reply will be discarded
+};
+
+class ClientCore final : public Link {
+ public:
+  ClientCore(LoopWheel& wheel, ClientOptions options);
+  ~ClientCore() override;
+
+  void start();
+  void stop();
+  bool started() const noexcept { return started_; }
+  std::error_code command(Command command, Callback done, CommandOptions options);
+  std::size_t in_flight() const noexcept { return in_flight_.size(); }
+  std::size_t buffered() const noexcept { return buffer_.size(); }
+  LinkStats stats() const noexcept;
+  const ClientOptions& options() const noexcept { return options_; }
+
+ private:
+  struct BufferTimer : TimerEntry {
+    BufferTimer() : TimerEntry(&fire) {}
+    static void fire(TimerEntry& e);
+    ClientCore* owner = nullptr;
+  };
+  // A callback to run once the state is consistent again.
+  struct Outcome {
+    Callback done;
+    std::error_code error;
+  };
+
+  // Link
+  void link_opened(net::Connection& conn) override;
+  void link_reply(net::Connection& conn, Reply&& reply) override;
+  void link_closed(net::CloseReason reason, std::error_code error) override;
+  void send_ping(net::Connection& conn) override;
+  net::DeadlineAction link_deadline(net::Connection& conn, net::DeadlineEvent event) override;
+
+  // client.cpp
+  void transmit(Pending&& p, Command&& command);
+  void deliver(Pending&& p, Reply&& reply);
+  void run(std::vector<Outcome>& outcomes) noexcept;
+  // client_deadlines.cpp: the in-flight deadlines on the request slot
+  void push_in_flight(Pending&& p);
+  Pending pop_in_flight();
+  void update_request_slot();
+  void expire_in_flight(TimePoint now);
+  void rebuild_marks();
+  // client_buffer.cpp: commands waiting for a connection
+  void push_buffer(Pending&& p, bool front = false);
+  void send_buffer();
+  void arm_buffer_timer();
+  void expire_buffer();
+
+  struct Mark {
+    std::uint64_t seq;
+    TimePoint deadline;
+  };
+
+  ClientOptions options_;
+  std::deque<Pending> buffer_;
+  std::size_t buffer_bytes_ = 0;
+  BufferTimer buffer_timer_;
+  TimePoint buffer_due_ = kNever;  // when buffer_timer_ fires (kNever: not armed)
+  std::deque<Pending> in_flight_;
+  std::deque<Mark> marks_;
+  std::uint64_t next_seq_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace heartwheel::redis::detail

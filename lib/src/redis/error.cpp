@@ -1,0 +1,40 @@
+// The Redis error category (heartwheel/redis/error.h).
+#include <heartwheel/redis/error.h>
+
+#include <string>
+
+namespace heartwheel::redis {
+
+namespace {
+class Category final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "redis"; }
+  std::string message(int value) const override {
+    switch (static_cast<errc>(value)) {
+      case errc::ok:
+        return "success";
+      case errc::not_connected:
+        return "not connected to Redis (nothing sent; max_buffered is 0)";
+      case errc::buffer_full:
+        return "not connected to Redis and the command buffer is full (max_buffered)";
+      case errc::stopped:
+        return "the Redis client is stopped";
+      case errc::not_allowed:
+        return "command not allowed on a command link (it would break the reply order); "
+               "use redis::Subscriber";
+      case errc::disconnected:
+        return "Redis connection lost before the reply (the command may or may not have run)";
+      case errc::server_error:
+        return "Redis answered with an error";
+    }
+    return "unknown redis error " + std::to_string(value);
+  }
+};
+}  // namespace
+
+const std::error_category& redis_category() noexcept {
+  static const Category category;
+  return category;
+}
+
+}  // namespace heartwheel::redis

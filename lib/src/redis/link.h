@@ -1,0 +1,98 @@
+// Private: what a Client and a Subscriber share - one Connector connection
+// speaking RESP2: the reply reader, the setup commands, the heartbeat on the
+// ping / pong_timeout slots, and the batch of bytes written once per loop
+// iteration (a uv_prepare_t, as rpc::NetHandler does). The two kinds of link
+// derive from it and get replies, ping times and connection events through
+// the hooks below.
+#pragma once
+
+#include <heartwheel/loop_wheel.h>
+#include <heartwheel/net/connector.h>
+#include <heartwheel/net/slot_heartbeat.h>
+#include <heartwheel/redis/link_options.h>
+#include <heartwheel/redis/reader.h>
+#include <heartwheel/redis/stats.h>
+#include <uv.h>
+
+#include <string>
+#include <string_view>
+
+namespace heartwheel::redis::detail {
+
+class Link : private net::Handler {
+ public:
+  // Validates `options` (std::invalid_argument).
+  Link(LoopWheel& wheel, const LinkOptions& options);
+  ~Link() override;
+  Link(const Link&) = delete;
+  Link& operator=(const Link&) = delete;
+
+  void start_link() { connector_.start(); }
+  // Closes the connection (CloseReason::local; link_closed follows on a
+  // later iteration) and stops reconnecting.
+  void stop_link() { connector_.stop(); }
+  bool link_started() const noexcept { return connector_.started(); }
+
+  // The open connection; null while connecting, backing off or closing.
+  net::Connection* connection() const noexcept {
+    return conn_ && !conn_->closing() ? conn_ : nullptr;
+  }
+  // Appends `bytes` to the batch. Precondition: connection() is set.
+  void send(std::string_view bytes);
+  // Writes the batch now.
+  void flush();
+  // Bytes of this link not yet taken by the kernel: the batch and the
+  // connection's write queue.
+  std::size_t unsent_bytes() const noexcept;
+
+  LoopWheel& wheel() const noexcept { return wheel_; }
+  const LinkOptions& link_options() const noexcept { return options_; }
+  // The connection counters; gauges filled in.
+  LinkStats link_stats() const noexcept;
+
+ protected:
+  // A connection opened; the setup commands are in the batch.
+  virtual void link_opened(net::Connection& conn) = 0;
+  // A reply (after the setup replies). The connection may be closed from here.
+  virtual void link_reply(net::Connection& conn, Reply&& reply) = 0;
+  // The connection closed; connection() is already null.
+  virtual void link_closed(net::CloseReason reason, std::error_code error) = 0;
+  // The heartbeat wants a PING sent now.
+  virtual void send_ping(net::Connection& conn) = 0;
+  // A slot the link does not handle itself (request_timeout). Default: close.
+  virtual net::DeadlineAction link_deadline(net::Connection& conn, net::DeadlineEvent event);
+
+  // Runs an application callback; an exception from it is counted and
+  // swallowed, so none crosses the loop (or leaves a half-done update).
+  template <class F>
+  void guard(F&& f) noexcept {
+    try {
+      f();
+    } catch (...) {
+      ++stats_.callback_exceptions;
+    }
+  }
+  void report_error(std::error_code error, std::string_view detail) noexcept;
+
+  LinkStats stats_;
+
+ private:
+  void on_open(net::Connection& conn) override;
+  void on_data(net::Connection& conn, std::string_view data) override;
+  net::DeadlineAction on_deadline(net::Connection& conn, net::DeadlineEvent event) override;
+  void on_close(net::Connection& conn, net::CloseReason reason, std::error_code error) override;
+  void close_for_protocol_error(net::Connection& conn, std::error_code error);
+  void close_prepare() noexcept;
+
+  LoopWheel& wheel_;
+  LinkOptions options_;
+  net::Connector connector_;
+  ReplyReader reader_;
+  net::SlotHeartbeat heartbeat_;
+  std::string out_;                  // the batch
+  uv_prepare_t* prepare_ = nullptr;  // writes the batch before the loop polls
+  net::Connection* conn_ = nullptr;  // from on_open to on_close
+  std::size_t setup_left_ = 0;       // setup replies still to come on this connection
+};
+
+}  // namespace heartwheel::redis::detail
