@@ -8,7 +8,9 @@ join form and presses Enter; tab A types a message and presses Enter; the
 test reads tab B's DOM (Runtime.evaluate) until the message is there, and
 checks that "Online" lists both names in both tabs. Then it takes a
 screenshot (Page.captureScreenshot) and checks it is a PNG of the window's
-size with something drawn on it.
+size with something drawn on it. A third test kills the server and starts a
+new one on the same port: both tabs must reconnect by themselves, say the
+history was lost, and exchange messages again.
 
 Usage:
   chat_browser_test.py PATH/TO/heartwheel-chat [test ...]
@@ -22,6 +24,7 @@ Every wait is bounded; Chromium and the server are started here and stopped
 by PID (Chromium's helpers by its process group, which it leads)."""
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -269,27 +272,49 @@ class Tab:
         await self.wait_for(expr, "message %r from %s shown" % (text, who))
 
 
+@contextlib.asynccontextmanager
+async def browser(workdir):
+    """Chromium and a CDP connection to it; stopped on the way out (its log's
+    end printed when something failed)."""
+    chromium = Chromium(workdir)
+    cdp = None
+    try:
+        cdp = await Cdp.connect(chromium.url)
+        yield cdp
+        assert not cdp.exceptions, "uncaught exceptions in the page: %r" % cdp.exceptions
+    except BaseException:
+        print("chromium's log ends with:\n" + chromium.log_tail(), file=sys.stderr)
+        raise
+    finally:
+        if cdp:
+            await cdp.close()
+        chromium.stop()
+
+
+CONNECTED = "document.getElementById('status').dataset.state === 'connected'"
+TWO_ONLINE = "document.getElementById('online-count').textContent === '2'"
+
+
+async def join_two_tabs(cdp, port):
+    """Tabs A (alice) and B (bob) on the page, joined to ROOM; checks that
+    presence shows both in both ("(you)" marks the tab's own name)."""
+    page = "http://127.0.0.1:%d/" % port
+    a = await Tab.open(cdp, page, "tab A")
+    b = await Tab.open(cdp, page, "tab B")
+    await a.join("alice", ROOM)
+    await b.join("bob", ROOM)
+    await a.wait_for(TWO_ONLINE, "two online")
+    await b.wait_for(TWO_ONLINE, "two online")
+    assert await a.online() == ["alice (you)", "bob"], await a.online()
+    assert await b.online() == ["alice", "bob (you)"], await b.online()
+    return a, b
+
+
 async def chat_in_two_tabs(port, workdir):
     """Starts Chromium, opens two tabs, joins alice and bob to ROOM, and has
     them exchange a message each; returns the PNG of alice's tab."""
-    browser = Chromium(workdir)
-    cdp = None
-    try:
-        cdp = await Cdp.connect(browser.url)
-        page = "http://127.0.0.1:%d/" % port
-        a = await Tab.open(cdp, page, "tab A")
-        b = await Tab.open(cdp, page, "tab B")
-        await a.join("alice", ROOM)
-        await b.join("bob", ROOM)
-
-        # Presence shows both, in both tabs ("(you)" marks the tab's own name).
-        await a.wait_for("document.getElementById('online-count').textContent === '2'",
-                         "two online")
-        await b.wait_for("document.getElementById('online-count').textContent === '2'",
-                         "two online")
-        assert await a.online() == ["alice (you)", "bob"], await a.online()
-        assert await b.online() == ["alice", "bob (you)"], await b.online()
-
+    async with browser(workdir) as cdp:
+        a, b = await join_two_tabs(cdp, port)
         await a.type_into("text", "hello from tab A")
         await b.wait_for_message("alice", "hello from tab A")
         await a.wait_for_message("alice", "hello from tab A")  # the sender sees it too
@@ -302,19 +327,11 @@ async def chat_in_two_tabs(port, workdir):
             assert await tab.messages() == [["alice", "hello from tab A"],
                                             ["bob", "hi alice, bob here (tab B)"]], \
                 "%s shows %r" % (tab.label, await tab.messages())
-        assert not cdp.exceptions, "uncaught exceptions in the page: %r" % cdp.exceptions
 
         # No text caret in the picture: it blinks, so two runs would differ.
         await a.evaluate("document.activeElement && document.activeElement.blur(), true")
         shot = await a.call("Page.captureScreenshot", {"format": "png"})
         return base64.b64decode(shot["data"])
-    except BaseException:
-        print("chromium's log ends with:\n" + browser.log_tail(), file=sys.stderr)
-        raise
-    finally:
-        if cdp:
-            await cdp.close()
-        browser.stop()
 
 
 def exchange(server, workdir):
@@ -370,6 +387,50 @@ def test_screenshot_is_a_png_of_the_page():
             f.write(png)
         with open(path, "rb") as f:
             check_screenshot(f.read())
+
+
+def test_tabs_reconnect_after_a_server_restart():
+    """The server dies (SIGKILL: no close frame) and comes back on the same
+    port: both tabs show `reconnecting`, come back by themselves (backoff
+    with jitter), say that the history was lost (a new server, a new epoch),
+    show each other online again and exchange messages again."""
+    first = Server(SERVER_BINARY)  # noqa: F821
+    second = None
+
+    async def go(workdir):
+        nonlocal second
+        async with browser(workdir) as cdp:
+            a, b = await join_two_tabs(cdp, first.port)
+            await a.type_into("text", "before the restart")
+            await b.wait_for_message("alice", "before the restart")
+            first.stop()
+            for tab in (a, b):
+                await tab.wait_for(
+                    "document.getElementById('status').dataset.state === 'reconnecting' && "
+                    "Number(document.getElementById('status').dataset.attempt) >= 1",
+                    "reconnecting after the server died")
+            second = Server(SERVER_BINARY, listen="127.0.0.1:%d" % first.port)  # noqa: F821
+            # Backoff tops out at 8 s x 1.5: well within 30 s.
+            for tab in (a, b):
+                await tab.wait_for(CONNECTED, "connected again", timeout=30)
+                await tab.wait_for(
+                    "[...document.querySelectorAll('#messages li.system')]"
+                    ".some(li => li.textContent.startsWith('history was lost'))",
+                    "the notice that the history was lost")
+                await tab.wait_for(TWO_ONLINE, "two online again")
+            await a.type_into("text", "after the restart")
+            await b.wait_for_message("alice", "after the restart")
+            assert await b.messages() == [["alice", "before the restart"],
+                                          ["alice", "after the restart"]], await b.messages()
+
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            asyncio.run(go(d))
+        second.read_stats(lambda st: st["chat"]["publications"] == 1)
+    finally:
+        first.stop()
+        if second:
+            second.stop()
 
 
 def main(argv):
