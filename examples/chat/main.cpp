@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_program.h"
+#include "production.h"
 #include "serve_loop.h"
 #include "stats_board.h"
 #include "worker.h"
@@ -130,6 +131,7 @@ void write_stats(const std::string& path, const chat::StatsBoard& board,
 
 int main(int argc, char** argv) {
   Flags f;
+  chat::ProductionFlags production;  // --metrics-listen and the protection flags
   CLI::App app{
       "heartwheel-chat: a chat server. GET / is the chat page; /ws is the WebSocket endpoint of "
       "the JSON protocol (docs/chat-protocol.md; /ws?name=NAME says who you are); /echo is a "
@@ -176,11 +178,15 @@ int main(int argc, char** argv) {
                  "write counters as JSON to FILE every --stats-interval and at exit");
   app.add_option("--stats-interval", f.stats_interval, "how often --stats-json is rewritten")
       ->capture_default_str();
+  chat::add_production_flags(app, production);
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   Setup s;
+  std::optional<heartwheel::metrics::EndpointOptions> metrics_at;
   try {
     s = make_setup(f);
+    metrics_at = chat::apply_production_flags(production, s.workers.server);
+    s.workers.server.validate();
   } catch (const std::exception& e) {
     return heartwheel::cli::usage_error(app, e.what());
   }
@@ -194,9 +200,11 @@ int main(int argc, char** argv) {
         return std::make_unique<chat::Worker>(index, s.config, bus, roster, board);
       });
       workers.start();
+      const auto endpoint = chat::start_metrics(metrics_at, workers, board, bus);
       const bool v6 = s.listen.host.find(':') != std::string::npos;
       std::printf("listening on %s%s%s:%d\n", v6 ? "[" : "", s.listen.host.c_str(), v6 ? "]" : "",
                   workers.port());
+      if (endpoint) std::printf("metrics on %s\n", endpoint->address().c_str());
       std::fflush(stdout);
 
       // Signals drain the workers (each WebSocket gets close 1001); the

@@ -40,14 +40,15 @@ def run_tests(module_globals, argv):
 
 
 class Server:
-    """One heartwheel-chat process on a free loopback port; stopped by PID."""
+    """One heartwheel-chat process on a free loopback port (or `listen`, to
+    come back on the port of a stopped one); stopped by PID."""
 
-    def __init__(self, binary, *flags):
+    def __init__(self, binary, *flags, listen="127.0.0.1:0"):
         fd, self.stats = tempfile.mkstemp(suffix=".json")
         os.close(fd)
         os.unlink(self.stats)
         self.proc = subprocess.Popen(
-            [binary, "--listen", "127.0.0.1:0", "--stats-json", self.stats,
+            [binary, "--listen", listen, "--stats-json", self.stats,
              "--stats-interval", "100ms", *flags],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()

@@ -2,16 +2,18 @@
 """Loopback tests of --metrics-listen on every server program: live scrapes
 over HTTP after real connections (values checked), `promtool check metrics`
 (Debian's prometheus package) on each live scrape, a pre-forked echo server
-whose scrape covers every process, and the endpoint's own connections left
-out of the counts.
+whose scrape covers every process, heartwheel-chat with WebSocket clients
+subscribed and publishing (its ws and pub/sub families) and its protection
+flags, and the endpoint's own connections left out of the counts.
 
-Usage: metrics_programs_test.py ECHO HTTP RPC_SERVER [test-name ...]
+Usage: metrics_programs_test.py ECHO HTTP RPC_SERVER CHAT [test-name ...]
 Every server binds port 0 and prints its real ports; every process started
 is stopped by PID; a watchdog (SIGALRM) ends a hung run. Counters reach a
 scrape within a publish interval (500 ms), so checks poll with generous
 bounds for a loaded 2-core machine.
 """
 import http.client
+import json
 import os
 import re
 import shutil
@@ -21,7 +23,10 @@ import subprocess
 import sys
 import time
 
-ECHO = HTTP = RPC_SERVER = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from chat_support import RawClient  # noqa: E402  (standard library only)
+
+ECHO = HTTP = RPC_SERVER = CHAT = None
 WATCHDOG_SECONDS = 120
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})?) (\S+)$')
 
@@ -192,6 +197,83 @@ def test_rpc_server_scrape_counts_pings_and_pong_timeouts():
         silent.close()
 
 
+def recv_until(client, ready):
+    """The first JSON message from the chat server for which ready(msg) holds."""
+    for _ in range(100):
+        msg = client.recv_json()
+        if ready(msg):
+            return msg
+    raise AssertionError("no such message in 100")
+
+
+def test_chat_scrape_counts_websockets_and_pubsub():
+    with Server(CHAT, "--workers", "2", "--stats-interval", "100ms",
+                "--ping-interval", "300ms", "--pong-timeout", "5s") as s:
+        m = s.scrape()  # before any connection: every family is there, with zeros
+        assert m["heartwheel_ws_connections_open"] == 0, m
+        assert m['heartwheel_pubsub_deliveries_total{outcome="delivered"}'] == 0, m
+        promtool_check(s.scrape_text())
+        alice = RawClient(s.port, "/ws?name=alice")
+        bob = RawClient(s.port, "/ws?name=bob")
+        for i, c in enumerate((alice, bob)):
+            c.send(0x1, json.dumps({"id": 1, "op": "subscribe", "channel": "room1"}))
+            assert recv_until(c, lambda msg: msg.get("id") == 1)["ok"] is True
+        alice.send(0x1, json.dumps({"id": 2, "op": "publish", "channel": "room1",
+                                    "data": {"text": "hi"}}))
+        pub = recv_until(bob, lambda msg: msg.get("data") == {"text": "hi"})
+        assert pub["channel"] == "room1", pub
+        recv_until(alice, lambda msg: msg.get("id") == 2)
+        m = s.wait_for(lambda m: m["heartwheel_pubsub_publications_total"] == 1
+                       and m['heartwheel_pubsub_deliveries_total{outcome="delivered"}'] == 2
+                       and m["heartwheel_ws_pings_sent_total"] >= 2, "a publication to 2")
+        assert m["heartwheel_ws_connections_open"] == 2, m
+        assert m["heartwheel_ws_connections_opened_total"] == 2, m
+        assert m["heartwheel_ws_messages_received_total"] == 3, m  # 2 subscribes, 1 publish
+        assert m["heartwheel_ws_shared_messages_sent_total"] >= 2, m  # the publication, shared
+        assert m["heartwheel_pubsub_subscriptions"] == 2, m
+        assert m["heartwheel_pubsub_subscribes_total"] == 2, m
+        assert m["heartwheel_pubsub_channels"] == 1, m
+        assert m["heartwheel_pubsub_bus_publications_total"] == 1, m
+        assert m["heartwheel_pubsub_history_publications"] == 1, m
+        assert m['heartwheel_ws_slow_consumer_total{policy="close"}'] == 0, m
+        assert m["heartwheel_connections_open"] == 2, m  # the net families are there too
+        # A peer's private close code counts under 4xxx, and its subscription ends.
+        alice.send_close(4321, b"bye")
+        alice.expect_close()
+        m = s.wait_for(lambda m: m.get('heartwheel_ws_close_frames_received_total{code="4xxx"}') == 1
+                       and m["heartwheel_pubsub_subscriptions"] == 1, "alice gone")
+        assert m["heartwheel_ws_connections_open"] == 1, m
+        assert m["heartwheel_pubsub_unsubscribes_total"] == 1, m
+        promtool_check(s.scrape_text())
+        alice.close()
+        bob.close()
+
+
+def test_chat_takes_the_protection_flags():
+    with Server(CHAT, "--max-connections-per-ip", "1", "--stats-interval", "100ms") as s:
+        first = RawClient(s.port, "/ws?name=first")
+        assert first.status == 101, first.status
+        # Over the per-address limit: reset at once, so fast that even the
+        # connect may already see the reset.
+        try:
+            second = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+            try:
+                assert second.recv(1) == b""
+            finally:
+                second.close()
+        except ConnectionResetError:
+            pass
+        # The net counters and the WebSocket ones are copied by separate
+        # timers: wait for both.
+        m = s.wait_for(lambda m: m['heartwheel_connections_closed_total{reason="ip_limit"}'] == 1
+                       and m["heartwheel_ws_connections_open"] == 1, "an ip_limit close")
+        assert m["heartwheel_connections_open"] == 1, m
+        first.close()
+    r = subprocess.run([CHAT, "--listen", "127.0.0.1:0", "--overload-start", "10"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--overload-saturation" in r.stderr, (r.returncode, r.stderr)
+
+
 def test_prefork_echo_scrape_covers_every_process():
     with Server(ECHO, "--processes", "2", "--workers", "2") as s:
         # 20 connections: the kernel spreads them over both processes'
@@ -262,7 +344,7 @@ def test_scrapes_are_not_counted_as_connections():
 
 
 def test_bad_metrics_listen_is_a_usage_error_and_a_taken_port_a_failure():
-    for binary in (ECHO, HTTP, RPC_SERVER):
+    for binary in (ECHO, HTTP, RPC_SERVER, CHAT):
         r = subprocess.run([binary, "--listen", "127.0.0.1:0", "--metrics-listen", "nonsense"],
                            capture_output=True, text=True, timeout=30)
         assert r.returncode == 2, (binary, r.returncode, r.stderr)
@@ -271,7 +353,7 @@ def test_bad_metrics_listen_is_a_usage_error_and_a_taken_port_a_failure():
     taken.bind(("127.0.0.1", 0))
     taken.listen()
     port = taken.getsockname()[1]
-    for binary in (ECHO, HTTP, RPC_SERVER):
+    for binary in (ECHO, HTTP, RPC_SERVER, CHAT):
         r = subprocess.run([binary, "--listen", "127.0.0.1:0",
                             "--metrics-listen", "127.0.0.1:%d" % port],
                            capture_output=True, text=True, timeout=30)
@@ -281,9 +363,9 @@ def test_bad_metrics_listen_is_a_usage_error_and_a_taken_port_a_failure():
 
 
 def main():
-    global ECHO, HTTP, RPC_SERVER
-    ECHO, HTTP, RPC_SERVER = sys.argv[1:4]
-    names = sys.argv[4:] or [n for n in globals() if n.startswith("test_")]
+    global ECHO, HTTP, RPC_SERVER, CHAT
+    ECHO, HTTP, RPC_SERVER, CHAT = sys.argv[1:5]
+    names = sys.argv[5:] or [n for n in globals() if n.startswith("test_")]
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("watchdog")))
     signal.alarm(WATCHDOG_SECONDS)
     failed = 0

@@ -14,9 +14,12 @@
 #include <vector>
 
 #include "http_harness.h"
+#include "metrics_text.h"
 
 namespace metrics = heartwheel::metrics;
 using heartwheel::testing::Host;
+using metrics_text::families;
+using metrics_text::has_line;
 using namespace std::chrono_literals;
 
 namespace {
@@ -30,21 +33,6 @@ void fill(heartwheel::net::Connection& c) {
   const std::string block(64 * 1024, 'q');
   for (int i = 0; c.queued_bytes() == 0 && i < 1024; ++i) REQUIRE_FALSE(c.write(block));
   REQUIRE(c.queued_bytes() > 0);
-}
-
-// The family names of an exposition, in order (from its TYPE lines).
-std::vector<std::string> families(const std::string& text) {
-  std::vector<std::string> names;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("# TYPE ", 0) != 0) continue;
-    names.push_back(line.substr(7, line.find(' ', 7) - 7));
-  }
-  return names;
-}
-
-bool has_line(const std::string& text, const std::string& line) {
-  return text.find("\n" + line + "\n") != std::string::npos;
 }
 
 }  // namespace
@@ -162,7 +150,16 @@ TEST_CASE("The net families keep their names and list every close reason and dea
                                                    "heartwheel_loop_stalls_total",
                                                    "heartwheel_loop_stall_seconds_total",
                                                    "heartwheel_loop_expiries_deferred_total",
-                                                   "heartwheel_loop_budget_exhausted_total"});
+                                                   "heartwheel_loop_budget_exhausted_total",
+                                                   "heartwheel_proxy_headers_total",
+                                                   "heartwheel_proxy_local_headers_total",
+                                                   "heartwheel_proxy_header_errors_total",
+                                                   "heartwheel_overload_idle_scale",
+                                                   "heartwheel_overload_scale_changes_total",
+                                                   "heartwheel_overload_sweeps_total",
+                                                   "heartwheel_overload_swept_total",
+                                                   "heartwheel_overload_activity_moves_total",
+                                                   "heartwheel_overload_drop_probes_total"});
   CHECK(has_line(text, "heartwheel_connections_open 4"));
   CHECK(has_line(text, "heartwheel_connections_accepted_total 9"));
   CHECK(has_line(text, "heartwheel_connections_closed_total{reason=\"read_idle\"} 5"));
@@ -186,6 +183,39 @@ TEST_CASE("The net families keep their names and list every close reason and dea
                   std::string(heartwheel::net::to_string(kind)) + "\"}") != std::string::npos;
     CHECK(listed == (kind != heartwheel::net::Deadline::write_stall));  // never delivered
   }
+}
+
+TEST_CASE("The PROXY protocol and overload counters are exported, the scale as the smallest loop's",
+          "[metrics][names]") {
+  heartwheel::net::LoopSnapshot a, b;
+  a.net.proxy.v1 = 3;
+  a.net.proxy.v2 = 2;
+  a.net.proxy.local = 1;
+  a.net.proxy.invalid = 4;
+  b.net.proxy.timeouts = 5;
+  a.net.overload.idle_scale = 0.5;
+  b.net.overload.idle_scale = 0.25;
+  a.net.overload.scale_changes = 6;
+  b.net.overload.swept = 7;
+  b.net.overload.drop_probes = 8;
+  a.merge(b);
+  metrics::TextWriter out;
+  metrics::write(out, a);
+  const std::string& text = out.text();
+  CHECK(has_line(text, "heartwheel_proxy_headers_total{version=\"1\"} 3"));
+  CHECK(has_line(text, "heartwheel_proxy_headers_total{version=\"2\"} 2"));
+  CHECK(has_line(text, "heartwheel_proxy_local_headers_total 1"));
+  CHECK(has_line(text, "heartwheel_proxy_header_errors_total{cause=\"invalid\"} 4"));
+  CHECK(has_line(text, "heartwheel_proxy_header_errors_total{cause=\"timeout\"} 5"));
+  CHECK(has_line(text, "heartwheel_overload_idle_scale 0.25"));
+  CHECK(has_line(text, "heartwheel_overload_scale_changes_total 6"));
+  CHECK(has_line(text, "heartwheel_overload_swept_total 7"));
+  CHECK(has_line(text, "heartwheel_overload_drop_probes_total 8"));
+  // Protection off: the families are there with zeros and a scale of 1.
+  metrics::TextWriter idle;
+  metrics::write(idle, heartwheel::net::LoopSnapshot{});
+  CHECK(has_line(idle.text(), "heartwheel_overload_idle_scale 1"));
+  CHECK(has_line(idle.text(), "heartwheel_proxy_headers_total{version=\"1\"} 0"));
 }
 
 TEST_CASE("The HTTP and RPC families keep their names", "[metrics][names]") {

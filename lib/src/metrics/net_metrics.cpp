@@ -4,6 +4,8 @@
 #include <heartwheel/metrics/durations.h>
 #include <heartwheel/metrics/net_metrics.h>
 
+#include "close_reasons.h"
+
 namespace heartwheel::metrics {
 
 static_assert(LoopWheel::lag_bucket_bound(5) == DurationHistogram<LoopWheel::kLagBuckets>::bound(5),
@@ -17,11 +19,8 @@ void write_connections(TextWriter& out, const net::NetStats& n) {
   out.gauge("heartwheel_connections_open", "Connections open now.", n.current);
   out.counter("heartwheel_connections_accepted_total",
               "Connections accepted (including those refused at once for a limit).", n.accepted);
-  out.family("heartwheel_connections_closed_total", Type::counter,
-             "Connections closed, by reason (net::CloseReason).");
-  for (std::size_t i = 0; i < net::kCloseReasonCount; ++i)
-    out.sample(n.closed_by_reason[i],
-               {{"reason", net::to_string(static_cast<net::CloseReason>(i))}});
+  write_close_reasons(out, "heartwheel_connections_closed_total",
+                      "Connections closed, by reason (net::CloseReason).", n.closed_by_reason);
   out.family("heartwheel_idle_events_total", Type::counter,
              "Deadline events delivered to handlers, by deadline slot (idle timeouts, "
              "protocol deadlines).");
@@ -86,6 +85,41 @@ void write_loop(TextWriter& out, const net::LoopSnapshot& s) {
               s.loop.budget_exhausted);
 }
 
+// Written whether or not the server reads PROXY headers or has overload
+// protection on: zeros (and a scale of 1) say "off or never triggered", and
+// the families exist from the first scrape for rate() and alerts.
+void write_protection(TextWriter& out, const net::NetStats& n) {
+  out.family("heartwheel_proxy_headers_total", Type::counter,
+             "Complete PROXY protocol headers read, by version.");
+  out.sample(n.proxy.v1, {{"version", "1"}});
+  out.sample(n.proxy.v2, {{"version", "2"}});
+  out.counter("heartwheel_proxy_local_headers_total",
+              "Of the v2 headers, LOCAL ones (health checks: the socket's own addresses kept).",
+              n.proxy.local);
+  out.family("heartwheel_proxy_header_errors_total", Type::counter,
+             "Connections closed for their PROXY header: malformed or cut short (invalid), not "
+             "complete in time (timeout).");
+  out.sample(n.proxy.invalid, {{"cause", "invalid"}});
+  out.sample(n.proxy.timeouts, {{"cause", "timeout"}});
+  out.gauge("heartwheel_overload_idle_scale",
+            "Factor applied to idle timeouts under overload (1: none); the smallest over the "
+            "server's loops.",
+            n.overload.idle_scale);
+  out.counter("heartwheel_overload_scale_changes_total",
+              "Times the overload idle-timeout scale moved.", n.overload.scale_changes);
+  out.counter("heartwheel_overload_sweeps_total",
+              "Overload sweeper wake-ups (re-arming the idlest connections at a new scale).",
+              n.overload.sweeps);
+  out.counter("heartwheel_overload_swept_total",
+              "Connections whose idle deadline the overload sweeper re-armed.", n.overload.swept);
+  out.counter("heartwheel_overload_activity_moves_total",
+              "Moves of a connection to the front of the activity order (overload tracking).",
+              n.overload.activity_moves);
+  out.counter("heartwheel_overload_drop_probes_total",
+              "Connections looked at to find the idlest to drop at the connection limit.",
+              n.overload.drop_probes);
+}
+
 }  // namespace
 
 void write(TextWriter& out, const net::LoopSnapshot& s) {
@@ -93,6 +127,7 @@ void write(TextWriter& out, const net::LoopSnapshot& s) {
   write_io(out, s.net);
   write_timers(out, s);
   write_loop(out, s);
+  write_protection(out, s.net);
 }
 
 }  // namespace heartwheel::metrics

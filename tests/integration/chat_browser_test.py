@@ -1,0 +1,455 @@
+#!/usr/bin/python3
+"""heartwheel-chat's page in a real browser: Debian's headless Chromium,
+driven over the Chrome DevTools Protocol (CDP) from Python with Debian's
+python3-websockets (no Node, no puppeteer).
+
+Two tabs open the page at `/`, each types a name and the same room into the
+join form and presses Enter; tab A types a message and presses Enter; the
+test reads tab B's DOM (Runtime.evaluate) until the message is there, and
+checks that "Online" lists both names in both tabs. Then it takes a
+screenshot (Page.captureScreenshot) and checks it is a PNG of the window's
+size with something drawn on it. A third test kills the server and starts a
+new one on the same port: both tabs must reconnect by themselves, say the
+history was lost, and exchange messages again.
+
+Usage:
+  chat_browser_test.py PATH/TO/heartwheel-chat [test ...]
+      runs the tests (all by default); exits 77 (skipped) when Chromium is
+      not installed: tools/install-deps installs Debian's `chromium`.
+  chat_browser_test.py PATH/TO/heartwheel-chat --screenshot OUT.png
+      runs the same exchange and writes the screenshot to OUT.png
+      (tools/chat-screenshot regenerates docs/chat-page.png this way).
+
+Every wait is bounded; Chromium and the server are started here and stopped
+by PID (Chromium's helpers by its process group, which it leads)."""
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from chat_support import Server, run_tests  # noqa: E402
+
+import websockets  # noqa: E402  (Debian's python3-websockets, seen by /usr/bin/python3)
+
+SKIPPED = 77  # ctest's SKIP_RETURN_CODE and meson's skip status
+CHROMIUM = "/usr/bin/chromium"  # Debian's package `chromium`
+WIDTH, HEIGHT = 960, 600  # the tabs' viewport, in CSS pixels at scale 1
+ROOM = "heartwheel"
+START_TIMEOUT = 30  # seconds for Chromium to write DevToolsActivePort
+CALL_TIMEOUT = 15  # seconds for one CDP command
+WAIT_TIMEOUT = 15  # seconds for the page to reach a state
+
+
+class Chromium:
+    """One headless Chromium with a profile of its own in a temporary
+    directory, its DevTools endpoint on a port it picks (port 0) and reports
+    in <profile>/DevToolsActivePort."""
+
+    def __init__(self, workdir):
+        self.profile = os.path.join(workdir, "profile")
+        os.mkdir(self.profile)
+        self.log_path = os.path.join(workdir, "chromium.log")
+        self.log = open(self.log_path, "wb")
+        args = [
+            CHROMIUM, "--headless", "--remote-debugging-port=0",
+            "--user-data-dir=" + self.profile,
+            # Chromium refuses to start as root with its sandbox on (the
+            # sandbox needs an unprivileged user namespace it cannot make for
+            # root), and tests and CI run as root here. The page is ours and
+            # served from loopback, so running it unsandboxed risks nothing.
+            "--no-sandbox",
+            "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
+            "--force-device-scale-factor=1", "--mute-audio",
+            # The machine has no network: without these Chromium keeps
+            # trying to reach Google's hosts (updates, sync, field trials).
+            "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--disable-quic",
+            "--disable-extensions", "--disable-default-apps",
+            # Both tabs are "in the background" for a headless browser: keep
+            # their timers and rendering at full speed.
+            "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
+            "--disable-backgrounding-occluded-windows",
+            "about:blank",
+        ]
+        # A new session makes Chromium the leader of its own process group,
+        # so its renderer and helper processes can be stopped with it.
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.url = self._read_endpoint()
+
+    def _read_endpoint(self):
+        path = os.path.join(self.profile, "DevToolsActivePort")
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("chromium exited with %d:\n%s" %
+                                     (self.proc.returncode, self.log_tail()))
+            try:
+                with open(path) as f:
+                    lines = f.read().split("\n")
+                if len(lines) >= 2 and lines[0].strip() and lines[1].startswith("/devtools/"):
+                    return "ws://127.0.0.1:%d%s" % (int(lines[0]), lines[1].strip())
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError("chromium wrote no DevToolsActivePort within %d s:\n%s" %
+                             (START_TIMEOUT, self.log_tail()))
+
+    def log_tail(self, n=30):
+        self.log.flush()
+        try:
+            with open(self.log_path, errors="replace") as f:
+                # Without a D-Bus (containers, CI) Chromium logs a dozen
+                # harmless dbus errors: leave them out of the diagnosis.
+                return "".join([l for l in f if "dbus/" not in l][-n:])
+        except OSError:
+            return ""
+
+    def stop(self):
+        """Waits a little for a Browser.close to take effect, then kills the
+        process group Chromium leads (the browser, its zygote, renderers)."""
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the group is this process's own
+        except ProcessLookupError:
+            pass
+        if self.proc.poll() is None:
+            self.proc.wait(timeout=10)
+        self.log.close()
+
+
+class Cdp:
+    """A CDP client on the browser's endpoint, in flat mode: every tab's
+    commands go over this one WebSocket, tagged with the tab's sessionId."""
+
+    def __init__(self, socket):
+        self.socket = socket
+        self.next_id = 1
+        self.pending = {}  # id -> future of the result
+        self.exceptions = []  # (sessionId, text) of uncaught page exceptions
+        self.reader = asyncio.ensure_future(self._read())
+
+    @classmethod
+    async def connect(cls, url):
+        # A screenshot comes back as one base64 message of a few hundred KB.
+        socket = await asyncio.wait_for(
+            websockets.connect(url, max_size=64 << 20, ping_interval=None), CALL_TIMEOUT)
+        return cls(socket)
+
+    async def _read(self):
+        try:
+            async for raw in self.socket:
+                msg = json.loads(raw)
+                if "id" in msg:
+                    future = self.pending.pop(msg["id"], None)
+                    if future and not future.done():
+                        future.set_result(msg)
+                elif msg.get("method") == "Runtime.exceptionThrown":
+                    details = msg["params"]["exceptionDetails"]
+                    text = details.get("exception", {}).get("description") or details.get("text")
+                    self.exceptions.append((msg.get("sessionId"), text))
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            for future in self.pending.values():
+                if not future.done():
+                    future.set_exception(ConnectionError("the DevTools connection closed"))
+
+    async def call(self, method, params=None, session=None):
+        msg = {"id": self.next_id, "method": method, "params": params or {}}
+        self.next_id += 1
+        if session:
+            msg["sessionId"] = session
+        future = asyncio.get_running_loop().create_future()
+        self.pending[msg["id"]] = future
+        await self.socket.send(json.dumps(msg))
+        try:
+            reply = await asyncio.wait_for(future, CALL_TIMEOUT)
+        except asyncio.TimeoutError:
+            raise AssertionError("no answer to %s within %d s" % (method, CALL_TIMEOUT))
+        if "error" in reply:
+            raise AssertionError("%s failed: %s" % (method, reply["error"]))
+        return reply["result"]
+
+    async def close(self):
+        try:
+            await asyncio.wait_for(self.call("Browser.close"), 5)
+        except (AssertionError, ConnectionError, asyncio.TimeoutError):
+            pass  # Chromium.stop() kills it anyway
+        await self.socket.close()
+        self.reader.cancel()
+
+
+class Tab:
+    """One page target, attached in flat mode."""
+
+    def __init__(self, cdp, session, label):
+        self.cdp, self.session, self.label = cdp, session, label
+
+    @classmethod
+    async def open(cls, cdp, url, label):
+        target = (await cdp.call("Target.createTarget", {"url": "about:blank"}))["targetId"]
+        session = (await cdp.call("Target.attachToTarget",
+                                  {"targetId": target, "flatten": True}))["sessionId"]
+        tab = cls(cdp, session, label)
+        await tab.call("Runtime.enable")
+        await tab.call("Page.enable")
+        await tab.call("Emulation.setDeviceMetricsOverride",
+                       {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False})
+        await tab.call("Page.navigate", {"url": url})
+        await tab.wait_for("document.readyState === 'complete' && !!document.getElementById('join')",
+                           "the page loaded")
+        return tab
+
+    def call(self, method, params=None):
+        return self.cdp.call(method, params, self.session)
+
+    async def evaluate(self, expression):
+        r = await self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        if "exceptionDetails" in r:
+            raise AssertionError("%s: %s threw: %s" % (self.label, expression, r["exceptionDetails"]))
+        return r["result"].get("value")
+
+    async def wait_for(self, expression, what, timeout=WAIT_TIMEOUT):
+        """Polls `expression` until it is truthy; fails naming `what`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = await self.evaluate(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError("%s: not within %d s: %s\nthe page shows:\n%s" %
+                                     (self.label, timeout, what, await self.visible_text()))
+            await asyncio.sleep(0.05)
+
+    async def visible_text(self):
+        return await self.evaluate("document.body.innerText")
+
+    async def type_into(self, element_id, text):
+        """Focuses the field, replaces its text by typing, presses Enter:
+        what a user does; Enter submits the field's form."""
+        await self.evaluate("(() => { const e = document.getElementById(%s); e.focus(); "
+                            "e.select(); return true; })()" % json.dumps(element_id))
+        await self.call("Input.insertText", {"text": text})
+        for kind in ("keyDown", "keyUp"):
+            await self.call("Input.dispatchKeyEvent",
+                            {"type": kind, "key": "Enter", "code": "Enter",
+                             "windowsVirtualKeyCode": 13, "nativeVirtualKeyCode": 13,
+                             **({"text": "\r"} if kind == "keyDown" else {})})
+
+    async def join(self, name, room):
+        await self.type_into("name", name)
+        await self.type_into("room", room)  # Enter here submits the join form
+        await self.wait_for("document.getElementById('status').dataset.state === 'connected'",
+                            "%s connected" % name)
+
+    async def online(self):
+        """The names in "Online", as shown (with " (you)")."""
+        return await self.evaluate(
+            "[...document.querySelectorAll('#online li')].map(li => li.textContent)")
+
+    async def messages(self):
+        return await self.evaluate(
+            "[...document.querySelectorAll('#messages li.msg')].map(li => "
+            "[li.querySelector('.who').textContent, li.querySelector('.text').textContent])")
+
+    async def wait_for_message(self, who, text):
+        expr = ("[...document.querySelectorAll('#messages li.msg')].some(li => "
+                "li.querySelector('.who').textContent === %s && "
+                "li.querySelector('.text').textContent === %s)" % (json.dumps(who), json.dumps(text)))
+        await self.wait_for(expr, "message %r from %s shown" % (text, who))
+
+
+@contextlib.asynccontextmanager
+async def browser(workdir):
+    """Chromium and a CDP connection to it; stopped on the way out (its log's
+    end printed when something failed)."""
+    chromium = Chromium(workdir)
+    cdp = None
+    try:
+        cdp = await Cdp.connect(chromium.url)
+        yield cdp
+        assert not cdp.exceptions, "uncaught exceptions in the page: %r" % cdp.exceptions
+    except BaseException:
+        print("chromium's log ends with:\n" + chromium.log_tail(), file=sys.stderr)
+        raise
+    finally:
+        if cdp:
+            await cdp.close()
+        chromium.stop()
+
+
+CONNECTED = "document.getElementById('status').dataset.state === 'connected'"
+TWO_ONLINE = "document.getElementById('online-count').textContent === '2'"
+
+
+async def join_two_tabs(cdp, port):
+    """Tabs A (alice) and B (bob) on the page, joined to ROOM; checks that
+    presence shows both in both ("(you)" marks the tab's own name)."""
+    page = "http://127.0.0.1:%d/" % port
+    a = await Tab.open(cdp, page, "tab A")
+    b = await Tab.open(cdp, page, "tab B")
+    await a.join("alice", ROOM)
+    await b.join("bob", ROOM)
+    await a.wait_for(TWO_ONLINE, "two online")
+    await b.wait_for(TWO_ONLINE, "two online")
+    assert await a.online() == ["alice (you)", "bob"], await a.online()
+    assert await b.online() == ["alice", "bob (you)"], await b.online()
+    return a, b
+
+
+async def chat_in_two_tabs(port, workdir):
+    """Starts Chromium, opens two tabs, joins alice and bob to ROOM, and has
+    them exchange a message each; returns the PNG of alice's tab."""
+    async with browser(workdir) as cdp:
+        a, b = await join_two_tabs(cdp, port)
+        await a.type_into("text", "hello from tab A")
+        await b.wait_for_message("alice", "hello from tab A")
+        await a.wait_for_message("alice", "hello from tab A")  # the sender sees it too
+        assert await a.evaluate("document.getElementById('text').value") == "", \
+            "the message field was not cleared after sending"
+        await b.type_into("text", "hi alice, bob here (tab B)")
+        await a.wait_for_message("bob", "hi alice, bob here (tab B)")
+        await b.wait_for_message("bob", "hi alice, bob here (tab B)")  # its echo comes later
+        for tab in (a, b):
+            assert await tab.messages() == [["alice", "hello from tab A"],
+                                            ["bob", "hi alice, bob here (tab B)"]], \
+                "%s shows %r" % (tab.label, await tab.messages())
+
+        # No text caret in the picture: it blinks, so two runs would differ.
+        await a.evaluate("document.activeElement && document.activeElement.blur(), true")
+        shot = await a.call("Page.captureScreenshot", {"format": "png"})
+        return base64.b64decode(shot["data"])
+
+
+def exchange(server, workdir):
+    png = asyncio.run(chat_in_two_tabs(server.port, workdir))
+    # The messages went through the server (not some page-local echo).
+    server.read_stats(lambda st: st["chat"]["publications"] == 2
+                      and st["pubsub"]["hubs"]["deliveries"] >= 4)
+    return png
+
+
+def png_facts(data):
+    """(width, height, distinct byte values of the decoded rows) of a PNG,
+    after checking its signature, every chunk's CRC and IEND."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG: %r" % data[:16]
+    pos, chunks, idat = 8, [], b""
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
+        assert zlib.crc32(kind + body) == crc, "bad CRC in chunk %r" % kind
+        chunks.append(kind)
+        if kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    assert chunks[0] == b"IHDR" and chunks[-1] == b"IEND", chunks
+    width, height, depth, color = struct.unpack(">IIBB", data[16:26])
+    channels = {2: 3, 6: 4}[color]  # RGB or RGBA: what Chromium writes
+    assert depth == 8, depth
+    rows = zlib.decompress(idat)
+    assert len(rows) == height * (1 + width * channels), "decoded size does not match IHDR"
+    return width, height, len(set(rows))
+
+
+def check_screenshot(png):
+    width, height, distinct = png_facts(png)
+    assert (width, height) == (WIDTH, HEIGHT), (width, height)
+    # A blank or single-colour page compresses to almost nothing and has a
+    # handful of byte values; text, inputs and colours give many.
+    assert 10_000 < len(png) < 5_000_000, len(png)
+    assert distinct > 100, "the screenshot looks blank (%d distinct byte values)" % distinct
+
+
+def test_two_tabs_exchange_a_message():
+    with Server(SERVER_BINARY) as s, tempfile.TemporaryDirectory() as d:  # noqa: F821
+        exchange(s, d)
+
+
+def test_screenshot_is_a_png_of_the_page():
+    with Server(SERVER_BINARY) as s, tempfile.TemporaryDirectory() as d:  # noqa: F821
+        png = exchange(s, d)
+        path = os.path.join(d, "chat-page.png")
+        with open(path, "wb") as f:
+            f.write(png)
+        with open(path, "rb") as f:
+            check_screenshot(f.read())
+
+
+def test_tabs_reconnect_after_a_server_restart():
+    """The server dies (SIGKILL: no close frame) and comes back on the same
+    port: both tabs show `reconnecting`, come back by themselves (backoff
+    with jitter), say that the history was lost (a new server, a new epoch),
+    show each other online again and exchange messages again."""
+    first = Server(SERVER_BINARY)  # noqa: F821
+    second = None
+
+    async def go(workdir):
+        nonlocal second
+        async with browser(workdir) as cdp:
+            a, b = await join_two_tabs(cdp, first.port)
+            await a.type_into("text", "before the restart")
+            await b.wait_for_message("alice", "before the restart")
+            first.stop()
+            for tab in (a, b):
+                await tab.wait_for(
+                    "document.getElementById('status').dataset.state === 'reconnecting' && "
+                    "Number(document.getElementById('status').dataset.attempt) >= 1",
+                    "reconnecting after the server died")
+            second = Server(SERVER_BINARY, listen="127.0.0.1:%d" % first.port)  # noqa: F821
+            # Backoff tops out at 8 s x 1.5: well within 30 s.
+            for tab in (a, b):
+                await tab.wait_for(CONNECTED, "connected again", timeout=30)
+                await tab.wait_for(
+                    "[...document.querySelectorAll('#messages li.system')]"
+                    ".some(li => li.textContent.startsWith('history was lost'))",
+                    "the notice that the history was lost")
+                await tab.wait_for(TWO_ONLINE, "two online again")
+            await a.type_into("text", "after the restart")
+            await b.wait_for_message("alice", "after the restart")
+            assert await b.messages() == [["alice", "before the restart"],
+                                          ["alice", "after the restart"]], await b.messages()
+
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            asyncio.run(go(d))
+        second.read_stats(lambda st: st["chat"]["publications"] == 1)
+    finally:
+        first.stop()
+        if second:
+            second.stop()
+
+
+def main(argv):
+    if not os.access(CHROMIUM, os.X_OK):
+        if "--screenshot" in argv:
+            sys.exit("chat_browser_test: error: %s not found: run tools/install-deps" % CHROMIUM)
+        print("SKIP: %s is not installed (tools/install-deps installs Debian's chromium)" %
+              CHROMIUM)
+        sys.exit(SKIPPED)
+    if len(argv) == 4 and argv[2] == "--screenshot":
+        with Server(argv[1]) as s, tempfile.TemporaryDirectory() as d:
+            png = exchange(s, d)
+        check_screenshot(png)
+        with open(argv[3], "wb") as f:
+            f.write(png)
+        print("wrote %s (%d bytes, %dx%d)" % (argv[3], len(png), WIDTH, HEIGHT))
+        return
+    run_tests(globals(), argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
