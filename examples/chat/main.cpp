@@ -73,7 +73,7 @@ Setup make_setup(const Flags& f) {
                                 "'");
   // Off for broadcast channels of very many subscribers: each join would be
   // pushed to every member (N joins x N members).
-  s.bus.channel.join_leave = f.presence_events == "on";
+  s.bus.channel.join_leave = c.presence_events = f.presence_events == "on";
   s.bus.limits.max_data_bytes = f.max_message_size;  // what fits in a message may be published
   s.bus.validate();
   c.history_size = f.history_size;
