@@ -45,6 +45,8 @@ def main():
     ap.add_argument("--connect-rate", type=int, default=4000)
     ap.add_argument("--rate", type=float, default=1, help="publications per second")
     ap.add_argument("--publish-seconds", type=int, default=20)
+    ap.add_argument("--settle", type=int, default=10,
+                    help="seconds between the last publication and the count")
     ap.add_argument("--ping-interval", type=int, default=15, help="seconds")
     ap.add_argument("--pong-timeout", type=int, default=5, help="seconds")
     ap.add_argument("--dead-fraction", type=float, default=0.01)
@@ -65,12 +67,14 @@ def main():
     publish_start = ramp + 3
     # Dead subscribers go silent after subscribing: closed ping + pong after
     # their connect; the last connect is at `ramp`.
-    duration = int(max(publish_start + args.publish_seconds + 3,
+    duration = int(max(publish_start + args.publish_seconds + args.settle,
                        ramp + args.ping_interval + args.pong_timeout + 5))
     servers = []
+    stats_dir = tempfile.mkdtemp(prefix="fanout-stats-")
     try:
-        for _ in range(args.servers):
+        for i in range(args.servers):
             servers.append(start([chat, "--listen", "127.0.0.1:0", "--workers", "1",
+                                  "--stats-json", os.path.join(stats_dir, "%d.json" % i),
                                   "--ping-interval", "%ds" % args.ping_interval,
                                   "--pong-timeout", "%ds" % args.pong_timeout, "--tick", "10ms",
                                   "--presence-events", "off"]))
@@ -82,7 +86,8 @@ def main():
                "--connections", str(args.connections), "--processes", str(args.load_processes),
                "--source-ips", "127.0.0.1-127.0.0.8", "--connect-rate", str(args.connect_rate),
                "--channels", "1", "--publish-rate", str(args.rate), "--publish-targets", "all",
-               "--publish-start", "%gs" % publish_start, "--publish-stop-before", "3s",
+               "--publish-start", "%gs" % publish_start,
+               "--publish-stop-before", "%ds" % args.settle,
                "--dead-fraction", str(args.dead_fraction),
                "--expect-idle-close", "%ds" % (args.ping_interval + args.pong_timeout),
                "--idle-close-slack", "1s", "--expect-delivery", "--linger-reset",
@@ -103,6 +108,11 @@ def main():
         with open(out) as f:
             report = json.load(f)
         os.unlink(out)
+        time.sleep(1.5)  # one more --stats-interval: the servers' last counters
+        server_stats = []
+        for i in range(args.servers):
+            with open(os.path.join(stats_dir, "%d.json" % i)) as f:
+                server_stats.append(json.load(f))
     finally:
         for p, _ in servers:
             stop(p)
@@ -114,7 +124,14 @@ def main():
                 best = s
         return best
 
-    held, first, last = at(publish_start - 0.5), at(publish_start), at(duration - 3)
+    held, first, last = at(publish_start - 0.5), at(publish_start), at(duration - args.settle)
+    # The servers' own count: every publication handed to every local
+    # subscriber (deliveries), and nothing skipped, closed as slow or dropped.
+    hubs = [s["pubsub"]["hubs"] for s in server_stats]
+    server_side = {k: sum(h[k] for h in hubs)
+                   for k in ("publications", "fanned_out", "deliveries", "skips", "slow_closes",
+                             "dropped")}
+    server_side["pong_timeouts"] = sum(s["ws"]["pong_timeouts"] for s in server_stats)
     w = report["ws"]
     subscribers = w["live_subscribers_at_end"]
     d = w["delivery_us"]
@@ -135,6 +152,7 @@ def main():
         "every_publication_reached_every_live_subscriber":
             w["every_publication_reached_every_live_subscriber"],
         "fanout_latency_us": {k: d[k] for k in ("p50", "p90", "p99", "max", "count")},
+        "server_side": server_side,
         "server_rss_before_bytes": rss0,
         "server_rss_held_bytes": held[1],
         "server_memory_per_subscribed_connection_bytes":
