@@ -32,8 +32,8 @@ struct Flags {
               drain_timeout = "10s", tick = "10ms", stats_interval = "1s";
   std::size_t max_message_size = 64 * 1024, history_size = 100, max_queued_bytes = 1 << 20;
   std::string slow_consumer = "close";
-  std::string presence_events = "on";
   std::string stats_json;
+  bool no_join_leave = false;
 };
 
 // Everything the flags decide, checked before anything starts.
@@ -68,12 +68,8 @@ Setup make_setup(const Flags& f) {
   s.bus.channel.history_ttl = parse_duration_flag("--history-ttl", f.history_ttl);
   if (f.history_size > 0 && s.bus.channel.history_ttl.count() <= 0)
     throw std::invalid_argument("--history-ttl must be positive when --history-size is not 0");
-  if (f.presence_events != "on" && f.presence_events != "off")
-    throw std::invalid_argument("--presence-events must be on or off, not '" + f.presence_events +
-                                "'");
-  // Off for broadcast channels of very many subscribers: each join would be
-  // pushed to every member (N joins x N members).
-  s.bus.channel.join_leave = c.presence_events = f.presence_events == "on";
+  s.bus.channel.join_leave = !f.no_join_leave;
+  c.presence_events = s.bus.channel.join_leave;
   s.bus.limits.max_data_bytes = f.max_message_size;  // what fits in a message may be published
   s.bus.validate();
   c.history_size = f.history_size;
@@ -173,10 +169,6 @@ int main(int argc, char** argv) {
   app.add_option("--max-queued-bytes", f.max_queued_bytes,
                  "per connection: bytes that may wait for a slow subscriber (0: no limit)")
       ->capture_default_str();
-  app.add_option("--presence-events", f.presence_events,
-                 "on: join/leave pushes to every subscriber of a channel; off: none (presence "
-                 "counts and the presence op stay)")
-      ->capture_default_str();
   app.add_option("--drain-timeout", f.drain_timeout,
                  "on SIGTERM/SIGINT, how long WebSockets get to finish their close handshake "
                  "(a second signal closes everything at once)")
@@ -186,6 +178,9 @@ int main(int argc, char** argv) {
                  "write counters as JSON to FILE every --stats-interval and at exit");
   app.add_option("--stats-interval", f.stats_interval, "how often --stats-json is rewritten")
       ->capture_default_str();
+  app.add_flag("--no-join-leave", f.no_join_leave,
+               "no join/leave pushes (presence counts are still answered): for channels with "
+               "thousands of subscribers, where every join would reach every subscriber");
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   Setup s;

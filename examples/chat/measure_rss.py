@@ -4,7 +4,7 @@ through /ws, idle, then subscribed (each to one of 10 rooms). User-space
 memory only (VmRSS growth after 200 warm-up connections).
 Usage: examples/chat/measure_rss.py [N [SERVER_FLAG...]]   (after building; N
 defaults to 5000, run with `ulimit -n 20000`: client and server each hold N
-descriptors; flags go to heartwheel-chat, e.g. --presence-events off)."""
+descriptors; flags go to heartwheel-chat, e.g. --no-join-leave)."""
 import json
 import os
 import sys

@@ -33,7 +33,7 @@ struct ChatRun {
 // server by PID.
 ChatRun run_against_chat(std::vector<std::string> extra) {
   hwproc::Child server({HEARTWHEEL_CHAT_BIN, "--listen", "127.0.0.1:0", "--ping-interval", "1s",
-                        "--pong-timeout", "1s", "--tick", "10ms", "--presence-events", "off"});
+                        "--pong-timeout", "1s", "--tick", "10ms", "--no-join-leave"});
   const int port = server.wait_listening(10s);
   REQUIRE(port > 0);
   const std::string out = "/tmp/heartwheel-load-chat-" + std::to_string(::getpid()) + ".json";

@@ -77,7 +77,7 @@ def main():
                                   "--stats-json", os.path.join(stats_dir, "%d.json" % i),
                                   "--ping-interval", "%ds" % args.ping_interval,
                                   "--pong-timeout", "%ds" % args.pong_timeout, "--tick", "10ms",
-                                  "--presence-events", "off"]))
+                                  "--no-join-leave"]))
         time.sleep(0.5)
         rss0 = sum(proc_sample(p.pid)[0] for p, _ in servers)
         out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
