@@ -34,7 +34,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import ROOT, proc_sample, start, stop  # noqa: E402
+from run import ROOT, marginal, open_files, proc_sample, start, stop  # noqa: E402
 
 
 def main():
@@ -98,11 +98,12 @@ def main():
         t0 = time.monotonic()
         samples = []
         while load.poll() is None:
-            rss = cpu = 0
+            rss = cpu = files = 0
             for p, _ in servers:
                 r, c = proc_sample(p.pid)
-                rss, cpu = rss + r, cpu + c
-            samples.append((time.monotonic() - t0, rss, cpu, open("/proc/loadavg").read().split()[0]))
+                rss, cpu, files = rss + r, cpu + c, files + open_files(p.pid)
+            samples.append((time.monotonic() - t0, rss, cpu,
+                            open("/proc/loadavg").read().split()[0], files))
             time.sleep(0.5)
         stdout, stderr = load.communicate()
         with open(out) as f:
@@ -157,6 +158,8 @@ def main():
         "server_rss_held_bytes": held[1],
         "server_memory_per_subscribed_connection_bytes":
             round((held[1] - rss0) / max(1, report["connections_established"])),
+        "server_memory_per_subscribed_connection_marginal_bytes":
+            marginal([s for s in samples if s[0] <= publish_start - 0.5], 1, 4),
         "server_cpu_publish_window_s": round(last[2] - first[2], 2),
         "server_cpu_per_delivered_message_us":
             round((last[2] - first[2]) * 1e6 / max(1, w["delivered"]), 3),

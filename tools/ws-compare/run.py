@@ -47,6 +47,21 @@ def proc_sample(pid):
     return rss, cpu_s
 
 
+def open_files(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def marginal(samples, rss_i, files_i):
+    """RSS growth per connection between the sample where the open files
+    first passed half of the last sample's and the last one: what one more
+    connection costs, without the process's fixed costs (its hub, buffers,
+    arenas) that the first connections pay."""
+    last = samples[-1]
+    half = next(s for s in samples if s[files_i] >= last[files_i] / 2)
+    n = last[files_i] - half[files_i]
+    return round((last[rss_i] - half[rss_i]) / n) if n > 0 else None
+
+
 def start(cmd, env=None):
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True, env=env)
@@ -92,7 +107,8 @@ def measure(kind, args, bins):
         t0 = time.monotonic()
         samples = []
         while load.poll() is None:
-            samples.append((time.monotonic() - t0,) + proc_sample(server.pid))
+            samples.append((time.monotonic() - t0,) + proc_sample(server.pid) +
+                           (open_files(server.pid),))
             time.sleep(0.2)
         stdout, stderr = load.communicate()
         if load.returncode not in (0, 3):
@@ -113,6 +129,7 @@ def measure(kind, args, bins):
         return best
 
     held = at(publish_start - 0.2)
+    ramp = [s for s in samples if s[0] <= publish_start - 0.2]
     first, last = at(publish_start), at(stop_at)
     w = report["ws"]
     subscribers = w["live_subscribers_at_end"] or args.connections
@@ -127,6 +144,7 @@ def measure(kind, args, bins):
         "rss_held_bytes": held[1],
         "rss_peak_bytes": max(s[1] for s in samples),
         "memory_per_connection_bytes": round((held[1] - rss0) / max(1, args.connections)),
+        "memory_per_connection_marginal_bytes": marginal(ramp, 1, 3),
         "publications": w["publish_acks"],
         "delivered": delivered,
         "missing": w["missing"],
