@@ -119,6 +119,7 @@ class Worker {
   bool ws_upgrade(Conn& c, std::string_view& data);                  // ws_session.cpp
   void ws_subscribe(Conn& c);                                        // ws_session.cpp
   void ws_reply(Conn& c, std::string_view text);                     // ws_session.cpp
+  void ws_reply_json(Conn& c, const nlohmann::json& reply);          // ws_session.cpp
   void ws_publish_due();                                             // ws_session.cpp
   void ws_drop_for_reconnect();                                      // ws_session.cpp
   void ws_closed(Conn& c);                                           // ws_session.cpp

@@ -164,7 +164,7 @@ bool Worker::ws_upgrade(Conn& c, std::string_view& data) {
   // What followed the response (the server's first frames) stays in `data`.
   data.remove_prefix(end + 4 - had);
   if (!starts_with(head, "http/1.1 101 ")) {
-    ++result_.errors["ws_handshake_status:" + head.substr(9, 3)];
+    ++result_.errors["ws_handshake_status:" + (head.size() >= 12 ? head.substr(9, 3) : "?")];
     close_conn(c);
     return false;
   }
@@ -280,12 +280,16 @@ void Worker::ws_message(Conn& c, std::string_view text) {
 }
 
 void Worker::ws_reply(Conn& c, std::string_view text) {
-  nlohmann::json j;
+  // No exception may leave a libuv callback: a reply of the wrong shape is a
+  // protocol error of this connection.
   try {
-    j = nlohmann::json::parse(text);
+    ws_reply_json(c, nlohmann::json::parse(text));
   } catch (const nlohmann::json::exception&) {
-    return protocol_error(c, "ws_bad_json");
+    protocol_error(c, "ws_bad_reply");
   }
+}
+
+void Worker::ws_reply_json(Conn& c, const nlohmann::json& j) {
   if (const auto e = j.find("error"); e != j.end()) {
     ++result_.errors["ws_error:" + e->value("code", std::string("?"))];
     return;
