@@ -37,6 +37,22 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run import ROOT, marginal, open_files, proc_sample, start, stop  # noqa: E402
 
 
+def children_cpu(parent):
+    """utime + stime of `parent`'s child processes (the harness's workers)."""
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[1]) == parent:
+                total += proc_sample(int(entry))[1]
+        except (OSError, ValueError, IndexError):
+            pass  # gone meanwhile
+    return total
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--connections", type=int, default=100000)
@@ -103,7 +119,8 @@ def main():
                 r, c = proc_sample(p.pid)
                 rss, cpu, files = rss + r, cpu + c, files + open_files(p.pid)
             samples.append((time.monotonic() - t0, rss, cpu,
-                            open("/proc/loadavg").read().split()[0], files))
+                            open("/proc/loadavg").read().split()[0], files,
+                            children_cpu(load.pid)))
             time.sleep(0.5)
         stdout, stderr = load.communicate()
         with open(out) as f:
@@ -163,6 +180,9 @@ def main():
         "server_cpu_publish_window_s": round(last[2] - first[2], 2),
         "server_cpu_per_delivered_message_us":
             round((last[2] - first[2]) * 1e6 / max(1, w["delivered"]), 3),
+        "harness_cpu_publish_window_s": round(last[5] - first[5], 2),
+        "harness_cpu_per_delivered_message_us":
+            round((last[5] - first[5]) * 1e6 / max(1, w["delivered"]), 3),
         "dead": report["dead"],
         "live_closed_by_server": report["live_closed_by_server"],
         "ramp_ms": report["ramp_ms"],
