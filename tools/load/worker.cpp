@@ -165,15 +165,17 @@ void Worker::ramp() {
   if (started_ == share_.connections) uv_timer_stop(&ramp_timer_);
 }
 
+// Publishers and --reconnect's second connections are not part of
+// --connections: they count in no connection total and not in the ramp.
+static bool counted(const Conn& c) noexcept { return !c.publisher && !(c.ws && c.ws->dropped); }
+
 void Worker::start_connect(Conn& c) {
-  // Publishers and --reconnect's second connections are not part of --connections.
-  const bool counted = !c.publisher && !(c.ws && c.ws->dropped);
-  if (counted) ++result_.connections_attempted;
+  if (counted(c)) ++result_.connections_attempted;
   int rc = uv_tcp_init_ex(&loop_, &c.tcp, AF_INET);
   if (rc < 0) {  // the handle does not exist: nothing to close
     ++result_.connect_errors[uv_err_name(rc)];
     c.state = Conn::State::closed;
-    note_resolved();
+    if (counted(c)) note_resolved();
     return;
   }
   c.tcp.data = &c;
@@ -231,7 +233,7 @@ int Worker::bind_source(Conn& c) {
 void Worker::connect_failed(Conn& c, int uv_code) {
   ++result_.connect_errors[uv_err_name(uv_code)];
   close_conn(c);
-  note_resolved();
+  if (counted(c)) note_resolved();
 }
 
 void Worker::on_connect(uv_connect_t* req, int status) {
@@ -243,12 +245,12 @@ void Worker::on_connect(uv_connect_t* req, int status) {
   if (status < 0) return w.connect_failed(c, status);
   w.result_.connect_us.record((uv_hrtime() - c.next_send_ns) / 1000);
   w.on_open(c);
-  w.note_resolved();
+  if (counted(c)) w.note_resolved();
   if (w.pending_ < w.options_.max_pending_connects && w.started_ < w.share_.connections) w.ramp();
 }
 
 void Worker::on_open(Conn& c) {
-  if (!c.publisher && !(c.ws && c.ws->dropped)) ++result_.connections_established;
+  if (counted(c)) ++result_.connections_established;
   ++open_;
   c.state = Conn::State::open;
   wheel_->cancel(c);
@@ -288,7 +290,7 @@ void Worker::on_conn_timer(TimerEntry& e) {
   if (c.state == Conn::State::connecting) {
     ++w.result_.connect_errors["ETIMEDOUT"];
     w.close_conn(c);
-    w.note_resolved();
+    if (counted(c)) w.note_resolved();
     return;
   }
   if (c.state == Conn::State::open) w.session_due(c);
