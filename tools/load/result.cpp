@@ -46,6 +46,7 @@ void counters(A& r, B& o, F&& f) {
   f("recovered", r.recovered, o.recovered);
   f("not_recovered", r.not_recovered, o.not_recovered);
   f("recovered_publications", r.recovered_publications, o.recovered_publications);
+  f("unsubscribed_at_end", r.unsubscribed_at_end, o.unsubscribed_at_end);
 }
 
 template <class A, class B, class F>
@@ -182,7 +183,9 @@ nlohmann::json LoadResult::ws_report() const {
           {"missing_gaps", missing_gaps},
           {"missing_tail", tail},
           {"missing", missing},
-          {"every_publication_reached_every_live_subscriber", missing == 0 && duplicates == 0},
+          {"unsubscribed_at_end", unsubscribed_at_end},
+          {"every_publication_reached_every_live_subscriber",
+           missing == 0 && duplicates == 0 && unsubscribed_at_end == 0},
           {"delivery_us", nlohmann::json::parse(delivery_us.summary_json())},
           {"server_pings", server_pings},
           {"presence_events", presence_events},

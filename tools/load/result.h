@@ -65,7 +65,9 @@ struct LoadResult {
   std::uint64_t recovered = 0;               // resubscribes answered recovered: true
   std::uint64_t not_recovered = 0;           // ... recovered: false
   std::uint64_t recovered_publications = 0;  // publications that came in those replies
-  stats::Histogram rtt_us;                   // write -> echo/response, from the actual send time
+  std::uint64_t unsubscribed_at_end =
+      0;                    // live subscribers open at the end without a subscribe reply
+  stats::Histogram rtt_us;  // write -> echo/response, from the actual send time
   stats::Histogram
       rtt_steady_us;            // rtt_us after the process's ramp ended (connect storms excluded)
   stats::Histogram latency_us;  // intended send time -> response (wrk2, no coordinated omission)

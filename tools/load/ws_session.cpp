@@ -406,7 +406,11 @@ void Worker::ws_finish() {
     }
   for (std::uint64_t j = 0; j < started_; ++j) {
     const Conn& c = conns_[j];
-    if (c.dead || c.state != Conn::State::open || !c.ws->subscribed) continue;
+    if (c.dead || c.state != Conn::State::open) continue;
+    if (!c.ws->subscribed) {  // its subscribe reply never came: it counts as a failure
+      ++result_.unsubscribed_at_end;
+      continue;
+    }
     const std::uint64_t pair = ws_pair(c);
     ++result_.ws_offsets[key(pair, "clients")];
     result_.ws_offsets[key(pair, "last_sum")] += c.ws->last;
