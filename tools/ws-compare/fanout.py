@@ -28,6 +28,7 @@ ones were closed on time; 1 otherwise or a failure; 2 usage error."""
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -134,6 +135,7 @@ def main():
     finally:
         for p, _ in servers:
             stop(p)
+        shutil.rmtree(stats_dir, ignore_errors=True)
 
     def at(t):
         best = samples[0]
