@@ -124,6 +124,9 @@ void Worker::route(const http::Request& req, http::Responder r) {
 
 // ---- WebSocket connections ------------------------------------------------------
 
+// Paid once per connection (examples/chat/README.md, "Costs"): a 128-byte malloc chunk.
+static_assert(sizeof(Client) <= 120, "chat::Client grew: every byte is paid per connection");
+
 void Worker::open_chat(ws::Connection& conn, const std::optional<std::string>& name) {
   auto* client = new Client(conn, index_, ++next_client_, name ? std::string_view(*name) : "");
   conn.set_user_data(client);
