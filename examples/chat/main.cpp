@@ -34,6 +34,7 @@ struct Flags {
   std::size_t max_message_size = 64 * 1024, history_size = 100, max_queued_bytes = 1 << 20;
   std::string slow_consumer = "close";
   std::string stats_json;
+  bool no_join_leave = false;
 };
 
 // Everything the flags decide, checked before anything starts.
@@ -68,7 +69,8 @@ Setup make_setup(const Flags& f) {
   s.bus.channel.history_ttl = parse_duration_flag("--history-ttl", f.history_ttl);
   if (f.history_size > 0 && s.bus.channel.history_ttl.count() <= 0)
     throw std::invalid_argument("--history-ttl must be positive when --history-size is not 0");
-  s.bus.channel.join_leave = true;
+  s.bus.channel.join_leave = !f.no_join_leave;
+  c.presence_events = s.bus.channel.join_leave;
   s.bus.limits.max_data_bytes = f.max_message_size;  // what fits in a message may be published
   s.bus.validate();
   c.history_size = f.history_size;
@@ -179,6 +181,9 @@ int main(int argc, char** argv) {
   app.add_option("--stats-interval", f.stats_interval, "how often --stats-json is rewritten")
       ->capture_default_str();
   chat::add_production_flags(app, production);
+  app.add_flag("--no-join-leave", f.no_join_leave,
+               "no join/leave pushes (presence counts are still answered): for channels with "
+               "thousands of subscribers, where every join would reach every subscriber");
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   Setup s;

@@ -2,8 +2,9 @@
 """Server RSS per WebSocket connection of heartwheel-chat: N connections
 through /ws, idle, then subscribed (each to one of 10 rooms). User-space
 memory only (VmRSS growth after 200 warm-up connections).
-Usage: examples/chat/measure_rss.py [N]   (after building; N defaults to 5000,
-run with `ulimit -n 20000`: client and server each hold N descriptors)."""
+Usage: examples/chat/measure_rss.py [N [SERVER_FLAG...]]   (after building; N
+defaults to 5000, run with `ulimit -n 20000`: client and server each hold N
+descriptors; flags go to heartwheel-chat, e.g. --no-join-leave)."""
 import json
 import os
 import sys
@@ -24,8 +25,8 @@ def rss(pid):
     return 0
 
 
-def measure(n, subscribe):
-    with Server(BIN) as s:
+def measure(n, subscribe, flags=()):
+    with Server(BIN, *flags) as s:
         warm = [RawClient(s.port, "/ws?name=warm") for _ in range(200)]
         for c in warm:
             c.recv_json()
@@ -52,5 +53,5 @@ def measure(n, subscribe):
 
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
-    measure(n, False)
-    measure(n, True)
+    measure(n, False, sys.argv[2:])
+    measure(n, True, sys.argv[2:])

@@ -86,8 +86,8 @@ std::string Worker::subscribe(Client& client, const Json& id, const std::string&
   }
   const pubsub::SubscribeResult r = hub_->subscribe(client, channel, options);
   if (r.error) return error(id, error_code_name(r.error), r.error.message());
-  client.channels.push_back(channel);
-  roster_.add(channel, client.id, client.presence_info());
+  client.add_channel(channel);
+  roster_.add(channel, client);
   // Recovered publications are in the reply, oldest first; live ones follow
   // it (the hub never delivers inside subscribe).
   return ok_reply(id, position_fields(r.position) +
@@ -99,8 +99,8 @@ std::string Worker::subscribe(Client& client, const Json& id, const std::string&
 std::string Worker::unsubscribe(Client& client, const Json& id, const std::string& channel) {
   if (const std::error_code ec = hub_->unsubscribe(client, channel))
     return error(id, error_code_name(ec), ec.message());
-  std::erase(client.channels, channel);
-  roster_.remove(channel, client.id);
+  client.remove_channel(channel);
+  roster_.remove(channel, client);
   return ok_reply(id);
 }
 
@@ -110,7 +110,7 @@ std::string Worker::publish(Client& client, const Json& id, const std::string& c
   if (data == req.end()) return error(id, "bad_request", "\"data\" is required (any JSON value)");
   // The data is stored and pushed as this JSON text; the publisher's
   // presence info goes with it as "info".
-  const pubsub::PublishResult r = hub_->publish(channel, data->dump(), client.presence_info());
+  const pubsub::PublishResult r = hub_->publish(channel, data->dump(), client.info());
   if (r.error) return error(id, error_code_name(r.error), r.error.message());
   ++stats_.publications;
   return ok_reply(id, position_fields(r.position));

@@ -1,18 +1,24 @@
 // See roster.h.
 #include "roster.h"
 
+#include "client.h"
+
 namespace chat {
 
-void Roster::add(std::string_view channel, std::string_view client, std::string_view info) {
-  std::lock_guard lock(mu_);
-  channels_[std::string(channel)].insert_or_assign(std::string(client), std::string(info));
+bool Roster::ById::operator()(const Client* a, const Client* b) const {
+  return a->id() < b->id();  // short strings: no heap
 }
 
-void Roster::remove(std::string_view channel, std::string_view client) {
+void Roster::add(std::string_view channel, const Client& client) {
+  std::lock_guard lock(mu_);
+  channels_[std::string(channel)].insert(&client);
+}
+
+void Roster::remove(std::string_view channel, const Client& client) {
   std::lock_guard lock(mu_);
   const auto it = channels_.find(std::string(channel));
   if (it == channels_.end()) return;
-  if (const auto m = it->second.find(client); m != it->second.end()) it->second.erase(m);
+  it->second.erase(&client);
   if (it->second.empty()) channels_.erase(it);  // one-off channels leave nothing behind
 }
 
@@ -24,9 +30,9 @@ std::vector<std::string> Roster::list(std::string_view channel, std::size_t limi
   const auto it = channels_.find(std::string(channel));
   if (it == channels_.end()) return out;
   total = it->second.size();
-  for (const auto& [client, info] : it->second) {
+  for (const Client* client : it->second) {
     if (out.size() >= limit) break;
-    out.push_back(info);
+    out.push_back(client->info());
   }
   return out;
 }

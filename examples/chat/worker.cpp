@@ -124,21 +124,25 @@ void Worker::route(const http::Request& req, http::Responder r) {
 
 // ---- WebSocket connections ------------------------------------------------------
 
+// Paid once per connection (examples/chat/README.md, "Costs"): a 128-byte malloc chunk.
+static_assert(sizeof(Client) <= 120, "chat::Client grew: every byte is paid per connection");
+
 void Worker::open_chat(ws::Connection& conn, const std::optional<std::string>& name) {
-  std::string id = std::to_string(index_) + "-" + std::to_string(++next_client_);
-  std::string shown = name ? *name : "guest-" + id;
-  auto* client = new Client(conn, std::move(id), std::move(shown));
-  client->set_presence_info(client_info(client->id, client->name));
+  auto* client = new Client(conn, index_, ++next_client_, name ? std::string_view(*name) : "");
   conn.set_user_data(client);
   ++stats_.chat_connections;
   const Json hello = {{"connect",
-                       {{"client", client->id},
-                        {"name", client->name},
+                       {{"client", client->id()},
+                        {"name", client->name()},
                         {"worker", index_},
                         {"ping_interval_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                                  config_.ws.ping_interval)
                                                  .count()}}}};
   (void)conn.send_text(hello.dump());
+  // Join and leave events carry the info: keep it made once. Without them
+  // it is made when asked (presence replies, publications): 48 bytes less
+  // per connection.
+  if (config_.presence_events) client->keep_info();
 }
 
 void Worker::on_message(ws::Connection& conn, ws::MessageType type, std::string& payload) {
@@ -160,7 +164,7 @@ void Worker::on_close(ws::Connection& conn, const ws::CloseInfo&) {
   auto* client = static_cast<Client*>(conn.user_data());
   if (client == nullptr) return;
   conn.set_user_data(nullptr);
-  for (const std::string& channel : client->channels) roster_.remove(channel, client->id);
+  client->for_each_channel([&](std::string_view channel) { roster_.remove(channel, *client); });
   if (hub_) hub_->unsubscribe_all(*client);  // leave events to the others
   delete client;
 }

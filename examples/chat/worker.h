@@ -37,6 +37,7 @@ struct Config {
   heartwheel::http::SessionOptions http;
   heartwheel::ws::NetHandlerOptions ws;
   std::size_t history_size = 0;  // the default and largest `limit` of a history request
+  bool presence_events = true;   // join/leave pushes (--presence-events)
   heartwheel::Duration stats_interval = std::chrono::seconds(1);
 };
 

@@ -331,6 +331,44 @@ def test_presence_join_and_leave():
         run(go(s))
 
 
+def test_no_join_leave_keeps_presence_replies_and_publisher_info():
+    # Without join/leave events the server keeps no presence info per
+    # connection and makes it when asked: the presence op and a
+    # publication's "info" must still name every client, guests included.
+    async def go(s):
+        a = await Chat.open(s, "alice")
+        g = await Chat.open(s)  # a guest
+        for c in (a, g):
+            r = await c.request("subscribe", channel="lobby")
+            assert r["ok"] is True
+        r = await a.request("presence", channel="lobby")
+        assert r["count"] == 2
+        assert sorted(r["clients"], key=lambda m: m["client"]) == sorted(
+            [{"client": a.hello["client"], "name": "alice"},
+             {"client": g.hello["client"], "name": "guest-" + g.hello["client"]}],
+            key=lambda m: m["client"])
+        await g.request("publish", channel="lobby", data={"text": "hi"})
+        p = await a.push()
+        assert p["data"] == {"text": "hi"}
+        assert p["info"] == {"client": g.hello["client"], "name": "guest-" + g.hello["client"]}
+        assert (await g.push())["data"] == {"text": "hi"}  # its own publication
+        await a.request("publish", channel="lobby", data=1)
+        assert (await a.push())["data"] == 1
+        p = await g.push()
+        assert p["data"] == 1
+        assert p["info"] == {"client": a.hello["client"], "name": "alice"}
+        assert a.pushes == [] and g.pushes == []  # no join or leave came
+        await g.request("unsubscribe", channel="lobby")
+        r = await a.request("presence", channel="lobby")
+        assert r["clients"] == [{"client": a.hello["client"], "name": "alice"}]
+        assert a.pushes == []
+        await a.close()
+        await g.close()
+
+    with Server(SERVER_BINARY, "--no-join-leave") as s:
+        run(go(s))
+
+
 def test_two_workers_deliver_across_loops():
     async def go(s):
         by_worker = {}

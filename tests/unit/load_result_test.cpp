@@ -159,3 +159,52 @@ TEST_CASE("Validation asks for more processes when one would pass the file limit
   o.source_ips = parse_source_ips("127.0.0.1-127.0.0.2");
   CHECK_NOTHROW(validate(o));
 }
+
+TEST_CASE("The ws report derives expected and missing publications from the merged offsets",
+          "[load][result][ws]") {
+  // Worker 0 published: target 0 ended at offset 10, target 1 at 7.
+  LoadResult publisher;
+  publisher.processes = 1;
+  publisher.ws_upgraded = 1;
+  publisher.ws_offsets["0/load-0:final"] = 10;
+  publisher.ws_offsets["1/load-0:final"] = 7;
+  // Worker 1: two subscribers on target 0 from offset 2, one saw up to 10,
+  // the other up to 8 (two still in flight); one gap seen on the way.
+  LoadResult subscribers;
+  subscribers.processes = 1;
+  subscribers.ws_upgraded = 3;
+  subscribers.delivered = 8 + 6 + 7;
+  subscribers.missing_gaps = 1;
+  subscribers.ws_offsets["0/load-0:clients"] = 2;
+  subscribers.ws_offsets["0/load-0:base_sum"] = 4;
+  subscribers.ws_offsets["0/load-0:last_sum"] = 18;
+  // ... and one on target 1 from 0, up to 7.
+  subscribers.ws_offsets["1/load-0:clients"] = 1;
+  subscribers.ws_offsets["1/load-0:base_sum"] = 0;
+  subscribers.ws_offsets["1/load-0:last_sum"] = 7;
+  LoadResult merged;
+  merged.merge(publisher);
+  merged.merge(subscribers);
+  const auto w = merged.report_json(2)["ws"];
+  CHECK(w["live_subscribers_at_end"] == 3);
+  CHECK(w["expected"] == 2 * 10 - 4 + 7);
+  CHECK(w["missing_tail"] == 2);
+  CHECK(w["missing"] == 3);
+  CHECK(w["every_publication_reached_every_live_subscriber"] == false);
+}
+
+TEST_CASE(
+    "Without a publisher on a target the ws report holds its subscribers to the first "
+    "target's offsets",
+    "[load][result][ws]") {
+  LoadResult r;
+  r.processes = 1;
+  r.ws_upgraded = 1;
+  r.ws_offsets["0/load-0:final"] = 5;
+  r.ws_offsets["2/load-0:clients"] = 1;
+  r.ws_offsets["2/load-0:base_sum"] = 1;
+  r.ws_offsets["2/load-0:last_sum"] = 5;
+  const auto w = r.report_json(1)["ws"];
+  CHECK(w["expected"] == 4);
+  CHECK(w["missing"] == 0);
+}

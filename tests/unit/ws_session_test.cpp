@@ -314,3 +314,31 @@ TEST_CASE("ws session: options are checked when a session is made", "[ws][sessio
   options.max_message_bytes = 0;
   CHECK_THROWS_WITH(Session(peer, peer, options), Catch::Contains("max_message_bytes"));
 }
+
+TEST_CASE("ws session: a session costs at most 136 bytes before any control frame with a payload",
+          "[ws][session]") {
+  // Every connection pays it (100,000 in the fan-out proof): the 125-byte
+  // control buffer is allocated only when a control payload arrives.
+  CHECK(sizeof(Session) <= 136);
+}
+
+TEST_CASE(
+    "ws session: a ping payload split over feeds between the fragments of a message comes back "
+    "whole in the pong",
+    "[ws][session]") {
+  Peer peer;
+  SessionOptions options;
+  Session s(peer, peer, options);
+  const std::string ping = client_frame(Opcode::ping, "split-payload");
+  s.feed(client_frame(Opcode::text, "first ", false));
+  s.feed(ping.substr(0, 9));
+  CHECK(peer.sent.empty());
+  s.feed(ping.substr(9));
+  CHECK(peer.sent == server_frame(Opcode::pong, "split-payload"));
+  s.feed(client_frame(Opcode::continuation, "second"));
+  CHECK(peer.events == std::vector<std::string>{"ping:split-payload", "text:first second"});
+  // The buffer, once there, serves the next control frame too.
+  peer.sent.clear();
+  s.feed(client_frame(Opcode::ping, "again"));
+  CHECK(peer.sent == server_frame(Opcode::pong, "again"));
+}

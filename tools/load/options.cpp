@@ -67,6 +67,8 @@ const char* mode_name(Mode m) noexcept {
       return "rpc";
     case Mode::http:
       return "http";
+    case Mode::ws:
+      return "ws";
   }
   return "?";
 }
@@ -197,11 +199,14 @@ void add_options(CLI::App& app, LoadOptions& o) {
              o.mode = Mode::rpc;
            else if (s == "http")
              o.mode = Mode::http;
+           else if (s == "ws")
+             o.mode = Mode::ws;
            else
-             throw CLI::ValidationError("--mode", "must be echo, rpc or http");
+             throw CLI::ValidationError("--mode", "must be echo, rpc, http or ws");
          },
          "echo: raw bytes echoed back; rpc: REQUEST/RESPONSE frames with PING/PONG heartbeats; "
-         "http: keep-alive GET requests")
+         "http: keep-alive GET requests; ws: WebSocket subscribers of heartwheel-chat's protocol "
+         "and a publisher")
       ->default_str("echo")
       ->type_name("MODE");
   app.add_option("-s,--message-size", o.message_size,
@@ -216,6 +221,54 @@ void add_options(CLI::App& app, LoadOptions& o) {
                "rpc: send a PING when nothing was written for this long (0 = never)");
   app.add_option("--http-path", o.http_path, "http: request target of the GET")
       ->capture_default_str();
+  app.add_option("--ws-path", o.ws_path, "ws: the WebSocket endpoint's request target")
+      ->capture_default_str();
+  app.add_option("--channels", o.channels,
+                 "ws: channels; subscriber i joins channel (i / targets) mod K")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000}));
+  app.add_option("--channel-prefix", o.channel_prefix,
+                 "ws: channel names are PREFIX0, PREFIX1, ...")
+      ->capture_default_str();
+  app.add_option("--publish-rate", o.publish_rate,
+                 "ws: publications per second (publication k goes to channel k mod K); 0: none")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option_function<std::string>(
+         "--publish-targets",
+         [&o](const std::string& s) {
+           if (s == "all")
+             o.publish_all_targets = true;
+           else if (s == "first")
+             o.publish_all_targets = false;
+           else
+             throw CLI::ValidationError("--publish-targets", "must be all or first");
+         },
+         "ws: publish each publication on every target (independent servers) or on the first "
+         "only (servers that share a broker)")
+      ->default_str("all")
+      ->type_name("all|first");
+  add_duration(app, "--publish-start", o.publish_start,
+               "ws: publishing starts this long after the start (default: connections / "
+               "connect-rate + 1s)")
+      ->default_str("auto");
+  add_duration(app, "--publish-stop-before", o.publish_stop_before,
+               "ws: publishing stops this long before --duration ends, so the last "
+               "publications land before the count");
+  app.add_option("--reconnect", o.reconnect_fraction,
+                 "ws: this fraction of the live subscribers drops its connection once (RST) and "
+                 "reconnects, resubscribing with since {offset, epoch}")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  add_duration(app, "--reconnect-at", o.reconnect_at,
+               "ws: when the --reconnect subscribers drop (default: the middle of the publish "
+               "window)")
+      ->default_str("auto");
+  add_duration(app, "--reconnect-delay", o.reconnect_delay,
+               "ws: how long a dropped subscriber waits before it reconnects");
+  app.add_flag("--expect-delivery", o.expect_delivery,
+               "ws: every publication must reach every live subscriber once (no missing, no "
+               "duplicate); otherwise exit status 3");
   app.add_option(
          "--dead-fraction", o.dead_fraction,
          "Fraction of connections that go silent after their first exchange (keep reading, never "
@@ -273,6 +326,32 @@ void validate(const LoadOptions& o) {
     throw std::invalid_argument("--tick must be at least 1ms");
   if (o.duration <= std::chrono::nanoseconds{0})
     throw std::invalid_argument("--duration must be positive");
+  if (o.mode == Mode::ws) {
+    if (o.publish_rate > 0 && publish_stop_of(o) <= publish_start_of(o))
+      throw std::invalid_argument(
+          "ws: nothing would be published: --publish-start must come before --duration minus "
+          "--publish-stop-before (lengthen --duration)");
+    if (o.reconnect_fraction > 0 && reconnect_at_of(o) + o.reconnect_delay >= o.duration)
+      throw std::invalid_argument(
+          "ws: --reconnect-at + --reconnect-delay must come before --duration ends");
+    if (o.ws_path.empty() || o.ws_path[0] != '/')
+      throw std::invalid_argument("--ws-path must start with '/'");
+  }
+}
+
+std::chrono::nanoseconds publish_start_of(const LoadOptions& o) {
+  if (o.publish_start.count() >= 0) return o.publish_start;
+  const double ramp_s = static_cast<double>(o.connections) / o.connect_rate + 1.0;
+  return std::min(o.duration, std::chrono::nanoseconds(static_cast<std::int64_t>(ramp_s * 1e9)));
+}
+
+std::chrono::nanoseconds publish_stop_of(const LoadOptions& o) {
+  return o.duration - o.publish_stop_before;
+}
+
+std::chrono::nanoseconds reconnect_at_of(const LoadOptions& o) {
+  if (o.reconnect_at.count() >= 0) return o.reconnect_at;
+  return (publish_start_of(o) + publish_stop_of(o)) / 2;
 }
 
 ProcessShare share_of(const LoadOptions& o, unsigned index) {

@@ -24,7 +24,7 @@ class App;
 
 namespace heartwheel::load {
 
-enum class Mode { echo, rpc, http };
+enum class Mode { echo, rpc, http, ws };
 
 const char* mode_name(Mode m) noexcept;
 
@@ -56,6 +56,20 @@ struct LoadOptions {
   std::chrono::nanoseconds message_interval = std::chrono::seconds(1);
   std::chrono::nanoseconds heartbeat{0};  // rpc: PING after this long without writing
   std::string http_path = "/";
+  // ws mode (tools/load/ws_session.cpp, README "ws mode"): subscriber i joins
+  // channel channel_prefix + (i / targets) mod channels; a publisher
+  // connection per target (publish_targets all) or on the first target only.
+  std::string ws_path = "/ws";
+  std::uint64_t channels = 1;
+  std::string channel_prefix = "load-";
+  double publish_rate = 1;                     // publications per second, whole run; 0: none
+  bool publish_all_targets = true;             // false: the first target only (a shared broker)
+  std::chrono::nanoseconds publish_start{-1};  // < 0: connections / connect_rate + 1s
+  std::chrono::nanoseconds publish_stop_before = std::chrono::seconds(2);
+  double reconnect_fraction = 0;  // live subscribers that drop and reconnect once with `since`
+  std::chrono::nanoseconds reconnect_at{-1};  // < 0: the middle of the publish window
+  std::chrono::nanoseconds reconnect_delay = std::chrono::seconds(1);
+  bool expect_delivery = false;  // exit 3 unless every publication reached every live subscriber
   double dead_fraction = 0;
   std::chrono::nanoseconds expect_idle_close{0};  // 0: no expectation
   std::chrono::nanoseconds idle_close_slack = std::chrono::seconds(1);
@@ -95,6 +109,12 @@ inline bool is_dead(double fraction, std::uint64_t j) noexcept {
   return static_cast<std::uint64_t>(static_cast<double>(j + 1) * fraction) >
          static_cast<std::uint64_t>(static_cast<double>(j) * fraction);
 }
+
+// ws mode: when publishing starts and stops, and when reconnecting clients
+// drop, from the start of the run (defaults resolved).
+std::chrono::nanoseconds publish_start_of(const LoadOptions& options);
+std::chrono::nanoseconds publish_stop_of(const LoadOptions& options);
+std::chrono::nanoseconds reconnect_at_of(const LoadOptions& options);
 
 // Highest connection count one process may hold: the file limit (20000 here)
 // minus room for the loop's own descriptors.

@@ -31,6 +31,22 @@ void counters(A& r, B& o, F&& f) {
   f("open_at_end", r.open_at_end, o.open_at_end);
   f("connects_unfinished", r.connects_unfinished, o.connects_unfinished);
   f("processes", r.processes, o.processes);
+  f("ws_upgraded", r.ws_upgraded, o.ws_upgraded);
+  f("ws_subscribed", r.ws_subscribed, o.ws_subscribed);
+  f("ws_publishers", r.ws_publishers, o.ws_publishers);
+  f("publications_sent", r.publications_sent, o.publications_sent);
+  f("publish_acks", r.publish_acks, o.publish_acks);
+  f("publish_skipped", r.publish_skipped, o.publish_skipped);
+  f("delivered", r.delivered, o.delivered);
+  f("duplicates", r.duplicates, o.duplicates);
+  f("missing_gaps", r.missing_gaps, o.missing_gaps);
+  f("server_pings", r.server_pings, o.server_pings);
+  f("presence_events", r.presence_events, o.presence_events);
+  f("reconnects", r.reconnects, o.reconnects);
+  f("recovered", r.recovered, o.recovered);
+  f("not_recovered", r.not_recovered, o.not_recovered);
+  f("recovered_publications", r.recovered_publications, o.recovered_publications);
+  f("unsubscribed_at_end", r.unsubscribed_at_end, o.unsubscribed_at_end);
 }
 
 template <class A, class B, class F>
@@ -38,6 +54,7 @@ void count_maps(A& r, B& o, F&& f) {
   f("connect_errors", r.connect_errors, o.connect_errors);
   f("errors", r.errors, o.errors);
   f("http_status", r.http_status, o.http_status);
+  f("ws_offsets", r.ws_offsets, o.ws_offsets);
 }
 
 template <class A, class B, class F>
@@ -48,6 +65,7 @@ void histograms(A& r, B& o, F&& f) {
   f("heartbeat_rtt_us", r.heartbeat_rtt_us, o.heartbeat_rtt_us);
   f("connect_us", r.connect_us, o.connect_us);
   f("dead_close_ms", r.dead_close_ms, o.dead_close_ms);
+  f("delivery_us", r.delivery_us, o.delivery_us);
 }
 
 }  // namespace
@@ -115,7 +133,65 @@ nlohmann::json LoadResult::report_json(unsigned workers_expected) const {
                  {"p50", dead_close_ms.percentile(50)},
                  {"p99", dead_close_ms.percentile(99)},
                  {"max", dead_close_ms.max()}}}};
+  if (ws_upgraded > 0 || !ws_offsets.empty()) j["ws"] = ws_report();
   return j;
+}
+
+nlohmann::json LoadResult::ws_report() const {
+  // Per (target, channel): what the live subscribers open at the end should
+  // have received (clients * final - base_sum) and what they still lack after
+  // the last offset each saw (clients * final - last_sum).
+  std::map<std::string, std::uint64_t> final_of, clients_of, last_of, base_of;
+  for (const auto& [key, v] : ws_offsets) {
+    const auto colon = key.rfind(':');
+    if (colon == std::string::npos) continue;
+    const std::string pair = key.substr(0, colon), what = key.substr(colon + 1);
+    if (what == "final")
+      final_of[pair] = v;
+    else if (what == "clients")
+      clients_of[pair] = v;
+    else if (what == "last_sum")
+      last_of[pair] = v;
+    else if (what == "base_sum")
+      base_of[pair] = v;
+  }
+  std::uint64_t expected = 0, tail = 0, live = 0;
+  for (const auto& [pair, n] : clients_of) {
+    live += n;
+    // Targets without a publisher (--publish-targets first: servers sharing a
+    // broker) are expected to reach the first target's offsets.
+    const std::string first = "0" + pair.substr(pair.find('/'));
+    const std::uint64_t final = final_of.count(pair)    ? final_of[pair]
+                                : final_of.count(first) ? final_of[first]
+                                                        : 0;
+    const std::uint64_t top = n * final;
+    expected += top > base_of[pair] ? top - base_of[pair] : 0;
+    tail += top > last_of[pair] ? top - last_of[pair] : 0;
+  }
+  const std::uint64_t missing = missing_gaps + tail;
+  return {{"upgraded", ws_upgraded},
+          {"subscribed", ws_subscribed},
+          {"publishers", ws_publishers},
+          {"publications_sent", publications_sent},
+          {"publish_acks", publish_acks},
+          {"publish_skipped", publish_skipped},
+          {"live_subscribers_at_end", live},
+          {"expected", expected},
+          {"delivered", delivered},
+          {"recovered_publications", recovered_publications},
+          {"duplicates", duplicates},
+          {"missing_gaps", missing_gaps},
+          {"missing_tail", tail},
+          {"missing", missing},
+          {"unsubscribed_at_end", unsubscribed_at_end},
+          {"every_publication_reached_every_live_subscriber",
+           missing == 0 && duplicates == 0 && unsubscribed_at_end == 0},
+          {"delivery_us", nlohmann::json::parse(delivery_us.summary_json())},
+          {"server_pings", server_pings},
+          {"presence_events", presence_events},
+          {"reconnects", reconnects},
+          {"recovered", recovered},
+          {"not_recovered", not_recovered}};
 }
 
 }  // namespace heartwheel::load

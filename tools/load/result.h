@@ -30,10 +30,16 @@ struct LoadResult {
   std::uint64_t bytes_received = 0;
   std::uint64_t pings_sent = 0;  // rpc heartbeats we sent
   std::uint64_t pongs_received = 0;
-  std::uint64_t pings_answered = 0;     // server PINGs we answered with PONG
-  std::uint64_t rpc_errors = 0;         // ERROR frames
-  std::uint64_t sends_dropped = 0;      // sends skipped because the write backlog was full
-  Counts http_status;                   // "200" -> count
+  std::uint64_t pings_answered = 0;  // server PINGs we answered with PONG
+  std::uint64_t rpc_errors = 0;      // ERROR frames
+  std::uint64_t sends_dropped = 0;   // sends skipped because the write backlog was full
+  Counts http_status;                // "200" -> count
+  // ws: per target t and channel c, "t/c:final" (the publisher's last
+  // offset), "t/c:clients" and "t/c:last_sum" (live subscribers open at the
+  // end, and the sum of the last offset each had seen), "t/c:base_sum" (the
+  // sum of their starting offsets): the supervisor derives missing_tail and
+  // expected from them (report_json's "ws" block).
+  Counts ws_offsets;
   std::uint64_t dead_count = 0;         // connections chosen to go silent (and established)
   std::uint64_t dead_closed = 0;        // ... that the server closed
   std::uint64_t dead_closed_early = 0;  // closed before --expect-idle-close
@@ -43,13 +49,32 @@ struct LoadResult {
   std::uint64_t connects_unfinished = 0;  // connects still in flight when the run stopped
   std::uint64_t ramp_ms = 0;              // from start until every connect attempt resolved
   std::uint64_t processes = 0;            // worker results merged into this one
-  stats::Histogram rtt_us;                // write -> echo/response, from the actual send time
+  // ws mode (see README "ws mode")
+  std::uint64_t ws_upgraded = 0;             // 101 responses with the right Sec-WebSocket-Accept
+  std::uint64_t ws_subscribed = 0;           // subscribe replies with ok (reconnects included)
+  std::uint64_t ws_publishers = 0;           // publisher connections upgraded
+  std::uint64_t publications_sent = 0;       // publish requests written (one per target)
+  std::uint64_t publish_acks = 0;            // ... answered ok
+  std::uint64_t publish_skipped = 0;         // owed while a publisher was not connected
+  std::uint64_t delivered = 0;               // publications received live, first time
+  std::uint64_t duplicates = 0;              // publications at or below an offset already seen
+  std::uint64_t missing_gaps = 0;            // offsets skipped between two received ones
+  std::uint64_t server_pings = 0;            // WebSocket pings received (answered unless dead)
+  std::uint64_t presence_events = 0;         // join/leave pushes received
+  std::uint64_t reconnects = 0;              // --reconnect drops that connected again
+  std::uint64_t recovered = 0;               // resubscribes answered recovered: true
+  std::uint64_t not_recovered = 0;           // ... recovered: false
+  std::uint64_t recovered_publications = 0;  // publications that came in those replies
+  std::uint64_t unsubscribed_at_end =
+      0;                    // live subscribers open at the end without a subscribe reply
+  stats::Histogram rtt_us;  // write -> echo/response, from the actual send time
   stats::Histogram
       rtt_steady_us;            // rtt_us after the process's ramp ended (connect storms excluded)
   stats::Histogram latency_us;  // intended send time -> response (wrk2, no coordinated omission)
   stats::Histogram heartbeat_rtt_us;  // PING -> PONG
   stats::Histogram connect_us;        // connect() -> connected
   stats::Histogram dead_close_ms;     // last send of a dead connection -> server closed it
+  stats::Histogram delivery_us;       // ws: publish request written -> publication received
 
   // Adds `other` into this result. Throws std::invalid_argument if histogram
   // precisions differ.
@@ -66,6 +91,10 @@ struct LoadResult {
   // workers_reported (results merged) and complete (reported == expected).
   // An incomplete report undercounts everything the missing workers held.
   nlohmann::json report_json(unsigned workers_expected) const;
+
+  // ws mode's block of the report: delivered, expected, missing (gaps +
+  // tail), duplicates, delivery_us, recovery counts.
+  nlohmann::json ws_report() const;
 
   // Every worker of a run of `workers_expected` handed in its result.
   bool complete(unsigned workers_expected) const noexcept { return processes == workers_expected; }

@@ -90,7 +90,8 @@ void Worker::send_ping(Conn& c) {
 }
 
 void Worker::session_due(Conn& c) {
-  if (c.silent || c.state != Conn::State::open) return;
+  // ws mode sends nothing on a schedule (ws_session.cpp: subscribe, pongs, the publisher's timer).
+  if (c.silent || c.state != Conn::State::open || options_.mode == Mode::ws) return;
   const std::uint64_t now = uv_hrtime();
   const std::uint64_t interval = ns(options_.message_interval);
   if (interval > 0 && !(options_.mode == Mode::http && c.awaiting)) {
@@ -257,6 +258,9 @@ void Worker::on_data(Conn& c, const std::uint8_t* data, std::size_t len) {
       }
       break;
     }
+    case Mode::ws:
+      ws_data(c, data, len);
+      break;
   }
 }
 

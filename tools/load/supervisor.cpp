@@ -147,6 +147,27 @@ void print_summary(const nlohmann::json& r) {
       dead["close_after_ms"]["max"].get<unsigned long long>(),
       dead["closed_early"].get<unsigned long long>(), dead["closed_late"].get<unsigned long long>(),
       r["live_closed_by_server"].get<unsigned long long>());
+  if (r.contains("ws")) {
+    const auto& w = r["ws"];
+    const auto& d = w["delivery_us"];
+    std::printf(
+        "ws: upgraded %llu, subscribed %llu, publishers %llu; publications sent %llu acked %llu; "
+        "delivered %llu of %llu expected (+%llu recovered), missing %llu (gaps %llu, tail %llu), "
+        "duplicates %llu\n"
+        "delivery_us: p50 %llu p99 %llu max %llu; server pings %llu; reconnects %llu "
+        "(recovered %llu, not %llu)\n",
+        w["upgraded"].get<unsigned long long>(), w["subscribed"].get<unsigned long long>(),
+        w["publishers"].get<unsigned long long>(), w["publications_sent"].get<unsigned long long>(),
+        w["publish_acks"].get<unsigned long long>(), w["delivered"].get<unsigned long long>(),
+        w["expected"].get<unsigned long long>(),
+        w["recovered_publications"].get<unsigned long long>(),
+        w["missing"].get<unsigned long long>(), w["missing_gaps"].get<unsigned long long>(),
+        w["missing_tail"].get<unsigned long long>(), w["duplicates"].get<unsigned long long>(),
+        d["p50"].get<unsigned long long>(), d["p99"].get<unsigned long long>(),
+        d["max"].get<unsigned long long>(), w["server_pings"].get<unsigned long long>(),
+        w["reconnects"].get<unsigned long long>(), w["recovered"].get<unsigned long long>(),
+        w["not_recovered"].get<unsigned long long>());
+  }
   if (!r["connect_errors"].empty())
     std::printf("connect errors: %s\n", r["connect_errors"].dump().c_str());
   if (!r["errors"].empty()) std::printf("errors: %s\n", r["errors"].dump().c_str());
@@ -317,10 +338,29 @@ int run_supervisor(const LoadOptions& options) {
                        {"dead_fraction", options.dead_fraction},
                        {"expect_idle_close_ms", options.expect_idle_close.count() / 1'000'000},
                        {"idle_close_slack_ms", options.idle_close_slack.count() / 1'000'000}};
+  if (options.mode == Mode::ws)
+    report["options"].update({{"ws_path", options.ws_path},
+                              {"channels", options.channels},
+                              {"channel_prefix", options.channel_prefix},
+                              {"publish_rate", options.publish_rate},
+                              {"publish_targets", options.publish_all_targets ? "all" : "first"},
+                              {"publish_start_ms", publish_start_of(options).count() / 1'000'000},
+                              {"publish_stop_ms", publish_stop_of(options).count() / 1'000'000},
+                              {"reconnect_fraction", options.reconnect_fraction},
+                              {"reconnect_at_ms", reconnect_at_of(options).count() / 1'000'000},
+                              {"reconnect_delay_ms", options.reconnect_delay.count() / 1'000'000}});
   bool expectations_met = true;
   if (options.expect_idle_close.count() > 0) {
     expectations_met = merged.live_closed_by_server == 0 && merged.dead_not_closed() == 0 &&
                        merged.dead_closed_early == 0 && merged.dead_closed_late == 0;
+    report["expectations_met"] = expectations_met;
+  }
+  if (options.expect_delivery) {
+    const bool delivered =
+        report.contains("ws") &&
+        report["ws"]["every_publication_reached_every_live_subscriber"].get<bool>() &&
+        merged.publish_acks > 0;
+    expectations_met = expectations_met && delivered;
     report["expectations_met"] = expectations_met;
   }
   report["timeline"] = std::move(timeline);
@@ -337,7 +377,7 @@ int run_supervisor(const LoadOptions& options) {
   if (status == 0 && !expectations_met) {
     std::printf(
         "expectations NOT met (see dead.closed_early/closed_late/not_closed, "
-        "live_closed_by_server)\n");
+        "live_closed_by_server, ws.missing/duplicates)\n");
     status = 3;
   }
   return status;

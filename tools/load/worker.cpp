@@ -8,12 +8,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <thread>
+
+#include "ws_state.h"
 
 namespace heartwheel::load {
 
@@ -82,6 +85,7 @@ Worker::Worker(const LoadOptions& options, ProcessShare share, int report_fd)
   }
   read_buf_ = std::make_unique<std::uint8_t[]>(kReadBufferBytes);
   prepare_payload(options, scratch_, http_request_);
+  if (options.mode == Mode::ws) ws_setup();
 
   result_.processes = 1;
 }
@@ -90,8 +94,10 @@ Worker::~Worker() {
   // run() closed every handle; anything left means run() never ran.
   if (wheel_) {
     for (std::uint64_t j = 0; j < share_.connections; ++j) wheel_->cancel(conns_[j]);
+    for (std::uint64_t j = 0; j < publisher_count_; ++j) wheel_->cancel(publishers_[j]);
     wheel_.reset();
   }
+  ws_free();
   uv_run(&loop_, UV_RUN_DEFAULT);
   uv_loop_close(&loop_);
 }
@@ -105,7 +111,25 @@ int Worker::run() {
   heartwheel::check_uv(uv_timer_init(&loop_, &stop_timer_), "uv_timer_init");
   heartwheel::check_uv(uv_signal_init(&loop_, &sigterm_), "uv_signal_init");
   heartwheel::check_uv(uv_signal_init(&loop_, &sigint_), "uv_signal_init");
+  heartwheel::check_uv(uv_timer_init(&loop_, &publish_timer_), "uv_timer_init");
+  heartwheel::check_uv(uv_timer_init(&loop_, &reconnect_timer_), "uv_timer_init");
   ramp_timer_.data = progress_timer_.data = stop_timer_.data = sigterm_.data = sigint_.data = this;
+  publish_timer_.data = reconnect_timer_.data = this;
+  if (options_.mode == Mode::ws) {
+    if (publisher_count_ > 0) {
+      // Often enough that a publication is never more than ~a period late.
+      const double period_ms = std::clamp(1000.0 / options_.publish_rate / 2, 1.0, 10.0);
+      uv_timer_start(
+          &publish_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->ws_publish_due(); },
+          static_cast<std::uint64_t>(publish_start_of(options_).count() / 1'000'000),
+          static_cast<std::uint64_t>(period_ms));
+    }
+    if (options_.reconnect_fraction > 0)
+      uv_timer_start(
+          &reconnect_timer_,
+          [](uv_timer_t* t) { static_cast<Worker*>(t->data)->ws_drop_for_reconnect(); },
+          static_cast<std::uint64_t>(reconnect_at_of(options_).count() / 1'000'000), 0);
+  }
   uv_timer_start(
       &ramp_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->ramp(); }, 0, kRampPeriodMs);
   uv_timer_start(
@@ -114,10 +138,14 @@ int Worker::run() {
   uv_timer_start(
       &stop_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->stop(); },
       static_cast<std::uint64_t>(options_.duration.count() / 1'000'000), 0);
-  heartwheel::check_uv(uv_signal_start(
-      &sigterm_, [](uv_signal_t* s, int) { static_cast<Worker*>(s->data)->stop(); }, SIGTERM), "");
-  heartwheel::check_uv(uv_signal_start(
-      &sigint_, [](uv_signal_t* s, int) { static_cast<Worker*>(s->data)->stop(); }, SIGINT), "");
+  heartwheel::check_uv(
+      uv_signal_start(
+          &sigterm_, [](uv_signal_t* s, int) { static_cast<Worker*>(s->data)->stop(); }, SIGTERM),
+      "");
+  heartwheel::check_uv(
+      uv_signal_start(
+          &sigint_, [](uv_signal_t* s, int) { static_cast<Worker*>(s->data)->stop(); }, SIGINT),
+      "");
   if (share_.connections == 0) note_resolved();
   uv_run(&loop_, UV_RUN_DEFAULT);
   return reported_ ? 0 : 1;
@@ -125,6 +153,8 @@ int Worker::run() {
 
 void Worker::ramp() {
   if (stopping_) return;
+  if (publisher_count_ > 0 && publishers_[0].state == Conn::State::idle)
+    for (std::uint64_t p = 0; p < publisher_count_; ++p) start_connect(publishers_[p]);
   const double rate = options_.connect_rate / share_.count;
   const double elapsed_s = static_cast<double>(uv_hrtime() - start_ns_) / 1e9;
   // One connection at once, then the rate; never more than the share.
@@ -135,13 +165,17 @@ void Worker::ramp() {
   if (started_ == share_.connections) uv_timer_stop(&ramp_timer_);
 }
 
+// Publishers and --reconnect's second connections are not part of
+// --connections: they count in no connection total and not in the ramp.
+static bool counted(const Conn& c) noexcept { return !c.publisher && !(c.ws && c.ws->dropped); }
+
 void Worker::start_connect(Conn& c) {
-  ++result_.connections_attempted;
+  if (counted(c)) ++result_.connections_attempted;
   int rc = uv_tcp_init_ex(&loop_, &c.tcp, AF_INET);
   if (rc < 0) {  // the handle does not exist: nothing to close
     ++result_.connect_errors[uv_err_name(rc)];
     c.state = Conn::State::closed;
-    note_resolved();
+    if (counted(c)) note_resolved();
     return;
   }
   c.tcp.data = &c;
@@ -199,7 +233,7 @@ int Worker::bind_source(Conn& c) {
 void Worker::connect_failed(Conn& c, int uv_code) {
   ++result_.connect_errors[uv_err_name(uv_code)];
   close_conn(c);
-  note_resolved();
+  if (counted(c)) note_resolved();
 }
 
 void Worker::on_connect(uv_connect_t* req, int status) {
@@ -211,12 +245,12 @@ void Worker::on_connect(uv_connect_t* req, int status) {
   if (status < 0) return w.connect_failed(c, status);
   w.result_.connect_us.record((uv_hrtime() - c.next_send_ns) / 1000);
   w.on_open(c);
-  w.note_resolved();
+  if (counted(c)) w.note_resolved();
   if (w.pending_ < w.options_.max_pending_connects && w.started_ < w.share_.connections) w.ramp();
 }
 
 void Worker::on_open(Conn& c) {
-  ++result_.connections_established;
+  if (counted(c)) ++result_.connections_established;
   ++open_;
   c.state = Conn::State::open;
   wheel_->cancel(c);
@@ -230,6 +264,10 @@ void Worker::on_open(Conn& c) {
   const std::uint64_t now = uv_hrtime();
   c.last_write_ns = now;
   c.next_send_ns = now;
+  if (options_.mode == Mode::ws) {
+    if (c.dead) ++result_.dead_count;  // silent once its subscribe reply came
+    return ws_open(c);
+  }
   if (c.dead) {
     ++result_.dead_count;
     // Nothing will ever be exchanged: silent from the start, timed from connect.
@@ -252,10 +290,14 @@ void Worker::on_conn_timer(TimerEntry& e) {
   if (c.state == Conn::State::connecting) {
     ++w.result_.connect_errors["ETIMEDOUT"];
     w.close_conn(c);
-    w.note_resolved();
+    if (counted(c)) w.note_resolved();
     return;
   }
   if (c.state == Conn::State::open) w.session_due(c);
+  if (c.state == Conn::State::closed && c.ws && c.ws->reconnect_waiting) {
+    c.ws->reconnect_waiting = false;
+    if (!w.stopping_) w.start_connect(c);
+  }
 }
 
 void Worker::schedule_session(Conn& c) {
@@ -370,6 +412,7 @@ void Worker::on_closed(uv_handle_t* h) {
   Conn& c = *static_cast<Conn*>(h->data);
   c.state = Conn::State::closed;
   free_http(c);
+  if (c.ws) c.worker->ws_closed(c);
 }
 
 bool Worker::write_line(const std::string& line) {
@@ -412,6 +455,7 @@ void Worker::stop() {
   // sockets on a loaded machine can outlast --grace, and a worker the
   // supervisor kills then must not take its result with it.
   test_hook_before_report(share_.index);
+  if (options_.mode == Mode::ws) ws_finish();
   const nlohmann::json line = {{"type", "result"}, {"result", result_.to_json()}};
   reported_ = write_line(line.dump() + "\n");
   test_hook_slow_teardown();
@@ -427,12 +471,15 @@ void Worker::stop() {
     }
     close_conn(c);
   }
+  for (std::uint64_t p = 0; p < publisher_count_; ++p) close_conn(publishers_[p]);
   wheel_.reset();  // every entry is cancelled; its handles close on this run
   uv_close(as_handle(&ramp_timer_), nullptr);
   uv_close(as_handle(&progress_timer_), nullptr);
   uv_close(as_handle(&stop_timer_), nullptr);
   uv_close(as_handle(&sigterm_), nullptr);
   uv_close(as_handle(&sigint_), nullptr);
+  uv_close(as_handle(&publish_timer_), nullptr);
+  uv_close(as_handle(&reconnect_timer_), nullptr);
 }
 
 }  // namespace heartwheel::load

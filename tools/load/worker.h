@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "options.h"
@@ -37,6 +38,7 @@ struct llhttp__internal_s;
 namespace heartwheel::load {
 
 class Worker;
+struct WsConn;  // ws mode's per-connection state (ws_session.cpp)
 
 struct Conn final : TimerEntry {
   enum class State : std::uint8_t { idle, connecting, open, closing, closed };
@@ -56,8 +58,10 @@ struct Conn final : TimerEntry {
   bool dead = false;                          // chosen to go silent after its first exchange
   bool silent = false;                        // writes nothing any more
   bool awaiting = false;                      // http: a request is outstanding
+  bool publisher = false;                     // ws: the publisher connection of a target
   std::uint8_t rx_buf[16] = {};               // header or stamp bytes being assembled
   struct llhttp__internal_s* http = nullptr;  // http mode only
+  WsConn* ws = nullptr;                       // ws mode only, kept across reconnects
 };
 
 class Worker {
@@ -85,6 +89,9 @@ class Worker {
   void schedule_session(Conn& c);
   void protocol_error(Conn& c, const char* what);
   static int on_http_complete(struct llhttp__internal_s* parser);  // llhttp callback
+  // ws mode (ws_session.cpp)
+  void ws_message(Conn& c, std::string_view text);
+  void ws_send(Conn& c, std::uint8_t opcode, std::string_view payload);
 
  private:
   static void on_conn_timer(TimerEntry& e);
@@ -106,6 +113,20 @@ class Worker {
   void init_http(Conn& c);                                           // session.cpp
   void finish_http(Conn& c);                                         // session.cpp
   static void free_http(Conn& c);                                    // session.cpp
+  void ws_setup();                                                   // ws_session.cpp
+  void ws_open(Conn& c);                                             // ws_session.cpp
+  void ws_data(Conn& c, const std::uint8_t* data, std::size_t len);  // ws_session.cpp
+  bool ws_upgrade(Conn& c, std::string_view& data);                  // ws_session.cpp
+  void ws_subscribe(Conn& c);                                        // ws_session.cpp
+  void ws_reply(Conn& c, std::string_view text);                     // ws_session.cpp
+  void ws_reply_json(Conn& c, const nlohmann::json& reply);          // ws_session.cpp
+  void ws_publish_due();                                             // ws_session.cpp
+  void ws_drop_for_reconnect();                                      // ws_session.cpp
+  void ws_closed(Conn& c);                                           // ws_session.cpp
+  void ws_finish();                                                  // ws_session.cpp
+  void ws_free();                                                    // ws_session.cpp
+  std::uint64_t ws_pair(const Conn& c) const noexcept;               // target * K + channel
+  std::string ws_channel(std::uint64_t channel) const;
   void progress();
   void stop();
   bool write_line(const std::string& line);
@@ -118,6 +139,7 @@ class Worker {
   uv_loop_t loop_{};
   std::optional<LoopWheel> wheel_;
   uv_timer_t ramp_timer_{}, progress_timer_{}, stop_timer_{};
+  uv_timer_t publish_timer_{}, reconnect_timer_{};  // ws mode
   uv_signal_t sigterm_{}, sigint_{};
   std::unique_ptr<Conn[]> conns_;
   std::uint64_t started_ = 0;   // connects started (next conns_ slot)
@@ -133,6 +155,18 @@ class Worker {
   std::unique_ptr<std::uint8_t[]> read_buf_;
   std::vector<std::uint8_t> scratch_;  // one outgoing message, stamped per send
   std::string http_request_;
+  // ws mode: one handshake for every connection (the same key: the server
+  // cannot tell, and no connection stores its own), the expected accept, the
+  // publishers (worker 0: one per target), per (target, channel) the epoch
+  // seen and the publisher's last offset, a scratch frame, the mask source.
+  std::string ws_request_, ws_accept_, ws_frame_;
+  std::unique_ptr<Conn[]> publishers_;
+  std::uint64_t publisher_count_ = 0;
+  std::vector<std::string> ws_epochs_;
+  std::vector<std::uint64_t> ws_final_;
+  std::vector<std::uint64_t> publish_sent_ns_;  // by publication id mod size: for the ack RTT
+  std::uint64_t published_ = 0;                 // publications made (each on every target)
+  std::uint64_t rng_ = 0x9E3779B97F4A7C15ull;
 };
 
 // Per-mode one-time setup of the scratch buffer and request text (session.cpp).

@@ -55,6 +55,7 @@ bool Session::begin_frame() {
   const FrameHeader& h = parser_.header();
   if (is_control(h.opcode)) {
     control_size_ = 0;
+    if (h.payload_length > 0 && !control_) control_ = std::make_unique<char[]>(kMaxControlPayload);
     return true;
   }
   if (h.opcode != Opcode::continuation) utf8_.reset();  // a new message
@@ -78,8 +79,8 @@ bool Session::begin_frame() {
 // Moves the payload bytes available in `in`; text is validated as it comes.
 bool Session::read_payload(std::string_view& in) {
   if (is_control(parser_.header().opcode)) {
-    control_size_ = static_cast<std::uint8_t>(control_size_ +
-                                              parser_.read_payload(in, control_ + control_size_));
+    control_size_ = static_cast<std::uint8_t>(
+        control_size_ + parser_.read_payload(in, control_.get() + control_size_));
     return true;
   }
   const std::size_t start = message_.size();
@@ -94,7 +95,7 @@ bool Session::read_payload(std::string_view& in) {
 
 void Session::end_frame() {
   const FrameHeader& h = parser_.header();
-  const std::string_view payload(control_, control_size_);
+  const std::string_view payload(control_.get(), control_size_);
   switch (h.opcode) {
     case Opcode::ping:
       if (state_ == State::open) send_frame(Opcode::pong, payload);
@@ -130,7 +131,7 @@ void Session::end_message() {
 }
 
 void Session::on_close_frame() {
-  const std::string_view payload(control_, control_size_);
+  const std::string_view payload(control_.get(), control_size_);
   std::uint16_t code = kCloseNoStatus;
   std::string_view reason;
   if (payload.size() == 1) return fail(kCloseProtocolError, "close frame with a 1-byte payload");
@@ -163,7 +164,6 @@ void Session::fail(std::uint16_t code, const char* what) {
 void Session::finish() {
   frame_open_ = false;
   std::string().swap(message_);
-  std::string().swap(scratch_);
   transport_.close();
 }
 

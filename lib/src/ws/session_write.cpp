@@ -35,10 +35,9 @@ void Session::send_frame(Opcode op, std::string_view payload) {
   }
   const MaskKey key = options_.mask_key_source ? options_.mask_key_source() : default_mask_key();
   const std::size_t n = write_frame_header(head, op, payload.size(), true, &key);
-  scratch_.assign(payload);
-  apply_mask(scratch_.data(), scratch_.size(), key);
-  transport_.send(std::string_view(head, n), scratch_);
-  if (scratch_.capacity() > options_.retained_buffer_bytes) std::string().swap(scratch_);
+  std::string masked(payload);  // client role only (tests, tools): one copy per frame
+  apply_mask(masked.data(), masked.size(), key);
+  transport_.send(std::string_view(head, n), masked);
 }
 
 void Session::send_close(std::uint16_t code, std::string_view payload) {

@@ -48,9 +48,11 @@
 //   - Bound the final flush after Transport::close() (net's write-stall rule).
 //
 // Cost
-//   288 bytes per session (x86-64, libstdc++; 125 of them hold a control
-//   frame's payload), plus the receive buffer while a message is
-//   arriving. A single-frame message is copied once, from the caller's bytes
+//   136 bytes per session (x86-64, libstdc++), plus the receive buffer
+//   while a message is arriving, plus 125 bytes (one allocation, kept) from
+//   the first control frame that carries a payload (a close frame with a
+//   code, a ping with data; the empty pongs that answer our empty pings
+//   allocate nothing). A single-frame message is copied once, from the caller's bytes
 //   into the receive buffer (reserved at the frame's header to its exact
 //   size, so it never re-grows), and unmasked there; text is validated in
 //   the same call. Fragmented messages grow the buffer geometrically. After a
@@ -58,7 +60,7 @@
 //   retained_buffer_bytes, freed otherwise (idle connections hold no buffer).
 //   Sending as a server copies nothing: Transport::send gets the header (2-10
 //   bytes, on the stack) and the caller's payload as two views. A client's
-//   frames are masked into a scratch buffer (one copy).
+//   frames are masked into a temporary buffer (one copy, freed after the send).
 //   A peer that announces a large frame and sends it slowly pins up to
 //   max_message_bytes: that option is also the per-connection memory bound.
 //
@@ -77,6 +79,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -240,9 +243,11 @@ class Session {
   std::uint8_t control_size_ = 0;
   std::uint16_t sent_code_ = 0;
   std::uint16_t received_code_ = 0;
-  std::string message_;               // the message being received; handed to on_message
-  std::string scratch_;               // client role: the masked copy of a frame's payload
-  char control_[kMaxControlPayload];  // a control frame's payload (may interleave fragments)
+  std::string message_;  // the message being received; handed to on_message
+  // A control frame's payload (may interleave fragments): kMaxControlPayload
+  // bytes, allocated at the first control frame with a payload. Inline it
+  // cost 125 bytes on every connection, most of which never see one.
+  std::unique_ptr<char[]> control_;
 };
 
 }  // namespace heartwheel::ws

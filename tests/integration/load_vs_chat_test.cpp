@@ -1,0 +1,118 @@
+// heartwheel-load --mode ws against the real heartwheel-chat: a few hundred
+// WebSocket subscribers of two channels on two harness processes, a
+// publisher, some dead subscribers and some that drop and reconnect. Every
+// publication must reach every live subscriber exactly once (counted by
+// offsets), the dead ones must be closed within ping interval + pong
+// timeout + a tick and no live one closed, and the reconnected ones must
+// recover what they missed. Registered only when the heartwheel-chat target
+// exists (HEARTWHEEL_CHAT_BIN, HEARTWHEEL_LOAD_BIN).
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "process_support.h"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+std::uint64_t u(const nlohmann::json& j) { return j.get<std::uint64_t>(); }
+
+struct ChatRun {
+  int status = -1;
+  nlohmann::json report;
+};
+
+// Starts heartwheel-chat (ping 1s, pong timeout 1s, tick 10ms, presence
+// events off), runs the harness against it with `extra` flags, stops the
+// server by PID.
+ChatRun run_against_chat(std::vector<std::string> extra) {
+  hwproc::Child server({HEARTWHEEL_CHAT_BIN, "--listen", "127.0.0.1:0", "--ping-interval", "1s",
+                        "--pong-timeout", "1s", "--tick", "10ms", "--no-join-leave"});
+  const int port = server.wait_listening(10s);
+  REQUIRE(port > 0);
+  const std::string out = "/tmp/heartwheel-load-chat-" + std::to_string(::getpid()) + ".json";
+  std::vector<std::string> argv = {
+      HEARTWHEEL_LOAD_BIN, "--mode", "ws", "--target", "127.0.0.1:" + std::to_string(port),
+      "--quiet",           "--json", out};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  hwproc::Child load(argv);
+  const auto status = load.wait_exit(60s);
+  server.signal(SIGTERM);
+  CHECK(server.wait_exit(15s).has_value());
+  REQUIRE(status.has_value());
+  std::ifstream in(out);
+  REQUIRE(in.good());
+  ChatRun run{*status, nlohmann::json::parse(in)};
+  std::remove(out.c_str());
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "Every publication reaches every live WebSocket subscriber of heartwheel-chat once and dead "
+    "subscribers are closed after ping interval plus pong timeout",
+    "[integration][load][chat]") {
+  const ChatRun run = run_against_chat(
+      {"--connections", "300", "--processes", "2", "--channels", "2", "--publish-rate", "20",
+       "--publish-start", "1500ms", "--dead-fraction", "0.1", "--expect-idle-close", "2s",
+       "--idle-close-slack", "1500ms", "--expect-delivery", "--duration", "7s"});
+  const auto& r = run.report;
+  const auto& w = r["ws"];
+  INFO(r.dump(2).substr(0, 4000));
+  CHECK(run.status == 0);
+  CHECK(r["connections_established"] == 300);
+  CHECK(w["upgraded"] == 300);
+  CHECK(w["subscribed"] == 300);
+  CHECK(w["publishers"] == 1);
+  // 20/s from 1.5 s to 5 s: about 70 publications, every one acknowledged.
+  CHECK(u(w["publish_acks"]) >= 50);
+  CHECK(w["publish_acks"] == w["publications_sent"]);
+  // 270 live subscribers, half on each channel, each publication on one channel.
+  CHECK(w["live_subscribers_at_end"] == 270);
+  CHECK(u(w["expected"]) >= 270 * 50 / 2);
+  CHECK(w["delivered"] == w["expected"]);
+  CHECK(w["missing"] == 0);
+  CHECK(w["duplicates"] == 0);
+  CHECK(u(w["delivery_us"]["count"]) == u(w["delivered"]));
+  CHECK(u(w["delivery_us"]["max"]) > 0);
+  // Live subscribers answered the server's pings; the dead went on time.
+  CHECK(u(w["server_pings"]) >= 270 * 3);
+  CHECK(r["dead"]["count"] == 30);
+  CHECK(r["dead"]["closed"] == 30);
+  CHECK(r["dead"]["closed_early"] == 0);
+  CHECK(r["dead"]["closed_late"] == 0);
+  CHECK(r["live_closed_by_server"] == 0);
+  CHECK(r["expectations_met"] == true);
+}
+
+TEST_CASE(
+    "Subscribers that drop and reconnect to heartwheel-chat recover every publication they "
+    "missed by resubscribing with since",
+    "[integration][load][chat]") {
+  const ChatRun run =
+      run_against_chat({"--connections", "200", "--channels", "1", "--publish-rate", "50",
+                        "--publish-start", "1s", "--reconnect", "0.25", "--reconnect-at", "2500ms",
+                        "--reconnect-delay", "500ms", "--expect-delivery", "--duration", "6s"});
+  const auto& r = run.report;
+  const auto& w = r["ws"];
+  INFO(r.dump(2).substr(0, 4000));
+  CHECK(run.status == 0);
+  CHECK(r["connections_established"] == 200);
+  CHECK(w["reconnects"] == 50);
+  CHECK(w["recovered"] == 50);
+  CHECK(w["not_recovered"] == 0);
+  // Half a second away at 50/s: each missed about 25 publications.
+  CHECK(u(w["recovered_publications"]) >= 50 * 10);
+  CHECK(w["live_subscribers_at_end"] == 200);
+  CHECK(u(w["delivered"]) + u(w["recovered_publications"]) == u(w["expected"]));
+  CHECK(w["missing"] == 0);
+  CHECK(w["duplicates"] == 0);
+  CHECK(r["live_closed_by_server"] == 0);
+}

@@ -1,0 +1,421 @@
+// ws mode: WebSocket subscribers and a publisher speaking heartwheel-chat's
+// JSON protocol (docs/chat-protocol.md). See README.md, "ws mode".
+//
+// A subscriber connects, sends the opening handshake (one key for every
+// connection of the worker: the server cannot tell, and no connection has to
+// store its own expected Sec-WebSocket-Accept), and on the 101 subscribes to
+// its channel. From then on it answers the server's pings with pongs (masked,
+// like every client frame) and counts each publication pushed to it: offsets
+// must follow each other with no gap and no repeat (per subscriber, per
+// channel), and the `t` its data carries (the publisher's uv_hrtime() at the
+// write; one monotonic clock for every process of the machine) gives the
+// delivery latency. A dead subscriber goes silent once its subscribe reply
+// came: no pong, no frame, nothing parsed; it still drains its socket, so the
+// harness sees when the server closes it.
+//
+// The publisher: worker 0 holds one extra connection per target (or only the
+// first target with --publish-targets first) and, from --publish-start to
+// --duration - --publish-stop-before, makes publication k at k / rate: a
+// publish on channel k mod K with data {"t": <ns>, "k": k}, sent on every
+// publisher connection (independent servers: each gets the same publication
+// and gives it its own offset).
+//
+// Frames go through lib/ws: ws::FrameParser (client role: unmasked frames in)
+// and ws::append_masked_frame (masked frames out).
+#include <heartwheel/ws/frame.h>
+#include <heartwheel/ws/handshake.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "worker.h"
+#include "ws_state.h"
+
+namespace heartwheel::load {
+
+namespace {
+
+constexpr std::size_t kMaxHandshakeBytes = 8192;
+constexpr std::size_t kMaxMessageBytes = 1 << 20;
+constexpr std::size_t kPublishSentRing = 4096;
+
+std::uint64_t ns(std::chrono::nanoseconds d) { return static_cast<std::uint64_t>(d.count()); }
+
+// The unsigned integer right after `key` in `text` (e.g. key `"offset":`).
+std::optional<std::uint64_t> number_after(std::string_view text, std::string_view key) {
+  const auto at = text.find(key);
+  if (at == std::string_view::npos) return std::nullopt;
+  const char* first = text.data() + at + key.size();
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(first, text.data() + text.size(), v);
+  if (ec != std::errc{} || end == first) return std::nullopt;
+  return v;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& ch : out)
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+  return out;
+}
+
+}  // namespace
+
+void Worker::ws_setup() {
+  const std::string key = ws::make_client_key();
+  ws_accept_ = ws::accept_key(key);
+  const Endpoint& first = options_.targets.front();
+  ws_request_ = "GET " + options_.ws_path + " HTTP/1.1\r\nHost: " + first.host + ":" +
+                std::to_string(first.port) +
+                "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: " + key +
+                "\r\nSec-WebSocket-Version: 13\r\nUser-Agent: heartwheel-load\r\n\r\n";
+  const std::uint64_t targets = options_.targets.size();
+  ws_epochs_.assign(targets * options_.channels, std::string());
+  ws_final_.assign(targets * options_.channels, 0);
+  publish_sent_ns_.assign(kPublishSentRing, 0);
+  rng_ ^= uv_hrtime() + share_.index;
+  for (std::uint64_t j = 0; j < share_.connections; ++j) {
+    Conn& c = conns_[j];
+    c.ws = new WsConn;
+    // The --reconnect fraction, picked like the dead ones but counted from the
+    // other end (the same fraction would pick exactly the dead ones), never a
+    // dead one.
+    c.ws->drop_planned =
+        !c.dead && is_dead(options_.reconnect_fraction, share_.connections - 1 - j);
+  }
+  if (share_.index != 0 || options_.publish_rate <= 0) return;
+  publisher_count_ = options_.publish_all_targets ? targets : 1;
+  publishers_ = std::make_unique<Conn[]>(publisher_count_);
+  // Global indices past every subscriber's, with index mod targets == target:
+  // the port plan gives them ports of their own.
+  const std::uint64_t base = (options_.connections + targets - 1) / targets * targets;
+  for (std::uint64_t p = 0; p < publisher_count_; ++p) {
+    Conn& c = publishers_[p];
+    c.worker = this;
+    c.index = base + p;
+    c.publisher = true;
+    c.set_callback(&Worker::on_conn_timer);
+    c.ws = new WsConn;
+  }
+}
+
+void Worker::ws_free() {
+  for (std::uint64_t j = 0; conns_ && j < share_.connections; ++j) {
+    delete conns_[j].ws;
+    conns_[j].ws = nullptr;
+  }
+  for (std::uint64_t p = 0; p < publisher_count_; ++p) {
+    delete publishers_[p].ws;
+    publishers_[p].ws = nullptr;
+  }
+}
+
+std::uint64_t Worker::ws_pair(const Conn& c) const noexcept {
+  const std::uint64_t targets = options_.targets.size();
+  const std::uint64_t target = c.index % targets;
+  return target * options_.channels + (c.index / targets) % options_.channels;
+}
+
+std::string Worker::ws_channel(std::uint64_t channel) const {
+  return options_.channel_prefix + std::to_string(channel);
+}
+
+void Worker::ws_send(Conn& c, std::uint8_t opcode, std::string_view payload) {
+  // xorshift64: masks need not be secret here, only present (RFC 6455 5.3).
+  rng_ ^= rng_ << 13;
+  rng_ ^= rng_ >> 7;
+  rng_ ^= rng_ << 17;
+  ws::MaskKey mask;
+  std::memcpy(mask.data(), &rng_, mask.size());
+  ws_frame_.clear();
+  ws::append_masked_frame(ws_frame_, static_cast<ws::Opcode>(opcode), payload, mask);
+  send_bytes(c, reinterpret_cast<const std::uint8_t*>(ws_frame_.data()), ws_frame_.size());
+}
+
+void Worker::ws_open(Conn& c) {
+  WsConn& s = *c.ws;
+  s.parser = ws::FrameParser(ws::Role::client);
+  s.message.clear();
+  s.control.clear();
+  s.upgraded = false;
+  s.frame_open = false;
+  send_bytes(c, reinterpret_cast<const std::uint8_t*>(ws_request_.data()), ws_request_.size());
+}
+
+bool Worker::ws_upgrade(Conn& c, std::string_view& data) {
+  WsConn& s = *c.ws;
+  const std::size_t had = s.message.size();
+  s.message.append(data);
+  const auto end = s.message.find("\r\n\r\n");
+  if (end == std::string::npos) {
+    data = {};
+    if (s.message.size() > kMaxHandshakeBytes) protocol_error(c, "ws_handshake_too_long");
+    return false;
+  }
+  const std::string head = lower(std::string_view(s.message).substr(0, end + 2));
+  // What followed the response (the server's first frames) stays in `data`.
+  data.remove_prefix(end + 4 - had);
+  if (!starts_with(head, "http/1.1 101 ")) {
+    ++result_.errors["ws_handshake_status:" + (head.size() >= 12 ? head.substr(9, 3) : "?")];
+    close_conn(c);
+    return false;
+  }
+  if (head.find("\r\nsec-websocket-accept: " + lower(ws_accept_) + "\r\n") == std::string::npos) {
+    protocol_error(c, "ws_bad_accept");
+    return false;
+  }
+  s.message.clear();
+  s.upgraded = true;
+  if (c.publisher) {
+    ++result_.ws_publishers;
+    return true;
+  }
+  if (!s.dropped) ++result_.ws_upgraded;
+  ws_subscribe(c);
+  return c.state == Conn::State::open;
+}
+
+void Worker::ws_subscribe(Conn& c) {
+  const WsConn& s = *c.ws;
+  const std::uint64_t pair = ws_pair(c);
+  std::string req =
+      "{\"id\":1,\"op\":\"subscribe\",\"channel\":\"" + ws_channel(pair % options_.channels) + "\"";
+  if (s.subscribed)  // a reconnect: ask for what was missed
+    req += ",\"since\":{\"offset\":" + std::to_string(s.last) + ",\"epoch\":\"" + ws_epochs_[pair] +
+           "\"}";
+  req += '}';
+  ws_send(c, static_cast<std::uint8_t>(ws::Opcode::text), req);
+}
+
+void Worker::ws_data(Conn& c, const std::uint8_t* bytes, std::size_t len) {
+  WsConn& s = *c.ws;
+  std::string_view in(reinterpret_cast<const char*>(bytes), len);
+  if (!s.upgraded && !ws_upgrade(c, in)) return;
+  while (c.state == Conn::State::open && !c.silent && (!in.empty() || s.frame_open)) {
+    if (!s.frame_open) {
+      const auto status = s.parser.read_header(in);
+      if (status == ws::FrameParser::Status::need_more) return;
+      if (status == ws::FrameParser::Status::error)
+        return protocol_error(c, (std::string("ws_frame:") + s.parser.error()).c_str());
+      const ws::FrameHeader& h = s.parser.header();
+      if (!ws::is_control(h.opcode) && s.message.size() + h.payload_length > kMaxMessageBytes)
+        return protocol_error(c, "ws_message_too_big");
+      s.frame_open = true;
+      if (ws::is_control(h.opcode)) s.control.clear();
+    }
+    const ws::FrameHeader& h = s.parser.header();
+    s.parser.read_payload(in, ws::is_control(h.opcode) ? s.control : s.message);
+    if (s.parser.remaining() > 0) return;
+    s.frame_open = false;
+    switch (h.opcode) {
+      case ws::Opcode::ping:
+        ++result_.server_pings;
+        ++result_.pings_answered;
+        ws_send(c, static_cast<std::uint8_t>(ws::Opcode::pong), s.control);
+        break;
+      case ws::Opcode::pong:
+        break;
+      case ws::Opcode::close: {
+        const unsigned code = s.control.size() >= 2
+                                  ? (static_cast<std::uint8_t>(s.control[0]) << 8) |
+                                        static_cast<std::uint8_t>(s.control[1])
+                                  : ws::kCloseNoStatus;
+        ++result_.errors["ws_close_received:" + std::to_string(code)];
+        // Echo the code; the server then closes the TCP connection.
+        ws_send(c, static_cast<std::uint8_t>(ws::Opcode::close),
+                std::string_view(s.control).substr(0, 2));
+        break;
+      }
+      case ws::Opcode::binary:
+        return protocol_error(c, "ws_binary_frame");
+      default:  // text or continuation
+        if (h.fin) {
+          ws_message(c, s.message);
+          s.message.clear();
+        }
+    }
+  }
+}
+
+void Worker::ws_message(Conn& c, std::string_view text) {
+  ++result_.messages_received;
+  if (starts_with(text, "{\"channel\":\"")) {
+    const auto quote = text.find('"', 12);
+    if (quote == std::string_view::npos) return protocol_error(c, "ws_bad_push");
+    const std::string_view rest = text.substr(quote);
+    if (starts_with(rest, "\",\"join\":") || starts_with(rest, "\",\"leave\":")) {
+      ++result_.presence_events;
+      return;
+    }
+    const auto offset = number_after(rest, "\"offset\":");
+    // The server re-serialises data (heartwheel-chat sorts its keys): find "t" inside it.
+    const auto data_at = rest.find("\"data\":{");
+    const auto sent = data_at == std::string_view::npos
+                          ? std::nullopt
+                          : number_after(rest.substr(data_at), "\"t\":");
+    if (!offset) return protocol_error(c, "ws_bad_push");
+    const std::uint64_t now = uv_hrtime();
+    if (sent && *sent <= now) result_.delivery_us.record((now - *sent) / 1000);
+    WsConn& s = *c.ws;
+    if (!s.subscribed) return;  // cannot happen: the reply comes first
+    if (*offset <= s.last) {
+      ++result_.duplicates;
+    } else {
+      result_.missing_gaps += *offset - s.last - 1;
+      s.last = *offset;
+      ++result_.delivered;
+    }
+    return;
+  }
+  if (starts_with(text, "{\"id\":")) return ws_reply(c, text);
+  // {"connect":...} and anything newer: not counted.
+}
+
+void Worker::ws_reply(Conn& c, std::string_view text) {
+  // No exception may leave a libuv callback: a reply of the wrong shape is a
+  // protocol error of this connection.
+  try {
+    ws_reply_json(c, nlohmann::json::parse(text));
+  } catch (const nlohmann::json::exception&) {
+    protocol_error(c, "ws_bad_reply");
+  }
+}
+
+void Worker::ws_reply_json(Conn& c, const nlohmann::json& j) {
+  if (const auto e = j.find("error"); e != j.end()) {
+    ++result_.errors["ws_error:" + e->value("code", std::string("?"))];
+    return;
+  }
+  const std::uint64_t offset = j.value("offset", std::uint64_t{0});
+  const std::string epoch = j.value("epoch", std::string());
+  if (c.publisher) {
+    const std::uint64_t id = j.value("id", std::uint64_t{0});
+    if (id == 0) return;
+    ++result_.publish_acks;
+    const std::uint64_t sent = publish_sent_ns_[id % kPublishSentRing];
+    if (sent > 0) result_.rtt_us.record((uv_hrtime() - sent) / 1000);
+    const std::uint64_t pair =
+        (c.index % options_.targets.size()) * options_.channels + (id - 1) % options_.channels;
+    ws_final_[pair] = std::max(ws_final_[pair], offset);
+    return;
+  }
+  WsConn& s = *c.ws;
+  const std::uint64_t pair = ws_pair(c);
+  ++result_.ws_subscribed;
+  if (ws_epochs_[pair].empty()) ws_epochs_[pair] = epoch;
+  if (!s.subscribed) {
+    s.subscribed = true;
+    s.base = s.last = offset;
+    first_exchange(c);  // a dead subscriber goes silent here
+    return;
+  }
+  // A resubscribe after --reconnect, with since {last, epoch}.
+  ++result_.reconnects;
+  if (j.value("recovered", false)) {
+    ++result_.recovered;
+    for (const auto& p : j.value("publications", nlohmann::json::array())) {
+      const std::uint64_t o = p.value("offset", std::uint64_t{0});
+      if (o <= s.last) {
+        ++result_.duplicates;
+        continue;
+      }
+      result_.missing_gaps += o - s.last - 1;
+      s.last = o;
+      ++result_.recovered_publications;
+    }
+  } else {
+    ++result_.not_recovered;
+  }
+  if (offset > s.last) {  // what neither the reply nor recovery brought is lost
+    result_.missing_gaps += offset - s.last;
+    s.last = offset;
+  }
+}
+
+void Worker::ws_publish_due() {
+  if (stopping_) return;
+  const std::uint64_t now = uv_hrtime();
+  const std::uint64_t start = start_ns_ + ns(publish_start_of(options_));
+  const std::uint64_t stop = start_ns_ + ns(publish_stop_of(options_));
+  if (now < start) return;
+  // Publication k is due at start + k / rate; all that are due go now.
+  const double span_s = static_cast<double>(std::min(now, stop) - start) / 1e9;
+  const auto due = static_cast<std::uint64_t>(span_s * options_.publish_rate) + 1;
+  for (; published_ < due; ++published_) {
+    const std::uint64_t k = published_, id = k + 1;
+    const std::string channel = ws_channel(k % options_.channels);
+    for (std::uint64_t p = 0; p < publisher_count_; ++p) {
+      Conn& c = publishers_[p];
+      if (c.state != Conn::State::open || !c.ws->upgraded) {
+        ++result_.publish_skipped;
+        continue;
+      }
+      const std::uint64_t t = uv_hrtime();
+      const std::string req =
+          "{\"id\":" + std::to_string(id) + ",\"op\":\"publish\",\"channel\":\"" + channel +
+          "\",\"data\":{\"t\":" + std::to_string(t) + ",\"k\":" + std::to_string(k) + "}}";
+      publish_sent_ns_[id % kPublishSentRing] = t;
+      ++result_.publications_sent;
+      ++result_.messages_sent;
+      ws_send(c, static_cast<std::uint8_t>(ws::Opcode::text), req);
+    }
+  }
+  if (now >= stop) uv_timer_stop(&publish_timer_);
+}
+
+void Worker::ws_drop_for_reconnect() {
+  if (stopping_) return;
+  for (std::uint64_t j = 0; j < share_.connections; ++j) {
+    Conn& c = conns_[j];
+    if (!c.ws->drop_planned || c.state != Conn::State::open || !c.ws->subscribed) continue;
+    // Like a network that vanished: RST, no close frame.
+    uv_os_fd_t fd;
+    if (uv_fileno(reinterpret_cast<uv_handle_t*>(&c.tcp), &fd) == 0) {
+      linger l{1, 0};
+      setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    }
+    c.ws->dropped = true;
+    c.ws->reconnect_waiting = true;
+    close_conn(c);
+  }
+}
+
+void Worker::ws_closed(Conn& c) {
+  if (!c.ws->reconnect_waiting || stopping_ || !wheel_) return;
+  wheel_->schedule(c, options_.reconnect_delay);  // on_conn_timer reconnects
+}
+
+void Worker::ws_finish() {
+  const std::uint64_t targets = options_.targets.size();
+  const auto key = [&](std::uint64_t pair, const char* what) {
+    return std::to_string(pair / options_.channels) + "/" + ws_channel(pair % options_.channels) +
+           ":" + what;
+  };
+  for (std::uint64_t p = 0; p < publisher_count_; ++p)
+    for (std::uint64_t ch = 0; ch < options_.channels; ++ch) {
+      const std::uint64_t pair = (publishers_[p].index % targets) * options_.channels + ch;
+      result_.ws_offsets[key(pair, "final")] = ws_final_[pair];
+    }
+  for (std::uint64_t j = 0; j < started_; ++j) {
+    const Conn& c = conns_[j];
+    if (c.dead || c.state != Conn::State::open) continue;
+    if (!c.ws->subscribed) {  // its subscribe reply never came: it counts as a failure
+      ++result_.unsubscribed_at_end;
+      continue;
+    }
+    const std::uint64_t pair = ws_pair(c);
+    ++result_.ws_offsets[key(pair, "clients")];
+    result_.ws_offsets[key(pair, "last_sum")] += c.ws->last;
+    result_.ws_offsets[key(pair, "base_sum")] += c.ws->base;
+  }
+}
+
+}  // namespace heartwheel::load

@@ -1,0 +1,28 @@
+// tools/load/ws_state.h - ws mode's state of one connection (see README.md,
+// "ws mode"). Allocated at the connection's first open and kept across a
+// --reconnect, so the offsets it saw survive the new connection; freed with
+// the worker.
+#pragma once
+
+#include <heartwheel/ws/frame_parser.h>
+
+#include <cstdint>
+#include <string>
+
+namespace heartwheel::load {
+
+struct WsConn {
+  ws::FrameParser parser{ws::Role::client};
+  std::string message;             // the handshake response, then the text message being read
+  std::string control;             // payload of the control frame being read
+  std::uint64_t base = 0;          // offset of the first subscribe reply: delivery starts after it
+  std::uint64_t last = 0;          // highest offset seen (live, recovered or skipped over)
+  bool upgraded = false;           // the 101 arrived (this connection)
+  bool frame_open = false;         // a frame's payload is being read
+  bool subscribed = false;         // a subscribe reply came (ever): base is valid
+  bool drop_planned = false;       // one of the --reconnect fraction
+  bool dropped = false;            // dropped for --reconnect (reconnects are not new connections)
+  bool reconnect_waiting = false;  // dropped, waiting for --reconnect-delay
+};
+
+}  // namespace heartwheel::load
