@@ -94,8 +94,10 @@ end
 local total = 0
 for _, v in ipairs(redis.call('HVALS', KEYS[1])) do total = total + tonumber(v) end
 if mode ~= 'c' then
-  redis.call('PEXPIRE', KEYS[1], lease)
-  redis.call('PEXPIRE', KEYS[2], lease)
+  -- The keys live as long as the longest lease in them (nodes may differ).
+  for i = 1, 2 do
+    if redis.call('PTTL', KEYS[i]) < lease then redis.call('PEXPIRE', KEYS[i], lease) end
+  end
 end
 if (mode == 'j' or mode == 'l') and ARGV[7] == '1' then
   redis.call('PUBLISH', ARGV[5], mode .. total .. ':' .. ARGV[6])
