@@ -38,6 +38,7 @@ struct Flags {
   std::string stats_json;
   std::string redis, redis_prefix = "hw:", presence_ttl = "30s", redis_timeout = "5s";
   std::size_t redis_buffer = 1024;
+  bool no_join_leave = false;
 };
 
 // Everything the flags decide, checked before anything starts.
@@ -73,7 +74,7 @@ Setup make_setup(const Flags& f) {
   s.bus.channel.history_ttl = parse_duration_flag("--history-ttl", f.history_ttl);
   if (f.history_size > 0 && s.bus.channel.history_ttl.count() <= 0)
     throw std::invalid_argument("--history-ttl must be positive when --history-size is not 0");
-  s.bus.channel.join_leave = true;
+  s.bus.channel.join_leave = !f.no_join_leave;
   s.bus.limits.max_data_bytes = f.max_message_size;  // what fits in a message may be published
   s.bus.validate();
   c.history_size = f.history_size;
@@ -208,6 +209,9 @@ int main(int argc, char** argv) {
                  "write counters as JSON to FILE every --stats-interval and at exit");
   app.add_option("--stats-interval", f.stats_interval, "how often --stats-json is rewritten")
       ->capture_default_str();
+  app.add_flag("--no-join-leave", f.no_join_leave,
+               "no join/leave pushes (presence counts are still answered): for channels with "
+               "thousands of subscribers, where every join would reach every subscriber");
   app.add_option("--redis", f.redis,
                  "HOST:PORT of a Redis (7.0+) shared by several chat nodes: publications, history, "
                  "recovery and presence go through it (default: in-process only)");
