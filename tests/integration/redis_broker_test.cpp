@@ -270,3 +270,41 @@ TEST_CASE("a publish while Redis is down and stays down answers unavailable",
   CHECK(r.error == pubsub::errc::unavailable);
   CHECK(a.stats().publish_errors == 1);
 }
+
+TEST_CASE("a subscription cancelled before the broker answers gets its answer and nothing more",
+          "[redis][broker][pending]") {
+  hwtest::RedisServer redis;
+  pubsub::RedisBroker a(options_for(redis, "a"));
+  pubsub::Hub hub(a);
+  // The value-returning forms need a broker that answers at once.
+  Recorder r;
+  CHECK_THROWS_AS(hub.subscribe(r, "c"), std::logic_error);
+  CHECK_THROWS_AS(hub.publish("c", "x"), std::logic_error);
+
+  Recorder watcher;
+  REQUIRE_FALSE(subscribe(hub, watcher, "c").error);
+  std::optional<pubsub::SubscribeResult> answer;
+  hub.subscribe(r, "c", {}, [&](pubsub::SubscribeResult x) { answer = x; });
+  CHECK(hub.subscribed(r, "c"));  // pending counts
+  std::optional<pubsub::SubscribeResult> twice;
+  hub.subscribe(r, "c", {}, [&](pubsub::SubscribeResult x) { twice = x; });
+  REQUIRE(twice.has_value());  // found here: answered inside the call
+  CHECK(twice->error == pubsub::errc::already_subscribed);
+  CHECK(hub.unsubscribe(r, "c") == std::error_code());
+  CHECK_FALSE(hub.subscribed(r, "c"));
+  {
+    Recorder gone;  // destroyed while its join is pending
+    hub.subscribe(gone, "c", {}, {});
+  }
+  wait_for(
+      {&hub}, [&] { return answer.has_value(); }, "the cancelled join's answer");
+  CHECK_FALSE(answer->error);
+  REQUIRE_FALSE(publish(hub, "c", "after").error);
+  wait_for(
+      {&hub}, [&] { return watcher.got.size() == 1; }, "the publication");
+  CHECK(r.got.empty());
+  CHECK(hub.local_subscribers("c") == 1);
+  // Both undone joins were left again: only the watcher is present.
+  wait_for(
+      {&hub}, [&] { return presence(hub, "c") == 1; }, "presence 1");
+}
