@@ -5,6 +5,7 @@
 #include <heartwheel/pubsub/hub.h>
 #include <heartwheel/pubsub/redis_broker.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
@@ -22,10 +23,12 @@ using namespace std::chrono_literals;
 
 struct Recorder final : pubsub::Subscriber {
   std::vector<pubsub::PublicationPtr> got;
+  std::vector<pubsub::Frame> frames;
   std::vector<std::uint64_t> presence_counts;
   pubsub::DeliveryOutcome on_publication(const pubsub::Publication& p,
-                                         const pubsub::Frame&) override {
+                                         const pubsub::Frame& f) override {
     got.push_back(std::make_shared<pubsub::Publication>(p));
+    frames.push_back(f);
     return pubsub::DeliveryOutcome::delivered;
   }
   pubsub::DeliveryOutcome on_presence(const pubsub::PresenceEvent& e,
@@ -119,6 +122,46 @@ TEST_CASE("a publication on one node reaches a subscriber on another node once a
   CHECK(st.channels == 1);
   CHECK(st.posted == 200);
   CHECK(st.lost == 0);
+  // Node b listens to the channel in Redis only while it has subscribers.
+  auto listeners = [&] { return redis.command({"PUBSUB", "NUMSUB", "hw:ch:room"})[1].integer(); };
+  CHECK(listeners() == 1);
+  REQUIRE(hub_b.unsubscribe(sub, "room") == std::error_code());
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return listeners() == 0; }, "node b to unsubscribe in Redis");
+  CHECK(b.stats().channels == 0);
+}
+
+TEST_CASE("each publication from Redis is encoded once per node for all its hubs",
+          "[redis][broker]") {
+  hwtest::RedisServer redis;
+  std::atomic<int> node_encodes{0}, hub_encodes{0};
+  auto o = options_for(redis, "a");
+  o.encode_publication = [&](const pubsub::Publication& p) {
+    ++node_encodes;
+    return std::make_shared<const std::string>("frame:" + p.data);
+  };
+  pubsub::RedisBroker a(o);
+  pubsub::HubOptions ho;
+  ho.encode_publication = [&](const pubsub::Publication&) {
+    ++hub_encodes;
+    return std::make_shared<const std::string>("hub");
+  };
+  pubsub::Hub one(a, ho), two(a, ho);
+  Recorder x, y, z;
+  REQUIRE_FALSE(subscribe(one, x, "e").error);
+  REQUIRE_FALSE(subscribe(one, y, "e").error);
+  std::optional<pubsub::SubscribeResult> zr;
+  two.subscribe(z, "e", {}, [&](pubsub::SubscribeResult r) { zr = r; });
+  wait_for(
+      {&one, &two}, [&] { return zr.has_value(); }, "z's answer");
+  for (int i = 0; i < 10; ++i) one.publish("e", std::to_string(i), {}, {});
+  wait_for(
+      {&one, &two}, [&] { return z.frames.size() == 10 && x.frames.size() == 10; },
+      "10 publications on both hubs");
+  CHECK(node_encodes == 10);
+  CHECK(hub_encodes == 0);
+  CHECK(*x.frames[3] == "frame:3");
+  CHECK(x.frames[3].get() == z.frames[3].get());  // the very same bytes on both hubs
 }
 
 TEST_CASE(
