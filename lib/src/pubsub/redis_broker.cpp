@@ -134,7 +134,12 @@ RedisBrokerStats RedisBroker::stats() const {
   auto promise = std::make_shared<std::promise<RedisBrokerStats>>();
   auto future = promise->get_future();
   core_->submit([core = core_.get(), promise] { promise->set_value(core->snapshot()); });
-  if (future.wait_for(std::chrono::seconds(1)) == std::future_status::ready) return future.get();
+  if (future.wait_for(std::chrono::seconds(1)) == std::future_status::ready) {
+    try {
+      return future.get();
+    } catch (const std::future_error&) {  // stopping: the request was dropped
+    }
+  }
   RedisBrokerStats s;  // the broker's thread is stopping or stuck: what we know here
   s.hubs = core_->hubs();
   return s;
