@@ -271,6 +271,10 @@ TEST_CASE("after a Redis restart the nodes reconnect and deliveries resume in a 
   wait_for(
       {&hub_a, &hub_b}, [&] { return sub.got.size() == 1; }, "the first publication");
   redis.kill();
+  // (A publish sent before node a sees the connection drop would fail with
+  // unavailable: it may or may not have run. Wait until it knows.)
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return a.stats().link.connected == 0; }, "node a to notice");
   // While Redis is down a publish waits in the link's buffer (up to the
   // command timeout, 3 s here) ...
   std::optional<pubsub::PublishResult> during;
