@@ -304,7 +304,7 @@ TEST_CASE("after a Redis restart the nodes reconnect and deliveries resume in a 
   CHECK(st.epoch_changes == 1);
 }
 
-TEST_CASE("a publish while Redis is down and stays down answers unavailable",
+TEST_CASE("a publish or a join while Redis is down and stays down answers unavailable",
           "[redis][broker][restart]") {
   hwtest::RedisServer redis;
   auto o = options_for(redis, "a");
@@ -316,6 +316,14 @@ TEST_CASE("a publish while Redis is down and stays down answers unavailable",
   const auto r = publish(hub, "u", "two");
   CHECK(r.error == pubsub::errc::unavailable);
   CHECK(a.stats().publish_errors == 1);
+  // A join cannot be confirmed either: it answers unavailable, changes
+  // nothing, and the node does not keep the channel.
+  Recorder s;
+  const auto joined = subscribe(hub, s, "new-channel");
+  CHECK(joined.error == pubsub::errc::unavailable);
+  CHECK_FALSE(hub.subscribed(s, "new-channel"));
+  CHECK(hub.local_subscribers("new-channel") == 0);
+  CHECK(a.stats().channels == 0);
 }
 
 TEST_CASE("a subscription cancelled before the broker answers gets its answer and nothing more",

@@ -22,11 +22,29 @@ RedisBroker::Core::Channel* RedisBroker::Core::find(std::string_view name) {
 
 RedisBroker::Core::Channel& RedisBroker::Core::channel_for(const std::string& name) {
   if (Channel* ch = find(name)) return *ch;
-  auto made = std::make_unique<Channel>(name, options_.key_prefix);
+  auto made = std::make_unique<Channel>(this, name, options_.key_prefix);
   Channel& ch = *made;
   channels_.emplace(name, std::move(made));
   subscriber_->subscribe(ch.keys.channel);  // on_subscribed starts the first round
+  if (options_.redis.command_timeout.count() > 0)
+    wheel_->schedule(ch, options_.redis.command_timeout);
   return ch;
+}
+
+void RedisBroker::Core::Channel::subscribe_timed_out(TimerEntry& e) {
+  auto& ch = static_cast<Channel&>(e);
+  if (ch.subscribed) return;
+  Core& core = *ch.core;
+  while (!ch.waiters.empty()) {
+    std::shared_ptr<Waiter> w = std::move(ch.waiters.front());
+    ch.waiters.pop_front();
+    ++core.stats_.join_errors;
+    SubscribeResult r;
+    r.error = errc::unavailable;
+    core.complete(w->inbox, [done = std::move(w->done), r] { done(r); });
+  }
+  ch.buffered.clear();
+  core.release_if_idle(ch);  // may free ch
 }
 
 void RedisBroker::Core::join(Inbox* inbox, std::string channel, std::string info, bool first_local,
@@ -291,6 +309,7 @@ void RedisBroker::Core::on_subscribed(std::string_view redis_channel) {
   Channel* ch = find(redis_channel.substr(prefix.size()));
   if (ch == nullptr || ch->subscribed) return;
   ch->subscribed = true;
+  wheel_->cancel(*ch);
   maybe_round(*ch);
 }
 
@@ -299,6 +318,7 @@ void RedisBroker::Core::on_subscribed(std::string_view redis_channel) {
 void RedisBroker::Core::on_resubscribed() {
   for (auto& [name, ch] : channels_) {
     ch->subscribed = true;
+    wheel_->cancel(*ch);
     maybe_round(*ch);
   }
 }

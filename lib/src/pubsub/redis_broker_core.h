@@ -64,7 +64,11 @@ class RedisBroker::Core {
     std::optional<StreamPosition> since;
     JoinDone done;
   };
-  struct Channel {
+  // A channel's TimerEntry: armed from its first join until Redis confirms
+  // the SUBSCRIBE; if Redis does not within command_timeout, its joins fail
+  // with unavailable (a join never waits longer than a command would).
+  struct Channel : TimerEntry {
+    Core* core;
     std::string name;
     detail::Keys keys;
     bool subscribed = false;   // Redis confirmed our SUBSCRIBE (on this connection)
@@ -78,7 +82,12 @@ class RedisBroker::Core {
     std::vector<Inbox*> inboxes;
     std::deque<std::shared_ptr<Waiter>> waiters;
     std::vector<detail::WireMessage> buffered;
-    Channel(std::string n, const std::string& prefix) : name(std::move(n)), keys(prefix, name) {}
+    Channel(Core* c, std::string n, const std::string& prefix)
+        : TimerEntry(&subscribe_timed_out), core(c), name(std::move(n)), keys(prefix, name) {}
+    ~Channel() {
+      if (armed()) core->wheel_->cancel(*this);
+    }
+    static void subscribe_timed_out(TimerEntry& e);
   };
   struct Renewal : TimerEntry {
     Core* core;
