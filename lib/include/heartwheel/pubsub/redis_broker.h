@@ -70,7 +70,8 @@
 // While Redis is down
 //   Requests wait in the Client's bounded buffer (ClientOptions::
 //   max_buffered, default 1024 commands) for up to command_timeout (5 s);
-//   a full buffer, or the timeout, answers errc::unavailable (the chat sends
+//   a full buffer, or the timeout, answers errc::unavailable (a join whose
+//   SUBSCRIBE Redis has not confirmed within command_timeout too) (the chat sends
 //   it as an error reply "unavailable"). A publish that timed out or whose
 //   connection dropped after it was sent may or may not have been taken
 //   (check history). Nothing is dropped silently: stats() counts it.
