@@ -45,7 +45,11 @@
 //      persistence): the first event of the new stream then comes in an
 //      envelope with `new_epoch` set, and the hub adopts its epoch (the
 //      subscribers see the change in the events' epoch).
-//   4. Joins of one inbox complete in call order, and so do its publishes.
+//   4. Joins of one inbox on one channel complete in call order, and so do
+//      its publishes (on any channels). Answers to different kinds of
+//      requests, or joins of different channels, may come in another order
+//      than asked: a caller that promises its clients request order keeps
+//      its own queue (heartwheel-chat's ReplyQueue).
 //
 // Threads: every Broker method may be called from any thread (hubs call them
 //   on their loop threads). Inbox::post() is called from any thread; the
