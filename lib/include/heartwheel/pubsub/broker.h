@@ -46,7 +46,8 @@
 //      envelope with `new_epoch` set, and the hub adopts its epoch (the
 //      subscribers see the change in the events' epoch).
 //   4. Joins of one inbox on one channel complete in call order, and so do
-//      its publishes (on any channels). Answers to different kinds of
+//      its publishes that the broker takes (one refused at once, e.g. for a
+//      bad channel name, may be answered before earlier ones). Answers to different kinds of
 //      requests, or joins of different channels, may come in another order
 //      than asked: a caller that promises its clients request order keeps
 //      its own queue (heartwheel-chat's ReplyQueue).
