@@ -2,6 +2,7 @@
 # Cross-node fan-out latency against the single-node figure, with
 # heartwheel-fanout-bench and heartwheel-chat from BUILD/bin (default build):
 #   single  one node, in-process Bus, 2 x N subscribers
+#   single2 the same with two workers (both cores, as two nodes get)
 #   redis1  one node on Redis (--redis), 2 x N subscribers
 #   redis2  two nodes on one Redis, N subscribers each, publisher on node A
 # Usage: tools/fanout-bench/run.sh [N per node (5000)] [publications (50)] [BUILD] [interval ms (500)]
@@ -18,9 +19,9 @@ trap cleanup EXIT INT TERM
 
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-start_chat() {  # name, flags...: prints HOST:PORT
-  name=$1; shift
-  "$BIN/heartwheel-chat" --listen 127.0.0.1:0 --workers 1 --ping-interval 0 --no-join-leave \
+start_chat() {  # name, workers, flags...: prints HOST:PORT
+  name=$1; workers=$2; shift 2
+  "$BIN/heartwheel-chat" --listen 127.0.0.1:0 --workers "$workers" --ping-interval 0 --no-join-leave \
     --history-size 100 "$@" > "$TMP/$name.out" 2> "$TMP/$name.err" &
   PIDS="$PIDS $!"
   for _ in $(seq 100); do
@@ -43,18 +44,22 @@ start_redis() {
 }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-A=$(start_chat single)
+A=$(start_chat single 1)
 printf 'single  '; "$BIN/heartwheel-fanout-bench" --connect "$A" --connect "$A" --subscribers "$N" --publications "$P" --interval-ms "$I"
 stop_all
 
+A=$(start_chat single2 2)
+printf 'single2 '; "$BIN/heartwheel-fanout-bench" --connect "$A" --connect "$A" --subscribers "$N" --publications "$P" --interval-ms "$I"
+stop_all
+
 start_redis
-A=$(start_chat r1 --redis "127.0.0.1:$RPORT")
+A=$(start_chat r1 1 --redis "127.0.0.1:$RPORT")
 printf 'redis1  '; "$BIN/heartwheel-fanout-bench" --connect "$A" --connect "$A" --subscribers "$N" --publications "$P" --interval-ms "$I" --channel one
 stop_all
 
 start_redis
-A=$(start_chat a --redis "127.0.0.1:$RPORT")
-B=$(start_chat b --redis "127.0.0.1:$RPORT")
+A=$(start_chat a 1 --redis "127.0.0.1:$RPORT")
+B=$(start_chat b 1 --redis "127.0.0.1:$RPORT")
 printf 'redis2  '; "$BIN/heartwheel-fanout-bench" --connect "$A" --connect "$B" --subscribers "$N" --publications "$P" --interval-ms "$I" --channel two
 stop_all
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
