@@ -13,6 +13,7 @@
 // p50/p99/max in microseconds.
 #include <arpa/inet.h>
 #include <bench_args.h>
+#include <cli_program.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -214,7 +215,10 @@ double percentile(std::vector<std::int64_t>& v, double q) {
 int main(int argc, char** argv) {
   CLI::App app{
       "heartwheel-fanout-bench: publish-to-delivery latency of heartwheel-chat's fan-out over "
-      "one or several nodes (prints one JSON line)"};
+      "one or several nodes (prints one JSON line).\n"
+      "Exit status: 0 ok, 1 runtime failure (cannot connect, a subscriber closed, subscriptions "
+      "incomplete after 120 s), 2 usage error.",
+      "heartwheel-fanout-bench"};
   std::vector<std::string> addresses;
   std::string subscribers_text = "5000", channel = "bench", interval = "500";
   std::size_t publications = 50;
@@ -227,19 +231,20 @@ int main(int argc, char** argv) {
   app.add_option("--publications", publications, "messages published")->capture_default_str();
   app.add_option("--interval-ms", interval, "between publications")->capture_default_str();
   app.add_option("--channel", channel, "the channel")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
   std::vector<Group> groups(addresses.size());
   int interval_ms = 0;
   try {
     const std::size_t n = heartwheel::bench::parse_count(subscribers_text);
+    if (n == 0) throw std::invalid_argument("--subscribers must be at least 1");
+    if (publications == 0) throw std::invalid_argument("--publications must be at least 1");
     interval_ms = std::stoi(interval);
     for (std::size_t i = 0; i < addresses.size(); ++i) {
       groups[i].address = parse_address(addresses[i]);
       groups[i].n = n;
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "heartwheel-fanout-bench: error: %s\n", e.what());
-    return 2;
+    return heartwheel::cli::usage_error(app, e.what());
   }
   try {
     std::atomic<bool> stop{false};
@@ -302,7 +307,6 @@ int main(int argc, char** argv) {
         percentile(all, 0.99), percentile(all, 1.0));
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "heartwheel-fanout-bench: error: %s\n", e.what());
-    return 1;
+    return heartwheel::cli::failure(app, e.what());
   }
 }

@@ -7,11 +7,14 @@
 #   redis2  two nodes on one Redis, N subscribers each, publisher on node A
 # Usage: tools/fanout-bench/run.sh [N per node (5000)] [publications (50)] [BUILD] [interval ms (500)]
 # Starts redis-server and the nodes on free loopback ports; stops them by PID.
+# Exits 1 if any subscriber missed a publication (the smoke test relies on it).
 set -eu
 N=${1:-5000}
 P=${2:-50}
 BIN=${3:-build}/bin
 I=${4:-500}
+CHAT=${HEARTWHEEL_CHAT:-$BIN/heartwheel-chat}              # (Meson builds put them elsewhere)
+BENCH=${HEARTWHEEL_FANOUT_BENCH:-$BIN/heartwheel-fanout-bench}
 TMP=$(mktemp -d)
 PIDS=""
 cleanup() { for p in $PIDS; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
@@ -21,7 +24,7 @@ free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("12
 
 start_chat() {  # name, workers, flags...: prints HOST:PORT
   name=$1; workers=$2; shift 2
-  "$BIN/heartwheel-chat" --listen 127.0.0.1:0 --workers "$workers" --ping-interval 0 --no-join-leave \
+  "$CHAT" --listen 127.0.0.1:0 --workers "$workers" --ping-interval 0 --no-join-leave \
     --history-size 100 "$@" > "$TMP/$name.out" 2> "$TMP/$name.err" &
   PIDS="$PIDS $!"
   for _ in $(seq 100); do
@@ -30,6 +33,14 @@ start_chat() {  # name, workers, flags...: prints HOST:PORT
     sleep 0.1
   done
   echo "heartwheel-chat did not start: $(cat "$TMP/$name.err")" >&2; exit 1
+}
+
+# One driver run: prints "LABEL JSON"; exits 1 if a delivery is missing.
+measure() {
+  label=$1; shift
+  line=$("$BENCH" --subscribers "$N" --publications "$P" --interval-ms "$I" "$@")
+  printf '%-7s %s\n' "$label" "$line"
+  case $line in *'"missing":0,'*) ;; *) echo "fanout bench: deliveries missing in $label" >&2; exit 1 ;; esac
 }
 
 stop_all() { for p in $PIDS; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; PIDS=""; }
@@ -45,21 +56,21 @@ start_redis() {
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 A=$(start_chat single 1)
-printf 'single  '; "$BIN/heartwheel-fanout-bench" --connect "$A" --connect "$A" --subscribers "$N" --publications "$P" --interval-ms "$I"
+measure single --connect "$A" --connect "$A"
 stop_all
 
 A=$(start_chat single2 2)
-printf 'single2 '; "$BIN/heartwheel-fanout-bench" --connect "$A" --connect "$A" --subscribers "$N" --publications "$P" --interval-ms "$I"
+measure single2 --connect "$A" --connect "$A"
 stop_all
 
 start_redis
 A=$(start_chat r1 1 --redis "127.0.0.1:$RPORT")
-printf 'redis1  '; "$BIN/heartwheel-fanout-bench" --connect "$A" --connect "$A" --subscribers "$N" --publications "$P" --interval-ms "$I" --channel one
+measure redis1 --connect "$A" --connect "$A" --channel one
 stop_all
 
 start_redis
 A=$(start_chat a 1 --redis "127.0.0.1:$RPORT")
 B=$(start_chat b 1 --redis "127.0.0.1:$RPORT")
-printf 'redis2  '; "$BIN/heartwheel-fanout-bench" --connect "$A" --connect "$B" --subscribers "$N" --publications "$P" --interval-ms "$I" --channel two
+measure redis2 --connect "$A" --connect "$B" --channel two
 stop_all
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
