@@ -95,6 +95,10 @@ Setup make_setup(const Flags& f) {
     r.redis.max_buffered = f.redis_buffer;
     r.key_prefix = f.redis_prefix;
     r.presence_ttl = parse_duration_flag("--presence-ttl", f.presence_ttl);
+    if (r.presence_ttl < std::chrono::milliseconds(30))
+      throw std::invalid_argument("--presence-ttl must be at least 30ms");
+    if (r.redis.command_timeout.count() <= 0)
+      throw std::invalid_argument("--redis-timeout must be positive");
     // Once per publication per node: every worker's subscribers share it.
     r.encode_publication = [](const pubsub::Publication& p) {
       return ws::encode_shared(ws::Opcode::text, chat::publication_json(p));
