@@ -16,8 +16,16 @@ I=${4:-500}
 CHAT=${HEARTWHEEL_CHAT:-$BIN/heartwheel-chat}              # (Meson builds put them elsewhere)
 BENCH=${HEARTWHEEL_FANOUT_BENCH:-$BIN/heartwheel-fanout-bench}
 TMP=$(mktemp -d)
-PIDS=""
-cleanup() { for p in $PIDS; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
+# Every process started, one PID a line (start_chat runs in a command
+# substitution, a subshell: a variable would not reach this shell).
+PIDFILE="$TMP/pids"
+: > "$PIDFILE"
+stop_all() {
+  for p in $(cat "$PIDFILE"); do kill "$p" 2>/dev/null || true; done
+  for p in $(cat "$PIDFILE"); do while kill -0 "$p" 2>/dev/null; do sleep 0.05; done; done
+  : > "$PIDFILE"
+}
+cleanup() { stop_all; rm -rf "$TMP"; }
 trap cleanup EXIT INT TERM
 
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -26,7 +34,7 @@ start_chat() {  # name, workers, flags...: prints HOST:PORT
   name=$1; workers=$2; shift 2
   "$CHAT" --listen 127.0.0.1:0 --workers "$workers" --ping-interval 0 --no-join-leave \
     --history-size 100 "$@" > "$TMP/$name.out" 2> "$TMP/$name.err" &
-  PIDS="$PIDS $!"
+  echo $! >> "$PIDFILE"
   for _ in $(seq 100); do
     if grep -q '^listening on' "$TMP/$name.out"; then
       sed -n 's/^listening on //p' "$TMP/$name.out"; return; fi
@@ -43,13 +51,12 @@ measure() {
   case $line in *'"missing":0,'*) ;; *) echo "fanout bench: deliveries missing in $label" >&2; exit 1 ;; esac
 }
 
-stop_all() { for p in $PIDS; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; PIDS=""; }
 
 RPORT=$(free_port)
 start_redis() {
   redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP" \
     > "$TMP/redis.log" 2>&1 &
-  PIDS="$PIDS $!"
+  echo $! >> "$PIDFILE"
   for _ in $(seq 100); do redis-cli -p "$RPORT" ping 2>/dev/null | grep -q PONG && return; sleep 0.1; done
   echo "redis-server did not start" >&2; exit 1
 }
