@@ -75,6 +75,9 @@ class Client final : public heartwheel::pubsub::Subscriber {
     }
   }
 
+  // Unique in the process for the connection's life (and never reused):
+  // how answers that come after the client closed find it gone.
+  std::uint64_t key() const noexcept { return id_; }
   // "W-N": worker W, its Nth connection (short: no heap).
   std::string id() const {
     return std::to_string(id_ >> kWorkerShift) + "-" +

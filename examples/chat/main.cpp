@@ -5,6 +5,8 @@
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub/bus.h>
+#include <heartwheel/pubsub/redis_broker.h>
+#include <heartwheel/ws/frame.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -13,6 +15,7 @@
 
 #include "cli_program.h"
 #include "production.h"
+#include "protocol.h"
 #include "serve_loop.h"
 #include "stats_board.h"
 #include "worker.h"
@@ -34,6 +37,8 @@ struct Flags {
   std::size_t max_message_size = 64 * 1024, history_size = 100, max_queued_bytes = 1 << 20;
   std::string slow_consumer = "close";
   std::string stats_json;
+  std::string redis, redis_prefix = "hw:", presence_ttl = "30s", redis_timeout = "5s";
+  std::size_t redis_buffer = 1024;
   bool no_join_leave = false;
 };
 
@@ -42,6 +47,7 @@ struct Setup {
   net::WorkersOptions workers;
   net::HostPort listen;
   pubsub::BusOptions bus;
+  std::optional<pubsub::RedisBrokerOptions> redis;  // --redis: in place of the Bus
   chat::Config config;
   Duration drain_timeout{};
 };
@@ -78,6 +84,34 @@ Setup make_setup(const Flags& f) {
   if (c.stats_interval.count() <= 0)
     throw std::invalid_argument("--stats-interval must be positive");
 
+  if (!f.redis.empty()) {
+    pubsub::RedisBrokerOptions r;
+    r.limits = s.bus.limits;
+    r.channel = s.bus.channel;
+    if (r.channel.history_ttl.count() <= 0)
+      throw std::invalid_argument("--history-ttl must be positive with --redis");
+    const net::HostPort where = net::parse_host_port(f.redis);
+    r.redis.connector.host = where.host;
+    r.redis.connector.port = where.port;
+    r.redis.command_timeout = parse_duration_flag("--redis-timeout", f.redis_timeout);
+    r.redis.max_buffered = f.redis_buffer;
+    r.key_prefix = f.redis_prefix;
+    r.presence_ttl = parse_duration_flag("--presence-ttl", f.presence_ttl);
+    if (r.presence_ttl < std::chrono::milliseconds(30))
+      throw std::invalid_argument("--presence-ttl must be at least 30ms");
+    if (r.redis.command_timeout.count() <= 0)
+      throw std::invalid_argument("--redis-timeout must be positive");
+    // Once per publication per node: every worker's subscribers share it.
+    r.encode_publication = [](const pubsub::Publication& p) {
+      return ws::encode_shared(ws::Opcode::text, chat::publication_json(p));
+    };
+    r.encode_presence = [](const pubsub::PresenceEvent& e) {
+      return ws::encode_shared(ws::Opcode::text, chat::presence_json(e));
+    };
+    r.validate();
+    s.redis = std::move(r);
+  }
+
   s.listen = net::parse_host_port(f.listen);
   net::WorkersOptions& wo = s.workers;
   wo.threads = f.workers;
@@ -100,7 +134,8 @@ Setup make_setup(const Flags& f) {
 }
 
 void write_stats(const std::string& path, const chat::StatsBoard& board,
-                 const net::Workers& workers, const pubsub::Bus& bus, const Flags& f) {
+                 const net::Workers& workers, const pubsub::Bus& bus,
+                 const pubsub::RedisBroker* redis, const Flags& f) {
   if (path.empty()) return;
   const chat::WorkerStats t = board.total();
   Json j;
@@ -108,6 +143,7 @@ void write_stats(const std::string& path, const chat::StatsBoard& board,
   j["ws"] = Json::parse(ws::to_json(t.ws));
   j["pubsub"] = {{"hubs", Json::parse(pubsub::to_json(t.hub))},
                  {"bus", Json::parse(pubsub::to_json(bus.stats()))}};
+  if (redis != nullptr) j["pubsub"]["redis"] = Json::parse(pubsub::to_json(redis->stats()));
   j["slow_consumer"] = {{"policy", f.slow_consumer},
                         {"max_queued_bytes", f.max_queued_bytes},
                         {"closes", t.ws.slow_consumer_closes},
@@ -184,6 +220,24 @@ int main(int argc, char** argv) {
   app.add_flag("--no-join-leave", f.no_join_leave,
                "no join/leave pushes (presence counts are still answered): for channels with "
                "thousands of subscribers, where every join would reach every subscriber");
+  app.add_option("--redis", f.redis,
+                 "HOST:PORT of a Redis (7.0+) shared by several chat nodes: publications, history, "
+                 "recovery and presence go through it (default: in-process only)");
+  app.add_option("--redis-prefix", f.redis_prefix,
+                 "prefix of every Redis key and channel this server uses")
+      ->capture_default_str();
+  app.add_option("--presence-ttl", f.presence_ttl,
+                 "with --redis: a node's presence lease, renewed every third of it; a dead "
+                 "node's clients leave the counts within it")
+      ->capture_default_str();
+  app.add_option("--redis-timeout", f.redis_timeout,
+                 "with --redis: how long a request may wait for Redis (also while it is down) "
+                 "before the client gets the error unavailable")
+      ->capture_default_str();
+  app.add_option("--redis-buffer", f.redis_buffer,
+                 "with --redis: requests held while Redis is unreachable (beyond: unavailable at "
+                 "once; 0: fail fast)")
+      ->capture_default_str();
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   Setup s;
@@ -198,11 +252,14 @@ int main(int argc, char** argv) {
 
   return heartwheel::cli::run(app, [&] {
     pubsub::Bus bus(s.bus);  // one per process: every worker's hub attaches to it
+    std::unique_ptr<pubsub::RedisBroker> redis;  // or this one, with --redis
+    if (s.redis) redis = std::make_unique<pubsub::RedisBroker>(*s.redis);
+    pubsub::Broker& broker = redis ? static_cast<pubsub::Broker&>(*redis) : bus;
     chat::Roster roster;
     chat::StatsBoard board(f.workers);
     {
       net::Workers workers(s.workers, [&](unsigned index) -> std::unique_ptr<net::Handler> {
-        return std::make_unique<chat::Worker>(index, s.config, bus, roster, board);
+        return std::make_unique<chat::Worker>(index, s.config, broker, roster, board);
       });
       workers.start();
       const auto endpoint = chat::start_metrics(metrics_at, workers, board, bus);
@@ -215,12 +272,13 @@ int main(int argc, char** argv) {
       // Signals drain the workers (each WebSocket gets close 1001); the
       // stats file is rewritten meanwhile.
       heartwheel::cli::serve_until_signalled(
-          workers, {.program = "heartwheel-chat",
-                    .drain_timeout = s.drain_timeout,
-                    .tick_interval = f.stats_json.empty() ? Duration{0} : s.config.stats_interval,
-                    .tick = [&] { write_stats(f.stats_json, board, workers, bus, f); }});
+          workers,
+          {.program = "heartwheel-chat",
+           .drain_timeout = s.drain_timeout,
+           .tick_interval = f.stats_json.empty() ? Duration{0} : s.config.stats_interval,
+           .tick = [&] { write_stats(f.stats_json, board, workers, bus, redis.get(), f); }});
       workers.join();  // every worker's hub is gone before the bus
-      write_stats(f.stats_json, board, workers, bus, f);
+      write_stats(f.stats_json, board, workers, bus, redis.get(), f);
       const chat::WorkerStats t = board.total();
       std::fprintf(stderr, "heartwheel-chat: stopped after %llu WebSocket connections\n",
                    static_cast<unsigned long long>(t.ws.opened));

@@ -66,6 +66,13 @@ std::vector<Program> programs() {
 #ifdef HEARTWHEEL_OVERLOAD_BENCH_BIN
       {"heartwheel-overload-bench", HEARTWHEEL_OVERLOAD_BENCH_BIN, {"--floor", "0"}, "--floor"},
 #endif
+#ifdef HEARTWHEEL_FANOUT_BENCH_BIN
+      {"heartwheel-fanout-bench",
+       HEARTWHEEL_FANOUT_BENCH_BIN,
+       {"--connect", "127.0.0.1:9", "--subscribers", "0"},
+       "'0'",
+       {"--connect", "127.0.0.1:9"}},
+#endif
 #ifdef HEARTWHEEL_HTTP_SESSION_BENCH_BIN
       {"heartwheel-http-session-bench",
        HEARTWHEEL_HTTP_SESSION_BENCH_BIN,
