@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -38,6 +39,12 @@ struct Config {
   heartwheel::ws::NetHandlerOptions ws;
   std::size_t history_size = 0;  // the default and largest `limit` of a history request
   heartwheel::Duration stats_interval = std::chrono::seconds(1);
+  // Optional: routes tried before chat's own, on the worker's loop thread
+  // (heartwheel-push adds its HTTP API this way). Returns true when it took
+  // the request (it then answers through, or keeps, the Responder).
+  std::function<bool(unsigned worker, heartwheel::pubsub::Hub& hub,
+                     const heartwheel::http::Request& req, heartwheel::http::Responder& r)>
+      routes;
 };
 
 // The chat page (chat.html, embedded at build time by embed_page.py).
