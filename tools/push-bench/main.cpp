@@ -320,6 +320,19 @@ int main(int argc, char** argv) {
                                       {"p50", percentile(outage, 0.50)},
                                       {"p99", percentile(outage, 0.99)},
                                       {"max", percentile(outage, 1.0)}};
+    // Where the worst ones were due (seconds after the start), to tell a
+    // start-up backlog from a stall.
+    std::vector<std::size_t> order(record.late_ms.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const std::size_t worst = std::min<std::size_t>(5, order.size());
+    std::partial_sort(
+        order.begin(), order.begin() + static_cast<std::ptrdiff_t>(worst), order.end(),
+        [&](std::size_t x, std::size_t y) { return record.late_ms[x] > record.late_ms[y]; });
+    j["worst"] = nlohmann::json::array();
+    for (std::size_t k = 0; k < worst; ++k)
+      j["worst"].push_back(
+          {{"due_s", std::chrono::duration<double>(record.due[order[k]] - start).count()},
+           {"late_ms", record.late_ms[order[k]]}});
     j["over_s"] = std::chrono::duration<double>(c.over).count();
     j["tick_ms"] = std::chrono::duration<double, std::milli>(c.tick).count();
     j["lease_s"] = std::chrono::duration<double>(c.lease).count();
