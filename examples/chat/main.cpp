@@ -5,6 +5,8 @@
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub/bus.h>
+#include <heartwheel/pubsub/redis_broker.h>
+#include <heartwheel/ws/frame.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -12,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_program.h"
+#include "protocol.h"
 #include "serve_loop.h"
 #include "stats_board.h"
 #include "worker.h"
@@ -33,6 +36,9 @@ struct Flags {
   std::size_t max_message_size = 64 * 1024, history_size = 100, max_queued_bytes = 1 << 20;
   std::string slow_consumer = "close";
   std::string stats_json;
+  std::string redis, redis_prefix = "hw:", presence_ttl = "30s", redis_timeout = "5s";
+  std::size_t redis_buffer = 1024;
+  bool no_join_leave = false;
 };
 
 // Everything the flags decide, checked before anything starts.
@@ -40,6 +46,7 @@ struct Setup {
   net::WorkersOptions workers;
   net::HostPort listen;
   pubsub::BusOptions bus;
+  std::optional<pubsub::RedisBrokerOptions> redis;  // --redis: in place of the Bus
   chat::Config config;
   Duration drain_timeout{};
 };
@@ -67,13 +74,37 @@ Setup make_setup(const Flags& f) {
   s.bus.channel.history_ttl = parse_duration_flag("--history-ttl", f.history_ttl);
   if (f.history_size > 0 && s.bus.channel.history_ttl.count() <= 0)
     throw std::invalid_argument("--history-ttl must be positive when --history-size is not 0");
-  s.bus.channel.join_leave = true;
+  s.bus.channel.join_leave = !f.no_join_leave;
   s.bus.limits.max_data_bytes = f.max_message_size;  // what fits in a message may be published
   s.bus.validate();
   c.history_size = f.history_size;
   c.stats_interval = parse_duration_flag("--stats-interval", f.stats_interval);
   if (c.stats_interval.count() <= 0)
     throw std::invalid_argument("--stats-interval must be positive");
+
+  if (!f.redis.empty()) {
+    pubsub::RedisBrokerOptions r;
+    r.limits = s.bus.limits;
+    r.channel = s.bus.channel;
+    if (r.channel.history_ttl.count() <= 0)
+      throw std::invalid_argument("--history-ttl must be positive with --redis");
+    const net::HostPort where = net::parse_host_port(f.redis);
+    r.redis.connector.host = where.host;
+    r.redis.connector.port = where.port;
+    r.redis.command_timeout = parse_duration_flag("--redis-timeout", f.redis_timeout);
+    r.redis.max_buffered = f.redis_buffer;
+    r.key_prefix = f.redis_prefix;
+    r.presence_ttl = parse_duration_flag("--presence-ttl", f.presence_ttl);
+    // Once per publication per node: every worker's subscribers share it.
+    r.encode_publication = [](const pubsub::Publication& p) {
+      return ws::encode_shared(ws::Opcode::text, chat::publication_json(p));
+    };
+    r.encode_presence = [](const pubsub::PresenceEvent& e) {
+      return ws::encode_shared(ws::Opcode::text, chat::presence_json(e));
+    };
+    r.validate();
+    s.redis = std::move(r);
+  }
 
   s.listen = net::parse_host_port(f.listen);
   net::WorkersOptions& wo = s.workers;
@@ -97,7 +128,8 @@ Setup make_setup(const Flags& f) {
 }
 
 void write_stats(const std::string& path, const chat::StatsBoard& board,
-                 const net::Workers& workers, const pubsub::Bus& bus, const Flags& f) {
+                 const net::Workers& workers, const pubsub::Bus& bus,
+                 const pubsub::RedisBroker* redis, const Flags& f) {
   if (path.empty()) return;
   const chat::WorkerStats t = board.total();
   Json j;
@@ -105,6 +137,7 @@ void write_stats(const std::string& path, const chat::StatsBoard& board,
   j["ws"] = Json::parse(ws::to_json(t.ws));
   j["pubsub"] = {{"hubs", Json::parse(pubsub::to_json(t.hub))},
                  {"bus", Json::parse(pubsub::to_json(bus.stats()))}};
+  if (redis != nullptr) j["pubsub"]["redis"] = Json::parse(pubsub::to_json(redis->stats()));
   j["slow_consumer"] = {{"policy", f.slow_consumer},
                         {"max_queued_bytes", f.max_queued_bytes},
                         {"closes", t.ws.slow_consumer_closes},
@@ -176,6 +209,27 @@ int main(int argc, char** argv) {
                  "write counters as JSON to FILE every --stats-interval and at exit");
   app.add_option("--stats-interval", f.stats_interval, "how often --stats-json is rewritten")
       ->capture_default_str();
+  app.add_flag("--no-join-leave", f.no_join_leave,
+               "no join/leave pushes (presence counts are still answered): for channels with "
+               "thousands of subscribers, where every join would reach every subscriber");
+  app.add_option("--redis", f.redis,
+                 "HOST:PORT of a Redis (7.0+) shared by several chat nodes: publications, history, "
+                 "recovery and presence go through it (default: in-process only)");
+  app.add_option("--redis-prefix", f.redis_prefix,
+                 "prefix of every Redis key and channel this server uses")
+      ->capture_default_str();
+  app.add_option("--presence-ttl", f.presence_ttl,
+                 "with --redis: a node's presence lease, renewed every third of it; a dead "
+                 "node's clients leave the counts within it")
+      ->capture_default_str();
+  app.add_option("--redis-timeout", f.redis_timeout,
+                 "with --redis: how long a request may wait for Redis (also while it is down) "
+                 "before the client gets the error unavailable")
+      ->capture_default_str();
+  app.add_option("--redis-buffer", f.redis_buffer,
+                 "with --redis: requests held while Redis is unreachable (beyond: unavailable at "
+                 "once; 0: fail fast)")
+      ->capture_default_str();
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   Setup s;
@@ -187,11 +241,14 @@ int main(int argc, char** argv) {
 
   return heartwheel::cli::run(app, [&] {
     pubsub::Bus bus(s.bus);  // one per process: every worker's hub attaches to it
+    std::unique_ptr<pubsub::RedisBroker> redis;  // or this one, with --redis
+    if (s.redis) redis = std::make_unique<pubsub::RedisBroker>(*s.redis);
+    pubsub::Broker& broker = redis ? static_cast<pubsub::Broker&>(*redis) : bus;
     chat::Roster roster;
     chat::StatsBoard board(f.workers);
     {
       net::Workers workers(s.workers, [&](unsigned index) -> std::unique_ptr<net::Handler> {
-        return std::make_unique<chat::Worker>(index, s.config, bus, roster, board);
+        return std::make_unique<chat::Worker>(index, s.config, broker, roster, board);
       });
       workers.start();
       const bool v6 = s.listen.host.find(':') != std::string::npos;
@@ -202,12 +259,13 @@ int main(int argc, char** argv) {
       // Signals drain the workers (each WebSocket gets close 1001); the
       // stats file is rewritten meanwhile.
       heartwheel::cli::serve_until_signalled(
-          workers, {.program = "heartwheel-chat",
-                    .drain_timeout = s.drain_timeout,
-                    .tick_interval = f.stats_json.empty() ? Duration{0} : s.config.stats_interval,
-                    .tick = [&] { write_stats(f.stats_json, board, workers, bus, f); }});
+          workers,
+          {.program = "heartwheel-chat",
+           .drain_timeout = s.drain_timeout,
+           .tick_interval = f.stats_json.empty() ? Duration{0} : s.config.stats_interval,
+           .tick = [&] { write_stats(f.stats_json, board, workers, bus, redis.get(), f); }});
       workers.join();  // every worker's hub is gone before the bus
-      write_stats(f.stats_json, board, workers, bus, f);
+      write_stats(f.stats_json, board, workers, bus, redis.get(), f);
       const chat::WorkerStats t = board.total();
       std::fprintf(stderr, "heartwheel-chat: stopped after %llu WebSocket connections\n",
                    static_cast<unsigned long long>(t.ws.opened));

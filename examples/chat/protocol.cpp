@@ -89,6 +89,8 @@ std::string error_code_name(const std::error_code& ec) {
       return "not_subscribed";
     case pubsub::errc::data_too_large:
       return "data_too_large";
+    case pubsub::errc::unavailable:
+      return "unavailable";
     default:
       return "internal";
   }

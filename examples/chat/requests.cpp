@@ -34,66 +34,78 @@ std::string Worker::error(const Json& id, std::string_view code, std::string_vie
   return error_reply(id, code, message);
 }
 
-std::string Worker::handle(Client& client, std::string_view text) {
+void Worker::handle(Client& client, std::string_view text) {
+  const std::uint64_t slot = client.replies->reserve();
+  const Reply reply = [replies = client.replies, slot](std::string r) {
+    replies->fill(slot, std::move(r));
+  };
   Json req = Json::parse(text, nullptr, false);
   if (req.is_discarded()) {
     ++stats_.bad_json;
-    return error(nullptr, "bad_json", "the frame is not JSON");
+    return reply(error(nullptr, "bad_json", "the frame is not JSON"));
   }
-  if (!req.is_object()) return error(nullptr, "bad_request", "a request is a JSON object");
+  if (!req.is_object()) return reply(error(nullptr, "bad_request", "a request is a JSON object"));
   const Json id = req.contains("id") ? req["id"] : Json(nullptr);
   const auto op = req.find("op");
   if (op == req.end() || !op->is_string())
-    return error(id, "bad_request", "\"op\" must be a string");
+    return reply(error(id, "bad_request", "\"op\" must be a string"));
   try {
-    return dispatch(client, id, op->get<std::string>(), req);
+    dispatch(client, id, op->get<std::string>(), req, reply);
   } catch (const std::invalid_argument& e) {
-    return error(id, "bad_request", e.what());
+    reply(error(id, "bad_request", e.what()));
   } catch (const std::exception& e) {
-    return error(id, "internal", e.what());
+    reply(error(id, "internal", e.what()));
   }
 }
 
-std::string Worker::dispatch(Client& client, const Json& id, const std::string& op,
-                             const Json& req) {
+void Worker::dispatch(Client& client, const Json& id, const std::string& op, const Json& req,
+                      const Reply& reply) {
   if (op != "subscribe" && op != "unsubscribe" && op != "publish" && op != "presence" &&
       op != "history") {
     ++stats_.requests["unknown"];
-    return error(id, "unknown_op",
-                 "unknown op; the ops are subscribe, unsubscribe, publish, presence, history");
+    return reply(
+        error(id, "unknown_op",
+              "unknown op; the ops are subscribe, unsubscribe, publish, presence, history"));
   }
   ++stats_.requests[op];
   const auto channel_it = req.find("channel");
   if (channel_it == req.end() || !channel_it->is_string())
-    return error(id, "bad_request", "\"channel\" must be a string");
+    return reply(error(id, "bad_request", "\"channel\" must be a string"));
   const std::string channel = channel_it->get<std::string>();
-  if (op == "subscribe") return subscribe(client, id, channel, req);
-  if (op == "unsubscribe") return unsubscribe(client, id, channel);
-  if (op == "publish") return publish(client, id, channel, req);
-  if (op == "presence") return presence(id, channel);
-  return history(id, channel, req);
+  if (op == "subscribe") return subscribe(client, id, channel, req, reply);
+  if (op == "unsubscribe") return reply(unsubscribe(client, id, channel));
+  if (op == "publish") return publish(client, id, channel, req, reply);
+  if (op == "presence") return presence(id, channel, reply);
+  history(id, channel, req, reply);
 }
 
-std::string Worker::subscribe(Client& client, const Json& id, const std::string& channel,
-                              const Json& req) {
+void Worker::subscribe(Client& client, const Json& id, const std::string& channel, const Json& req,
+                       const Reply& reply) {
   pubsub::SubscribeOptions options;
   if (const auto since = req.find("since"); since != req.end() && !since->is_null()) {
     const auto epoch = since->is_object() ? since->find("epoch") : since->end();
     const auto offset = since->is_object() ? count_field(*since, "offset") : std::nullopt;
     if (!since->is_object() || !offset || epoch == since->end() || !epoch->is_string())
-      return error(id, "bad_request", "\"since\" must be {\"offset\": N, \"epoch\": \"E\"}");
+      return reply(error(id, "bad_request", "\"since\" must be {\"offset\": N, \"epoch\": \"E\"}"));
     options.since = pubsub::StreamPosition{*offset, epoch->get<std::string>()};
   }
-  const pubsub::SubscribeResult r = hub_->subscribe(client, channel, options);
-  if (r.error) return error(id, error_code_name(r.error), r.error.message());
-  client.channels.push_back(channel);
-  roster_.add(channel, client.id, client.presence_info());
-  // Recovered publications are in the reply, oldest first; live ones follow
-  // it (the hub never delivers inside subscribe).
-  return ok_reply(id, position_fields(r.position) +
-                          ",\"recovered\":" + (r.recovered ? "true" : "false") +
-                          ",\"publications\":" + publications_json(r.publications) +
-                          ",\"count\":" + std::to_string(r.subscribers));
+  hub_->subscribe(
+      client, channel, options,
+      [this, id, channel, replies = client.replies, reply](pubsub::SubscribeResult r) {
+        if (r.error) return reply(error(id, error_code_name(r.error), r.error.message()));
+        // Not if the client closed or unsubscribed before the answer (the
+        // hub undid the join); the reply still says the subscribe succeeded.
+        if (Client* c = replies->client; c != nullptr && hub_->subscribed(*c, channel)) {
+          c->channels.push_back(channel);
+          roster_.add(channel, c->id, c->presence_info());
+        }
+        // Recovered publications are in the reply, oldest first; live ones
+        // follow it (the hub never delivers before the answer).
+        reply(ok_reply(id, position_fields(r.position) +
+                               ",\"recovered\":" + (r.recovered ? "true" : "false") +
+                               ",\"publications\":" + publications_json(r.publications) +
+                               ",\"count\":" + std::to_string(r.subscribers)));
+      });
 }
 
 std::string Worker::unsubscribe(Client& client, const Json& id, const std::string& channel) {
@@ -104,39 +116,47 @@ std::string Worker::unsubscribe(Client& client, const Json& id, const std::strin
   return ok_reply(id);
 }
 
-std::string Worker::publish(Client& client, const Json& id, const std::string& channel,
-                            const Json& req) {
+void Worker::publish(Client& client, const Json& id, const std::string& channel, const Json& req,
+                     const Reply& reply) {
   const auto data = req.find("data");
-  if (data == req.end()) return error(id, "bad_request", "\"data\" is required (any JSON value)");
+  if (data == req.end())
+    return reply(error(id, "bad_request", "\"data\" is required (any JSON value)"));
   // The data is stored and pushed as this JSON text; the publisher's
   // presence info goes with it as "info".
-  const pubsub::PublishResult r = hub_->publish(channel, data->dump(), client.presence_info());
-  if (r.error) return error(id, error_code_name(r.error), r.error.message());
-  ++stats_.publications;
-  return ok_reply(id, position_fields(r.position));
+  hub_->publish(channel, data->dump(), client.presence_info(),
+                [this, id, reply](pubsub::PublishResult r) {
+                  if (r.error) return reply(error(id, error_code_name(r.error), r.error.message()));
+                  ++stats_.publications;
+                  reply(ok_reply(id, position_fields(r.position)));
+                });
 }
 
-std::string Worker::presence(const Json& id, const std::string& channel) {
-  if (const std::error_code ec = pubsub::validate_channel(channel, bus_.limits()))
-    return error(id, error_code_name(ec), ec.message());
-  std::size_t total = 0;
-  const std::vector<std::string> members = roster_.list(channel, kMaxPresenceList, total);
-  std::string fields = ",\"count\":" + std::to_string(hub_->presence(channel)) + ",\"clients\":[";
-  for (std::size_t i = 0; i < members.size(); ++i) fields += (i ? "," : "") + members[i];
-  fields += ']';
-  if (total > members.size()) fields += ",\"truncated\":true";
-  return ok_reply(id, fields);
+void Worker::presence(const Json& id, const std::string& channel, const Reply& reply) {
+  if (const std::error_code ec = pubsub::validate_channel(channel, broker_.limits()))
+    return reply(error(id, error_code_name(ec), ec.message()));
+  hub_->presence(channel, [this, id, channel, reply](pubsub::PresenceResult r) {
+    if (r.error) return reply(error(id, error_code_name(r.error), r.error.message()));
+    std::size_t total = 0;
+    const std::vector<std::string> members = roster_.list(channel, kMaxPresenceList, total);
+    std::string fields = ",\"count\":" + std::to_string(r.subscribers) + ",\"clients\":[";
+    for (std::size_t i = 0; i < members.size(); ++i) fields += (i ? "," : "") + members[i];
+    fields += ']';
+    if (total > members.size()) fields += ",\"truncated\":true";
+    reply(ok_reply(id, fields));
+  });
 }
 
-std::string Worker::history(const Json& id, const std::string& channel, const Json& req) {
+void Worker::history(const Json& id, const std::string& channel, const Json& req,
+                     const Reply& reply) {
   const std::optional<std::uint64_t> asked = count_field(req, "limit");
   const std::size_t limit =
       asked ? static_cast<std::size_t>(std::min<std::uint64_t>(*asked, config_.history_size))
             : config_.history_size;
-  const pubsub::HistoryResult r = hub_->history(channel, limit);
-  if (r.error) return error(id, error_code_name(r.error), r.error.message());
-  return ok_reply(
-      id, position_fields(r.position) + ",\"publications\":" + publications_json(r.publications));
+  hub_->history(channel, limit, [this, id, reply](pubsub::HistoryResult r) {
+    if (r.error) return reply(error(id, error_code_name(r.error), r.error.message()));
+    reply(ok_reply(id, position_fields(r.position) +
+                           ",\"publications\":" + publications_json(r.publications)));
+  });
 }
 
 }  // namespace chat

@@ -15,11 +15,11 @@ namespace net = heartwheel::net;
 namespace pubsub = heartwheel::pubsub;
 namespace ws = heartwheel::ws;
 
-Worker::Worker(unsigned index, const Config& config, pubsub::Bus& bus, Roster& roster,
+Worker::Worker(unsigned index, const Config& config, pubsub::Broker& broker, Roster& roster,
                StatsBoard& board)
     : index_(index),
       config_(config),
-      bus_(bus),
+      broker_(broker),
       roster_(roster),
       board_(board),
       ws_(std::make_unique<ws::NetHandler>(config.ws, static_cast<ws::Application&>(*this))),
@@ -69,7 +69,7 @@ void Worker::start_on_loop(uv_loop_t* loop) {
   o.encode_presence = [](const pubsub::PresenceEvent& e) {
     return ws::encode_shared(ws::Opcode::text, presence_json(e));
   };
-  hub_ = std::make_unique<pubsub::Hub>(bus_, std::move(o));
+  hub_ = std::make_unique<pubsub::Hub>(broker_, std::move(o));
   auto timer = std::make_unique<uv_timer_t>();
   heartwheel::check_uv(uv_timer_init(loop, timer.get()), "uv_timer_init");
   stats_timer_ = timer.release();  // from here on freed by its close callback
@@ -153,8 +153,7 @@ void Worker::on_message(ws::Connection& conn, ws::MessageType type, std::string&
     (void)conn.close(ws::kCloseUnsupportedData, "the chat protocol is JSON in text frames");
     return;
   }
-  const std::string reply = handle(*client, payload);
-  (void)conn.send_text(reply);
+  handle(*client, payload);
 }
 
 void Worker::on_close(ws::Connection& conn, const ws::CloseInfo&) {

@@ -5,7 +5,8 @@
 // to WebSocket (ws::NetHandler::upgrade; the connection's handler becomes
 // the ws::NetHandler). A /ws connection gets a Client (a pubsub::Subscriber)
 // in its user data; its JSON requests (requests.cpp) go to the worker's
-// pubsub::Hub, which the process's Bus feeds from every worker. The hub is
+// pubsub::Hub, which the process's broker (the in-process Bus, or Redis with
+// --redis) feeds from every worker. The hub is
 // made on the loop thread at the worker's first connection (the Workers
 // factory runs before the loop exists), with a timer that copies the
 // worker's counters to the StatsBoard.
@@ -52,7 +53,7 @@ extern const std::string_view kPage;
 
 class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Application {
  public:
-  Worker(unsigned index, const Config& config, heartwheel::pubsub::Bus& bus, Roster& roster,
+  Worker(unsigned index, const Config& config, heartwheel::pubsub::Broker& broker, Roster& roster,
          StatsBoard& board);
   ~Worker() override;
   Worker(const Worker&) = delete;
@@ -82,20 +83,24 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
                   std::string& payload) override;
   void on_close(heartwheel::ws::Connection& conn, const heartwheel::ws::CloseInfo& info) override;
 
-  // requests.cpp: one JSON request in, one reply out.
-  std::string handle(Client& client, std::string_view text);
-  std::string dispatch(Client& client, const Json& id, const std::string& op, const Json& req);
-  std::string subscribe(Client& client, const Json& id, const std::string& channel,
-                        const Json& req);
+  // requests.cpp: one JSON request in, one reply out, given to `reply`
+  // (exactly once: at once, or when the broker answers).
+  using Reply = std::function<void(std::string)>;
+  void handle(Client& client, std::string_view text);
+  void dispatch(Client& client, const Json& id, const std::string& op, const Json& req,
+                const Reply& reply);
+  void subscribe(Client& client, const Json& id, const std::string& channel, const Json& req,
+                 const Reply& reply);
   std::string unsubscribe(Client& client, const Json& id, const std::string& channel);
-  std::string publish(Client& client, const Json& id, const std::string& channel, const Json& req);
-  std::string presence(const Json& id, const std::string& channel);
-  std::string history(const Json& id, const std::string& channel, const Json& req);
+  void publish(Client& client, const Json& id, const std::string& channel, const Json& req,
+               const Reply& reply);
+  void presence(const Json& id, const std::string& channel, const Reply& reply);
+  void history(const Json& id, const std::string& channel, const Json& req, const Reply& reply);
   std::string error(const Json& id, std::string_view code, std::string_view message);
 
   const unsigned index_;
   const Config& config_;
-  heartwheel::pubsub::Bus& bus_;
+  heartwheel::pubsub::Broker& broker_;
   Roster& roster_;
   StatsBoard& board_;
   std::unique_ptr<heartwheel::pubsub::Hub> hub_;  // from the first connection on

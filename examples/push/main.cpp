@@ -5,7 +5,8 @@
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/workers.h>
-#include <heartwheel/pubsub/bus.h>
+#include <heartwheel/pubsub/redis_broker.h>
+#include <heartwheel/ws/frame.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -14,6 +15,7 @@
 
 #include "cli_program.h"
 #include "node.h"
+#include "protocol.h"
 #include "serve_loop.h"
 #include "server_flags.h"
 #include "stats_board.h"
@@ -46,7 +48,8 @@ struct Flags {
 struct Setup {
   net::WorkersOptions workers;
   net::HostPort listen;
-  pubsub::BusOptions bus;
+  pubsub::BusOptions bus;             // limits and channel options
+  pubsub::RedisBrokerOptions broker;  // the broker: Redis, shared by every node
   chat::Config chat;
   pushsrv::NodeConfig node;
   Duration drain_timeout{};
@@ -113,6 +116,22 @@ Setup make_setup(const Flags& f) {
   s.bus.channel.join_leave = false;  // push channels are broadcasts: no join/leave events
   s.bus.limits.max_data_bytes = f.max_message_size;
   s.bus.validate();
+  pubsub::RedisBrokerOptions& b = s.broker;
+  b.limits = s.bus.limits;
+  b.channel = s.bus.channel;
+  if (b.channel.history_ttl.count() <= 0)
+    throw std::invalid_argument("--history-ttl must be positive");
+  b.redis = s.node.redis;
+  b.key_prefix = f.key_prefix + "pubsub:";
+  // Once per publication per node: every worker's WebSocket subscribers
+  // share the frame (SSE streams format their own events).
+  b.encode_publication = [](const pubsub::Publication& p) {
+    return ws::encode_shared(ws::Opcode::text, chat::publication_json(p));
+  };
+  b.encode_presence = [](const pubsub::PresenceEvent& e) {
+    return ws::encode_shared(ws::Opcode::text, chat::presence_json(e));
+  };
+  b.validate();
   chat::Config& c = s.chat;
   c.history_size = f.history_size;
   c.stats_interval = parse_duration_flag("--stats-interval", f.stats_interval);
@@ -147,7 +166,7 @@ Setup make_setup(const Flags& f) {
 
 void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
                  const heartwheel::metrics::WorkerBoard<pushsrv::NodeStats>& board,
-                 const net::Workers& workers, const pubsub::Bus& bus) {
+                 const net::Workers& workers, const pubsub::RedisBroker& broker) {
   if (path.empty()) return;
   const chat::WorkerStats c = chat_board.total();
   const pushsrv::NodeStats n = board.total();
@@ -155,7 +174,7 @@ void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
   j["net"] = Json::parse(net::to_json(workers.total()));
   j["ws"] = Json::parse(ws::to_json(c.ws));
   j["pubsub"] = {{"hubs", Json::parse(pubsub::to_json(c.hub))},
-                 {"bus", Json::parse(pubsub::to_json(bus.stats()))}};
+                 {"redis", Json::parse(pubsub::to_json(broker.stats()))}};
   j["delayed"] = Json::parse(heartwheel::push::to_json(n.delayed));
   j["redis"] = Json::parse(heartwheel::redis::to_json(n.redis));
   j["sse"] = {{"opened", n.sse.opened},           {"current", n.sse.current},
@@ -273,15 +292,13 @@ int main(int argc, char** argv) {
   }
 
   return heartwheel::cli::run(app, [&] {
-    pubsub::Bus bus(s.bus);  // one per process: every worker's hub attaches to it
+    pubsub::RedisBroker broker(s.broker);  // one per process: every worker's hubs attach to it
     chat::Roster roster;
     chat::StatsBoard chat_board(f.workers);
     heartwheel::metrics::WorkerBoard<pushsrv::NodeStats> board(f.workers);
     std::vector<pushsrv::Node*> nodes(f.workers, nullptr);  // slot i: written by worker i only
-    s.chat.routes = [&nodes](unsigned w, pubsub::Hub& hub, const heartwheel::http::Request& req,
-                             heartwheel::http::Responder& r) {
-      return nodes[w]->route(hub, req, r);
-    };
+    s.chat.routes = [&nodes](unsigned w, pubsub::Hub&, const heartwheel::http::Request& req,
+                             heartwheel::http::Responder& r) { return nodes[w]->route(req, r); };
     s.workers.on_publish = [&board](unsigned w, const net::LoopSnapshot&, net::Handler& h) {
       board.publish(w, static_cast<pushsrv::Node&>(h).stats());
     };
@@ -292,8 +309,8 @@ int main(int argc, char** argv) {
       net::Workers workers(
           s.workers,
           [&](unsigned index, heartwheel::LoopWheel& wheel) -> std::unique_ptr<net::Handler> {
-            auto node = std::make_unique<pushsrv::Node>(index, wheel, s.node, s.chat, bus, roster,
-                                                        chat_board);
+            auto node = std::make_unique<pushsrv::Node>(index, wheel, s.node, s.chat, broker,
+                                                        roster, chat_board);
             nodes[index] = node.get();
             return node;
           });
@@ -303,12 +320,13 @@ int main(int argc, char** argv) {
                   workers.port());
       std::fflush(stdout);
       heartwheel::cli::serve_until_signalled(
-          workers, {.program = "heartwheel-push",
-                    .drain_timeout = s.drain_timeout,
-                    .tick_interval = f.stats_json.empty() ? Duration{0} : s.chat.stats_interval,
-                    .tick = [&] { write_stats(f.stats_json, chat_board, board, workers, bus); }});
-      workers.join();  // every worker's hub is gone before the bus
-      write_stats(f.stats_json, chat_board, board, workers, bus);
+          workers,
+          {.program = "heartwheel-push",
+           .drain_timeout = s.drain_timeout,
+           .tick_interval = f.stats_json.empty() ? Duration{0} : s.chat.stats_interval,
+           .tick = [&] { write_stats(f.stats_json, chat_board, board, workers, broker); }});
+      workers.join();  // every worker's hubs are gone before the broker
+      write_stats(f.stats_json, chat_board, board, workers, broker);
       const pushsrv::NodeStats n = board.total();
       std::fprintf(stderr,
                    "heartwheel-push: stopped after %llu publishes accepted, %llu delivered\n",

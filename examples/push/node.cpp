@@ -36,6 +36,13 @@ http::Response not_allowed(std::string_view allow) {
   return r;
 }
 
+// The node's own hub: no encoder (SSE streams format their own events).
+pubsub::HubOptions hub_options(uv_loop_t* loop) {
+  pubsub::HubOptions o;
+  o.loop = loop;
+  return o;
+}
+
 // Redis could not take the command (down, buffer full, too slow): 503.
 http::Response unavailable(const std::error_code& ec) {
   http::Response r = json_response(
@@ -46,13 +53,14 @@ http::Response unavailable(const std::error_code& ec) {
 }  // namespace
 
 Node::Node(unsigned index, heartwheel::LoopWheel& wheel, const NodeConfig& node,
-           const chat::Config& chat, pubsub::Bus& bus, chat::Roster& roster,
+           const chat::Config& chat, pubsub::Broker& broker, chat::Roster& roster,
            chat::StatsBoard& chat_board)
     : config_(node),
-      bus_(bus),
+      broker_(broker),
+      hub_(broker, hub_options(wheel.loop())),
       redis_(wheel, node.redis),
       queue_(wheel, redis_, node.delayed, [this](const push::DelayedPush& p) { deliver(p); }),
-      chat_(index, chat, bus, roster, chat_board) {
+      chat_(index, chat, broker, roster, chat_board) {
   redis_.start();
   queue_.start();
 }
@@ -80,7 +88,7 @@ NodeStats Node::stats() const {
   return s;
 }
 
-bool Node::route(pubsub::Hub& hub, const http::Request& req, http::Responder& r) {
+bool Node::route(const http::Request& req, http::Responder& r) {
   const std::string_view path = req.path();
   if (path == "/publish") {
     if (req.method != "POST")
@@ -103,14 +111,14 @@ bool Node::route(pubsub::Hub& hub, const http::Request& req, http::Responder& r)
     if (req.method != "GET")
       r.respond(not_allowed("GET"));
     else
-      open_sse(hub, req, std::move(r));
+      open_sse(req, std::move(r));
     return true;
   }
   return false;
 }
 
 void Node::publish(const http::Request& req, http::Responder r) {
-  auto parsed = parse_publish(req.body, bus_.limits(), config_.max_delay);
+  auto parsed = parse_publish(req.body, broker_.limits(), config_.max_delay);
   if (const auto* bad = std::get_if<ApiError>(&parsed)) {
     ++stats_.publish_refused;
     r.respond(json_response(bad->status, error_json(bad->code, bad->message)));
@@ -155,7 +163,7 @@ void Node::cancel(std::string_view id, http::Responder r) {
   if (refused) answer->respond(unavailable(refused));
 }
 
-void Node::open_sse(pubsub::Hub& hub, const http::Request& req, http::Responder r) {
+void Node::open_sse(const http::Request& req, http::Responder r) {
   const auto channel = req.query_param("channel");
   if (!channel || channel->empty()) {
     r.respond(json_response(400, error_json("bad_request", "GET /sse?channel=NAME")));
@@ -183,15 +191,19 @@ void Node::open_sse(pubsub::Hub& hub, const http::Request& req, http::Responder 
                                             [this](SseStream& s) { streams_.erase(&s); });
   SseStream* s = stream.get();
   streams_.emplace(s, std::move(stream));
-  if (!s->start(hub, std::string(*channel), last)) streams_.erase(s);
+  s->start(hub_, std::string(*channel), last);  // a refusal ends it (released on the wheel)
 }
 
+// The claim is acknowledged when this returns: the broker's answer is only
+// counted (a publish the Redis broker could not make, Redis being down, is
+// lost for subscribers; see README, "delivery").
 void Node::deliver(const push::DelayedPush& p) {
-  const pubsub::PublishResult r = bus_.publish(p.channel, p.data);
-  if (r.error)
-    ++stats_.deliver_refused;  // checked when accepted; only a changed limit gets here
-  else
-    ++stats_.delivered;
+  hub_.publish(p.channel, p.data, {}, [this](pubsub::PublishResult r) {
+    if (r.error)
+      ++stats_.deliver_refused;
+    else
+      ++stats_.delivered;
+  });
 }
 
 }  // namespace pushsrv

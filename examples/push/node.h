@@ -6,14 +6,15 @@
 // DELETE /publish/{id}, GET /sse. It owns the worker's Redis link and its
 // push::DelayedQueue: every publish is stored in Redis first and delivered
 // when due (at once without a delay) by whichever node claims it, through
-// the process's pubsub::Bus to every worker's subscribers.
+// the process's pubsub broker (the Redis broker: every node's subscribers).
 #pragma once
 
 #include <heartwheel/http/message.h>
 #include <heartwheel/http/responder.h>
 #include <heartwheel/loop_wheel.h>
 #include <heartwheel/net/handler.h>
-#include <heartwheel/pubsub/bus.h>
+#include <heartwheel/pubsub/broker.h>
+#include <heartwheel/pubsub/hub.h>
 #include <heartwheel/push/delayed_queue.h>
 #include <heartwheel/redis/client.h>
 
@@ -52,13 +53,12 @@ struct NodeStats {
 class Node final : public heartwheel::net::Handler {
  public:
   Node(unsigned index, heartwheel::LoopWheel& wheel, const NodeConfig& node,
-       const chat::Config& chat, heartwheel::pubsub::Bus& bus, chat::Roster& roster,
+       const chat::Config& chat, heartwheel::pubsub::Broker& broker, chat::Roster& roster,
        chat::StatsBoard& chat_board);
   ~Node() override;
 
   // chat::Config::routes: this node's API in front of chat's routes.
-  bool route(heartwheel::pubsub::Hub& hub, const heartwheel::http::Request& req,
-             heartwheel::http::Responder& r);
+  bool route(const heartwheel::http::Request& req, heartwheel::http::Responder& r);
   // The server drained or stopped: let go of Redis so the loop can end.
   void finish();
   NodeStats stats() const;
@@ -86,14 +86,16 @@ class Node final : public heartwheel::net::Handler {
  private:
   void publish(const heartwheel::http::Request& req, heartwheel::http::Responder r);
   void cancel(std::string_view id, heartwheel::http::Responder r);
-  void open_sse(heartwheel::pubsub::Hub& hub, const heartwheel::http::Request& req,
-                heartwheel::http::Responder r);
+  void open_sse(const heartwheel::http::Request& req, heartwheel::http::Responder r);
   void deliver(const heartwheel::push::DelayedPush& push);
   void end_streams() noexcept;
 
   const NodeConfig& config_;
-  heartwheel::pubsub::Bus& bus_;
+  heartwheel::pubsub::Broker& broker_;
   NodeStats stats_;
+  // This node's own hub (besides chat's, made at the first connection):
+  // delayed pushes are published through it, SSE streams subscribe on it.
+  heartwheel::pubsub::Hub hub_;
   heartwheel::redis::Client redis_;
   heartwheel::push::DelayedQueue queue_;
   chat::Worker chat_;

@@ -44,25 +44,45 @@ SseStream::~SseStream() {
   --stats_.current;
 }
 
-bool SseStream::start(pubsub::Hub& hub, const std::string& channel,
+void SseStream::start(pubsub::Hub& hub, const std::string& channel,
                       std::optional<std::uint64_t> last_event_id) {
-  pubsub::SubscribeOptions so;
-  if (last_event_id) {
-    // The id is an offset; recovery is asked in the channel's epoch now (a
-    // stream whose history was freed has a new epoch, and then no offset
-    // of the old one is recoverable: the reset event says so).
-    const pubsub::HistoryResult top = hub.history(channel, 0);
-    so.since = pubsub::StreamPosition{*last_event_id, top.position.epoch};
+  if (!last_event_id) {
+    subscribe(hub, channel, last_event_id, {});
+    return;
   }
-  const pubsub::SubscribeResult r = hub.subscribe(*this, channel, so);
+  // The id is an offset; recovery is asked in the channel's epoch now (a
+  // stream whose history was freed has a new epoch, and then no offset of
+  // the old one is recoverable: the reset event says so).
+  std::weak_ptr<SseStream*> weak = self_;
+  hub.history(channel, 0, [weak, &hub, channel, last_event_id](pubsub::HistoryResult top) {
+    if (const auto self = weak.lock())
+      (*self)->subscribe(hub, channel, last_event_id, top.position.epoch);
+  });
+}
+
+void SseStream::subscribe(pubsub::Hub& hub, const std::string& channel,
+                          std::optional<std::uint64_t> last_event_id, const std::string& epoch) {
+  pubsub::SubscribeOptions so;
+  if (last_event_id) so.since = pubsub::StreamPosition{*last_event_id, epoch};
+  std::weak_ptr<SseStream*> weak = self_;
+  hub.subscribe(*this, channel, so, [weak, channel, last_event_id](pubsub::SubscribeResult r) {
+    if (const auto self = weak.lock()) (*self)->on_subscribed(r, channel, last_event_id);
+  });
+}
+
+void SseStream::on_subscribed(const pubsub::SubscribeResult& r, const std::string& channel,
+                              std::optional<std::uint64_t> last_event_id) {
   if (r.error) {
+    const bool unavailable = r.error == pubsub::errc::unavailable;
     responder_.respond(http::Response::text(
-        400,
+        unavailable ? 503 : 400,
         nlohmann::json{
             {"error", {{"code", chat::error_code_name(r.error)}, {"message", r.error.message()}}}}
-            .dump(),
+                .dump() +
+            "\n",
         "application/json"));
-    return false;
+    finish();
+    return;
   }
   responder_.begin(200, {{"Content-Type", "text/event-stream"},
                          {"Cache-Control", "no-cache"},
@@ -92,9 +112,7 @@ bool SseStream::start(pubsub::Hub& hub, const std::string& channel,
   }
   head += "id: " + std::to_string(r.position.offset) +
           "\nevent: subscribed\ndata: " + where.dump() + "\n\n";
-  send(head);
-  timers_.schedule(*this, options_.heartbeat);
-  return true;
+  if (send(head)) timers_.schedule(*this, options_.heartbeat);
 }
 
 pubsub::DeliveryOutcome SseStream::on_publication(const pubsub::Publication& p,
@@ -119,6 +137,10 @@ pubsub::DeliveryOutcome SseStream::on_publication(const pubsub::Publication& p,
 
 bool SseStream::send(std::string_view bytes) {
   if (over_) return false;
+  if (!responder_.active()) {
+    finish();
+    return false;
+  }
   if (responder_.write(bytes)) return true;
   finish();
   return false;

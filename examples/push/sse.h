@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -52,10 +53,13 @@ class SseStream final : public heartwheel::pubsub::Subscriber, private heartwhee
             const SseOptions& options, SseStats& stats, std::function<void(SseStream&)> release);
   ~SseStream() override;
 
-  // Answers 200 and subscribes to `channel`, recovering from `last_event_id`
-  // (an offset of the channel's current epoch). False, and answered 400,
-  // if the hub refuses the channel.
-  bool start(heartwheel::pubsub::Hub& hub, const std::string& channel,
+  // Subscribes to `channel`, recovering from `last_event_id` (an offset of
+  // the channel's current epoch, which the broker is asked for first), and
+  // answers 200 when the broker has answered the join (at once on the Bus,
+  // after a Redis round trip or two on the Redis broker): recovered events
+  // first, then live ones. A refused channel is answered 400, a broker that
+  // is unavailable 503; the stream then ends.
+  void start(heartwheel::pubsub::Hub& hub, const std::string& channel,
              std::optional<std::uint64_t> last_event_id);
 
   // Ends the response now (the server drains); the owner then destroys it.
@@ -69,6 +73,10 @@ class SseStream final : public heartwheel::pubsub::Subscriber, private heartwhee
   }
 
  private:
+  void subscribe(heartwheel::pubsub::Hub& hub, const std::string& channel,
+                 std::optional<std::uint64_t> last_event_id, const std::string& epoch);
+  void on_subscribed(const heartwheel::pubsub::SubscribeResult& r, const std::string& channel,
+                     std::optional<std::uint64_t> last_event_id);
   static void on_tick(heartwheel::TimerEntry& e);
   bool send(std::string_view bytes);
   void finish() noexcept;  // over: released on the next wheel expiry
@@ -79,6 +87,8 @@ class SseStream final : public heartwheel::pubsub::Subscriber, private heartwhee
   SseStats& stats_;
   std::function<void(SseStream&)> release_;
   bool over_ = false;
+  // The broker's answers come later: they hold a weak reference.
+  std::shared_ptr<SseStream*> self_ = std::make_shared<SseStream*>(this);
 };
 
 // "id: N\ndata: <publication JSON>\n\n"

@@ -114,6 +114,30 @@ HistoryResult Bus::history(std::string_view channel, std::size_t limit) {
   return result;
 }
 
+// The Broker calls: the answer is ready at once; `done` runs after the lock
+// is released (it may publish, subscribe, ...).
+void Bus::publish(Inbox&, std::string_view channel, std::string data, std::string info,
+                  PublishDone done) {
+  PublishResult r = publish(channel, std::move(data), std::move(info));
+  if (done) done(std::move(r));
+}
+
+void Bus::join(Inbox& inbox, const JoinRequest& request, JoinDone done) {
+  SubscribeResult r = join(inbox, request);
+  if (done) done(std::move(r));
+}
+
+void Bus::history(Inbox&, std::string_view channel, std::size_t limit, HistoryDone done) {
+  HistoryResult r = history(channel, limit);
+  if (done) done(std::move(r));
+}
+
+void Bus::presence(Inbox&, std::string_view channel, PresenceDone done) {
+  PresenceResult r;
+  if (!(r.error = validate_channel(channel, options_.limits))) r.subscribers = presence(channel);
+  if (done) done(std::move(r));
+}
+
 std::uint64_t Bus::presence(std::string_view channel) {
   Shard& shard = shard_for(channel);
   std::lock_guard lock(shard.mu);

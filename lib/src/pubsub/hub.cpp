@@ -24,7 +24,37 @@ Hub::Hub(Broker& broker, HubOptions options)
   broker_.attach(*this);
 }
 
+namespace {
+bool is_pending(const Subscription* s) noexcept { return s->prev == s && s->next == s; }
+}  // namespace
+
+void Hub::unlink_from_subscriber(Subscription* s) noexcept {
+  Subscriber* sub = s->subscriber;
+  if (sub == nullptr) return;
+  for (Subscription** p = &sub->subscriptions_; *p != nullptr; p = &(*p)->next_of_subscriber) {
+    if (*p == s) {
+      *p = s->next_of_subscriber;
+      break;
+    }
+  }
+}
+
 Hub::~Hub() {
+  // Joins still unanswered: their answers will never run (the inbox is freed
+  // below, and nothing is posted after detach); undo them in the broker.
+  for (Subscription* s : pending_) {
+    LocalChannel* ch = s->channel;
+    --ch->pending;
+    std::string info;
+    if (Subscriber* sub = s->subscriber) {
+      info = sub->presence_info_;
+      unlink_from_subscriber(s);
+      if (--sub->count_ == 0) sub->hub_ = nullptr;
+    }
+    broker_.leave(*this, ch->name, info, ch->count == 0 && ch->pending == 0);
+    delete s;
+  }
+  pending_.clear();
   // Everyone still subscribed leaves (the broker counts presence and posts
   // leave events to other hubs); no callback of theirs runs.
   while (!channels_.empty()) {
@@ -55,8 +85,23 @@ Subscription* Hub::find_subscription(const Subscriber& subscriber,
   return nullptr;
 }
 
+void Hub::require_inline(const char* what) const {
+  if (!broker_.completes_inline())
+    throw std::logic_error(std::string("pubsub: Hub::") + what +
+                           " without a callback needs a broker that answers at once (the Bus); "
+                           "pass a callback");
+}
+
 SubscribeResult Hub::subscribe(Subscriber& subscriber, std::string_view channel,
                                const SubscribeOptions& options) {
+  require_inline("subscribe");
+  SubscribeResult out;
+  subscribe(subscriber, channel, options, [&out](SubscribeResult r) { out = std::move(r); });
+  return out;
+}
+
+void Hub::subscribe(Subscriber& subscriber, std::string_view channel,
+                    const SubscribeOptions& options, JoinDone done) {
   SubscribeResult result;
   LocalChannel* ch = find(channel);
   if (auto ec = validate_channel(channel, limits_)) {
@@ -70,49 +115,84 @@ SubscribeResult Hub::subscribe(Subscriber& subscriber, std::string_view channel,
   }
   if (result.error) {
     ++stats_.subscribe_errors;
-    return result;
+    if (done) done(std::move(result));
+    return;
   }
-  // Allocate before the broker counts the join, so a failure changes nothing.
+  // The subscription exists from now on, pending (linked to its subscriber
+  // only) until the broker answers: limits and duplicates see it, and
+  // unsubscribe() can cancel it.
   auto node = std::make_unique<Subscription>();
-  std::unique_ptr<LocalChannel> made;
   if (ch == nullptr) {
-    made = std::make_unique<LocalChannel>(channel);
+    auto made = std::make_unique<LocalChannel>(channel);
+    ch = made.get();
+    channels_.emplace(ch->name, made.release());
   }
-  LocalChannel* target = ch ? ch : made.get();
-  const bool first_local = target->count == 0;
-  result = broker_.join(*this, JoinRequest{channel, subscriber.presence_info_, first_local,
-                                           target->delivered_offset, options.since});
-  if (result.error) {
-    ++stats_.subscribe_errors;
-    return result;
-  }
-  if (made) {
-    LocalChannel* raw = made.release();
-    channels_.emplace(raw->name, raw);
-  }
-  if (first_local) {
-    target->epoch = result.position.epoch;
-    target->delivered_offset = result.position.offset;
-    target->delivered_seq = result.seq;
-  }
-  // Link at the head: a fan-out in progress walks towards the tail, so a
-  // subscriber added from a callback does not get the event being delivered.
+  const bool first_local = ch->count == 0 && ch->pending == 0;
   Subscription* s = node.release();
-  s->channel = target;
+  s->prev = s->next = s;  // pending
+  s->channel = ch;
   s->subscriber = &subscriber;
-  s->next = target->head;
-  if (target->head) target->head->prev = s;
-  target->head = s;
-  ++target->count;
   s->next_of_subscriber = subscriber.subscriptions_;
   subscriber.subscriptions_ = s;
   ++subscriber.count_;
   subscriber.hub_ = this;
+  ++ch->pending;
+  // (A broker that completes inline answers before join() returns: the
+  // node is never pending after this call, so it is not tracked.)
+  if (!broker_.completes_inline()) pending_.insert(s);
+  broker_.join(*this,
+               JoinRequest{channel, subscriber.presence_info_, first_local, ch->delivered_offset,
+                           options.since},
+               [this, s, first_local, info = subscriber.presence_info_,
+                since = options.since.has_value(), done = std::move(done)](SubscribeResult r) {
+                 if (since && !r.error) ++(r.recovered ? stats_.recovered : stats_.not_recovered);
+                 on_joined(s, first_local, info, std::move(r), done);
+               });
+}
 
-  ++stats_.subscribes;
-  ++stats_.subscriptions;
-  if (options.since) ++(result.recovered ? stats_.recovered : stats_.not_recovered);
-  return result;
+void Hub::on_joined(Subscription* s, bool first_local, const std::string& info,
+                    SubscribeResult result, const JoinDone& done) noexcept {
+  pending_.erase(s);
+  LocalChannel* ch = s->channel;
+  Subscriber* sub = s->subscriber;
+  --ch->pending;
+  if (result.error) {
+    ++stats_.subscribe_errors;
+    if (sub != nullptr) {
+      unlink_from_subscriber(s);
+      if (--sub->count_ == 0) sub->hub_ = nullptr;
+    }
+    delete s;
+    release_if_empty(ch);
+  } else {
+    if (first_local) {
+      ch->epoch = result.position.epoch;
+      ch->delivered_offset = result.position.offset;
+      ch->delivered_seq = result.seq;
+    }
+    ++stats_.subscribes;
+    if (sub == nullptr) {  // unsubscribed before the answer came: undo the join
+      ++stats_.unsubscribes;
+      delete s;
+      broker_.leave(*this, ch->name, info, ch->count == 0 && ch->pending == 0);
+      release_if_empty(ch);
+    } else {
+      // Link at the head: a fan-out in progress walks towards the tail, so a
+      // subscriber added from a callback does not get the event being delivered.
+      s->prev = nullptr;
+      s->next = ch->head;
+      if (ch->head) ch->head->prev = s;
+      ch->head = s;
+      ++ch->count;
+      ++stats_.subscriptions;
+    }
+  }
+  if (!done) return;
+  try {
+    done(std::move(result));
+  } catch (...) {
+    ++stats_.subscriber_errors;
+  }
 }
 
 std::error_code Hub::unsubscribe(Subscriber& subscriber, std::string_view channel) {
@@ -136,41 +216,72 @@ std::size_t Hub::unsubscribe_all(Subscriber& subscriber) {
 void Hub::remove(Subscription* s) noexcept {
   LocalChannel* ch = s->channel;
   Subscriber* sub = s->subscriber;
+  if (is_pending(s)) {  // cancelled: on_joined undoes the join when the answer comes
+    unlink_from_subscriber(s);
+    s->subscriber = nullptr;
+    if (--sub->count_ == 0) sub->hub_ = nullptr;
+    return;
+  }
   if (cursor_ == s) cursor_ = s->next;  // the fan-out in progress skips it
   (s->prev ? s->prev->next : ch->head) = s->next;
   if (s->next) s->next->prev = s->prev;
-  for (Subscription** p = &sub->subscriptions_; *p != nullptr; p = &(*p)->next_of_subscriber) {
-    if (*p == s) {
-      *p = s->next_of_subscriber;
-      break;
-    }
-  }
+  unlink_from_subscriber(s);
   --ch->count;
   if (--sub->count_ == 0) sub->hub_ = nullptr;
   ++stats_.unsubscribes;
   --stats_.subscriptions;
   delete s;
-  broker_.leave(*this, ch->name, sub->presence_info_, ch->count == 0);
+  broker_.leave(*this, ch->name, sub->presence_info_, ch->count == 0 && ch->pending == 0);
   release_if_empty(ch);
 }
 
 void Hub::release_if_empty(LocalChannel* ch) noexcept {
-  if (ch->count != 0 || ch == fanning_) return;  // a running fan-out frees it when done
+  if (ch->count != 0 || ch->pending != 0 || ch == fanning_)
+    return;  // a running fan-out frees it when done
   channels_.erase(ch->name);
   delete ch;
 }
 
+void Hub::publish(std::string_view channel, std::string data, std::string info, PublishDone done) {
+  broker_.publish(*this, channel, std::move(data), std::move(info),
+                  [this, done = std::move(done)](PublishResult r) {
+                    ++(r.error ? stats_.publish_errors : stats_.publications);
+                    if (done) done(std::move(r));
+                  });
+}
+
 PublishResult Hub::publish(std::string_view channel, std::string data, std::string info) {
-  PublishResult result = broker_.publish(channel, std::move(data), std::move(info));
-  ++(result.error ? stats_.publish_errors : stats_.publications);
-  return result;
+  require_inline("publish");
+  // Straight to the broker with a callback that fits std::function's inline
+  // buffer: no allocation on this path (the bench counts them).
+  PublishResult out;
+  broker_.publish(*this, channel, std::move(data), std::move(info),
+                  [&out](PublishResult r) { out = std::move(r); });
+  ++(out.error ? stats_.publish_errors : stats_.publications);
+  return out;
+}
+
+void Hub::history(std::string_view channel, std::size_t limit, HistoryDone done) {
+  broker_.history(*this, channel, limit, std::move(done));
 }
 
 HistoryResult Hub::history(std::string_view channel, std::size_t limit) {
-  return broker_.history(channel, limit);
+  require_inline("history");
+  HistoryResult out;
+  history(channel, limit, [&out](HistoryResult r) { out = std::move(r); });
+  return out;
 }
 
-std::uint64_t Hub::presence(std::string_view channel) { return broker_.presence(channel); }
+void Hub::presence(std::string_view channel, PresenceDone done) {
+  broker_.presence(*this, channel, std::move(done));
+}
+
+std::uint64_t Hub::presence(std::string_view channel) {
+  require_inline("presence");
+  PresenceResult out;
+  presence(channel, [&out](PresenceResult r) { out = std::move(r); });
+  return out.subscribers;
+}
 
 bool Hub::subscribed(const Subscriber& subscriber, std::string_view channel) const {
   const LocalChannel* ch = subscriber.hub_ == this ? find(channel) : nullptr;

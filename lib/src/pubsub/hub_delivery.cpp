@@ -21,7 +21,15 @@ std::size_t Hub::drain(std::size_t budget) noexcept {
     Envelope* e = inbox_.pop();
     if (e == nullptr) break;
     ++n;
-    dispatch(*e);
+    if (e->completion) {
+      try {
+        e->completion();
+      } catch (...) {
+        ++stats_.subscriber_errors;
+      }
+    } else {
+      dispatch(*e);
+    }
     delete e;
   }
   draining_ = false;
@@ -35,11 +43,12 @@ void Hub::dispatch(Envelope& envelope) noexcept {
   // Stale: nobody here any more, or ordered before this hub's interest began
   // (an envelope left from an earlier subscription period or epoch).
   if (ch == nullptr || ch->count == 0 || envelope.seq <= ch->delivered_seq ||
-      event.epoch != ch->epoch) {
+      (event.epoch != ch->epoch && !envelope.new_epoch)) {
     ++stats_.stale_events;
     return;
   }
   ch->delivered_seq = envelope.seq;
+  if (envelope.new_epoch) ch->epoch = event.epoch;  // the broker's store lost the stream
   if (event.kind == EventKind::publication) {
     const auto& publication = static_cast<const Publication&>(event);
     ch->delivered_offset = publication.offset;
@@ -88,6 +97,10 @@ void Hub::fan_out(LocalChannel& ch, bool presence, Call&& call) noexcept {
 
 template <class Encoder, class E>
 bool Hub::encode(const Encoder& encoder, LocalChannel& ch, const E& event, Frame& frame) noexcept {
+  if (event.frame) {  // encoded once per node by the broker
+    frame = event.frame;
+    return true;
+  }
   if (!encoder) return true;
   ++stats_.encodes;
   try {

@@ -15,6 +15,7 @@ struct LocalChannel {
   std::string name;              // the hub's map key views it: never modified
   Subscription* head = nullptr;  // newest first; fan-out walks head to tail
   std::uint32_t count = 0;       // local subscribers (0 only while a fan-out defers the free)
+  std::uint32_t pending = 0;     // joins the broker has not answered yet
   // Where this hub's delivery stands in the broker's order. Envelopes at or
   // below delivered_seq, or of another epoch, were ordered before this hub
   // became interested (again) and are dropped as stale.

@@ -1,31 +1,60 @@
 // heartwheel/pubsub/broker.h - the seam between hubs and whatever orders,
-// stores and carries publications: the in-process Bus today (bus.h), a Redis
-// link for several nodes later.
+// stores and carries publications: the in-process Bus (bus.h), or Redis for
+// several nodes (redis_broker.h).
 //
 // What a broker owns
 //   - Order: each channel's events get one sequence, one offset per
 //     publication (1, 2, 3, ...), in one order that every hub sees.
-//   - History: the bounded ring (size, TTL) per channel, epochs, recovery.
+//   - History: the bounded history (size, TTL) per channel, epochs, recovery.
 //   - Presence: the subscriber count per channel over every hub, join/leave.
 //   - Fan-out between hubs: it posts each event, as an Envelope, into the
 //     Inbox of every hub that has subscribers of the channel, in that order.
 //   A hub owns only its local subscribers and their delivery (hub.h).
 //
+// Answers are completions
+//   publish, join, history and presence answer through a callback (`done`),
+//   because a broker on a remote store (Redis) learns the answer from a
+//   reply. `done` runs exactly once, on the hub's loop thread, in one of two
+//   ways, and a broker says which by completes_inline():
+//     - inline (the Bus): before the call returns, outside any broker lock;
+//     - through the inbox (RedisBroker): the broker posts an Envelope whose
+//       `completion` is set (post_completion() below); the hub runs it in
+//       inbox order, between events. Never from inside the call.
+//   The one exception: after detach(inbox) nothing more is posted to it, and
+//   completions still in the inbox are freed without running (the hub is
+//   going away).
+//   leave() needs no answer: it is applied in call order after the join.
+//
 // The contract a broker keeps (hubs rely on it)
 //   1. For one channel, envelopes are posted to an inbox in increasing `seq`
 //      order, and every event the broker orders after join(first_local)
-//      returned, until leave(last_local), is posted to that inbox.
-//   2. join(first_local) returns the seq and offset of the last event ordered
-//      before the inbox became interested; join() recovers publications only
-//      up to the offset the hub says it has delivered (`upto`), so the
-//      recovered ones and the live ones neither overlap nor leave a gap.
-//   3. A channel's epoch does not change while any inbox is interested.
-//   A broker talking to a remote store would answer join/history/presence
-//   from its own mirror or make these calls asynchronous; the in-process Bus
-//   answers them under a lock, at once.
+//      completes, until leave(last_local), is posted to that inbox. `seq` is
+//      unique per broker and channel over time (a hub drops envelopes at or
+//      below what it has delivered: leftovers of an earlier interest).
+//   2. No gap and no overlap between recovered and live publications:
+//      - inline: join(first_local) answers the seq and offset of the last
+//        event ordered before the inbox became interested; a later join
+//        recovers only up to `upto`, the offset the hub has delivered;
+//      - through the inbox: the join's completion is posted after every
+//        envelope of the channel with an offset <= result.position.offset and
+//        before every later one, and its publications end at that offset
+//        (`upto` is ignored: when the hub runs the completion it has
+//        delivered exactly up to there).
+//   3. A channel's epoch does not change while an inbox is interested, except
+//      when the broker's store lost the stream (Redis restarted without
+//      persistence): the first event of the new stream then comes in an
+//      envelope with `new_epoch` set, and the hub adopts its epoch (the
+//      subscribers see the change in the events' epoch).
+//   4. Joins of one inbox on one channel complete in call order, and so do
+//      its publishes that the broker takes (one refused at once, e.g. for a
+//      bad channel name, may be answered before earlier ones). Answers to different kinds of
+//      requests, or joins of different channels, may come in another order
+//      than asked: a caller that promises its clients request order keeps
+//      its own queue (heartwheel-chat's ReplyQueue).
 //
-// Threads: every Broker method may be called from any thread. Inbox::post()
-//   is called from any thread; the inbox (a Hub) consumes on its own thread.
+// Threads: every Broker method may be called from any thread (hubs call them
+//   on their loop threads). Inbox::post() is called from any thread; the
+//   inbox (a Hub) consumes on its own thread.
 #pragma once
 
 #include <heartwheel/detail/mpsc_queue.h>
@@ -35,6 +64,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,7 +78,11 @@ namespace heartwheel::pubsub {
 // posted, which deletes it after delivery.
 struct Envelope : heartwheel::detail::MpscNode {
   EventPtr event;
-  std::uint64_t seq = 0;  // the event's place in its channel's order (see contract 1)
+  std::uint64_t seq = 0;   // the event's place in its channel's order (see contract 1)
+  bool new_epoch = false;  // the channel's stream restarted: adopt event->epoch (contract 3)
+  // Set instead of `event`: a broker's answer to run on the hub's thread, in
+  // inbox order (see "Answers are completions").
+  std::function<void()> completion;
 };
 
 // Where a broker delivers envelopes: implemented by Hub.
@@ -63,7 +97,10 @@ class Inbox {
 };
 
 struct PublishResult {
-  std::error_code error;    // errc::empty_channel .. data_too_large; nothing published
+  // errc::empty_channel .. data_too_large: nothing published. A remote
+  // broker adds its own (errc::unavailable: the store could not be reached
+  // in time; it may or may not have taken the publication).
+  std::error_code error;
   StreamPosition position;  // the publication's offset and epoch; {0, ""} when the
                             // channel had neither subscribers nor history (no one heard it)
 };
@@ -72,6 +109,11 @@ struct HistoryResult {
   std::error_code error;                     // a bad channel name
   StreamPosition position;                   // the stream's top now ({0, ""}: no stream)
   std::vector<PublicationPtr> publications;  // oldest first
+};
+
+struct PresenceResult {
+  std::error_code error;          // a bad channel name; errc::unavailable (remote broker)
+  std::uint64_t subscribers = 0;  // over every hub (and node)
 };
 
 // What a hub asks when one of its subscribers joins a channel.
@@ -94,6 +136,19 @@ struct SubscribeResult {
   std::uint64_t subscribers = 0;             // presence after the join
 };
 
+using PublishDone = std::function<void(PublishResult)>;
+using JoinDone = std::function<void(SubscribeResult)>;
+using HistoryDone = std::function<void(HistoryResult)>;
+using PresenceDone = std::function<void(PresenceResult)>;
+
+// Posts `completion` into `inbox` to run on its thread in inbox order (for
+// brokers that answer through the inbox).
+inline void post_completion(Inbox& inbox, std::function<void()> completion) {
+  auto* envelope = new Envelope;
+  envelope->completion = std::move(completion);
+  inbox.post(envelope);
+}
+
 class Broker {
  public:
   virtual ~Broker() = default;
@@ -101,16 +156,22 @@ class Broker {
   // The limits every hub on this broker enforces.
   virtual const Limits& limits() const noexcept = 0;
 
-  // Publishes `data` on `channel`: orders it, appends it to the history and
-  // posts it to every interested inbox. Errors (nothing happens): see
-  // PublishResult.
-  virtual PublishResult publish(std::string_view channel, std::string data, std::string info) = 0;
+  // True if every `done` runs before the call returns (the Bus); false if it
+  // runs later, from the inbox (see "Answers are completions").
+  virtual bool completes_inline() const noexcept = 0;
+
+  // Publishes `data` on `channel` for a hub whose inbox is `from` (where the
+  // answer goes): orders it, appends it to the history and posts it to every
+  // interested inbox. Errors (nothing published): see PublishResult.
+  virtual void publish(Inbox& from, std::string_view channel, std::string data, std::string info,
+                       PublishDone done) = 0;
 
   // A subscriber of `inbox` joins `channel` (the hub has checked the name and
   // its limits). Counts presence, posts a join event if the channel has
   // join_leave on, registers interest if first_local, and recovers from
-  // `since` (see JoinRequest / SubscribeResult).
-  virtual SubscribeResult join(Inbox& inbox, const JoinRequest& request) = 0;
+  // `since` (see JoinRequest / SubscribeResult, contract 2). On error
+  // nothing changed.
+  virtual void join(Inbox& inbox, const JoinRequest& request, JoinDone done) = 0;
 
   // A subscriber of `inbox` leaves `channel`; with last_local the broker stops
   // posting the channel to `inbox`. Posts a leave event if join_leave is on.
@@ -119,10 +180,11 @@ class Broker {
 
   // The latest `limit` publications, oldest first, and the stream's top.
   // limit 0 asks for the position only.
-  virtual HistoryResult history(std::string_view channel, std::size_t limit) = 0;
+  virtual void history(Inbox& from, std::string_view channel, std::size_t limit,
+                       HistoryDone done) = 0;
 
   // Subscribers of `channel` over every hub (0 if none).
-  virtual std::uint64_t presence(std::string_view channel) = 0;
+  virtual void presence(Inbox& from, std::string_view channel, PresenceDone done) = 0;
 
   // Drops expired history and frees channels left with neither subscribers
   // nor history. Hubs on a loop call it every sweep_interval().
@@ -130,7 +192,8 @@ class Broker {
   virtual Duration sweep_interval() const noexcept = 0;
 
   // Bookkeeping: a hub attaches when made and detaches when destroyed (after
-  // leaving every channel).
+  // leaving every channel). After detach() returns nothing is posted to the
+  // inbox any more.
   virtual void attach(Inbox& inbox) = 0;
   virtual void detach(Inbox& inbox) noexcept = 0;
 };

@@ -101,12 +101,24 @@ class Bus final : public Broker {
   Bus& operator=(const Bus&) = delete;
 
   const Limits& limits() const noexcept override { return options_.limits; }
-  PublishResult publish(std::string_view channel, std::string data, std::string info = {}) override;
-  SubscribeResult join(Inbox& inbox, const JoinRequest& request) override;
+  bool completes_inline() const noexcept override { return true; }
+
+  // Broker: each answers before returning, outside the shard lock.
+  void publish(Inbox& from, std::string_view channel, std::string data, std::string info,
+               PublishDone done) override;
+  void join(Inbox& inbox, const JoinRequest& request, JoinDone done) override;
   void leave(Inbox& inbox, std::string_view channel, std::string_view info,
              bool last_local) override;
-  HistoryResult history(std::string_view channel, std::size_t limit) override;
-  std::uint64_t presence(std::string_view channel) override;
+  void history(Inbox& from, std::string_view channel, std::size_t limit, HistoryDone done) override;
+  void presence(Inbox& from, std::string_view channel, PresenceDone done) override;
+
+  // The same, answered as return values, from any thread (a publisher with no
+  // hub, tests).
+  PublishResult publish(std::string_view channel, std::string data, std::string info = {});
+  SubscribeResult join(Inbox& inbox, const JoinRequest& request);
+  HistoryResult history(std::string_view channel, std::size_t limit);
+  std::uint64_t presence(std::string_view channel);
+
   void sweep() override;
   Duration sweep_interval() const noexcept override { return options_.sweep_interval; }
   void attach(Inbox& inbox) override;

@@ -22,7 +22,8 @@
 //   push message), made once per event per hub by the hub's encoder and
 //   handed to every local subscriber; a subscriber that cannot write it at
 //   once keeps the shared_ptr (a reference count) instead of copying bytes.
-//   Null when the hub has no encoder.
+//   Null when the hub has no encoder. A broker serving several hubs may
+//   encode once per node instead (Event::frame).
 //
 // Threads: immutable once shared, so any thread may read them; the reference
 //   counts are atomic.
@@ -53,6 +54,10 @@ struct Event {
   EventKind kind = EventKind::publication;
   std::string channel;
   std::string epoch;  // the channel's epoch when the event happened
+  // Set by a broker that encodes once per node for all its hubs
+  // (RedisBrokerOptions::encode_publication): hubs hand it to subscribers
+  // instead of calling their own encoder. Null otherwise.
+  std::shared_ptr<const std::string> frame;
 };
 
 struct Publication : Event {

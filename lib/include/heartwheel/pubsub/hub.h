@@ -15,6 +15,10 @@
 //   consecutive from the position its subscribe returned (gaps only where the
 //   subscriber skipped an event itself, counted as skips).
 //
+// Answers: subscribe, publish, history and presence take a callback that
+//   the broker's answer reaches on this thread (broker.h, "Answers are
+//   completions"); the forms returning a value work with the Bus only.
+//
 // Delivery is never synchronous: publish() only hands the publication to the
 //   broker; the hub's own subscribers get it on a later loop iteration (the
 //   inbox's uv_async), or at the next poll() on a hub without a loop. So a
@@ -62,6 +66,7 @@
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace heartwheel::pubsub {
 
@@ -101,14 +106,28 @@ class Hub final : private Inbox {
   Hub(const Hub&) = delete;
   Hub& operator=(const Hub&) = delete;
 
-  // Subscribes `subscriber` to `channel`. On success its callbacks get every
-  // event of the channel ordered after result.position; with options.since,
-  // result.publications holds the missed ones (oldest first, deliver them
-  // before anything live) and result.recovered says if that is all of them
-  // (false: epoch changed, or the history no longer reaches back: the client
-  // must reload). result.subscribers is the presence count after joining.
+  // Subscribes `subscriber` to `channel`; `done` gets the answer. On success
+  // its callbacks get every event of the channel ordered after
+  // result.position; with options.since, result.publications holds the
+  // missed ones (oldest first, deliver them before anything live) and
+  // result.recovered says if that is all of them (false: epoch changed, or
+  // the history no longer reaches back: the client must reload).
+  // result.subscribers is the presence count after joining.
+  // `done` runs exactly once on this thread: inside the call for the errors
+  // found here and with a broker that completes inline (the Bus), else later
+  // from the inbox, before any live event of the channel reaches the
+  // subscriber. Until then the subscription is pending: it counts towards
+  // channel_limit and already_subscribed, and unsubscribe() (or the
+  // subscriber's destruction) cancels it: `done` still reports the broker's
+  // answer, and the join is undone (a leave) when it comes.
   // Errors (nothing changes): empty_channel, channel_too_long,
-  // bad_channel_character, channel_limit, already_subscribed, wrong_hub.
+  // bad_channel_character, channel_limit, already_subscribed, wrong_hub; a
+  // remote broker's (unavailable).
+  void subscribe(Subscriber& subscriber, std::string_view channel, const SubscribeOptions& options,
+                 JoinDone done);
+  // The same, answered as a return value: only with a broker that completes
+  // inline (Broker::completes_inline(), the Bus); throws std::logic_error
+  // otherwise.
   SubscribeResult subscribe(Subscriber& subscriber, std::string_view channel,
                             const SubscribeOptions& options = {});
 
@@ -121,10 +140,16 @@ class Hub final : private Inbox {
   std::size_t unsubscribe_all(Subscriber& subscriber);
 
   // Publishes through the broker (any worker's subscribers get it, this
-  // hub's on a later iteration). Errors: see PublishResult.
+  // hub's on a later iteration). Errors: see PublishResult. `done` (may be
+  // empty) runs as for subscribe; publishes of one hub complete in order.
+  void publish(std::string_view channel, std::string data, std::string info, PublishDone done);
+  // Inline brokers only (else std::logic_error), like subscribe.
   PublishResult publish(std::string_view channel, std::string data, std::string info = {});
 
-  // The broker's history and presence (see Broker).
+  // The broker's history and presence (see Broker); `done` as for publish.
+  void history(std::string_view channel, std::size_t limit, HistoryDone done);
+  void presence(std::string_view channel, PresenceDone done);
+  // Inline brokers only (else std::logic_error).
   HistoryResult history(std::string_view channel, std::size_t limit);
   std::uint64_t presence(std::string_view channel);
 
@@ -168,6 +193,11 @@ class Hub final : private Inbox {
   // Unlinks `sub` and tells the broker; frees the channel when it empties
   // (unless a fan-out of it is running). Frees `sub`.
   void remove(detail::Subscription* sub) noexcept;
+  // The broker answered a join (see subscribe).
+  void on_joined(detail::Subscription* sub, bool first_local, const std::string& info,
+                 SubscribeResult result, const JoinDone& done) noexcept;
+  void require_inline(const char* what) const;
+  static void unlink_from_subscriber(detail::Subscription* sub) noexcept;
   void release_if_empty(detail::LocalChannel* channel) noexcept;
 
   Broker& broker_;
@@ -182,6 +212,9 @@ class Hub final : private Inbox {
   // (moved on when that one is unlinked), so callbacks may unsubscribe anyone.
   detail::LocalChannel* fanning_ = nullptr;
   detail::Subscription* cursor_ = nullptr;
+  // Subscriptions whose join the broker has not answered yet (freed here if
+  // the hub goes first). Marked by prev == next == itself.
+  std::unordered_set<detail::Subscription*> pending_;
   bool draining_ = false;
   HubStats stats_;
 };

@@ -28,6 +28,9 @@ enum class errc {
   not_subscribed,         // unsubscribe from a channel the subscriber is not on
   data_too_large,         // the publication's data is longer than Limits::max_data_bytes
   wrong_hub,              // the subscriber is subscribed through another hub
+  unavailable,            // a remote broker's store (Redis) did not answer in time, or is
+                          // down with its buffer full: the request may or may not have been
+                          // applied (a publish may have been taken: check history)
 };
 
 const std::error_category& pubsub_category() noexcept;

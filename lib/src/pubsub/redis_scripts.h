@@ -1,0 +1,55 @@
+// Private: the RedisBroker's Lua scripts, key names, and the encoding of the
+// messages it PUBLISHes on a channel's Redis channel (redis_broker.h lists
+// the keys). Each script runs atomically in Redis: an offset is taken, stored
+// and announced in one step; a read sees a top and the entries up to it
+// together.
+#pragma once
+
+#include <heartwheel/pubsub/event.h>
+#include <heartwheel/redis/command.h>
+#include <heartwheel/redis/stream.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace heartwheel::pubsub::detail {
+
+// KEYS meta, stream; ARGV history_size, ttl_ms, redis channel, data, info,
+// epoch (used if the stream has none) -> {offset, epoch}.
+const redis::Script& publish_script();
+// KEYS meta, stream; ARGV from_offset (0: no entries), epoch to make the
+// stream with if it has none, ttl_ms -> {top, epoch, [[id, [f, v, ...]], ...]}
+// (entries with offset >= from_offset, oldest first).
+const redis::Script& read_script();
+// KEYS meta, stream; ARGV limit -> {top, epoch, entries newest first}.
+const redis::Script& history_script();
+// KEYS counts, leases, meta; ARGV mode (j join, l leave, r renew, c count),
+// node, count (r), lease_ms, redis channel, info, join_leave (1/0),
+// meta_ttl_ms -> the total over live nodes. j/l with join_leave PUBLISH the
+// event.
+const redis::Script& presence_script();
+
+struct Keys {
+  std::string meta, stream, counts, leases, channel;
+  Keys(std::string_view prefix, std::string_view name);
+};
+
+// A message from a channel's Redis channel.
+struct WireMessage {
+  EventKind kind = EventKind::publication;
+  std::uint64_t offset = 0;  // publications
+  std::uint64_t count = 0;   // join/leave: the total after it
+  std::string epoch;         // publications
+  std::string info;
+  std::string data;  // publications
+};
+std::optional<WireMessage> decode_message(std::string_view payload);
+
+// A stream entry (id "<offset>-0", fields d and i) as a publication; null if
+// its id is not one of ours.
+PublicationPtr to_publication(const std::string& channel, const std::string& epoch,
+                              const redis::StreamEntry& entry);
+
+}  // namespace heartwheel::pubsub::detail
