@@ -59,7 +59,10 @@ Node::Node(unsigned index, heartwheel::LoopWheel& wheel, const NodeConfig& node,
       broker_(broker),
       hub_(broker, hub_options(wheel.loop())),
       redis_(wheel, node.redis),
-      queue_(wheel, redis_, node.delayed, [this](const push::DelayedPush& p) { deliver(p); }),
+      queue_(wheel, redis_, node.delayed,
+             [this](const push::DelayedPush& p, push::DeliveredCallback done) {
+               deliver(p, std::move(done));
+             }),
       chat_(index, chat, broker, roster, chat_board) {
   redis_.start();
   queue_.start();
@@ -194,15 +197,17 @@ void Node::open_sse(const http::Request& req, http::Responder r) {
   s->start(hub_, std::string(*channel), last);  // a refusal ends it (released on the wheel)
 }
 
-// The claim is acknowledged when this returns: the broker's answer is only
-// counted (a publish the Redis broker could not make, Redis being down, is
-// lost for subscribers; see README, "delivery").
-void Node::deliver(const push::DelayedPush& p) {
-  hub_.publish(p.channel, p.data, {}, [this](pubsub::PublishResult r) {
+// The claim is acknowledged once the broker has taken the publication
+// (stored in the channel's stream and sent to every node); a broker that
+// refuses (Redis unavailable) leaves the claim to its lease, and the push
+// is delivered again later.
+void Node::deliver(const push::DelayedPush& p, push::DeliveredCallback done) {
+  hub_.publish(p.channel, p.data, {}, [this, done = std::move(done)](pubsub::PublishResult r) {
     if (r.error)
       ++stats_.deliver_refused;
     else
       ++stats_.delivered;
+    done(!r.error);
   });
 }
 

@@ -45,7 +45,8 @@ struct NodeStats {
   std::uint64_t cancels_done = 0;         // 204
   std::uint64_t cancels_missed = 0;       // 404
   std::uint64_t delivered = 0;            // pushes handed to the bus
-  std::uint64_t deliver_refused = 0;      // the bus refused one (bad channel, too large)
+  std::uint64_t deliver_refused =
+      0;  // the broker refused one (Redis unavailable): left to the lease
 
   void merge(const NodeStats& o) noexcept;
 };
@@ -87,7 +88,7 @@ class Node final : public heartwheel::net::Handler {
   void publish(const heartwheel::http::Request& req, heartwheel::http::Responder r);
   void cancel(std::string_view id, heartwheel::http::Responder r);
   void open_sse(const heartwheel::http::Request& req, heartwheel::http::Responder r);
-  void deliver(const heartwheel::push::DelayedPush& push);
+  void deliver(const heartwheel::push::DelayedPush& push, heartwheel::push::DeliveredCallback done);
   void end_streams() noexcept;
 
   const NodeConfig& config_;

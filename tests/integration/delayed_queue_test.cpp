@@ -186,6 +186,37 @@ TEST_CASE("A claim whose lease runs out is re-queued and delivered by the other 
   CHECK(server.command({"HLEN", "heartwheel:push:data"}).integer() == 0);
 }
 
+TEST_CASE("An asynchronous delivery is acknowledged only once it reports success",
+          "[push][delayed][redis]") {
+  hwproc::Watchdog dog(Ms(60000));
+  RedisServer server;
+  TestLoop t;
+  redis::Client client(*t.wheel, link_to<redis::ClientOptions>(server));
+  client.start();
+  std::vector<push::DeliveredCallback> pending;
+  push::DelayedQueue q(*t.wheel, client, fast_options(),
+                       [&](const push::DelayedPush&, push::DeliveredCallback done) {
+                         pending.push_back(std::move(done));
+                       });
+  q.start();
+  schedule(t, q, "c", "1", push::WallClock::now());
+  REQUIRE(t.run_until([&] { return pending.size() == 1; }));
+  t.run_for(200ms);
+  CHECK(q.stats().acked == 0);  // nothing acknowledged while the delivery is out
+  CHECK(server.command({"ZCARD", "heartwheel:push:claims"}).integer() == 1);
+  pending[0](false);  // the broker refused: left to the lease
+  pending[0](true);   // a second call does nothing
+  CHECK(q.stats().deliver_errors == 1);
+  CHECK(q.stats().delivered == 0);
+  REQUIRE(t.run_until([&] { return pending.size() == 2; }, 10s));  // re-queued after the lease
+  CHECK(q.stats().requeued == 1);
+  pending[1](true);
+  REQUIRE(t.run_until([&] { return q.stats().acked == 1; }));
+  CHECK(q.stats().delivered == 1);
+  CHECK(server.command({"HLEN", "heartwheel:push:data"}).integer() == 0);
+  CHECK(server.command({"ZCARD", "heartwheel:push:claims"}).integer() == 0);
+}
+
 TEST_CASE("Cancel removes a push nobody claimed and reports false for unknown or delivered ones",
           "[push][delayed][redis]") {
   hwproc::Watchdog dog(Ms(60000));

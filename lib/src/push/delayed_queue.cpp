@@ -32,6 +32,16 @@ std::string random_hex(std::size_t digits) {
 
 DelayedQueue::DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueueOptions options,
                            DeliverFunction deliver)
+    : DelayedQueue(wheel, client, std::move(options),
+                   deliver ? AsyncDeliverFunction([f = std::move(deliver)](const DelayedPush& p,
+                                                                           DeliveredCallback done) {
+                     f(p);  // an exception: deliver_errors, left for the lease
+                     done(true);
+                   })
+                           : AsyncDeliverFunction()) {}
+
+DelayedQueue::DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueueOptions options,
+                           AsyncDeliverFunction deliver)
     : wheel_(wheel),
       client_(client),
       options_(std::move(options)),
@@ -229,14 +239,25 @@ void DelayedQueue::on_claimed(const std::string& id, std::error_code ec, redis::
   }
   const DelayedPush push{id, std::move(payload->channel), std::move(payload->data),
                          from_unix_ms(due_ms)};
+  auto once = std::make_shared<bool>(false);
+  DeliveredCallback done = [this, life = std::weak_ptr<int>(life_), once, id](bool delivered) {
+    if (life.expired() || *once) return;
+    *once = true;
+    if (!delivered) {
+      ++stats_.deliver_errors;  // unacknowledged: the lease re-queues it
+      return;
+    }
+    ++stats_.delivered;
+    acknowledge(id);
+  };
   try {
-    deliver_(push);
+    deliver_(push, done);
   } catch (...) {
-    ++stats_.deliver_errors;  // unacknowledged: the lease re-queues it
-    return;
+    if (!*once) {
+      *once = true;
+      ++stats_.deliver_errors;  // unacknowledged: the lease re-queues it
+    }
   }
-  ++stats_.delivered;
-  acknowledge(id);
 }
 
 void DelayedQueue::acknowledge(const std::string& id) {

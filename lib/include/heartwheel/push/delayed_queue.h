@@ -122,6 +122,13 @@ struct DelayedQueueOptions {
 // acknowledgement follows when it returns. An exception counts as
 // deliver_errors and leaves the claim unacknowledged: the lease re-queues it.
 using DeliverFunction = std::function<void(const DelayedPush& push)>;
+// The same for a delivery that completes later (e.g. a publish through a
+// remote broker): call `done(true)` once delivered, and the claim is
+// acknowledged then; `done(false)` (or never) leaves it to the lease, which
+// re-queues it. `done` may be called from inside the call or later, on the
+// loop thread, at most once; after stop() it does nothing.
+using DeliveredCallback = std::function<void(bool delivered)>;
+using AsyncDeliverFunction = std::function<void(const DelayedPush& push, DeliveredCallback done)>;
 // The push as stored (id and due filled in), or the error.
 using ScheduleCallback = std::function<void(std::error_code error, const DelayedPush& push)>;
 // true: removed before anyone claimed it; false: unknown, already claimed or delivered.
@@ -133,6 +140,8 @@ class DelayedQueue {
   // Starts nothing.
   DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueueOptions options,
                DeliverFunction deliver);
+  DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueueOptions options,
+               AsyncDeliverFunction deliver);
   ~DelayedQueue();
   DelayedQueue(const DelayedQueue&) = delete;
   DelayedQueue& operator=(const DelayedQueue&) = delete;
@@ -193,7 +202,7 @@ class DelayedQueue {
   LoopWheel& wheel_;
   redis::Client& client_;
   DelayedQueueOptions options_;
-  DeliverFunction deliver_;
+  AsyncDeliverFunction deliver_;
   Keys keys_;
   std::string id_prefix_;
   std::uint64_t id_counter_ = 0;
