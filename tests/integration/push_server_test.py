@@ -3,8 +3,9 @@
 and SSE receive, Last-Event-ID resume without gaps (and the reset event when
 history cannot cover it), a WebSocket subscriber (heartwheel-chat's protocol,
 python3-websockets), a delayed push delivered near its due time, DELETE
-204/404, 503 while Redis is down, and a node killed with claims in flight
-whose pushes another node delivers after the lease.
+204/404, 503 while Redis is down, a node killed with claims in flight
+whose pushes another node delivers after the lease, and a subscriber on
+one node receiving a publish made on another (the Redis broker).
 
 Usage: push_server_test.py PATH/TO/heartwheel-push [test ...]
 Every server binds port 0; every process started is stopped by PID; a
