@@ -2,6 +2,8 @@
 // (optionally delayed) in Redis and answers 202; whichever node claims it
 // when it is due delivers it to WebSocket (/ws, heartwheel-chat's protocol)
 // and Server-Sent Events (/sse?channel=c) subscribers. See README.md here.
+#include <heartwheel/metrics/endpoint.h>
+#include <heartwheel/metrics/net_metrics.h>
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/workers.h>
@@ -12,10 +14,12 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli_program.h"
 #include "node.h"
 #include "protocol.h"
+#include "push_metrics.h"
 #include "serve_loop.h"
 #include "server_flags.h"
 #include "stats_board.h"
@@ -37,7 +41,7 @@ struct Flags {
               drain_timeout = "10s", tick = "10ms", stats_interval = "1s", send_timeout = "30s";
   std::size_t max_message_size = 64 * 1024, history_size = 100, max_queued_bytes = 1 << 20;
   std::string slow_consumer = "close";
-  std::string stats_json;
+  std::string stats_json, metrics_listen;
   // Redis and the delayed queue.
   std::string redis_timeout = "2s", key_prefix = "heartwheel:push:", window = "60s",
               load_interval = "1s", lease = "30s", reap_interval = "1s", takeover_grace = "2s",
@@ -267,6 +271,10 @@ void add_flags(CLI::App& app, Flags& f) {
                  "write counters as JSON to FILE every --stats-interval and at exit");
   app.add_option("--stats-interval", f.stats_interval, "how often --stats-json is rewritten")
       ->capture_default_str();
+  app.add_option(
+      "--metrics-listen", f.metrics_listen,
+      "HOST:PORT to serve GET /metrics on (Prometheus text format, every worker "
+      "merged; port 0: pick one, printed as 'metrics on HOST:PORT'); off when not given");
   heartwheel::cli::add_server_flags(app, f.server);
 }
 
@@ -285,8 +293,11 @@ int main(int argc, char** argv) {
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
 
   Setup s;
+  std::optional<heartwheel::metrics::EndpointOptions> metrics_options;
   try {
     s = make_setup(f);
+    if (!f.metrics_listen.empty())
+      metrics_options = heartwheel::metrics::endpoint_at(f.metrics_listen);
   } catch (const std::exception& e) {
     return heartwheel::cli::usage_error(app, e.what());
   }
@@ -315,9 +326,17 @@ int main(int argc, char** argv) {
             return node;
           });
       workers.start();
+      std::unique_ptr<heartwheel::metrics::Endpoint> endpoint;
+      if (metrics_options)
+        endpoint = std::make_unique<heartwheel::metrics::Endpoint>(
+            *metrics_options, [&workers, &board](heartwheel::metrics::TextWriter& out) {
+              heartwheel::metrics::write(out, workers.total());
+              pushsrv::write_metrics(out, board.total());
+            });
       const bool v6 = s.listen.host.find(':') != std::string::npos;
       std::printf("listening on %s%s%s:%d\n", v6 ? "[" : "", s.listen.host.c_str(), v6 ? "]" : "",
                   workers.port());
+      if (endpoint) std::printf("metrics on %s\n", endpoint->address().c_str());
       std::fflush(stdout);
       heartwheel::cli::serve_until_signalled(
           workers,

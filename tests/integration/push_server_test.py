@@ -267,6 +267,32 @@ def test_sse_heartbeats_and_a_dead_reader_closed_by_the_wheel():
         again.close()
 
 
+def test_metrics_scrape_passes_promtool():
+    import os
+    import subprocess
+    import urllib.request
+    with Redis() as r, node(r, "--metrics-listen", "127.0.0.1:0") as s:
+        line = s.proc.stdout.readline()
+        assert line.startswith("metrics on "), line
+        url = "http://%s/metrics" % line.split()[-1]
+        assert publish(s.port, "m", 1)[0] == 202
+        assert publish(s.port, "m", 2, delay_ms=30000)[0] == 202
+        deadline = time.monotonic() + 10
+        while True:
+            text = urllib.request.urlopen(url, timeout=10).read().decode()
+            if ('heartwheel_push_api_publish_total{result="accepted"} 2' in text
+                    and "heartwheel_push_delayed_acked_total 1" in text):
+                break
+            assert time.monotonic() < deadline, text[-3000:]
+            time.sleep(0.1)
+        assert "heartwheel_push_delayed_held 1" in text, text  # the one due in 30 s
+        assert "heartwheel_connections_open" in text or "heartwheel_connections" in text
+        if os.path.exists("/usr/bin/promtool"):
+            p = subprocess.run(["/usr/bin/promtool", "check", "metrics"], input=text,
+                               capture_output=True, text=True, timeout=30)
+            assert p.returncode == 0, p.stdout + p.stderr
+
+
 # Cross-node fan-out (the Redis broker): a subscriber on node B gets what
 # node A's publish stored and whichever node claimed delivered.
 def test_subscriber_on_b_receives_publish_made_on_a():
