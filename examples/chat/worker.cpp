@@ -94,6 +94,7 @@ void Worker::publish_stats() {
 // ---- routes -----------------------------------------------------------------
 
 void Worker::route(const http::Request& req, http::Responder r) {
+  if (config_.routes && config_.routes(index_, *hub_, req, r)) return;
   const std::string_view path = req.path();
   if (path == "/ws") {
     std::optional<std::string> name;

@@ -43,6 +43,12 @@ struct Config {
   std::size_t history_size = 0;  // the default and largest `limit` of a history request
   bool presence_events = true;   // join/leave pushes (--presence-events)
   heartwheel::Duration stats_interval = std::chrono::seconds(1);
+  // Optional: routes tried before chat's own, on the worker's loop thread
+  // (heartwheel-push adds its HTTP API this way). Returns true when it took
+  // the request (it then answers through, or keeps, the Responder).
+  std::function<bool(unsigned worker, heartwheel::pubsub::Hub& hub,
+                     const heartwheel::http::Request& req, heartwheel::http::Responder& r)>
+      routes;
 };
 
 // The chat page (chat.html, embedded at build time by embed_page.py).

@@ -31,6 +31,13 @@ std::vector<Program> programs() {
 #ifdef HEARTWHEEL_CHAT_BIN
       {"heartwheel-chat", HEARTWHEEL_CHAT_BIN, {"--slow-consumer", "drop"}, "--slow-consumer"},
 #endif
+#ifdef HEARTWHEEL_PUSH_BIN
+      {"heartwheel-push",
+       HEARTWHEEL_PUSH_BIN,
+       {"--redis", "127.0.0.1:1", "--lease", "soon"},
+       "--lease",
+       {"--redis", "127.0.0.1:1"}},
+#endif
 #ifdef HEARTWHEEL_RPC_SERVER_BIN
       {"heartwheel-rpc-server", HEARTWHEEL_RPC_SERVER_BIN, {"--heartbeat", "soon"}, "--heartbeat"},
 #endif
@@ -145,8 +152,13 @@ TEST_CASE("Every server program refuses protection flags that contradict each ot
   };
   for (const auto& p : programs()) {
     const std::string name = p.name;
-    if (name != "heartwheel-echo" && name != "heartwheel-http" && name != "heartwheel-rpc-server")
+    if (name != "heartwheel-echo" && name != "heartwheel-http" && name != "heartwheel-rpc-server" &&
+        name != "heartwheel-push")
       continue;
-    for (const auto& [args, says] : bad) check_usage_error(p, run(p, args), says);
+    for (const auto& [args, says] : bad) {
+      auto all = p.required;
+      all.insert(all.end(), args.begin(), args.end());
+      check_usage_error(p, run(p, all), says);
+    }
   }
 }

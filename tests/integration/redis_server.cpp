@@ -72,7 +72,7 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
-RedisServer::RedisServer() {
+RedisServer::RedisServer(bool durable) : durable_(durable) {
   for (int attempt = 0; attempt < 5; ++attempt)
     if (start_on(free_port())) return;
   FAIL("redis-server did not start (is it installed? tools/install-deps)");
@@ -83,7 +83,8 @@ RedisServer::~RedisServer() { child_.reset(); }  // SIGKILL (also when frozen) a
 bool RedisServer::start_on(int port) {
   child_ = std::make_unique<hwproc::Child>(std::vector<std::string>{
       kRedisServer, "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "",
-      "--appendonly", "no", "--dir", dir_.file(""), "--loglevel", "warning", "--daemonize", "no"});
+      "--appendonly", durable_ ? "yes" : "no", "--appendfsync", "always", "--dir", dir_.file(""),
+      "--loglevel", "warning", "--daemonize", "no"});
   const auto end = hwproc::now() + Ms(10000);
   while (hwproc::now() < end) {
     if (child_->wait_exit(Ms(0))) break;  // could not bind: the port was taken meanwhile

@@ -20,8 +20,10 @@ class RedisServer {
  public:
   // Picks a free port (bind port 0, read it, close; a port taken before
   // redis-server binds it is retried with another) and starts. FAILs the
-  // test if no redis-server answers PING within 10 s.
-  RedisServer();
+  // test if no redis-server answers PING within 10 s. `durable`: an
+  // append-only file synced on every write (in the test's own directory),
+  // so what Redis acknowledged survives kill() + restart().
+  explicit RedisServer(bool durable = false);
   ~RedisServer();
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
@@ -45,6 +47,7 @@ class RedisServer {
   bool start_on(int port);  // false if it could not bind or answer
   hwproc::TempDir dir_;
   std::unique_ptr<hwproc::Child> child_;
+  bool durable_ = false;
   int port_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <heartwheel/net/workers.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -45,7 +46,8 @@ bool wait_closed(int fd) {
 // switches): each is one epoll_wait that returned, with or without work.
 long wakeups(pid_t pid) {
   long sum = 0;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
     std::ifstream in(task.path() / "status");
     for (std::string line; std::getline(in, line);)
       if (line.rfind("voluntary_ctxt_switches:", 0) == 0) sum += std::stol(line.substr(24));
@@ -103,6 +105,42 @@ TEST_CASE("Draining workers end their loops and their final statistics survive t
   for (int fd : fds) ::close(fd);
 }
 
+TEST_CASE("A loop handler factory gets its worker's wheel and on_finish lets the loop end",
+          "[net][workers][drain]") {
+  // A handler that keeps its loop alive with a timer of its own (as a Redis
+  // link does) until on_finish closes it: without the hook, join() would
+  // wait forever.
+  struct Keeper : Echo {
+    explicit Keeper(heartwheel::LoopWheel& w) : wheel(w) {
+      uv_timer_init(w.loop(), &timer);
+      uv_timer_start(
+          &timer, [](uv_timer_t*) {}, 1000000, 0);
+    }
+    void finish() { uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr); }
+    heartwheel::LoopWheel& wheel;
+    uv_timer_t timer;
+  };
+  std::atomic<int> made{0}, finished{0};
+  net::WorkersOptions o;
+  o.threads = 2;
+  o.on_finish = [&](unsigned, net::Handler& h) {
+    static_cast<Keeper&>(h).finish();
+    ++finished;
+  };
+  net::Workers workers(o, [&](unsigned, heartwheel::LoopWheel& wheel) {
+    ++made;
+    return std::make_unique<Keeper>(wheel);
+  });
+  workers.start();
+  CHECK(made == 2);
+  const int fd = connect_blocking(workers.port());
+  CHECK(echo_once(fd));
+  workers.drain(2s);
+  workers.join();  // returns: every loop ended
+  CHECK(finished == 2);
+  ::close(fd);
+}
+
 TEST_CASE("A worker that cannot listen fails start() cleanly", "[net][workers]") {
   net::WorkersOptions first;
   first.threads = 1;  // no SO_REUSEPORT: holds the port exclusively
@@ -138,7 +176,8 @@ TEST_CASE("heartwheel-echo with several processes shares one port and merges sta
   for (int fd : fds) ::close(fd);
 }
 
-TEST_CASE("A quiet heartwheel-echo does not wake up to poll while it serves", "[net][workers][process]") {
+TEST_CASE("A quiet heartwheel-echo does not wake up to poll while it serves",
+          "[net][workers][process]") {
   // With one connection 45 s from its deadline the wheel sleeps; what is left
   // is the statistics publish (every 500 ms) and the echo below: a handful of
   // wake-ups in 2 s. The main thread used to poll every 20 ms for the end of

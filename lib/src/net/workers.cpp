@@ -65,6 +65,13 @@ LoopSnapshot snapshot_of(Server& server, LoopWheel& wheel) {
 }  // namespace
 
 Workers::Workers(WorkersOptions options, HandlerFactory factory)
+    : Workers(std::move(options),
+              factory ? LoopHandlerFactory([f = std::move(factory)](unsigned index, LoopWheel&) {
+                return f(index);
+              })
+                      : LoopHandlerFactory()) {}
+
+Workers::Workers(WorkersOptions options, LoopHandlerFactory factory)
     : options_(std::move(options)), factory_(std::move(factory)) {
   if (options_.threads == 0) throw std::invalid_argument("workers: threads must be at least 1");
   if (!factory_) throw std::invalid_argument("workers: a handler factory is required");
@@ -107,7 +114,7 @@ void Workers::start() {
         bool ok = false;
         try {
           wheel = std::make_unique<LoopWheel>(&loop, options_.wheel);
-          handler = factory_(wp->index);
+          handler = factory_(wp->index, *wheel);
           server = std::make_unique<Server>(*wheel, *handler, so);
           if (auto ec = server->listen())
             throw std::system_error(ec, "listen on " + so.host + ":" + std::to_string(so.port));
@@ -120,9 +127,15 @@ void Workers::start() {
           ctx.owner = this;
           ctx.wheel = wheel.get();
           ctx.server = server.get();
-          auto finish = [&ctx, wp] {
+          auto finish = [this, &ctx, wp, &handler] {
             if (ctx.finished) return;
             ctx.finished = true;
+            if (options_.on_finish) {
+              try {
+                options_.on_finish(wp->index, *handler);
+              } catch (...) {  // must not cross the loop
+              }
+            }
             {
               std::lock_guard lock(wp->mu);
               wp->async = nullptr;

@@ -42,14 +42,26 @@ struct WorkersOptions {
   // processes) at the same moment. Must not block; an exception it throws
   // is swallowed (it would cross the event loop).
   std::function<void(unsigned worker_index, const LoopSnapshot&, Handler&)> on_publish;
+  // Optional: called once on each worker's thread when its server has
+  // drained or stopped (its connections are gone), with the worker's
+  // handler: the moment to close what else keeps the loop alive (a Redis
+  // link, a timer) so that the loop can end. An exception is swallowed.
+  std::function<void(unsigned worker_index, Handler&)> on_finish;
 };
 
 class Workers {
  public:
   using HandlerFactory = std::function<std::unique_ptr<Handler>(unsigned worker_index)>;
+  // The same, also given the worker's wheel (its loop is wheel.loop()), for
+  // handlers that schedule on the loop from the start (not only once a
+  // connection came). Called on the worker's thread, before it listens; the
+  // handler is destroyed on that thread, before the wheel.
+  using LoopHandlerFactory =
+      std::function<std::unique_ptr<Handler>(unsigned worker_index, LoopWheel& wheel)>;
 
   // Validates options (throws std::invalid_argument). Starts nothing.
   Workers(WorkersOptions options, HandlerFactory factory);
+  Workers(WorkersOptions options, LoopHandlerFactory factory);
   // Stops (closes every connection, reason local) and joins if still running.
   ~Workers();
 
@@ -82,7 +94,7 @@ class Workers {
  private:
   struct Worker;
   WorkersOptions options_;
-  HandlerFactory factory_;
+  LoopHandlerFactory factory_;
   std::vector<std::unique_ptr<Worker>> workers_;
   int port_ = 0;
 };

@@ -1,0 +1,65 @@
+// See api.h.
+#include "api.h"
+
+#include <nlohmann/json.hpp>
+
+#include "protocol.h"
+
+namespace pushsrv {
+
+using Json = nlohmann::json;
+
+std::string error_json(std::string_view code, std::string_view message) {
+  return Json{{"error", {{"code", code}, {"message", message}}}}.dump();
+}
+
+std::string accepted_json(std::string_view id, std::int64_t due_ms) {
+  return Json{{"id", id}, {"due_ms", due_ms}}.dump();
+}
+
+std::variant<PublishRequest, ApiError> parse_publish(std::string_view body,
+                                                     const heartwheel::pubsub::Limits& limits,
+                                                     heartwheel::Duration max_delay) {
+  const Json req = Json::parse(body, nullptr, false);
+  if (req.is_discarded()) return ApiError{400, "bad_json", "the body is not JSON"};
+  if (!req.is_object())
+    return ApiError{400, "bad_request",
+                    "the body is a JSON object: {\"channel\":\"c\",\"data\":...,\"delay_ms\":N}"};
+  PublishRequest out;
+  const auto channel = req.find("channel");
+  if (channel == req.end() || !channel->is_string())
+    return ApiError{400, "bad_request", "\"channel\" must be a string"};
+  out.channel = channel->get<std::string>();
+  if (const std::error_code ec = heartwheel::pubsub::validate_channel(out.channel, limits))
+    return ApiError{400, chat::error_code_name(ec), ec.message()};
+  const auto data = req.find("data");
+  if (data == req.end())
+    return ApiError{400, "bad_request", "\"data\" is required (any JSON value)"};
+  out.data = data->dump();
+  if (out.data.size() > limits.max_data_bytes)
+    return ApiError{400, "data_too_large",
+                    "\"data\" is " + std::to_string(out.data.size()) + " bytes of JSON; at most " +
+                        std::to_string(limits.max_data_bytes)};
+  if (const auto delay = req.find("delay_ms"); delay != req.end() && !delay->is_null()) {
+    const auto max_ms = std::chrono::duration_cast<std::chrono::milliseconds>(max_delay).count();
+    if (!delay->is_number_integer() || delay->get<std::int64_t>() < 0 ||
+        delay->get<std::int64_t>() > max_ms)
+      return ApiError{400, "bad_request",
+                      "\"delay_ms\" must be an integer from 0 to " + std::to_string(max_ms)};
+    out.delay_ms = delay->get<std::int64_t>();
+  }
+  return out;
+}
+
+std::string_view id_from_path(std::string_view path) {
+  constexpr std::string_view kPrefix = "/publish/";
+  if (path.substr(0, kPrefix.size()) != kPrefix) return {};
+  const std::string_view id = path.substr(kPrefix.size());
+  if (id.empty() || id.size() > 128) return {};
+  for (const char c : id)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-'))
+      return {};
+  return id;
+}
+
+}  // namespace pushsrv

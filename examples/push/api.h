@@ -1,0 +1,45 @@
+// heartwheel-push's HTTP API, the parts without I/O: reading a POST /publish
+// body and writing the JSON answers (README.md, "HTTP API", is the contract).
+#pragma once
+
+#include <heartwheel/pubsub/limits.h>
+#include <heartwheel/time.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace pushsrv {
+
+// A valid POST /publish body.
+struct PublishRequest {
+  std::string channel;
+  std::string data;  // the "data" value as compact JSON text
+  std::int64_t delay_ms = 0;
+};
+
+// A refused one: the HTTP status (400) and the answer's code and message.
+struct ApiError {
+  int status = 400;
+  std::string code;  // "bad_json", "bad_request", "empty_channel", ...
+  std::string message;
+};
+
+// Parses {"channel":"c","data":<JSON>,"delay_ms":N}. `max_delay` bounds
+// delay_ms; the channel is checked against `limits`, the data's JSON text
+// against limits.max_data_bytes.
+std::variant<PublishRequest, ApiError> parse_publish(std::string_view body,
+                                                     const heartwheel::pubsub::Limits& limits,
+                                                     heartwheel::Duration max_delay);
+
+// {"error":{"code":C,"message":M}}
+std::string error_json(std::string_view code, std::string_view message);
+// {"id":ID,"due_ms":N}
+std::string accepted_json(std::string_view id, std::int64_t due_ms);
+
+// The id of DELETE /publish/{id}: what follows "/publish/", if it looks like
+// an id ([0-9a-zA-Z-], 1..128 bytes); empty otherwise.
+std::string_view id_from_path(std::string_view path);
+
+}  // namespace pushsrv

@@ -1,0 +1,357 @@
+// heartwheel-push: a push server on heartwheel. POST /publish stores a push
+// (optionally delayed) in Redis and answers 202; whichever node claims it
+// when it is due delivers it to WebSocket (/ws, heartwheel-chat's protocol)
+// and Server-Sent Events (/sse?channel=c) subscribers. See README.md here.
+#include <heartwheel/metrics/endpoint.h>
+#include <heartwheel/metrics/net_metrics.h>
+#include <heartwheel/metrics/worker_board.h>
+#include <heartwheel/net/address.h>
+#include <heartwheel/net/workers.h>
+#include <heartwheel/pubsub/redis_broker.h>
+#include <heartwheel/ws/frame.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "cli_program.h"
+#include "node.h"
+#include "protocol.h"
+#include "push_metrics.h"
+#include "serve_loop.h"
+#include "server_flags.h"
+#include "stats_board.h"
+
+namespace {
+
+using heartwheel::Duration;
+using heartwheel::cli::parse_duration_flag;
+using Json = nlohmann::json;
+namespace net = heartwheel::net;
+namespace pubsub = heartwheel::pubsub;
+namespace ws = heartwheel::ws;
+
+struct Flags {
+  std::string listen = "127.0.0.1:8080";
+  std::string redis;
+  unsigned workers = 1;
+  std::string ping_interval = "25s", pong_timeout = "8s", close_timeout = "5s", history_ttl = "5m",
+              drain_timeout = "10s", tick = "10ms", stats_interval = "1s", send_timeout = "30s";
+  std::size_t max_message_size = 64 * 1024, history_size = 100, max_queued_bytes = 1 << 20;
+  std::string slow_consumer = "close";
+  std::string stats_json, metrics_listen;
+  // Redis and the delayed queue.
+  std::string redis_timeout = "2s", key_prefix = "heartwheel:push:", window = "60s",
+              load_interval = "1s", lease = "30s", reap_interval = "1s", takeover_grace = "2s",
+              max_delay = "720h", sse_heartbeat = "15s";
+  heartwheel::cli::ServerFlags server;
+};
+
+struct Setup {
+  net::WorkersOptions workers;
+  net::HostPort listen;
+  pubsub::BusOptions bus;             // limits and channel options
+  pubsub::RedisBrokerOptions broker;  // the broker: Redis, shared by every node
+  chat::Config chat;
+  pushsrv::NodeConfig node;
+  Duration drain_timeout{};
+};
+
+void setup_websocket(const Flags& f, Setup& s) {
+  ws::NetHandlerOptions& w = s.chat.ws;
+  w.ping_interval = parse_duration_flag("--ping-interval", f.ping_interval);
+  w.pong_timeout = parse_duration_flag("--pong-timeout", f.pong_timeout);
+  w.close_timeout = parse_duration_flag("--close-timeout", f.close_timeout);
+  if (f.max_message_size == 0) throw std::invalid_argument("--max-message-size must be positive");
+  w.session.max_message_bytes = f.max_message_size;
+  w.max_queued_bytes = f.max_queued_bytes;
+  if (f.slow_consumer != "close" && f.slow_consumer != "skip")
+    throw std::invalid_argument("--slow-consumer must be close or skip, not '" + f.slow_consumer +
+                                "'");
+  w.slow_consumer =
+      f.slow_consumer == "close" ? ws::SlowConsumerPolicy::close : ws::SlowConsumerPolicy::skip;
+  w.validate();
+  s.node.sse.close_slow = f.slow_consumer == "close";
+  s.node.sse.heartbeat = parse_duration_flag("--sse-heartbeat", f.sse_heartbeat);
+  if (s.node.sse.heartbeat.count() <= 0)
+    throw std::invalid_argument("--sse-heartbeat must be positive");
+}
+
+void setup_redis(const Flags& f, Setup& s) {
+  if (f.redis.empty()) throw std::invalid_argument("--redis HOST:PORT is required");
+  const net::HostPort redis = net::parse_host_port(f.redis);
+  if (redis.port == 0) throw std::invalid_argument("--redis needs a port");
+  heartwheel::redis::ClientOptions& r = s.node.redis;
+  r.connector.host = redis.host;
+  r.connector.port = redis.port;
+  // While Redis is down a POST /publish waits this long in the link's
+  // buffer for it to come back, then answers 503.
+  r.command_timeout = parse_duration_flag("--redis-timeout", f.redis_timeout);
+  if (r.command_timeout.count() <= 0)
+    throw std::invalid_argument("--redis-timeout must be positive");
+  r.validate();
+  heartwheel::push::DelayedQueueOptions& d = s.node.delayed;
+  d.key_prefix = f.key_prefix;
+  d.window = parse_duration_flag("--window", f.window);
+  d.load_interval = parse_duration_flag("--load-interval", f.load_interval);
+  d.lease = parse_duration_flag("--lease", f.lease);
+  d.reap_interval = parse_duration_flag("--reap-interval", f.reap_interval);
+  d.takeover_grace = parse_duration_flag("--takeover-grace", f.takeover_grace);
+  try {
+    d.validate();
+  } catch (const std::invalid_argument& e) {  // name the flags, not the fields
+    throw std::invalid_argument(std::string(e.what()) +
+                                " (--key-prefix, --window, --load-interval, --lease, "
+                                "--reap-interval, --takeover-grace)");
+  }
+  s.node.max_delay = parse_duration_flag("--max-delay", f.max_delay);
+}
+
+Setup make_setup(const Flags& f) {
+  Setup s;
+  setup_websocket(f, s);
+  setup_redis(f, s);
+  s.bus.channel.history_size = f.history_size;
+  s.bus.channel.history_ttl = parse_duration_flag("--history-ttl", f.history_ttl);
+  if (f.history_size > 0 && s.bus.channel.history_ttl.count() <= 0)
+    throw std::invalid_argument("--history-ttl must be positive when --history-size is not 0");
+  s.bus.channel.join_leave = false;  // push channels are broadcasts: no join/leave events
+  s.bus.limits.max_data_bytes = f.max_message_size;
+  s.bus.validate();
+  pubsub::RedisBrokerOptions& b = s.broker;
+  b.limits = s.bus.limits;
+  b.channel = s.bus.channel;
+  if (b.channel.history_ttl.count() <= 0)
+    throw std::invalid_argument("--history-ttl must be positive");
+  b.redis = s.node.redis;
+  b.key_prefix = f.key_prefix + "pubsub:";
+  // Once per publication per node: every worker's WebSocket subscribers
+  // share the frame (SSE streams format their own events).
+  b.encode_publication = [](const pubsub::Publication& p) {
+    return ws::encode_shared(ws::Opcode::text, chat::publication_json(p));
+  };
+  b.encode_presence = [](const pubsub::PresenceEvent& e) {
+    return ws::encode_shared(ws::Opcode::text, chat::presence_json(e));
+  };
+  b.validate();
+  chat::Config& c = s.chat;
+  c.history_size = f.history_size;
+  c.stats_interval = parse_duration_flag("--stats-interval", f.stats_interval);
+  if (c.stats_interval.count() <= 0)
+    throw std::invalid_argument("--stats-interval must be positive");
+  // SSE streams are long responses: no request deadline (each /publish
+  // answer is bounded by --redis-timeout instead); a reader that stops
+  // reading is closed by the send timeout (write stall).
+  c.http.request_timeout = Duration{0};
+  c.http.send_timeout = parse_duration_flag("--send-timeout", f.send_timeout);
+  c.http.max_body_bytes = f.max_message_size + 4096;  // the JSON around the data: 413 beyond
+
+  s.listen = net::parse_host_port(f.listen);
+  net::WorkersOptions& wo = s.workers;
+  wo.threads = f.workers;
+  wo.server.host = s.listen.host;
+  wo.server.port = s.listen.port;
+  wo.server.connection.idle = {};  // HTTP's timeouts, then WebSocket's heartbeat, replace it
+  net::WritePolicy& wp = wo.server.connection.write;
+  wp.slow_reader = net::SlowReaderPolicy::close;
+  wp.stall_timeout = c.http.send_timeout;
+  if (f.max_queued_bytes > wp.max_queued_bytes / 2) wp.max_queued_bytes = 2 * f.max_queued_bytes;
+  wo.wheel.tick = parse_duration_flag("--tick", f.tick);
+  if (wo.wheel.tick < std::chrono::milliseconds(1))
+    throw std::invalid_argument("--tick must be at least 1ms");
+  wo.publish_interval = c.stats_interval;
+  heartwheel::cli::apply_server_flags(f.server, wo.server);
+  wo.server.validate();
+  s.drain_timeout = parse_duration_flag("--drain-timeout", f.drain_timeout);
+  return s;
+}
+
+void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
+                 const heartwheel::metrics::WorkerBoard<pushsrv::NodeStats>& board,
+                 const net::Workers& workers, const pubsub::RedisBroker& broker) {
+  if (path.empty()) return;
+  const chat::WorkerStats c = chat_board.total();
+  const pushsrv::NodeStats n = board.total();
+  Json j;
+  j["net"] = Json::parse(net::to_json(workers.total()));
+  j["ws"] = Json::parse(ws::to_json(c.ws));
+  j["pubsub"] = {{"hubs", Json::parse(pubsub::to_json(c.hub))},
+                 {"redis", Json::parse(pubsub::to_json(broker.stats()))}};
+  j["delayed"] = Json::parse(heartwheel::push::to_json(n.delayed));
+  j["redis"] = Json::parse(heartwheel::redis::to_json(n.redis));
+  j["sse"] = {{"opened", n.sse.opened},           {"current", n.sse.current},
+              {"events", n.sse.events},           {"heartbeats", n.sse.heartbeats},
+              {"resumed", n.sse.resumed},         {"resets", n.sse.resets},
+              {"slow_closes", n.sse.slow_closes}, {"slow_skips", n.sse.slow_skips}};
+  j["api"] = {
+      {"publish_accepted", n.publish_accepted},       {"publish_refused", n.publish_refused},
+      {"publish_unavailable", n.publish_unavailable}, {"cancels_done", n.cancels_done},
+      {"cancels_missed", n.cancels_missed},           {"delivered", n.delivered},
+      {"deliver_refused", n.deliver_refused}};
+  j["ws_protocol"] = {{"connections", c.chat.chat_connections},
+                      {"requests", c.chat.requests},
+                      {"errors", c.chat.errors}};
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << j.dump(2) << '\n';
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)  // readers never see half a file
+    throw std::runtime_error("cannot rename " + tmp + " to " + path);
+}
+
+void add_flags(CLI::App& app, Flags& f) {
+  app.add_option("--listen", f.listen, "HOST:PORT to listen on (port 0: pick a free one)")
+      ->capture_default_str();
+  app.add_option("--redis", f.redis, "HOST:PORT of the Redis every node shares (required)");
+  app.add_option("--workers", f.workers,
+                 "worker threads, each with its own loop, wheel, hub, "
+                 "Redis link and delayed queue (SO_REUSEPORT)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
+  app.add_option("--redis-timeout", f.redis_timeout,
+                 "each Redis command's deadline; while Redis is down a publish waits this long, "
+                 "then gets 503")
+      ->capture_default_str();
+  app.add_option("--key-prefix", f.key_prefix, "prefix of the Redis keys (same on every node)")
+      ->capture_default_str();
+  app.add_option("--window", f.window, "pushes due within this are loaded into the wheel ahead")
+      ->capture_default_str();
+  app.add_option("--load-interval", f.load_interval, "how often the loaded window is extended")
+      ->capture_default_str();
+  app.add_option("--lease", f.lease,
+                 "a claimed push not acknowledged within this is re-queued (its node died)")
+      ->capture_default_str();
+  app.add_option("--reap-interval", f.reap_interval, "how often expired claims are looked for")
+      ->capture_default_str();
+  app.add_option("--takeover-grace", f.takeover_grace,
+                 "an overdue push unclaimed this long is taken over by every node")
+      ->capture_default_str();
+  app.add_option("--max-delay", f.max_delay, "largest delay_ms accepted")->capture_default_str();
+  app.add_option("--sse-heartbeat", f.sse_heartbeat,
+                 "a ': ping' comment on every SSE stream this often")
+      ->capture_default_str();
+  app.add_option("--send-timeout", f.send_timeout,
+                 "a connection whose queued bytes make no progress this long is closed "
+                 "(write_stall): a dead SSE reader")
+      ->capture_default_str();
+  app.add_option("--ping-interval", f.ping_interval,
+                 "the server pings every WebSocket this often (0: no pings)")
+      ->capture_default_str();
+  app.add_option("--pong-timeout", f.pong_timeout,
+                 "no byte from the peer this long after a ping: closed (reason pong_timeout)")
+      ->capture_default_str();
+  app.add_option("--close-timeout", f.close_timeout,
+                 "how long a peer may take to answer our close frame")
+      ->capture_default_str();
+  app.add_option("--max-message-size", f.max_message_size,
+                 "largest WebSocket message accepted (bigger: close 1009); also the largest "
+                 "publication's data")
+      ->capture_default_str();
+  app.add_option("--history-size", f.history_size,
+                 "publications kept per channel for recovery, history and SSE resume (0: none)")
+      ->capture_default_str();
+  app.add_option("--history-ttl", f.history_ttl, "how long each kept publication stays")
+      ->capture_default_str();
+  app.add_option("--slow-consumer", f.slow_consumer,
+                 "a subscriber whose queue would pass --max-queued-bytes (SSE: its high "
+                 "watermark): close it or skip the publication for it")
+      ->capture_default_str();
+  app.add_option("--max-queued-bytes", f.max_queued_bytes,
+                 "per WebSocket: bytes that may wait for a slow subscriber (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--drain-timeout", f.drain_timeout,
+                 "on SIGTERM/SIGINT, how long connections get to finish")
+      ->capture_default_str();
+  app.add_option("--tick", f.tick, "timing wheel tick (>= 1ms)")->capture_default_str();
+  app.add_option("--stats-json", f.stats_json,
+                 "write counters as JSON to FILE every --stats-interval and at exit");
+  app.add_option("--stats-interval", f.stats_interval, "how often --stats-json is rewritten")
+      ->capture_default_str();
+  app.add_option(
+      "--metrics-listen", f.metrics_listen,
+      "HOST:PORT to serve GET /metrics on (Prometheus text format, every worker "
+      "merged; port 0: pick one, printed as 'metrics on HOST:PORT'); off when not given");
+  heartwheel::cli::add_server_flags(app, f.server);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{
+      "heartwheel-push: a push server. POST /publish {\"channel\":\"c\",\"data\":...,"
+      "\"delay_ms\":N} stores a push in Redis (202 {\"id\",\"due_ms\"}); DELETE /publish/ID "
+      "cancels one not yet delivered; subscribers listen on /ws (heartwheel-chat's protocol) or "
+      "GET /sse?channel=c (Server-Sent Events).\nDurations: 250ms, 2s, 5m, 1h.\n"
+      "Exit status: 0 ok, 1 runtime failure, 2 usage error.",
+      "heartwheel-push"};
+  add_flags(app, f);
+  if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
+
+  Setup s;
+  std::optional<heartwheel::metrics::EndpointOptions> metrics_options;
+  try {
+    s = make_setup(f);
+    if (!f.metrics_listen.empty())
+      metrics_options = heartwheel::metrics::endpoint_at(f.metrics_listen);
+  } catch (const std::exception& e) {
+    return heartwheel::cli::usage_error(app, e.what());
+  }
+
+  return heartwheel::cli::run(app, [&] {
+    pubsub::RedisBroker broker(s.broker);  // one per process: every worker's hubs attach to it
+    chat::Roster roster;
+    chat::StatsBoard chat_board(f.workers);
+    heartwheel::metrics::WorkerBoard<pushsrv::NodeStats> board(f.workers);
+    std::vector<pushsrv::Node*> nodes(f.workers, nullptr);  // slot i: written by worker i only
+    s.chat.routes = [&nodes](unsigned w, pubsub::Hub&, const heartwheel::http::Request& req,
+                             heartwheel::http::Responder& r) { return nodes[w]->route(req, r); };
+    s.workers.on_publish = [&board](unsigned w, const net::LoopSnapshot&, net::Handler& h) {
+      board.publish(w, static_cast<pushsrv::Node&>(h).stats());
+    };
+    s.workers.on_finish = [](unsigned, net::Handler& h) {
+      static_cast<pushsrv::Node&>(h).finish();
+    };
+    {
+      net::Workers workers(
+          s.workers,
+          [&](unsigned index, heartwheel::LoopWheel& wheel) -> std::unique_ptr<net::Handler> {
+            auto node = std::make_unique<pushsrv::Node>(index, wheel, s.node, s.chat, broker,
+                                                        roster, chat_board);
+            nodes[index] = node.get();
+            return node;
+          });
+      workers.start();
+      std::unique_ptr<heartwheel::metrics::Endpoint> endpoint;
+      if (metrics_options)
+        endpoint = std::make_unique<heartwheel::metrics::Endpoint>(
+            *metrics_options, [&workers, &board](heartwheel::metrics::TextWriter& out) {
+              heartwheel::metrics::write(out, workers.total());
+              pushsrv::write_metrics(out, board.total());
+            });
+      const bool v6 = s.listen.host.find(':') != std::string::npos;
+      std::printf("listening on %s%s%s:%d\n", v6 ? "[" : "", s.listen.host.c_str(), v6 ? "]" : "",
+                  workers.port());
+      if (endpoint) std::printf("metrics on %s\n", endpoint->address().c_str());
+      std::fflush(stdout);
+      heartwheel::cli::serve_until_signalled(
+          workers,
+          {.program = "heartwheel-push",
+           .drain_timeout = s.drain_timeout,
+           .tick_interval = f.stats_json.empty() ? Duration{0} : s.chat.stats_interval,
+           .tick = [&] { write_stats(f.stats_json, chat_board, board, workers, broker); }});
+      workers.join();  // every worker's hubs are gone before the broker
+      write_stats(f.stats_json, chat_board, board, workers, broker);
+      const pushsrv::NodeStats n = board.total();
+      std::fprintf(stderr,
+                   "heartwheel-push: stopped after %llu publishes accepted, %llu delivered\n",
+                   static_cast<unsigned long long>(n.publish_accepted),
+                   static_cast<unsigned long long>(n.delivered));
+    }
+    return 0;
+  });
+}

@@ -1,0 +1,214 @@
+// See node.h.
+#include "node.h"
+
+#include <charconv>
+
+#include "api.h"
+
+namespace pushsrv {
+
+namespace http = heartwheel::http;
+namespace pubsub = heartwheel::pubsub;
+namespace push = heartwheel::push;
+
+void NodeStats::merge(const NodeStats& o) noexcept {
+  delayed.merge(o.delayed);
+  redis.merge(o.redis);
+  sse.merge(o.sse);
+  publish_accepted += o.publish_accepted;
+  publish_refused += o.publish_refused;
+  publish_unavailable += o.publish_unavailable;
+  cancels_done += o.cancels_done;
+  cancels_missed += o.cancels_missed;
+  delivered += o.delivered;
+  deliver_refused += o.deliver_refused;
+}
+
+namespace {
+http::Response json_response(int status, std::string body) {
+  return http::Response::text(status, std::move(body) + "\n", "application/json");
+}
+
+http::Response not_allowed(std::string_view allow) {
+  http::Response r =
+      json_response(405, error_json("method_not_allowed", "allowed: " + std::string(allow)));
+  r.headers.push_back({"Allow", std::string(allow)});
+  return r;
+}
+
+// The node's own hub: no encoder (SSE streams format their own events).
+pubsub::HubOptions hub_options(uv_loop_t* loop) {
+  pubsub::HubOptions o;
+  o.loop = loop;
+  return o;
+}
+
+// Redis could not take the command (down, buffer full, too slow): 503.
+http::Response unavailable(const std::error_code& ec) {
+  http::Response r = json_response(
+      503, error_json("redis_unavailable", "Redis did not store it: " + ec.message()));
+  r.headers.push_back({"Retry-After", "1"});
+  return r;
+}
+}  // namespace
+
+Node::Node(unsigned index, heartwheel::LoopWheel& wheel, const NodeConfig& node,
+           const chat::Config& chat, pubsub::Broker& broker, chat::Roster& roster,
+           chat::StatsBoard& chat_board)
+    : config_(node),
+      broker_(broker),
+      hub_(broker, hub_options(wheel.loop())),
+      redis_(wheel, node.redis),
+      queue_(wheel, redis_, node.delayed,
+             [this](const push::DelayedPush& p, push::DeliveredCallback done) {
+               deliver(p, std::move(done));
+             }),
+      chat_(index, chat, broker, roster, chat_board) {
+  redis_.start();
+  queue_.start();
+}
+
+Node::~Node() {
+  streams_.clear();
+  queue_.stop();
+}
+
+void Node::end_streams() noexcept {
+  for (auto& [p, stream] : streams_) stream->end();
+  streams_.clear();
+}
+
+void Node::finish() {
+  end_streams();
+  queue_.stop();
+  redis_.stop();
+}
+
+NodeStats Node::stats() const {
+  NodeStats s = stats_;
+  s.delayed = queue_.stats();
+  s.redis = redis_.stats();
+  return s;
+}
+
+bool Node::route(const http::Request& req, http::Responder& r) {
+  const std::string_view path = req.path();
+  if (path == "/publish") {
+    if (req.method != "POST")
+      r.respond(not_allowed("POST"));
+    else
+      publish(req, std::move(r));
+    return true;
+  }
+  if (path.substr(0, 9) == "/publish/") {
+    const std::string_view id = id_from_path(path);
+    if (req.method != "DELETE")
+      r.respond(not_allowed("DELETE"));
+    else if (id.empty())
+      r.respond(json_response(404, error_json("not_found", "no such push")));
+    else
+      cancel(id, std::move(r));
+    return true;
+  }
+  if (path == "/sse") {
+    if (req.method != "GET")
+      r.respond(not_allowed("GET"));
+    else
+      open_sse(req, std::move(r));
+    return true;
+  }
+  return false;
+}
+
+void Node::publish(const http::Request& req, http::Responder r) {
+  auto parsed = parse_publish(req.body, broker_.limits(), config_.max_delay);
+  if (const auto* bad = std::get_if<ApiError>(&parsed)) {
+    ++stats_.publish_refused;
+    r.respond(json_response(bad->status, error_json(bad->code, bad->message)));
+    return;
+  }
+  auto& p = std::get<PublishRequest>(parsed);
+  const auto due = push::WallClock::now() + std::chrono::milliseconds(p.delay_ms);
+  // Responders are move-only; the callback is a std::function.
+  auto answer = std::make_shared<http::Responder>(std::move(r));
+  const std::error_code refused = queue_.schedule(
+      std::move(p.channel), std::move(p.data), due,
+      [this, answer](std::error_code ec, const push::DelayedPush& stored) {
+        if (ec) {
+          ++stats_.publish_unavailable;
+          answer->respond(unavailable(ec));
+          return;
+        }
+        ++stats_.publish_accepted;
+        answer->respond(json_response(202, accepted_json(stored.id, push::to_unix_ms(stored.due))));
+      });
+  if (refused) {
+    ++stats_.publish_unavailable;
+    answer->respond(unavailable(refused));
+  }
+}
+
+void Node::cancel(std::string_view id, http::Responder r) {
+  auto answer = std::make_shared<http::Responder>(std::move(r));
+  const std::error_code refused =
+      queue_.cancel(id, [this, answer](std::error_code ec, bool cancelled) {
+        if (ec) {
+          answer->respond(unavailable(ec));
+        } else if (cancelled) {
+          ++stats_.cancels_done;
+          answer->respond(http::Response{204, {}, {}});
+        } else {
+          ++stats_.cancels_missed;
+          answer->respond(json_response(
+              404, error_json("not_found", "no such push, or it was already delivered")));
+        }
+      });
+  if (refused) answer->respond(unavailable(refused));
+}
+
+void Node::open_sse(const http::Request& req, http::Responder r) {
+  const auto channel = req.query_param("channel");
+  if (!channel || channel->empty()) {
+    r.respond(json_response(400, error_json("bad_request", "GET /sse?channel=NAME")));
+    return;
+  }
+  std::optional<std::uint64_t> last;
+  const std::string* header = req.header("Last-Event-ID");
+  const auto query_last = req.query_param("last_event_id");  // for clients without headers
+  const std::string_view text = header       ? std::string_view(*header)
+                                : query_last ? *query_last
+                                             : std::string_view();
+  if (!text.empty()) {
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || end != text.data() + text.size()) {
+      r.respond(json_response(
+          400, error_json("bad_request", "Last-Event-ID must be an offset (an integer)")));
+      return;
+    }
+    last = v;
+  }
+  heartwheel::TimerService* timers = r.timers();
+  if (timers == nullptr) return;  // the request is gone already
+  auto stream = std::make_unique<SseStream>(std::move(r), *timers, config_.sse, stats_.sse,
+                                            [this](SseStream& s) { streams_.erase(&s); });
+  SseStream* s = stream.get();
+  streams_.emplace(s, std::move(stream));
+  s->start(hub_, std::string(*channel), last);  // a refusal ends it (released on the wheel)
+}
+
+// The claim is acknowledged once the broker has taken the publication
+// (stored in the channel's stream and sent to every node); a broker that
+// refuses (Redis unavailable) leaves the claim to its lease, and the push
+// is delivered again later.
+void Node::deliver(const push::DelayedPush& p, push::DeliveredCallback done) {
+  hub_.publish(p.channel, p.data, {}, [this, done = std::move(done)](pubsub::PublishResult r) {
+    if (r.error)
+      ++stats_.deliver_refused;
+    else
+      ++stats_.delivered;
+    done(!r.error);
+  });
+}
+
+}  // namespace pushsrv

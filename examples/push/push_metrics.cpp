@@ -1,0 +1,45 @@
+// See push_metrics.h.
+#include "push_metrics.h"
+
+#include <nlohmann/json.hpp>
+
+namespace pushsrv {
+
+namespace metrics = heartwheel::metrics;
+
+void write_metrics(metrics::TextWriter& out, const NodeStats& s) {
+  // The queue's counters by name, from its JSON (one list of fields, in
+  // lib/src/push/stats.cpp): every one but the gauges is a counter.
+  const nlohmann::json delayed = nlohmann::json::parse(heartwheel::push::to_json(s.delayed));
+  for (const auto& [name, value] : delayed.items()) {
+    if (name == "queues") continue;
+    if (name == "held") {
+      out.gauge("heartwheel_push_delayed_held", "delayed pushes in the wheels now",
+                value.get<std::uint64_t>());
+      continue;
+    }
+    out.counter("heartwheel_push_delayed_" + name + "_total",
+                "delayed queue: " + name + " (see heartwheel/push/delayed_stats.h)",
+                value.get<std::uint64_t>());
+  }
+  out.family("heartwheel_push_api_publish_total", metrics::Type::counter,
+             "POST /publish answers by result");
+  out.sample(s.publish_accepted, {{"result", "accepted"}});
+  out.sample(s.publish_refused, {{"result", "refused"}});
+  out.sample(s.publish_unavailable, {{"result", "unavailable"}});
+  out.family("heartwheel_push_api_cancel_total", metrics::Type::counter,
+             "DELETE /publish/{id} answers by result");
+  out.sample(s.cancels_done, {{"result", "cancelled"}});
+  out.sample(s.cancels_missed, {{"result", "not_found"}});
+  out.counter("heartwheel_push_delivered_total", "pushes handed to the broker", s.delivered);
+  out.counter("heartwheel_push_deliver_refused_total",
+              "pushes the broker refused (left to the lease)", s.deliver_refused);
+  out.gauge("heartwheel_push_sse_streams", "SSE streams open now", s.sse.current);
+  out.counter("heartwheel_push_sse_opened_total", "SSE streams opened", s.sse.opened);
+  out.counter("heartwheel_push_sse_events_total", "publications written to SSE streams",
+              s.sse.events);
+  out.counter("heartwheel_push_sse_resets_total",
+              "SSE resumes the history could not cover (a reset event)", s.sse.resets);
+}
+
+}  // namespace pushsrv

@@ -1,0 +1,223 @@
+// heartwheel/push/delayed_queue.h - durable delayed pushes: stored in Redis,
+// timed on the wheel, delivered once by one of several nodes.
+//
+// What it is (QMQ's delayed messages, on Redis and the timing wheel)
+//   schedule(channel, data, due) stores the push in Redis BEFORE its callback
+//   says yes: one Lua script puts the payload in a hash and the due time (ms
+//   since the Unix epoch, wall clock) in a sorted set. Each node's queue
+//   loads, ahead of time, the pushes due within `window` into its wheel (one
+//   TimerEntry each), extending the loaded window every `load_interval`; a
+//   push this queue accepts for a due time inside the loaded window goes
+//   straight into the wheel. When an entry fires, the push is CLAIMED in
+//   Redis by a script that removes it from the due set only if it is still
+//   there and moves it to a claims set with a lease deadline: of all the
+//   nodes that loaded it, exactly one gets the payload. That one calls
+//   `deliver` and then acknowledges (deletes claim and payload). A reaper on
+//   the wheel re-queues claims whose lease ran out (their node died between
+//   claim and acknowledgement): delivery is at-least-once across node
+//   crashes, exactly-once among nodes that stay up.
+//
+//   Keys (prefix P = options.key_prefix): P"due" (sorted set id -> due ms),
+//   P"data" (hash id -> channel and data), P"claims" (sorted set id -> lease
+//   deadline ms). Every node of one deployment uses the same prefix.
+//
+// Guarantees
+//   - A push whose schedule callback got no error is in Redis (as durable as
+//     Redis is configured to be: appendonly + appendfsync for restarts of
+//     Redis itself) and is delivered by some node unless cancelled.
+//   - Never delivered before its due time (by this machine's wall clock);
+//     normally at most one wheel tick plus a Redis round trip after it, as
+//     long as some node runs. A restart (of one node or all) delivers what
+//     came due meanwhile at once.
+//   - A push held in one node's wheel only (accepted there after the other
+//     nodes had loaded that part of the window) is taken over by every other
+//     node's load once it is `takeover_grace` overdue and unclaimed.
+//   - While Redis is unreachable nothing is lost: schedule and cancel fail
+//     (callback error), loads fail and are retried, fired pushes whose claim
+//     fails are retried every `retry_interval`. A claim whose reply was lost
+//     (disconnected, timed out) may have run: if it did, the push waits in
+//     the claims set and the reaper re-queues it after the lease.
+//
+// Outcomes of schedule() / cancel(): either an error at once (the Client
+//   refused the command: redis::errc::stopped, buffer_full, not_connected,
+//   heartwheel::errc::limit_reached; also std::errc::invalid_argument for a
+//   bad argument) and the callback never runs, or the callback runs exactly
+//   once, later, with the Client's outcome (timed_out, disconnected,
+//   server_error) or success.
+//
+// Ownership: the application owns the queue, the Client and the wheel; the
+//   queue must be destroyed (or stopped) before the Client and the wheel.
+//   Callbacks of commands still pending when the queue is destroyed do
+//   nothing. Threads: the wheel's loop thread only (like the Client).
+// Re-entrancy: `deliver` and the callbacks may call schedule() and cancel();
+//   they must not destroy the queue.
+// Cost: per loaded push one ~100-byte node (TimerEntry + id) in a hash map
+//   and one O(1) wheel insert; per fired push one claim script and one
+//   acknowledgement (pipelined with everything else of that loop
+//   iteration); per load two ZRANGE BYSCORE queries returning only what is
+//   new; per reap one script, O(expired claims).
+#pragma once
+
+#include <heartwheel/loop_wheel.h>
+#include <heartwheel/push/delayed_stats.h>
+#include <heartwheel/redis/client.h>
+#include <heartwheel/time.h>
+#include <heartwheel/timer_entry.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+
+namespace heartwheel::push {
+
+// Due times are wall-clock times: they are shared by every node.
+using WallClock = std::chrono::system_clock;
+using WallTime = WallClock::time_point;
+
+// Milliseconds since the Unix epoch, as stored in Redis.
+std::int64_t to_unix_ms(WallTime t) noexcept;
+WallTime from_unix_ms(std::int64_t ms) noexcept;
+
+struct DelayedPush {
+  std::string id;  // [0-9a-f-], made by schedule()
+  std::string channel;
+  std::string data;
+  WallTime due{};
+};
+
+struct DelayedQueueOptions {
+  // Prefix of the three keys (see above).
+  std::string key_prefix = "heartwheel:push:";
+  // Pushes due within this are held in the wheel (QMQ's load-ahead window).
+  Duration window = std::chrono::seconds(60);
+  // How often the loaded window is extended (and overdue pushes looked for).
+  Duration load_interval = std::chrono::seconds(1);
+  // A push this long overdue and still unclaimed is loaded by every node:
+  // the node that held it alone may have died.
+  Duration takeover_grace = std::chrono::seconds(2);
+  // A claim's lease: a node that claimed a push and did not acknowledge it
+  // within this long is taken for dead and the push is re-queued.
+  Duration lease = std::chrono::seconds(30);
+  // How often expired claims are looked for.
+  Duration reap_interval = std::chrono::seconds(1);
+  // A fired push whose claim failed (Redis down, timeout) is tried again
+  // after this; a failed load too.
+  Duration retry_interval = std::chrono::milliseconds(500);
+  // Pushes per ZRANGE page.
+  std::size_t load_batch = 10000;
+  // The wall clock; empty: WallClock::now. Tests may shift it.
+  std::function<WallTime()> clock;
+
+  // Throws std::invalid_argument naming the field.
+  void validate() const;
+};
+
+// Called for each push this node claimed, on the loop thread; the
+// acknowledgement follows when it returns. An exception counts as
+// deliver_errors and leaves the claim unacknowledged: the lease re-queues it.
+using DeliverFunction = std::function<void(const DelayedPush& push)>;
+// The same for a delivery that completes later (e.g. a publish through a
+// remote broker): call `done(true)` once delivered, and the claim is
+// acknowledged then; `done(false)` (or never) leaves it to the lease, which
+// re-queues it. `done` may be called from inside the call or later, on the
+// loop thread, at most once; after stop() it does nothing.
+using DeliveredCallback = std::function<void(bool delivered)>;
+using AsyncDeliverFunction = std::function<void(const DelayedPush& push, DeliveredCallback done)>;
+// The push as stored (id and due filled in), or the error.
+using ScheduleCallback = std::function<void(std::error_code error, const DelayedPush& push)>;
+// true: removed before anyone claimed it; false: unknown, already claimed or delivered.
+using CancelCallback = std::function<void(std::error_code error, bool cancelled)>;
+
+class DelayedQueue {
+ public:
+  // Validates `options` (std::invalid_argument); `deliver` is required.
+  // Starts nothing.
+  DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueueOptions options,
+               DeliverFunction deliver);
+  DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueueOptions options,
+               AsyncDeliverFunction deliver);
+  ~DelayedQueue();
+  DelayedQueue(const DelayedQueue&) = delete;
+  DelayedQueue& operator=(const DelayedQueue&) = delete;
+
+  // Loads now (overdue pushes fire at once), then every load_interval;
+  // starts the reaper. The Client should be started too. No-op if started.
+  void start();
+  // Forgets what was loaded (the pushes stay in Redis), stops loading and
+  // reaping; callbacks of pending commands do nothing. start() may follow.
+  void stop();
+  bool started() const noexcept { return started_; }
+
+  // Stores a push due at `due` (in the past: delivered at once). See
+  // "Outcomes". Errors at once: std::errc::invalid_argument (empty channel),
+  // the Client's refusals.
+  std::error_code schedule(std::string channel, std::string data, WallTime due,
+                           ScheduleCallback done);
+  // Removes a push nobody has claimed yet. See "Outcomes".
+  std::error_code cancel(std::string_view id, CancelCallback done);
+
+  // The counters, with the gauges filled in.
+  DelayedQueueStats stats() const;
+  const DelayedQueueOptions& options() const noexcept { return options_; }
+  // Pushes in this queue's wheel now (loaded, not yet claimed).
+  std::size_t held() const noexcept { return held_.size(); }
+
+ private:
+  struct Held;
+  struct Periodic : TimerEntry {
+    explicit Periodic(Callback cb) : TimerEntry(cb) {}
+    DelayedQueue* owner = nullptr;
+  };
+  struct Keys {
+    std::string due, data, claims;
+  };
+
+  std::int64_t now_ms() const;
+  TimePoint wheel_time(std::int64_t due_ms) const noexcept;
+  std::string next_id();
+  // Puts a push in the wheel unless it is there already.
+  void hold(std::string_view id, std::int64_t due_ms);
+  void release(Held& held) noexcept;
+  void claim(Held& held);
+  void retry_later(Held& held) noexcept;
+  void on_claimed(const std::string& id, std::error_code ec, redis::Reply reply);
+  void acknowledge(const std::string& id);
+  void load();
+  void load_range(bool overdue, std::string from, std::int64_t to_ms);
+  void on_loaded(bool overdue, std::int64_t to_ms, std::error_code ec, const redis::Reply& reply);
+  void finish_load();
+  void reap();
+  static void on_load_timer(TimerEntry& e);
+  static void on_reap_timer(TimerEntry& e);
+  static void on_held_due(TimerEntry& e);
+  // A callback that does nothing once this queue is stopped or gone.
+  redis::Callback guarded(redis::Callback f) const;
+
+  LoopWheel& wheel_;
+  redis::Client& client_;
+  DelayedQueueOptions options_;
+  AsyncDeliverFunction deliver_;
+  Keys keys_;
+  std::string id_prefix_;
+  std::uint64_t id_counter_ = 0;
+  std::shared_ptr<int> life_;  // callbacks hold a weak_ptr: expired = stopped
+  bool started_ = false;
+  std::unordered_map<std::string_view, std::unique_ptr<Held>> held_;
+  // Everything due up to here has been loaded (Redis ms); INT64_MIN: nothing.
+  std::int64_t loaded_until_ms_;
+  int loads_pending_ = 0;
+  bool load_failed_ = false;
+  bool load_more_ = false;  // a full page: load again at once
+  bool reaping_ = false;
+  Periodic load_timer_;
+  Periodic reap_timer_;
+  DelayedQueueStats stats_;
+};
+
+}  // namespace heartwheel::push

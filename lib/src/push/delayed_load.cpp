@@ -1,0 +1,138 @@
+// DelayedQueue: loading the window ahead of time, taking over overdue pushes,
+// and the reaper of expired claims. See heartwheel/push/delayed_queue.h and
+// the layer README ("Loading").
+#include <heartwheel/push/delayed_queue.h>
+
+#include <charconv>
+#include <cmath>
+
+#include "held.h"
+#include "store.h"
+
+namespace heartwheel::push {
+
+namespace {
+std::int64_t ms_of(Duration d) { return std::chrono::ceil<std::chrono::milliseconds>(d).count(); }
+
+// A sorted-set score as Redis prints it ("1732386840123", or "1.7e+12" for
+// numbers it cannot print exactly).
+bool parse_score(std::string_view text, std::int64_t& out) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v)) return false;
+  out = static_cast<std::int64_t>(v);
+  return true;
+}
+}  // namespace
+
+void DelayedQueue::on_load_timer(TimerEntry& e) { static_cast<Periodic&>(e).owner->load(); }
+void DelayedQueue::on_reap_timer(TimerEntry& e) { static_cast<Periodic&>(e).owner->reap(); }
+
+// Two ranges per load, pipelined: what is new in the window (after what was
+// loaded before, so a steady state transfers only new pushes), and what is
+// overdue by more than the grace and still unclaimed (held by a node that
+// died, or beyond a full page). The first load takes everything up to the
+// window's end, overdue pushes first (they fire at once).
+void DelayedQueue::load() {
+  if (!started_ || loads_pending_ > 0) return;
+  const std::int64_t now = now_ms();
+  load_failed_ = false;
+  load_more_ = false;
+  if (loaded_until_ms_ != kNothingLoaded)
+    load_range(true, "-inf", now - ms_of(options_.takeover_grace));
+  load_range(false,
+             loaded_until_ms_ == kNothingLoaded ? "-inf" : "(" + std::to_string(loaded_until_ms_),
+             now + ms_of(options_.window));
+  if (loads_pending_ == 0) finish_load();
+}
+
+void DelayedQueue::load_range(bool overdue, std::string from, std::int64_t to_ms) {
+  const std::string batch = std::to_string(options_.load_batch);
+  const std::error_code refused =
+      client_.command({"ZRANGE", keys_.due, from, std::to_string(to_ms), "BYSCORE", "LIMIT", "0",
+                       batch, "WITHSCORES"},
+                      guarded([this, overdue, to_ms](std::error_code ec, redis::Reply reply) {
+                        on_loaded(overdue, to_ms, ec, reply);
+                      }));
+  if (refused) {
+    ++stats_.redis_errors;
+    load_failed_ = true;
+  } else {
+    ++loads_pending_;
+  }
+}
+
+void DelayedQueue::on_loaded(bool overdue, std::int64_t to_ms, std::error_code ec,
+                             const redis::Reply& reply) {
+  --loads_pending_;
+  if (ec || !reply.is_array()) {
+    ++stats_.redis_errors;
+    load_failed_ = true;
+  } else {
+    const auto& e = reply.elements();
+    std::int64_t score = 0;
+    std::int64_t last = kNothingLoaded;
+    for (std::size_t i = 0; i + 1 < e.size(); i += 2)
+      if (parse_score(e[i + 1].str(), score)) {
+        hold(e[i].str(), score);
+        last = score;
+      }
+    if (!overdue) {
+      const bool full = e.size() / 2 >= options_.load_batch && last != kNothingLoaded;
+      if (!full) {
+        loaded_until_ms_ = to_ms;
+      } else if (last - 1 > loaded_until_ms_) {
+        // A full page: go on from its last millisecond (its pushes held
+        // already are skipped) on the next iteration.
+        loaded_until_ms_ = last - 1;
+        load_more_ = true;
+      } else {
+        // A whole page in one millisecond: move past it; the rest of that
+        // millisecond is taken over once overdue.
+        loaded_until_ms_ = last;
+        load_more_ = true;
+      }
+    }
+  }
+  if (loads_pending_ == 0) finish_load();
+}
+
+void DelayedQueue::finish_load() {
+  if (load_failed_)
+    ++stats_.load_errors;
+  else
+    ++stats_.loads;
+  const Duration next = load_failed_ ? options_.retry_interval
+                        : load_more_ ? Duration{0}
+                                     : options_.load_interval;
+  if (started_) wheel_.schedule(load_timer_, next);
+}
+
+// Claims whose lease ran out go back to due (due now); this node holds them
+// at once, the others take them over after the grace if it cannot.
+void DelayedQueue::reap() {
+  if (!started_) return;
+  wheel_.schedule(reap_timer_, options_.reap_interval);
+  if (reaping_) return;
+  const std::error_code refused = client_.command(
+      detail::reap_script().call({keys_.due, keys_.data, keys_.claims},
+                                 {std::to_string(now_ms()), std::to_string(options_.load_batch)}),
+      guarded([this](std::error_code ec, redis::Reply reply) {
+        reaping_ = false;
+        if (ec || !reply.is_array()) {
+          ++stats_.redis_errors;
+          return;
+        }
+        const std::int64_t now = now_ms();
+        for (const redis::Reply& id : reply.elements()) {
+          ++stats_.requeued;
+          hold(id.str(), now);
+        }
+      }));
+  if (refused)
+    ++stats_.redis_errors;
+  else
+    reaping_ = true;
+}
+
+}  // namespace heartwheel::push

@@ -1,0 +1,283 @@
+// DelayedQueue: scheduling, cancelling, and a held push's life from its wheel
+// entry firing to its acknowledgement. Loading and reaping are in
+// delayed_load.cpp. See heartwheel/push/delayed_queue.h.
+#include <heartwheel/error.h>
+#include <heartwheel/push/delayed_queue.h>
+
+#include <random>
+
+#include "held.h"
+#include "store.h"
+
+namespace heartwheel::push {
+
+std::int64_t to_unix_ms(WallTime t) noexcept {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+WallTime from_unix_ms(std::int64_t ms) noexcept {
+  return WallTime(std::chrono::duration_cast<WallClock::duration>(std::chrono::milliseconds(ms)));
+}
+
+namespace {
+std::string random_hex(std::size_t digits) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::random_device rd;
+  std::mt19937_64 gen((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
+  std::string out;
+  while (out.size() < digits) out += kHex[gen() & 15];
+  return out;
+}
+}  // namespace
+
+DelayedQueue::DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueueOptions options,
+                           DeliverFunction deliver)
+    : DelayedQueue(wheel, client, std::move(options),
+                   deliver ? AsyncDeliverFunction([f = std::move(deliver)](const DelayedPush& p,
+                                                                           DeliveredCallback done) {
+                     f(p);  // an exception: deliver_errors, left for the lease
+                     done(true);
+                   })
+                           : AsyncDeliverFunction()) {}
+
+DelayedQueue::DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueueOptions options,
+                           AsyncDeliverFunction deliver)
+    : wheel_(wheel),
+      client_(client),
+      options_(std::move(options)),
+      deliver_(std::move(deliver)),
+      keys_{options_.key_prefix + "due", options_.key_prefix + "data",
+            options_.key_prefix + "claims"},
+      id_prefix_(random_hex(16)),
+      loaded_until_ms_(kNothingLoaded),
+      load_timer_(&DelayedQueue::on_load_timer),
+      reap_timer_(&DelayedQueue::on_reap_timer) {
+  options_.validate();
+  if (!deliver_) throw std::invalid_argument("DelayedQueue: a deliver function is required");
+  load_timer_.owner = this;
+  reap_timer_.owner = this;
+}
+
+DelayedQueue::~DelayedQueue() { stop(); }
+
+void DelayedQueue::start() {
+  if (started_) return;
+  started_ = true;
+  life_ = std::make_shared<int>(0);
+  load();
+  wheel_.schedule(reap_timer_, options_.reap_interval);
+}
+
+void DelayedQueue::stop() {
+  life_.reset();  // pending callbacks now do nothing
+  started_ = false;
+  for (auto& [id, held] : held_) wheel_.cancel(*held);
+  held_.clear();
+  wheel_.cancel(load_timer_);
+  wheel_.cancel(reap_timer_);
+  loaded_until_ms_ = kNothingLoaded;
+  loads_pending_ = 0;
+  reaping_ = false;
+}
+
+redis::Callback DelayedQueue::guarded(redis::Callback f) const {
+  return
+      [life = std::weak_ptr<int>(life_), f = std::move(f)](std::error_code ec, redis::Reply reply) {
+        if (!life.expired()) f(ec, std::move(reply));
+      };
+}
+
+std::int64_t DelayedQueue::now_ms() const {
+  return to_unix_ms(options_.clock ? options_.clock() : WallClock::now());
+}
+
+// Redis holds wall-clock times, the wheel steady ones: convert through "now"
+// on both clocks, once per push.
+TimePoint DelayedQueue::wheel_time(std::int64_t due_ms) const noexcept {
+  const std::int64_t in = due_ms - now_ms();
+  return in <= 0 ? wheel_.now() : deadline_after(wheel_.now(), std::chrono::milliseconds(in));
+}
+
+std::string DelayedQueue::next_id() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string n;
+  for (std::uint64_t v = ++id_counter_; v != 0; v >>= 4) n.insert(n.begin(), kHex[v & 15]);
+  return id_prefix_ + "-" + n;
+}
+
+// ---- scheduling and cancelling ----------------------------------------------
+
+std::error_code DelayedQueue::schedule(std::string channel, std::string data, WallTime due,
+                                       ScheduleCallback done) {
+  if (channel.empty()) return std::make_error_code(std::errc::invalid_argument);
+  const std::int64_t due_ms = to_unix_ms(due);
+  DelayedPush push{next_id(), std::move(channel), std::move(data), from_unix_ms(due_ms)};
+  const std::string due_arg = std::to_string(due_ms);
+  const std::string payload = detail::encode_payload(push.channel, push.data);
+  redis::Command cmd =
+      detail::schedule_script().call({keys_.due, keys_.data}, {push.id, due_arg, payload});
+  // Idempotent (same id, same values): safe to send again after a reconnect.
+  const std::error_code refused =
+      client_.command(std::move(cmd),
+                      guarded([this, push = std::move(push), due_ms, done = std::move(done)](
+                                  std::error_code ec, redis::Reply) {
+                        if (ec) {
+                          ++stats_.schedule_errors;
+                          ++stats_.redis_errors;
+                        } else {
+                          ++stats_.scheduled;
+                          // Inside the loaded window no load will bring it: into the wheel now.
+                          if (started_ && due_ms <= loaded_until_ms_) hold(push.id, due_ms);
+                        }
+                        if (done) done(ec, push);
+                      }),
+                      {.retry = true});
+  if (refused) {
+    ++stats_.schedule_errors;
+    ++stats_.redis_errors;
+  }
+  return refused;
+}
+
+std::error_code DelayedQueue::cancel(std::string_view id, CancelCallback done) {
+  const std::error_code refused = client_.command(
+      detail::cancel_script().call({keys_.due, keys_.data}, {id}),
+      guarded([this, id = std::string(id), done = std::move(done)](std::error_code ec,
+                                                                   redis::Reply reply) {
+        const bool removed = !ec && reply.integer() == 1;
+        if (ec) {
+          ++stats_.redis_errors;
+        } else if (removed) {
+          ++stats_.cancelled;
+          // A claim in flight will find it gone by itself.
+          if (const auto it = held_.find(id); it != held_.end() && !it->second->claiming)
+            release(*it->second);
+        } else {
+          ++stats_.cancel_missed;
+        }
+        if (done) done(ec, removed);
+      }));
+  if (refused) ++stats_.redis_errors;
+  return refused;
+}
+
+// ---- a held push: due, claimed, delivered, acknowledged ------------------------
+
+void DelayedQueue::hold(std::string_view id, std::int64_t due_ms) {
+  if (held_.contains(id)) return;
+  auto held = std::make_unique<Held>(*this, std::string(id), due_ms);
+  Held& h = *held;
+  held_.emplace(std::string_view(h.id), std::move(held));
+  ++stats_.loaded;
+  wheel_.schedule_at(h, wheel_time(due_ms));
+}
+
+void DelayedQueue::release(Held& held) noexcept {
+  wheel_.cancel(held);
+  if (const auto it = held_.find(std::string_view(held.id)); it != held_.end()) held_.erase(it);
+}
+
+void DelayedQueue::on_held_due(TimerEntry& e) {
+  auto& held = static_cast<Held&>(e);
+  DelayedQueue& q = held.queue;
+  // Never early by the wall clock, whatever the two clocks did meanwhile.
+  if (q.now_ms() < held.due_ms) {
+    q.wheel_.schedule_at(held, q.wheel_time(held.due_ms));
+    return;
+  }
+  q.claim(held);
+}
+
+void DelayedQueue::claim(Held& held) {
+  held.claiming = true;
+  ++stats_.fired;
+  const std::string lease = std::to_string(
+      now_ms() + std::chrono::ceil<std::chrono::milliseconds>(options_.lease).count());
+  // Never retried by the Client: a claim whose reply was lost may have run
+  // (see on_claimed).
+  const std::error_code refused = client_.command(
+      detail::claim_script().call({keys_.due, keys_.data, keys_.claims}, {held.id, lease}),
+      guarded([this, id = held.id](std::error_code ec, redis::Reply reply) {
+        on_claimed(id, ec, std::move(reply));
+      }));
+  if (refused) {
+    ++stats_.redis_errors;
+    retry_later(held);
+  }
+}
+
+void DelayedQueue::retry_later(Held& held) noexcept {
+  held.claiming = false;
+  ++stats_.claim_retries;
+  wheel_.schedule_at(held, deadline_after(wheel_.now(), options_.retry_interval));
+}
+
+void DelayedQueue::on_claimed(const std::string& id, std::error_code ec, redis::Reply reply) {
+  const auto it = held_.find(std::string_view(id));
+  Held* held = it == held_.end() ? nullptr : it->second.get();
+  if (ec) {
+    ++stats_.redis_errors;
+    // Lost with the connection or timed out: it may have run. Trying again
+    // is safe either way: if it ran, the retry finds the push gone and the
+    // reaper brings it back after the lease.
+    if (ec == redis::errc::disconnected || ec == heartwheel::errc::timed_out) ++stats_.lost_claims;
+    if (held != nullptr) retry_later(*held);
+    return;
+  }
+  const std::int64_t due_ms = held != nullptr ? held->due_ms : now_ms();
+  if (held != nullptr) release(*held);
+  if (!reply.is_string()) {
+    ++stats_.claimed_elsewhere;
+    return;
+  }
+  ++stats_.claimed;
+  std::optional<detail::Payload> payload = detail::decode_payload(reply.str());
+  if (!payload) {  // not ours to deliver, and never will be: forget it
+    ++stats_.deliver_errors;
+    acknowledge(id);
+    return;
+  }
+  const DelayedPush push{id, std::move(payload->channel), std::move(payload->data),
+                         from_unix_ms(due_ms)};
+  auto once = std::make_shared<bool>(false);
+  DeliveredCallback done = [this, life = std::weak_ptr<int>(life_), once, id](bool delivered) {
+    if (life.expired() || *once) return;
+    *once = true;
+    if (!delivered) {
+      ++stats_.deliver_errors;  // unacknowledged: the lease re-queues it
+      return;
+    }
+    ++stats_.delivered;
+    acknowledge(id);
+  };
+  try {
+    deliver_(push, done);
+  } catch (...) {
+    if (!*once) {
+      *once = true;
+      ++stats_.deliver_errors;  // unacknowledged: the lease re-queues it
+    }
+  }
+}
+
+void DelayedQueue::acknowledge(const std::string& id) {
+  const std::error_code refused =
+      client_.command(detail::ack_script().call({keys_.due, keys_.data, keys_.claims}, {id}),
+                      guarded([this](std::error_code ec, redis::Reply) {
+                        if (ec)
+                          ++stats_.redis_errors;
+                        else
+                          ++stats_.acked;
+                      }),
+                      {.retry = true});  // idempotent
+  // Refused: the claim stays and its lease re-queues the push (delivered again).
+  if (refused) ++stats_.redis_errors;
+}
+
+DelayedQueueStats DelayedQueue::stats() const {
+  DelayedQueueStats s = stats_;
+  s.held = held_.size();
+  return s;
+}
+
+}  // namespace heartwheel::push

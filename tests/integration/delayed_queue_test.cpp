@@ -1,0 +1,343 @@
+// push::DelayedQueue against a real redis-server of the test's own: two
+// queues (two "nodes", each with its own Redis link) loading the same window
+// deliver each push once; a claim left unacknowledged is re-queued after its
+// lease and delivered by the other queue; cancel; a restart delivers overdue
+// pushes at once; pushes accepted before a Redis restart are delivered after
+// it, once.
+#include <heartwheel/push/delayed_queue.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "redis_test_support.h"
+
+using namespace hwtest;
+using namespace std::chrono_literals;
+using hwproc::Ms;
+namespace push = heartwheel::push;
+
+namespace {
+
+// Every delivery of every node: id -> how often, and how late.
+struct Deliveries {
+  std::map<std::string, int> count;
+  std::map<std::string, std::string> data;
+  std::vector<std::chrono::milliseconds> lateness;
+  int early = 0;
+
+  push::DeliverFunction recorder() {
+    return [this](const push::DelayedPush& p) {
+      const auto now = push::WallClock::now();
+      if (now < p.due) ++early;
+      lateness.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(now - p.due));
+      ++count[p.id];
+      data[p.id] = p.data;
+    };
+  }
+  std::size_t total() const {
+    std::size_t n = 0;
+    for (const auto& [id, c] : count) n += static_cast<std::size_t>(c);
+    return n;
+  }
+  int max_count() const {
+    int m = 0;
+    for (const auto& [id, c] : count) m = std::max(m, c);
+    return m;
+  }
+};
+
+// One "node": its own Redis link and queue on the shared test loop.
+struct Node {
+  Node(TestLoop& t, const RedisServer& server, push::DelayedQueueOptions o,
+       push::DeliverFunction deliver)
+      : client(*t.wheel, link_to<redis::ClientOptions>(server)),
+        queue(*t.wheel, client, std::move(o), std::move(deliver)) {
+    client.start();
+  }
+  redis::Client client;
+  push::DelayedQueue queue;
+};
+
+// Starts both nodes' queues and waits for their first loads.
+void start_both(TestLoop& t, Node& a, Node& b) {
+  a.queue.start();
+  b.queue.start();
+  REQUIRE(t.run_until([&] { return a.queue.stats().loads > 0 && b.queue.stats().loads > 0; }));
+}
+
+push::DelayedQueueOptions fast_options() {
+  push::DelayedQueueOptions o;
+  o.window = 10s;
+  o.load_interval = 200ms;
+  o.takeover_grace = 500ms;
+  o.lease = 1s;
+  o.reap_interval = 200ms;
+  o.retry_interval = 100ms;
+  return o;
+}
+
+// Schedules and waits for the callback; returns the push's id.
+std::string schedule(TestLoop& t, push::DelayedQueue& q, const std::string& channel,
+                     const std::string& data, push::WallTime due) {
+  bool done = false;
+  std::string id;
+  REQUIRE_FALSE(q.schedule(channel, data, due, [&](std::error_code ec, const push::DelayedPush& p) {
+    CHECK_FALSE(ec);
+    done = true;
+    id = p.id;
+  }));
+  REQUIRE(t.run_until([&] { return done; }));
+  return id;
+}
+
+}  // namespace
+
+TEST_CASE("Two delayed queues loading the same window deliver each push exactly once, on time",
+          "[push][delayed][redis]") {
+  hwproc::Watchdog dog(Ms(60000));
+  RedisServer server;
+  TestLoop t;
+  Deliveries got;
+  Node a(t, server, fast_options(), got.recorder());
+  Node b(t, server, fast_options(), got.recorder());
+  start_both(t, a, b);
+
+  // 200 pushes due over the next 1.5 s, scheduled alternately on both nodes
+  // (all inside the loaded window: each goes straight into its node's wheel).
+  constexpr int kPushes = 200;
+  int accepted = 0;
+  const auto start = push::WallClock::now();
+  for (int i = 0; i < kPushes; ++i) {
+    push::DelayedQueue& q = i % 2 ? b.queue : a.queue;
+    REQUIRE_FALSE(q.schedule("c", std::to_string(i), start + 300ms + i * 6ms,
+                             [&](std::error_code ec, const push::DelayedPush&) {
+                               CHECK_FALSE(ec);
+                               ++accepted;
+                             }));
+  }
+  REQUIRE(t.run_until([&] { return accepted == kPushes; }));
+  CHECK(a.queue.held() + b.queue.held() >= kPushes);  // held at once, by their own node
+
+  // The other node's load takes them into its wheel too (every node loads
+  // the same window): both race for each claim.
+  REQUIRE(t.run_until([&] { return got.total() >= kPushes; }, 15s));
+  t.run_for(1500ms);  // anything delivered twice would show by now
+  CHECK(got.total() == kPushes);
+  CHECK(got.max_count() == 1);
+  CHECK(got.early == 0);
+  // ~one tick + a round trip; the bound leaves room for a loaded machine.
+  for (const auto late : got.lateness) CHECK(late < 2000ms);
+  const auto sa = a.queue.stats(), sb = b.queue.stats();
+  CHECK(sa.claimed + sb.claimed == kPushes);
+  CHECK(sa.delivered + sb.delivered == kPushes);
+  CHECK(sa.acked + sb.acked == kPushes);
+  CHECK(sa.scheduled + sb.scheduled == kPushes);
+  CHECK(sa.redis_errors + sb.redis_errors == 0);
+  CHECK(a.queue.held() + b.queue.held() == 0);
+  // Redis keeps nothing of a delivered push.
+  CHECK(server.command({"ZCARD", "heartwheel:push:due"}).integer() == 0);
+  CHECK(server.command({"ZCARD", "heartwheel:push:claims"}).integer() == 0);
+  CHECK(server.command({"HLEN", "heartwheel:push:data"}).integer() == 0);
+  const auto merged = [&] {
+    push::DelayedQueueStats m = sa;
+    m.merge(sb);
+    return m;
+  }();
+  CHECK(merged.queues == 2);
+  CHECK(merged.claimed == kPushes);
+  CHECK(nlohmann::json::parse(push::to_json(merged))["claimed"] == kPushes);
+}
+
+TEST_CASE("A claim whose lease runs out is re-queued and delivered by the other queue",
+          "[push][delayed][redis]") {
+  hwproc::Watchdog dog(Ms(60000));
+  RedisServer server;
+  TestLoop t;
+  // Node A claims, then "dies" before acknowledging: its deliver throws
+  // (the claim stays unacknowledged), and it is stopped.
+  int a_attempts = 0;
+  Node a(t, server, fast_options(), [&](const push::DelayedPush&) {
+    ++a_attempts;
+    throw std::runtime_error("node A died while delivering");
+  });
+  a.queue.start();
+  const std::string id = schedule(t, a.queue, "c", "\"payload\"", push::WallClock::now() + 100ms);
+  REQUIRE(t.run_until([&] { return a_attempts == 1; }));
+  CHECK(a.queue.stats().claimed == 1);
+  CHECK(a.queue.stats().deliver_errors == 1);
+  a.queue.stop();
+  const auto died = push::WallClock::now();
+  CHECK(server.command({"ZCARD", "heartwheel:push:claims"}).integer() == 1);
+
+  // Node B starts: the push is neither due nor held anywhere, only claimed.
+  Deliveries got;
+  Node b(t, server, fast_options(), got.recorder());
+  b.queue.start();
+  REQUIRE(t.run_until([&] { return got.total() == 1; }, 10s));
+  const auto after = push::WallClock::now() - died;
+  CHECK(after >= 900ms);  // not before A's lease (1 s from its claim) ran out
+  CHECK(after < 3000ms);  // lease + one reap interval + a claim, with slack
+  CHECK(got.count[id] == 1);
+  CHECK(got.data[id] == "\"payload\"");
+  CHECK(b.queue.stats().requeued == 1);
+  CHECK(b.queue.stats().claimed == 1);
+  t.run_for(500ms);
+  CHECK(got.total() == 1);
+  CHECK(server.command({"HLEN", "heartwheel:push:data"}).integer() == 0);
+}
+
+TEST_CASE("An asynchronous delivery is acknowledged only once it reports success",
+          "[push][delayed][redis]") {
+  hwproc::Watchdog dog(Ms(60000));
+  RedisServer server;
+  TestLoop t;
+  redis::Client client(*t.wheel, link_to<redis::ClientOptions>(server));
+  client.start();
+  std::vector<push::DeliveredCallback> pending;
+  push::DelayedQueue q(*t.wheel, client, fast_options(),
+                       [&](const push::DelayedPush&, push::DeliveredCallback done) {
+                         pending.push_back(std::move(done));
+                       });
+  q.start();
+  schedule(t, q, "c", "1", push::WallClock::now());
+  REQUIRE(t.run_until([&] { return pending.size() == 1; }));
+  t.run_for(200ms);
+  CHECK(q.stats().acked == 0);  // nothing acknowledged while the delivery is out
+  CHECK(server.command({"ZCARD", "heartwheel:push:claims"}).integer() == 1);
+  pending[0](false);  // the broker refused: left to the lease
+  pending[0](true);   // a second call does nothing
+  CHECK(q.stats().deliver_errors == 1);
+  CHECK(q.stats().delivered == 0);
+  REQUIRE(t.run_until([&] { return pending.size() == 2; }, 10s));  // re-queued after the lease
+  CHECK(q.stats().requeued == 1);
+  pending[1](true);
+  REQUIRE(t.run_until([&] { return q.stats().acked == 1; }));
+  CHECK(q.stats().delivered == 1);
+  CHECK(server.command({"HLEN", "heartwheel:push:data"}).integer() == 0);
+  CHECK(server.command({"ZCARD", "heartwheel:push:claims"}).integer() == 0);
+}
+
+TEST_CASE("Cancel removes a push nobody claimed and reports false for unknown or delivered ones",
+          "[push][delayed][redis]") {
+  hwproc::Watchdog dog(Ms(60000));
+  RedisServer server;
+  TestLoop t;
+  Deliveries got;
+  Node a(t, server, fast_options(), got.recorder());
+  Node b(t, server, fast_options(), got.recorder());
+  start_both(t, a, b);
+
+  auto cancel = [&](push::DelayedQueue& q, const std::string& id) {
+    std::optional<bool> result;
+    REQUIRE_FALSE(q.cancel(id, [&](std::error_code ec, bool cancelled) {
+      CHECK_FALSE(ec);
+      result = cancelled;
+    }));
+    REQUIRE(t.run_until([&] { return result.has_value(); }));
+    return *result;
+  };
+
+  // Scheduled on A (held in A's wheel), cancelled on B: gone everywhere.
+  const std::string id = schedule(t, a.queue, "c", "1", push::WallClock::now() + 700ms);
+  CHECK(a.queue.held() == 1);
+  CHECK(cancel(b.queue, id));
+  t.run_for(1200ms);
+  CHECK(got.total() == 0);
+  CHECK(a.queue.held() == 0);  // its claim found it gone
+  CHECK(a.queue.stats().claimed_elsewhere + b.queue.stats().claimed_elsewhere >= 1);
+  CHECK_FALSE(cancel(a.queue, id));           // already cancelled
+  CHECK_FALSE(cancel(a.queue, "not-an-id"));  // unknown
+  // Delivered: too late to cancel.
+  const std::string later = schedule(t, b.queue, "c", "2", push::WallClock::now());
+  REQUIRE(t.run_until([&] { return got.total() == 1; }));
+  CHECK(got.count[later] == 1);
+  CHECK_FALSE(cancel(a.queue, later));
+  CHECK(b.queue.stats().cancelled == 1);
+  CHECK(a.queue.stats().cancel_missed == 3);
+  // Cancelled on the node that holds it: out of its wheel at once.
+  const std::string third = schedule(t, a.queue, "c", "3", push::WallClock::now() + 5s);
+  CHECK(a.queue.held() == 1);
+  CHECK(cancel(a.queue, third));
+  CHECK(a.queue.held() == 0);
+}
+
+TEST_CASE("After a restart of every node overdue pushes are delivered at once",
+          "[push][delayed][redis]") {
+  hwproc::Watchdog dog(Ms(60000));
+  RedisServer server;
+  TestLoop t;
+  Deliveries got;
+  std::vector<std::string> ids;
+  {
+    Node a(t, server, fast_options(), got.recorder());
+    a.queue.start();
+    REQUIRE(t.run_until([&] { return a.queue.stats().loads > 0; }));
+    const auto now = push::WallClock::now();
+    for (int i = 0; i < 20; ++i)
+      ids.push_back(schedule(t, a.queue, "c", std::to_string(i), now + 300ms + i * 10ms));
+    CHECK(a.queue.held() == 20);
+  }                   // the node goes away before any is due
+  t.run_for(1000ms);  // every push is now overdue, and no node runs
+  CHECK(got.total() == 0);
+  CHECK(server.command({"ZCARD", "heartwheel:push:due"}).integer() == 20);
+
+  Node b(t, server, fast_options(), got.recorder());
+  Node c(t, server, fast_options(), got.recorder());
+  const auto restarted = push::WallClock::now();
+  b.queue.start();
+  c.queue.start();
+  REQUIRE(t.run_until([&] { return got.total() >= 20; }, 10s));
+  CHECK(push::WallClock::now() - restarted < 1000ms);  // the first load brings them
+  t.run_for(800ms);
+  CHECK(got.total() == 20);
+  CHECK(got.max_count() == 1);
+  for (const auto& id : ids) CHECK(got.count[id] == 1);
+}
+
+TEST_CASE("Pushes accepted before a Redis restart are delivered after it exactly once",
+          "[push][delayed][redis][restart]") {
+  hwproc::Watchdog dog(Ms(90000));
+  RedisServer server(/*durable=*/true);
+  TestLoop t;
+  Deliveries got;
+  Node a(t, server, fast_options(), got.recorder());
+  Node b(t, server, fast_options(), got.recorder());
+  start_both(t, a, b);
+  constexpr int kPushes = 50;
+  const auto now = push::WallClock::now();
+  std::vector<std::string> ids;
+  for (int i = 0; i < kPushes; ++i)
+    ids.push_back(
+        schedule(t, i % 2 ? a.queue : b.queue, "c", std::to_string(i), now + 1500ms + i * 10ms));
+
+  // Redis dies before any is due and stays down past every due time: the
+  // nodes' claims wait in their links' buffers (or fail and are retried)
+  // and nothing is delivered.
+  server.kill();
+  t.run_for(2500ms);
+  CHECK(got.total() == 0);
+  CHECK(a.queue.stats().fired + b.queue.stats().fired >= kPushes);
+
+  server.restart();
+  REQUIRE(t.run_until([&] { return got.total() >= kPushes; }, 20s));
+  t.run_for(1500ms);
+  CHECK(got.total() == kPushes);
+  CHECK(got.max_count() == 1);
+  for (const auto& id : ids) CHECK(got.count[id] == 1);
+  CHECK(got.early == 0);
+  CHECK(server.command({"HLEN", "heartwheel:push:data"}).integer() == 0);
+}
+
+TEST_CASE("Delayed queue options are validated with the field named", "[push][delayed]") {
+  push::DelayedQueueOptions o;
+  CHECK_NOTHROW(o.validate());
+  o.window = 1s;
+  o.load_interval = 2s;
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("load_interval"));
+  o = {};
+  o.lease = {};
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("lease"));
+  o = {};
+  o.key_prefix.clear();
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("key_prefix"));
+}

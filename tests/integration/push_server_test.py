@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""build/bin/heartwheel-push against a redis-server of the test's own: publish
+and SSE receive, Last-Event-ID resume without gaps (and the reset event when
+history cannot cover it), a WebSocket subscriber (heartwheel-chat's protocol,
+python3-websockets), a delayed push delivered near its due time, DELETE
+204/404, 503 while Redis is down, a node killed with claims in flight
+whose pushes another node delivers after the lease, and a subscriber on
+one node receiving a publish made on another (the Redis broker).
+
+Usage: push_server_test.py PATH/TO/heartwheel-push [test ...]
+Every server binds port 0; every process started is stopped by PID; a
+watchdog ends a hung test. Time bounds have slack for a loaded 2-core machine.
+"""
+import asyncio
+import json
+import signal
+import sys
+import time
+
+from chat_support import Server, run_tests
+from push_support import Redis, Sse, http, publish
+
+SERVER_BINARY = None  # set by run_tests
+
+
+def node(redis, *flags):
+    return Server(SERVER_BINARY, "--redis", redis.address(), "--tick", "5ms", *flags)
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+def test_usage_without_redis_exits_2():
+    import subprocess
+    p = subprocess.run([SERVER_BINARY, "--listen", "127.0.0.1:0"], capture_output=True, text=True,
+                       timeout=10)
+    assert p.returncode == 2, p
+    assert "--redis" in p.stderr, p.stderr
+
+
+def test_publish_and_sse_receive():
+    with Redis() as r, node(r) as s:
+        sse = Sse(s.port, "news")
+        assert sse.status == 200
+        assert sse.headers["content-type"] == "text/event-stream", sse.headers
+        first = sse.event()
+        assert first["event"] == "subscribed" and first["id"] == "0", first
+        status, _, body = publish(s.port, "news", {"text": "hello"})
+        assert status == 202, body
+        assert set(body) == {"id", "due_ms"}, body
+        ev = sse.messages(1)[0]
+        assert ev["id"] == "1", ev
+        assert ev["data"]["data"] == {"text": "hello"} and ev["data"]["offset"] == 1, ev
+        # Bad requests: clear 400s, nothing published.
+        for bad, code in ((b"not json", "bad_json"), ({"data": 1}, "bad_request"),
+                          ({"channel": "news"}, "bad_request"),
+                          ({"channel": "", "data": 1}, "empty_channel"),
+                          ({"channel": "news", "data": 1, "delay_ms": -5}, "bad_request"),
+                          ({"channel": "news", "data": 1, "delay_ms": "soon"}, "bad_request")):
+            status, _, body = http(s.port, "POST", "/publish", bad)
+            assert status == 400 and body["error"]["code"] == code, (bad, status, body)
+        status, _, _ = http(s.port, "POST", "/publish",
+                            {"channel": "news", "data": "x" * (200 * 1024)})
+        assert status == 413, status
+        status, headers, _ = http(s.port, "GET", "/publish")
+        assert status == 405 and headers["allow"] == "POST"
+        st = s.read_stats(lambda st: st["api"]["publish_accepted"] == 1)
+        assert st["delayed"]["delivered"] == 1 and st["sse"]["events"] == 1, st
+        sse.close()
+
+
+def test_last_event_id_resumes_without_gaps():
+    with Redis() as r, node(r, "--history-size", "100") as s:
+        sse = Sse(s.port, "feed")
+        sse.event()
+        for i in range(3):
+            assert publish(s.port, "feed", i)[0] == 202
+        got = sse.messages(3)
+        assert [e["id"] for e in got] == ["1", "2", "3"], got
+        sse.close()
+        for i in range(3, 6):  # published while the reader is away
+            assert publish(s.port, "feed", i)[0] == 202
+        s.read_stats(lambda st: st["api"]["delivered"] == 6)
+        again = Sse(s.port, "feed", last_event_id=3)
+        resumed = again.messages(3)
+        # Offsets 4, 5, 6 without a gap. (Pushes due on the same wheel tick
+        # may be delivered in any order: the data need not follow them.)
+        assert [e["id"] for e in resumed] == ["4", "5", "6"], resumed
+        assert sorted(e["data"]["data"] for e in resumed) == [3, 4, 5], resumed
+        sub = again.event()
+        assert sub["event"] == "subscribed" and sub["data"]["recovered"] is True, sub
+        assert publish(s.port, "feed", 6)[0] == 202
+        live = again.messages(1)[0]
+        assert live["id"] == "7" and live["data"]["data"] == 6, live
+        again.close()
+        assert s.read_stats(lambda st: st["sse"]["resumed"] == 1)
+
+
+def test_last_event_id_beyond_history_gets_a_reset_event():
+    with Redis() as r, node(r, "--history-size", "2") as s:
+        sse = Sse(s.port, "small")
+        sse.event()
+        assert publish(s.port, "small", 0)[0] == 202
+        sse.messages(1)
+        sse.close()
+        # The Redis broker trims a channel's stream approximately (MAXLEN ~):
+        # publish well past what it keeps.
+        for i in range(1, 251):
+            assert publish(s.port, "small", i)[0] == 202
+        s.read_stats(lambda st: st["api"]["delivered"] == 251)
+        again = Sse(s.port, "small", last_event_id=1)
+        reset = again.event()
+        assert reset["event"] == "reset", reset
+        assert reset["data"]["last_event_id"] == 1, reset
+        again.close()
+
+
+def test_websocket_subscriber_receives():
+    import websockets
+
+    async def run(port):
+        async with websockets.connect("ws://127.0.0.1:%d/ws" % port, ping_interval=None) as ws:
+            json.loads(await ws.recv())  # connect
+            await ws.send(json.dumps({"id": 1, "op": "subscribe", "channel": "alerts"}))
+            reply = json.loads(await ws.recv())
+            assert reply.get("ok") is True, reply
+            status, _, _ = await asyncio.get_event_loop().run_in_executor(
+                None, lambda: publish(port, "alerts", {"level": "red"}))
+            assert status == 202
+            push = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            assert push["channel"] == "alerts" and push["data"] == {"level": "red"}, push
+
+    with Redis() as r, node(r) as s:
+        asyncio.run(run(s.port))
+
+
+def test_delayed_push_delivered_near_its_due_time():
+    with Redis() as r, node(r) as s:
+        sse = Sse(s.port, "later")
+        sse.event()
+        status, _, body = publish(s.port, "later", "wake up", delay_ms=1500)
+        assert status == 202
+        assert abs(body["due_ms"] - (now_ms() + 1500)) < 1000, body
+        ev = sse.messages(1, timeout=10)[0]
+        got = now_ms()
+        assert got >= body["due_ms"], (got, body)  # never early
+        assert got - body["due_ms"] < 1000, (got, body)  # a tick + a Redis round trip, with slack
+        sse.close()
+
+
+def test_delete_cancels_204_then_404():
+    with Redis() as r, node(r) as s, node(r) as other:
+        sse = Sse(s.port, "c")
+        sse.event()
+        status, _, body = publish(s.port, "c", "never", delay_ms=1500)
+        assert status == 202
+        pid = body["id"]
+        status, _, _ = http(other.port, "DELETE", "/publish/" + pid)  # on any node
+        assert status == 204
+        status, _, err = http(s.port, "DELETE", "/publish/" + pid)
+        assert status == 404 and err["error"]["code"] == "not_found", err
+        assert http(s.port, "DELETE", "/publish/no-such-id")[0] == 404
+        assert http(s.port, "DELETE", "/publish/bad%20id")[0] == 404
+        # Delivered: too late to cancel.
+        status, _, body = publish(s.port, "c", "now")
+        ev = sse.messages(1, timeout=10)[0]
+        assert ev["data"]["data"] == "now", ev  # the cancelled one never came
+        assert http(s.port, "DELETE", "/publish/" + body["id"])[0] == 404
+        time.sleep(1.0)  # past the cancelled one's due time
+        publish(s.port, "c", "after")
+        assert sse.messages(1)[0]["data"]["data"] == "after"
+        sse.close()
+
+
+def test_503_while_redis_is_down():
+    with Redis() as r, node(r, "--redis-timeout", "500ms") as s:
+        assert publish(s.port, "c", 1)[0] == 202
+        r.kill()
+        started = time.monotonic()
+        status, headers, body = publish(s.port, "c", 2, delay_ms=100)
+        assert status == 503, (status, body)
+        assert body["error"]["code"] == "redis_unavailable", body
+        assert headers.get("retry-after") == "1"
+        assert time.monotonic() - started < 5
+        r.restart()
+        deadline = time.monotonic() + 15
+        while publish(s.port, "c", 3)[0] != 202:  # the link reconnects with backoff
+            assert time.monotonic() < deadline, "never accepted again after Redis came back"
+            time.sleep(0.2)
+        s.read_stats(lambda st: st["api"]["publish_unavailable"] >= 1
+                     and st["redis"]["reconnects"] >= 1)
+
+
+def test_killed_node_claims_are_delivered_by_the_other_after_the_lease():
+    # Node A holds 20 pushes in its wheel. Redis is frozen as they come due:
+    # A's claims wait in Redis's socket; A is killed (SIGKILL); Redis thaws
+    # and runs the dead node's claims: 20 pushes claimed in flight, never to
+    # be acknowledged. Node B, with a subscriber, re-queues them once the
+    # 2 s lease has run out and delivers each once.
+    with Redis() as r:
+        a = node(r, "--lease", "2s", "--reap-interval", "200ms")
+        try:
+            # A running node: its claim script is in Redis's cache (a first
+            # EVALSHA would get NOSCRIPT, and the dead node never resends it).
+            assert publish(a.port, "warmup", 0)[0] == 202
+            a.read_stats(lambda st: st["delayed"]["acked"] == 1)
+            due = None
+            for i in range(20):
+                status, _, body = publish(a.port, "orders", i, delay_ms=1500)
+                assert status == 202
+                due = body["due_ms"]
+            time.sleep(max(0, (due - 400 - now_ms()) / 1000))
+            r.freeze()
+            time.sleep(max(0, (due + 600 - now_ms()) / 1000))  # A's claims are sent
+            a.proc.send_signal(signal.SIGKILL)
+            a.proc.wait(timeout=10)
+            r.thaw()
+            deadline = time.monotonic() + 5
+            while r.command("ZCARD", "heartwheel:push:claims") != 20:
+                assert time.monotonic() < deadline, (r.command("ZCARD", "heartwheel:push:claims"),
+                                                     r.command("ZCARD", "heartwheel:push:due"))
+                time.sleep(0.05)
+            claimed_at = time.monotonic()
+        finally:
+            a.stop()
+        with node(r, "--lease", "2s", "--reap-interval", "200ms") as b:
+            sse = Sse(b.port, "orders")
+            sse.event()
+            got = sse.messages(20, timeout=15)
+            waited = time.monotonic() - claimed_at
+            assert sorted(e["data"]["data"] for e in got) == list(range(20)), got
+            assert waited >= 1.0, waited  # not before the lease (2 s from the claims) ran out
+            st = b.read_stats(lambda st: st["delayed"]["acked"] == 20)
+            assert st["delayed"]["requeued"] == 20, st["delayed"]
+            time.sleep(0.5)
+            assert r.command("HLEN", "heartwheel:push:data") == 0
+            sse.close()
+
+
+def test_sse_heartbeats_and_a_dead_reader_closed_by_the_wheel():
+    with Redis() as r, node(r, "--sse-heartbeat", "200ms", "--send-timeout", "1s") as s:
+        live = Sse(s.port, "hb")
+        live.event()
+        time.sleep(1.0)
+        assert publish(s.port, "hb", 1)[0] == 202
+        live.messages(1)
+        assert live.comments >= 3, live.comments  # ": ping" every 200 ms
+        live.close()
+        # A reader that stopped reading: its queue grows and makes no
+        # progress; the slow-consumer rule ends its stream, and the
+        # write-stall deadline closes the connection whose last bytes
+        # never leave.
+        dead = Sse(s.port, "hb", rcvbuf=4096)
+        dead.event()
+        big = "x" * 60000
+        for _ in range(120):
+            assert publish(s.port, "hb", big)[0] == 202
+        st = s.read_stats(lambda st: st["net"]["closed_by_reason"]["write_stall"] >= 1
+                          and st["sse"]["current"] == 0, timeout=20)
+        assert st["sse"]["slow_closes"] == 1, st["sse"]
+        dead.close()
+        again = Sse(s.port, "hb")  # the server serves on
+        again.event()
+        assert publish(s.port, "hb", 2)[0] == 202
+        assert again.messages(1)[0]["data"]["data"] == 2
+        again.close()
+
+
+def test_metrics_scrape_passes_promtool():
+    import os
+    import subprocess
+    import urllib.request
+    with Redis() as r, node(r, "--metrics-listen", "127.0.0.1:0") as s:
+        line = s.proc.stdout.readline()
+        assert line.startswith("metrics on "), line
+        url = "http://%s/metrics" % line.split()[-1]
+        assert publish(s.port, "m", 1)[0] == 202
+        assert publish(s.port, "m", 2, delay_ms=30000)[0] == 202
+        deadline = time.monotonic() + 10
+        while True:
+            text = urllib.request.urlopen(url, timeout=10).read().decode()
+            if ('heartwheel_push_api_publish_total{result="accepted"} 2' in text
+                    and "heartwheel_push_delayed_acked_total 1" in text):
+                break
+            assert time.monotonic() < deadline, text[-3000:]
+            time.sleep(0.1)
+        assert "heartwheel_push_delayed_held 1" in text, text  # the one due in 30 s
+        assert "heartwheel_connections_open" in text or "heartwheel_connections" in text
+        if os.path.exists("/usr/bin/promtool"):
+            p = subprocess.run(["/usr/bin/promtool", "check", "metrics"], input=text,
+                               capture_output=True, text=True, timeout=30)
+            assert p.returncode == 0, p.stdout + p.stderr
+
+
+# Cross-node fan-out (the Redis broker): a subscriber on node B gets what
+# node A's publish stored and whichever node claimed delivered.
+def test_subscriber_on_b_receives_publish_made_on_a():
+    with Redis() as r, node(r) as a, node(r) as b:
+        sse = Sse(b.port, "x")
+        sse.event()
+        for i in range(10):
+            assert publish(a.port, "x", i)[0] == 202
+        got = sse.messages(10, timeout=10)
+        assert sorted(e["data"]["data"] for e in got) == list(range(10))
+
+
+if __name__ == "__main__":
+    run_tests(globals(), sys.argv)

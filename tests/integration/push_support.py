@@ -1,0 +1,230 @@
+"""What the heartwheel-push tests share: a redis-server of the test's own (on
+a free loopback port, stopped by PID), a one-command RESP client, an HTTP
+client for the push API and a Server-Sent Events reader. Standard library
+only."""
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def _read_reply(f):
+    line = f.readline()
+    if not line:
+        raise ConnectionError("redis closed the connection")
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"+":
+        return rest.decode()
+    if kind == b"-":
+        raise RuntimeError(rest.decode())
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        n = int(rest)
+        if n < 0:
+            return None
+        data = f.read(n + 2)
+        return data[:-2].decode()
+    if kind == b"*":
+        n = int(rest)
+        return None if n < 0 else [_read_reply(f) for _ in range(n)]
+    raise RuntimeError("not RESP: %r" % line)
+
+
+def redis_command(port, *args, timeout=5):
+    """One command on a fresh connection; the decoded reply."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        s.sendall(out)
+        return _read_reply(s.makefile("rb"))
+    finally:
+        s.close()
+
+
+class Redis:
+    """redis-server on a free port; kill(), restart() on the same port,
+    freeze()/thaw() (SIGSTOP/SIGCONT)."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp()
+        self.port = free_port()
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            ["/usr/bin/redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", self.dir, "--loglevel", "warning"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if redis_command(self.port, "PING", timeout=1) == "PONG":
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError("redis-server did not start on %d" % self.port)
+
+    def address(self):
+        return "127.0.0.1:%d" % self.port
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+    def restart(self):
+        self.start()
+
+    def freeze(self):
+        self.proc.send_signal(19)  # SIGSTOP
+
+    def thaw(self):
+        self.proc.send_signal(18)  # SIGCONT
+
+    def command(self, *args):
+        return redis_command(self.port, *args)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(18)
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def http(port, method, path, body=None, timeout=10):
+    """(status, headers, body) over a fresh connection: the body parsed as
+    JSON, as text if it is not, None if empty."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    data = json.dumps(body).encode() if isinstance(body, (dict, list)) else (body or b"")
+    if isinstance(data, str):
+        data = data.encode()
+    head = ("%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json"
+            "\r\nContent-Length: %d\r\n\r\n" % (method, path, len(data))).encode()
+    raw = b""
+    try:
+        # The head first: a body the server refuses (413) may be cut short.
+        s.sendall(head)
+        s.sendall(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    while True:
+        try:
+            chunk = s.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        raw += chunk
+    s.close()
+    if not raw:
+        raise ConnectionError("no answer to %s %s" % (method, path))
+    head, _, payload = raw.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = {k.lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
+    try:
+        parsed = json.loads(payload) if payload.strip() else None
+    except ValueError:  # the HTTP layer's own answers (413, 400) are text
+        parsed = payload.decode(errors="replace")
+    return int(lines[0].split()[1]), headers, parsed
+
+
+def publish(port, channel, data, delay_ms=None):
+    body = {"channel": channel, "data": data}
+    if delay_ms is not None:
+        body["delay_ms"] = delay_ms
+    return http(port, "POST", "/publish", body)
+
+
+class Sse:
+    """GET /sse?channel=C as HTTP/1.0 (a close-delimited body: no chunked
+    coding to undo); events parsed as they come."""
+
+    def __init__(self, port, channel, last_event_id=None, timeout=10, rcvbuf=None):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(timeout)
+        self.sock.connect(("127.0.0.1", port))
+        extra = "Last-Event-ID: %s\r\n" % last_event_id if last_event_id is not None else ""
+        self.sock.sendall(("GET /sse?channel=%s HTTP/1.0\r\nHost: x\r\n%s\r\n"
+                           % (channel, extra)).encode())
+        self.buf = b""
+        self.closed = False
+        while b"\r\n\r\n" not in self.buf:
+            self._recv()
+        head, _, self.buf = self.buf.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        self.status = int(lines[0].split()[1])
+        self.headers = {k.lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
+        self.comments = 0
+
+    def _recv(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            self.closed = True
+            raise ConnectionError("the server closed the stream")
+        self.buf += chunk
+
+    def event(self, timeout=10):
+        """The next event as a dict: id, event (default "message"), data
+        (parsed JSON). Comments are counted, not returned."""
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n\n" not in self.buf:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("no SSE event within %.1f s" % timeout)
+                self.sock.settimeout(left)
+                self._recv()
+            block, _, self.buf = self.buf.partition(b"\n\n")
+            ev = {"event": "message"}
+            data = []
+            for line in block.decode().split("\n"):
+                if line.startswith(":"):
+                    self.comments += 1
+                    continue
+                key, _, value = line.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if key == "data":
+                    data.append(value)
+                elif key in ("id", "event", "retry"):
+                    ev[key] = value
+            if data:
+                ev["data"] = json.loads("\n".join(data))
+                return ev
+            if "id" in ev or "event" in ev and ev["event"] != "message":
+                return ev
+
+    def messages(self, n, timeout=10):
+        """The next n publication events (skipping subscribed/reset ones)."""
+        out = []
+        deadline = time.monotonic() + timeout
+        while len(out) < n:
+            ev = self.event(timeout=max(0.01, deadline - time.monotonic()))
+            if ev["event"] == "message":
+                out.append(ev)
+        return out
+
+    def close(self):
+        self.sock.close()
