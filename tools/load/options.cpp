@@ -235,6 +235,22 @@ void add_options(CLI::App& app, LoadOptions& o) {
   app.add_flag(
       "--linger-reset", o.linger_reset,
       "Close connections at the end with RST (SO_LINGER 0), so no TIME_WAIT holds the ports");
+
+  // --reconnect and its backoff (reconnect.h).
+  app.add_flag("--reconnect", o.reconnect.enabled,
+               "Reopen every connection the server closes (and retry failed connects) after an "
+               "exponential backoff with jitter; adds the `reconnect` block to the result");
+  add_duration(app, "--reconnect-initial", o.reconnect.initial,
+               "--reconnect: the first delay (after a close, or a first failed connect)");
+  add_duration(app, "--reconnect-max", o.reconnect.max,
+               "--reconnect: the delay stops growing here");
+  app.add_option("--reconnect-multiplier", o.reconnect.multiplier,
+                 "--reconnect: each consecutive failed attempt multiplies the delay by this")
+      ->capture_default_str();
+  app.add_option("--reconnect-jitter", o.reconnect.jitter,
+                 "--reconnect: fraction of each delay removed at random (0 lockstep, 1 full "
+                 "jitter)")
+      ->capture_default_str();
 }
 
 std::uint64_t per_process_connection_limit() {
@@ -273,6 +289,7 @@ void validate(const LoadOptions& o) {
     throw std::invalid_argument("--tick must be at least 1ms");
   if (o.duration <= std::chrono::nanoseconds{0})
     throw std::invalid_argument("--duration must be positive");
+  o.reconnect.validate();
 }
 
 ProcessShare share_of(const LoadOptions& o, unsigned index) {

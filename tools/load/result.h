@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "reconnect.h"
+
 namespace heartwheel::load {
 
 struct LoadResult {
@@ -50,6 +52,7 @@ struct LoadResult {
   stats::Histogram heartbeat_rtt_us;  // PING -> PONG
   stats::Histogram connect_us;        // connect() -> connected
   stats::Histogram dead_close_ms;     // last send of a dead connection -> server closed it
+  ReconnectStats reconnect;           // --reconnect (reconnect.h)
 
   // Adds `other` into this result. Throws std::invalid_argument if histogram
   // precisions differ.

@@ -81,6 +81,7 @@ Worker::Worker(const LoadOptions& options, ProcessShare share, int report_fd)
     c.set_callback(&Worker::on_conn_timer);
   }
   read_buf_ = std::make_unique<std::uint8_t[]>(kReadBufferBytes);
+  rng_.seed(std::random_device{}() + share.index);
   prepare_payload(options, scratch_, http_request_);
 
   result_.processes = 1;
@@ -137,6 +138,7 @@ void Worker::ramp() {
 
 void Worker::start_connect(Conn& c) {
   ++result_.connections_attempted;
+  attempt_started(c);
   int rc = uv_tcp_init_ex(&loop_, &c.tcp, AF_INET);
   if (rc < 0) {  // the handle does not exist: nothing to close
     ++result_.connect_errors[uv_err_name(rc)];
@@ -198,8 +200,10 @@ int Worker::bind_source(Conn& c) {
 
 void Worker::connect_failed(Conn& c, int uv_code) {
   ++result_.connect_errors[uv_err_name(uv_code)];
+  // Only a connection's first attempt resolves the ramp; --reconnect retries do not.
+  if (!c.was_open && c.failures == 0) note_resolved();
+  attempt_failed(c, uv_err_name(uv_code));
   close_conn(c);
-  note_resolved();
 }
 
 void Worker::on_connect(uv_connect_t* req, int status) {
@@ -210,14 +214,17 @@ void Worker::on_connect(uv_connect_t* req, int status) {
   if (status == UV_ECANCELED) return;  // we closed it (timeout or stop) and counted it then
   if (status < 0) return w.connect_failed(c, status);
   w.result_.connect_us.record((uv_hrtime() - c.next_send_ns) / 1000);
+  const bool first_attempt = !c.was_open && c.failures == 0;
   w.on_open(c);
-  w.note_resolved();
+  if (first_attempt) w.note_resolved();
   if (w.pending_ < w.options_.max_pending_connects && w.started_ < w.share_.connections) w.ramp();
 }
 
 void Worker::on_open(Conn& c) {
   ++result_.connections_established;
   ++open_;
+  const bool reopened = c.was_open;
+  opened_again(c);  // --reconnect bookkeeping; resets the per-session state
   c.state = Conn::State::open;
   wheel_->cancel(c);
   uv_tcp_nodelay(&c.tcp, 1);
@@ -230,7 +237,7 @@ void Worker::on_open(Conn& c) {
   const std::uint64_t now = uv_hrtime();
   c.last_write_ns = now;
   c.next_send_ns = now;
-  if (c.dead) {
+  if (c.dead && !reopened) {
     ++result_.dead_count;
     // Nothing will ever be exchanged: silent from the start, timed from connect.
     if (options_.message_interval.count() == 0 && options_.heartbeat.count() == 0) c.silent = true;
@@ -249,12 +256,8 @@ void Worker::note_resolved() {
 void Worker::on_conn_timer(TimerEntry& e) {
   Conn& c = static_cast<Conn&>(e);
   Worker& w = *c.worker;
-  if (c.state == Conn::State::connecting) {
-    ++w.result_.connect_errors["ETIMEDOUT"];
-    w.close_conn(c);
-    w.note_resolved();
-    return;
-  }
+  if (c.state == Conn::State::connecting) return w.connect_failed(c, UV_ETIMEDOUT);
+  if (c.state == Conn::State::backoff) return w.start_connect(c);
   if (c.state == Conn::State::open) w.session_due(c);
 }
 
@@ -309,6 +312,7 @@ void Worker::server_closed(Conn& c, const char* what, int uv_code) {
     ++result_.live_closed_by_server;
     ++result_.errors[std::string(what) + ":" + uv_err_name(uv_code)];
   }
+  connection_lost(c);
   close_conn(c);
 }
 
@@ -357,6 +361,11 @@ void Worker::on_write(uv_write_t* req, int status) {
 }
 
 void Worker::close_conn(Conn& c) {
+  if (c.state == Conn::State::backoff) {  // no handle: only the wait to cancel
+    wheel_->cancel(c);
+    c.state = Conn::State::closed;
+    return;
+  }
   if (c.state == Conn::State::closing || c.state == Conn::State::closed ||
       c.state == Conn::State::idle)
     return;
@@ -370,6 +379,7 @@ void Worker::on_closed(uv_handle_t* h) {
   Conn& c = *static_cast<Conn*>(h->data);
   c.state = Conn::State::closed;
   free_http(c);
+  c.worker->retry_later(c);
 }
 
 bool Worker::write_line(const std::string& line) {
@@ -408,6 +418,7 @@ void Worker::stop() {
     if (c.state == Conn::State::open) ++result_.open_at_end;
     if (c.state == Conn::State::connecting) ++result_.connects_unfinished;
   }
+  result_.reconnect.down_at_end = down_;
   // The result is final now: hand it in BEFORE the teardown. Closing 15,000
   // sockets on a loaded machine can outlast --grace, and a worker the
   // supervisor kills then must not take its result with it.

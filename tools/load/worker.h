@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,8 @@ namespace heartwheel::load {
 class Worker;
 
 struct Conn final : TimerEntry {
-  enum class State : std::uint8_t { idle, connecting, open, closing, closed };
+  // backoff: closed, waiting for its --reconnect attempt (the TimerEntry is the wait).
+  enum class State : std::uint8_t { idle, connecting, open, closing, closed, backoff };
 
   Conn();
   uv_tcp_t tcp;
@@ -56,6 +58,9 @@ struct Conn final : TimerEntry {
   bool dead = false;                          // chosen to go silent after its first exchange
   bool silent = false;                        // writes nothing any more
   bool awaiting = false;                      // http: a request is outstanding
+  bool was_open = false;                      // --reconnect: opened at least once
+  bool retry = false;                         // --reconnect: try again once the handle closed
+  std::uint8_t failures = 0;                  // --reconnect: consecutive failed attempts
   std::uint8_t rx_buf[16] = {};               // header or stamp bytes being assembled
   struct llhttp__internal_s* http = nullptr;  // http mode only
 };
@@ -111,6 +116,12 @@ class Worker {
   bool write_line(const std::string& line);
   std::uint64_t elapsed_ms() const noexcept;
   void note_resolved();
+  // --reconnect (worker_reconnect.cpp)
+  void attempt_started(Conn& c);
+  void attempt_failed(Conn& c, const char* error);
+  void opened_again(Conn& c);
+  void connection_lost(Conn& c);
+  void retry_later(Conn& c);
 
   const LoadOptions& options_;
   ProcessShare share_;
@@ -132,6 +143,8 @@ class Worker {
   LoadResult result_;
   std::unique_ptr<std::uint8_t[]> read_buf_;
   std::vector<std::uint8_t> scratch_;  // one outgoing message, stamped per send
+  std::uint64_t down_ = 0;             // --reconnect: lost connections not open again yet
+  std::mt19937_64 rng_;                // --reconnect: jitter
   std::string http_request_;
 };
 
