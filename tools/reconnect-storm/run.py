@@ -33,6 +33,8 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools", "pylib"))
+from procs import free_port, process_tree  # noqa: E402
 EXIT_FAILURE, EXIT_USAGE = 1, 2
 FD_LIMIT = 20000
 
@@ -44,27 +46,6 @@ def log(msg):
 def die(msg, status=EXIT_FAILURE):
     print(f"reconnect-storm: error: {msg}", file=sys.stderr)
     sys.exit(status)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def tree(pid):
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        try:
-            with open(f"/proc/{p}/task/{p}/children") as f:
-                todo.extend(int(c) for c in f.read().split())
-        except OSError:
-            pass
-    return out
 
 
 def proc_stat(pid):
@@ -131,7 +112,7 @@ class Sampler(threading.Thread):
             now = time.monotonic()
             cpu = rss = fds = 0
             seen = {}
-            for p in tree(self.pid) if self.pid else []:
+            for p in process_tree(self.pid) if self.pid else []:
                 s = proc_stat(p)
                 if s:
                     seen[p] = s[0]

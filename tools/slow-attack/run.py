@@ -35,6 +35,8 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools", "pylib"))
+from procs import count_sockets, cpu_seconds, free_port, process_tree  # noqa: E402
 ATTACKS = ("slowloris", "slowbody", "slowread", "slowread_big")
 DEFAULT_ATTACKS = "slowloris,slowbody,slowread"
 TARGETS = ("heartwheel", "nginx")
@@ -96,14 +98,6 @@ def die(msg, status=EXIT_FAILURE):
     sys.exit(status)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def wait_listening(port, proc, timeout=10.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -130,20 +124,6 @@ def stop_pid(proc, grace=10.0):
 
 # --------------------------------------------------------------------------- /proc sampling
 
-def process_tree(pid):
-    """pid and its descendants (nginx: master + workers)."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        try:
-            with open(f"/proc/{p}/task/{p}/children") as f:
-                todo.extend(int(c) for c in f.read().split())
-        except OSError:
-            pass
-    return out
-
-
 def read_kib(path, key):
     try:
         with open(path) as f:
@@ -153,31 +133,6 @@ def read_kib(path, key):
     except OSError:
         pass
     return 0
-
-
-def count_sockets(pid):
-    """Sockets among the process's descriptors: what the server still holds
-    (slowhttptest's own count cannot tell a connection the server closed
-    from one whose unread data keeps it open on the client side)."""
-    n = 0
-    try:
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            try:
-                n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
-            except OSError:
-                pass
-    except OSError:
-        pass
-    return n
-
-
-def cpu_seconds(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
 
 
 class Sampler(threading.Thread):
