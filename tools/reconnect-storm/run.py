@@ -262,7 +262,7 @@ def main():
                             text=True, start_new_session=True)
     second = None
     try:
-        opened = wait_open(load, args.clients, ramp_s + 60)
+        opened = wait_open(load, args.clients, ramp_s + 20)
         if opened < args.clients:
             log(f"only {opened} of {args.clients} connected before the restart")
         time.sleep(3)

@@ -124,6 +124,27 @@ def stop_pid(proc, grace=10.0):
 
 # --------------------------------------------------------------------------- /proc sampling
 
+def tcp_mem_pages():
+    """Pages of TCP buffers in use on the whole machine (sockstat's TCP mem)."""
+    try:
+        with open("/proc/net/sockstat") as f:
+            for line in f:
+                if line.startswith("TCP:"):
+                    parts = line.split()
+                    return int(parts[parts.index("mem") + 1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def tcp_mem_limit_pages():
+    try:
+        with open("/proc/sys/net/ipv4/tcp_mem") as f:
+            return int(f.read().split()[2])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def read_kib(path, key):
     try:
         with open(path) as f:
@@ -145,6 +166,7 @@ class Sampler(threading.Thread):
         self.peak_rss = self.peak_pss = 0
         self.cpu = {}  # pid -> last seen CPU seconds (workers may exit first)
         self.sockets = []  # (seconds since start, sockets the server holds)
+        self.peak_tcp_mem = 0  # pages, the whole machine's TCP buffers (/proc/net/sockstat)
         self.t0 = time.monotonic()
 
     def sample(self):
@@ -155,6 +177,7 @@ class Sampler(threading.Thread):
             self.cpu[p] = cpu_seconds(p)
             sockets += count_sockets(p)
         self.sockets.append((round(time.monotonic() - self.t0, 1), sockets))
+        self.peak_tcp_mem = max(self.peak_tcp_mem, tcp_mem_pages())
         return rss, pss
 
     def run(self):
@@ -182,6 +205,9 @@ def start_heartwheel(args, port, tmp, attack):
 
 
 def start_nginx(args, port, tmp, attack):
+    # We run as root, so nginx's workers run as nobody: they must be able to
+    # read the file (mkdtemp makes the directory 0700).
+    os.chmod(tmp, 0o755)
     for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
         os.makedirs(os.path.join(tmp, d), exist_ok=True)
     with open(os.path.join(tmp, "bytes.bin"), "wb") as f:
@@ -250,7 +276,8 @@ def merge_csvs(paths, outs):
     tables = [read_csv(p) for p in paths]
     for t, out in zip(tables, outs):
         end = ended_empty(out)
-        if t and end is not None and end > max(t):
+        if t and end is not None and end >= max(t):
+            # slowhttptest's last row may predate the final closes it reports.
             last = t[max(t)]
             t[end] = [last[0] + last[1] + last[2], 0, 0, last[3]]
     last = max((max(t) for t in tables if t), default=-1)
@@ -331,6 +358,34 @@ class FreshProbe(threading.Thread):
                 "p99_ms": round(p99, 1) if p99 is not None else None}
 
 
+def http_get(port, target):
+    """(status, body length) of one GET on a fresh connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: check\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while True:
+            chunk = s.recv(1 << 16)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), len(body)
+
+
+def check_answers(port, args, attack):
+    """Both servers must give the same answers, or the comparison is void
+    (a 403 from nginx for an unreadable file once made slow read look free)."""
+    want = [("/", 200, len(b"Hello from heartwheel\n"))]
+    if attack.startswith("slowread"):
+        n = args.read_bytes if attack == "slowread" else args.read_big_bytes
+        want.append((f"/bytes?n={n}", 200, n))
+    for target, status, length in want:
+        got = http_get(port, target)
+        if got != (status, length):
+            raise RuntimeError(f"GET {target}: got status {got[0]} with {got[1]} bytes, "
+                               f"want {status} with {length}")
+
+
 def normal_load_cmd(args, port, out):
     interval_ms = int(1000 * args.normal_connections / args.normal_rate)
     return [args.load, "--target", f"127.0.0.1:{port}", "--mode", "http", "--http-path", "/",
@@ -365,6 +420,7 @@ def one_run(args, target, attack, size):
     procs = []
     try:
         wait_listening(port, server)
+        check_answers(port, args, attack)
         time.sleep(0.5)
         sampler = Sampler(server.pid)
         base_rss, base_pss = sampler.sample()
@@ -416,6 +472,10 @@ def one_run(args, target, attack, size):
                            "base_pss": base_pss, "peak_pss": sampler.peak_pss,
                            "peak_rss_growth": sampler.peak_rss - base_rss},
             "server_cpu_s": round(sampler.cpu_total() - cpu_before, 2),
+            # the machine's TCP buffers (every socket, also other users'), and the
+            # kernel's hard limit (tcp_mem[2]): at the limit every socket starves
+            "tcp_mem_mib": {"peak": sampler.peak_tcp_mem * 4 // 1024,
+                            "limit": tcp_mem_limit_pages() * 4 // 1024},
             "loadavg_1m": [round(load_before[0], 2), round(load_after[0], 2)],
             "server_cmd": " ".join(server_cmd), "attack_cmd": " ".join(attack_cmds[0]),
             "attack_series": series,
