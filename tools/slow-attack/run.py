@@ -167,6 +167,7 @@ class Sampler(threading.Thread):
         self.cpu = {}  # pid -> last seen CPU seconds (workers may exit first)
         self.sockets = []  # (seconds since start, sockets the server holds)
         self.peak_tcp_mem = 0  # pages, the whole machine's TCP buffers (/proc/net/sockstat)
+        self.tcp_mem = []  # MiB, every sample
         self.t0 = time.monotonic()
 
     def sample(self):
@@ -177,7 +178,9 @@ class Sampler(threading.Thread):
             self.cpu[p] = cpu_seconds(p)
             sockets += count_sockets(p)
         self.sockets.append((round(time.monotonic() - self.t0, 1), sockets))
-        self.peak_tcp_mem = max(self.peak_tcp_mem, tcp_mem_pages())
+        pages = tcp_mem_pages()
+        self.peak_tcp_mem = max(self.peak_tcp_mem, pages)
+        self.tcp_mem.append(pages * 4 // 1024)
         return rss, pss
 
     def run(self):
@@ -475,7 +478,8 @@ def one_run(args, target, attack, size):
             # the machine's TCP buffers (every socket, also other users'), and the
             # kernel's hard limit (tcp_mem[2]): at the limit every socket starves
             "tcp_mem_mib": {"peak": sampler.peak_tcp_mem * 4 // 1024,
-                            "limit": tcp_mem_limit_pages() * 4 // 1024},
+                            "limit": tcp_mem_limit_pages() * 4 // 1024,
+                            "series": sampler.tcp_mem},
             "loadavg_1m": [round(load_before[0], 2), round(load_after[0], 2)],
             "server_cmd": " ".join(server_cmd), "attack_cmd": " ".join(attack_cmds[0]),
             "attack_series": series,
@@ -484,9 +488,13 @@ def one_run(args, target, attack, size):
             stop_pid(server)  # heartwheel-http writes its counters at exit
             try:
                 with open(stats_path) as f:
-                    h = json.load(f)["http"]
-                result["heartwheel_http"] = {"timeouts": h["timeouts"],
-                                             "closed_by_reason": h["closed_by_reason"]}
+                    stats = json.load(f)
+                h = stats["http"]
+                loop = stats.get("net", {}).get("loop", {})
+                result["heartwheel_http"] = {
+                    "timeouts": h["timeouts"], "closed_by_reason": h["closed_by_reason"],
+                    "loop": {k: loop.get(k) for k in ("stalls", "stall_ms", "expiries_deferred")
+                             if k in loop}}
             except (OSError, ValueError, KeyError):
                 pass
         return result
