@@ -174,7 +174,12 @@ int Worker::bind_source(Conn& c) {
   const auto try_bind = [&] {
     return ::bind(fd, reinterpret_cast<const sockaddr*>(&src), sizeof src) == 0 ? 0 : -errno;
   };
-  if (options_.source_port_lo != 0) {
+  // A reconnect lets the kernel choose the port: the planned one's old
+  // 4-tuple may sit in TIME_WAIT on the server side, where a new SYN can go
+  // unanswered until its retransmit a second later (real clients get a
+  // fresh ephemeral port for each connection, too).
+  const bool reconnecting = c.was_open || c.failures > 0;
+  if (options_.source_port_lo != 0 && !reconnecting) {
     // Our own port plan: the connections of one address take consecutive
     // ports from a per-run offset, so no two connections of the run share an
     // (address, port), and bind() is O(1) instead of a kernel port search at

@@ -217,6 +217,8 @@ def main():
     p.add_argument("--restart", choices=("kill", "term"), default="kill",
                    help="kill: SIGKILL (a crash); term: SIGTERM (drain, --drain-timeout 2s)")
     p.add_argument("--after-restart", type=int, default=40, help="seconds to watch after it")
+    p.add_argument("--down", type=float, default=2.0,
+                   help="seconds the server stays down between stop and start (a real restart)")
     p.add_argument("--reconnect-initial", default="100ms")
     p.add_argument("--reconnect-max", default="10s")
     p.add_argument("--reconnect-jitter", default="1", help="0 lockstep .. 1 full jitter")
@@ -242,7 +244,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="reconnect-storm-")
     port = free_port()
     ramp_s = args.clients / args.connect_rate
-    duration = int(ramp_s + 15 + args.after_restart)
+    duration = int(ramp_s + 15 + args.down + args.after_restart)
     load_json = os.path.join(tmp, "load.json")
     load_cmd = [args.load, "--target", f"127.0.0.1:{port}", "--connections", str(args.clients),
                 "--processes", str(args.load_processes),
@@ -270,6 +272,7 @@ def main():
         log(f"restart ({args.restart}) at {restart_s:.1f} s with {opened} open")
         first.stop(signal.SIGKILL if args.restart == "kill" else signal.SIGTERM)
         down_s = time.monotonic() - t0
+        time.sleep(args.down)
         second = Server(args, port, "after", tmp)
         up_s = time.monotonic() - t0
         sampler.pid = second.proc.pid
@@ -296,7 +299,7 @@ def main():
     storm_cpu = [c for s, c in enumerate(cpu) if s >= int(up_s)]
     out = {
         "clients": args.clients, "server_processes": args.server_processes,
-        "load_processes": args.load_processes, "restart": args.restart,
+        "load_processes": args.load_processes, "restart": args.restart, "down": args.down,
         "reconnect": {"initial": args.reconnect_initial, "max": args.reconnect_max,
                       "jitter": args.reconnect_jitter},
         "open_before_restart": opened,
