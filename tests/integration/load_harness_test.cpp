@@ -282,7 +282,8 @@ TEST_CASE("With --reconnect every connection the server closes comes back after 
   MiniEchoServer server(1s);
   const Run run = run_load(target(server) +
                            "--connections 50 --processes 2 --message-interval 0 --duration 3500ms "
-                           "--reconnect --reconnect-initial 100ms --reconnect-jitter 1");
+                           "--reconnect --reconnect-initial 100ms --reconnect-jitter 1 "
+                           "--reconnect-stable 500ms");
   const auto& r = run.report;
   const auto& rc = r["reconnect"];
   INFO(rc.dump());
@@ -291,6 +292,7 @@ TEST_CASE("With --reconnect every connection the server closes comes back after 
   CHECK(u(rc["reconnects"]) >= 100);
   CHECK(u(rc["reconnects"]) <= u(rc["losses"]));
   CHECK(rc["failures"] == 0);
+  CHECK(rc["short_lived"] == 0);
   CHECK(u(rc["first_loss_ms"]) >= 900);
   std::uint64_t per_second = 0;
   for (const auto& n : rc["reconnects_per_s"]) per_second += u(n);
@@ -317,4 +319,25 @@ TEST_CASE("With --reconnect a refused connect is retried with a doubling backoff
   CHECK(rc["failures"] == 40);
   CHECK(rc["errors"]["ECONNREFUSED"] == 40);
   CHECK(rc["reconnects"] == 0);
+}
+
+TEST_CASE("With --reconnect a server that closes right after accepting makes the backoff grow",
+          "[integration][load][reconnect]") {
+  // The server closes every silent connection 50 ms after it opened. Counted
+  // as failures (--reconnect-stable 1s), the waits grow 100, 200, 400, 800 ms
+  // (no jitter): about 5 reconnects per client in 3 s. Reset on every open
+  // (--reconnect-stable 0), a client would be back every ~150 ms: about 20.
+  MiniEchoServer server(50ms);
+  const std::string args = target(server) +
+                           "--connections 20 --message-interval 0 --duration 3s --reconnect "
+                           "--reconnect-initial 100ms --reconnect-jitter 0 --reconnect-stable ";
+  const Run growing = run_load(args + "1s");
+  const Run hammering = run_load(args + "0");
+  const auto& g = growing.report["reconnect"];
+  const auto& h = hammering.report["reconnect"];
+  INFO(g.dump() << "\n" << h.dump());
+  CHECK(u(g["short_lived"]) == u(g["losses"]));
+  CHECK(u(g["reconnects"]) <= 20 * 6);
+  CHECK(h["short_lived"] == 0);
+  CHECK(u(h["reconnects"]) >= 20 * 12);
 }

@@ -244,6 +244,9 @@ void add_options(CLI::App& app, LoadOptions& o) {
                "--reconnect: the first delay (after a close, or a first failed connect)");
   add_duration(app, "--reconnect-max", o.reconnect.max,
                "--reconnect: the delay stops growing here");
+  add_duration(app, "--reconnect-stable", o.reconnect.stable,
+               "--reconnect: a connection closed sooner than this after it opened counts as a "
+               "failed attempt (the backoff keeps growing); 0 = reset on every open");
   app.add_option("--reconnect-multiplier", o.reconnect.multiplier,
                  "--reconnect: each consecutive failed attempt multiplies the delay by this")
       ->capture_default_str();

@@ -32,6 +32,8 @@ void ReconnectOptions::validate() const {
   if (multiplier < 1.0) throw std::invalid_argument("--reconnect-multiplier must be >= 1");
   if (jitter < 0 || jitter > 1)
     throw std::invalid_argument("--reconnect-jitter is a fraction between 0 and 1");
+  if (stable < std::chrono::nanoseconds{0})
+    throw std::invalid_argument("--reconnect-stable must not be negative");
 }
 
 std::chrono::nanoseconds ReconnectOptions::delay(unsigned failures, std::mt19937_64& rng) const {
@@ -56,6 +58,7 @@ void ReconnectStats::merge(const ReconnectStats& o) {
   reconnects += o.reconnects;
   failures += o.failures;
   losses += o.losses;
+  short_lived += o.short_lived;
   for (const auto& [k, v] : o.errors) errors[k] += v;
   if (o.first_loss_ms != 0)
     first_loss_ms = first_loss_ms == 0 ? o.first_loss_ms : std::min(first_loss_ms, o.first_loss_ms);
@@ -69,6 +72,7 @@ nlohmann::json ReconnectStats::to_json() const {
           {"reconnects", reconnects},
           {"failures", failures},
           {"losses", losses},
+          {"short_lived", short_lived},
           {"errors", errors},
           {"first_loss_ms", first_loss_ms},
           {"all_back_ms", all_back_ms},
@@ -87,6 +91,7 @@ ReconnectStats ReconnectStats::from_json(const nlohmann::json& j) {
     r.reconnects = j.at("reconnects").get<std::uint64_t>();
     r.failures = j.at("failures").get<std::uint64_t>();
     r.losses = j.at("losses").get<std::uint64_t>();
+    r.short_lived = j.at("short_lived").get<std::uint64_t>();
     r.errors = j.at("errors").get<std::map<std::string, std::uint64_t>>();
     r.first_loss_ms = j.at("first_loss_ms").get<std::uint64_t>();
     r.all_back_ms = j.at("all_back_ms").get<std::uint64_t>();

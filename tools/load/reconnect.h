@@ -6,8 +6,11 @@
 // the same formula): delay(n) = min(max, initial x multiplier^(n-1)) for the
 // n-th consecutive failure (n = 1 after a close of an open connection), then
 // reduced by a random 0..jitter fraction. jitter 1 is "full jitter" (uniform
-// in 0..delay), 0 is lockstep. The failure count resets once a connect
-// succeeds. Reconnects bypass --connect-rate and --max-pending-connects: each
+// in 0..delay), 0 is lockstep. The failure count resets when a connection
+// the server closes had stayed open for `stable`; one closed sooner (a server
+// that accepts and closes at once, at its descriptor or connection limit)
+// counts as one more failure, so such clients back off instead of
+// reconnecting every `initial`. Reconnects bypass --connect-rate and --max-pending-connects: each
 // client decides alone, as real clients do.
 //
 // ReconnectStats is what a run measured, mergeable like LoadResult: per
@@ -35,6 +38,10 @@ struct ReconnectOptions {
   std::chrono::nanoseconds max = std::chrono::seconds(30);
   double multiplier = 2.0;
   double jitter = 0.2;  // the fraction of each delay removed at random (net::Connector's default)
+  // A connection the server closes sooner than this after it opened counts
+  // as a failed attempt: the backoff keeps growing instead of resetting (a
+  // server at its limit accepts and closes at once; 0 = reset on every open).
+  std::chrono::nanoseconds stable = std::chrono::seconds(1);
 
   // Throws std::invalid_argument naming the flag.
   void validate() const;
@@ -47,6 +54,7 @@ struct ReconnectStats {
   using Series = std::vector<std::uint64_t>;  // index: second since the worker started
   Series attempts_per_s, reconnects_per_s, failures_per_s, losses_per_s;
   std::uint64_t attempts = 0, reconnects = 0, failures = 0, losses = 0;
+  std::uint64_t short_lived = 0;                // losses sooner than `stable` after the open
   std::map<std::string, std::uint64_t> errors;  // failed attempts by errno name
   std::uint64_t first_loss_ms = 0;  // 0: nothing lost; else ms since start (min over workers)
   std::uint64_t all_back_ms = 0;    // last time every lost connection was open again (max)

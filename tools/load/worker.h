@@ -61,6 +61,7 @@ struct Conn final : TimerEntry {
   bool was_open = false;                      // --reconnect: opened at least once
   bool retry = false;                         // --reconnect: try again once the handle closed
   std::uint8_t failures = 0;                  // --reconnect: consecutive failed attempts
+  std::uint32_t opened_ms = 0;                // --reconnect: when it last opened (since start)
   std::uint8_t rx_buf[16] = {};               // header or stamp bytes being assembled
   struct llhttp__internal_s* http = nullptr;  // http mode only
 };

@@ -33,14 +33,22 @@ void Worker::connection_lost(Conn& c) {
   ReconnectStats::count(r.losses_per_s, now_ms / 1000);
   if (r.first_loss_ms == 0) r.first_loss_ms = std::max<std::uint64_t>(1, now_ms);
   r.max_down = std::max(r.max_down, ++down_);
-  c.failures = 0;  // the first wait after a close is the initial delay
+  const auto stable_ms = static_cast<std::uint64_t>(options_.reconnect.stable.count() / 1'000'000);
+  if (now_ms - c.opened_ms < stable_ms) {
+    // Closed right after it opened (a server at its limit): one more failure.
+    ++r.short_lived;
+    if (c.failures < 255) ++c.failures;
+  } else {
+    c.failures = 0;  // the first wait after a close is the initial delay
+  }
   c.retry = true;
 }
 
 void Worker::opened_again(Conn& c) {
   const bool lost_before = c.was_open;
   c.was_open = true;
-  c.failures = 0;
+  c.opened_ms = static_cast<std::uint32_t>(elapsed_ms());
+  // failures stays: connection_lost() resets it once the connection proved stable.
   c.retry = false;
   c.silent = c.awaiting = false;  // a fresh session on the new socket
   c.rx_pos = c.rx_len = 0;
