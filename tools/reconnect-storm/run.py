@@ -24,6 +24,7 @@ Exit status: 0 every client came back, 1 not all came back or a run failed,
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -291,6 +292,7 @@ def main():
 
     with open(load_json) as f:
         r = json.load(f)
+    shutil.rmtree(tmp, ignore_errors=True)
     rc = r["reconnect"]
     seconds = len(rc["reconnects_per_s"])
     cpu = per_second_cpu(sampler.rows, max(seconds, int(up_s) + 1))
