@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "heartwheel-http: HTTP/1.1 server with wheel-driven timeouts.\n"
       "Routes: GET / (short text), POST /echo (echoes the body), GET /delay?ms=N "
-      "(answers after N ms).\nDurations: 250ms, 2s, 5m; 0 turns a timeout off.\n"
+      "(answers after N ms), GET /bytes?n=N (N bytes).\nDurations: 250ms, 2s, 5m; 0 turns a timeout off.\n"
       "Exit status: 0 ok, 1 runtime failure, 2 usage error.",
       "heartwheel-http"};
   app.add_option("--listen", f.listen, "HOST:PORT to listen on (port 0: pick a free one)")

@@ -56,6 +56,20 @@ void delay(const Request& req, Responder r) {
   DelayedAnswer::start(std::move(r), d, "delayed " + std::to_string(d.count()) + " ms\n");
 }
 
+void bytes(const Request& req, Responder r) {
+  const auto n_text = req.query_param("n").value_or("0");
+  std::size_t n = 0;
+  const auto res = std::from_chars(n_text.data(), n_text.data() + n_text.size(), n);
+  if (res.ec != std::errc{} || res.ptr != n_text.data() + n_text.size() || n > kMaxBytes) {
+    r.respond(400, "n must be an integer from 0 to " + std::to_string(kMaxBytes) + "\n");
+    return;
+  }
+  heartwheel::http::Response resp;
+  resp.headers.push_back({"Content-Type", "application/octet-stream"});
+  resp.body.assign(n, 'x');
+  r.respond(std::move(resp));
+}
+
 }  // namespace
 
 heartwheel::http::Handler make_routes() {
@@ -78,6 +92,12 @@ heartwheel::http::Handler make_routes() {
       r.respond(std::move(resp));
     } else if (path == "/delay") {
       delay(req, std::move(r));
+    } else if (path == "/bytes") {
+      if (req.method != "GET" && req.method != "HEAD") {
+        r.respond(405, "use GET\n");
+        return;
+      }
+      bytes(req, std::move(r));
     } else {
       r.respond(404, "not found\n");
     }

@@ -3,7 +3,6 @@
 #include <heartwheel/net/connector.h>
 #include <heartwheel/net/heartbeat.h>
 #include <heartwheel/net/server.h>
-
 #include <netinet/tcp.h>
 
 #include "net_test_support.h"
@@ -61,6 +60,9 @@ TEST_CASE("A client reconnects with backoff and jitter when the server restarts 
   co.backoff_initial = 20ms;
   co.backoff_max = 200ms;
   co.backoff_jitter = 0.2;
+  // The first connection lives only a few ms; this test is about the backoff
+  // after a server loss, so it must not count as a failed attempt itself.
+  co.stable_after = Duration{0};
   co.on_connect_error = [&](std::error_code, Duration next) { delays.push_back(next); };
   ClientRecorder client_rec;
   net::Connector client(*t.wheel, client_rec, co);
@@ -177,4 +179,75 @@ TEST_CASE("Connectors can share one options object and one statistics set", "[ne
   clients.clear();  // destroyed while connected: closed without callbacks
   CHECK(shared.current == 0);
   CHECK(sizeof(net::Connector) <= 160);
+}
+
+namespace {
+// A server at its limit: accepts and closes every connection at once.
+struct CloseAtOnce : net::Handler {
+  void on_open(net::Connection& c) override {
+    ++accepted;
+    c.close(CloseReason::limit);
+  }
+  void on_data(net::Connection&, std::string_view) override {}
+  int accepted = 0;
+};
+
+// Connects a client with `stable_after` to such a server for 1.5 s; returns
+// how often it got in.
+int connects_in_a_while(Duration stable_after) {
+  TestLoop t(1ms);
+  CloseAtOnce server_handler;
+  net::Server server(*t.wheel, server_handler, net::ServerOptions{});
+  REQUIRE_FALSE(server.listen());
+  net::ConnectorOptions co;
+  co.port = server.port();
+  co.backoff_initial = 20ms;
+  co.backoff_max = 5s;
+  co.backoff_jitter = 0;
+  co.stable_after = stable_after;
+  ClientRecorder rec;
+  net::Connector client(*t.wheel, rec, co);
+  client.start();
+  t.run_for(1500ms);
+  client.stop();
+  return static_cast<int>(client.connects());
+}
+}  // namespace
+
+TEST_CASE("A connection closed right after it opened makes the backoff grow, not reset",
+          "[net][connector]") {
+  // Counted as failures, the waits grow 20, 40, 80 ... 640 ms: 7 connects in
+  // 1.5 s. Reset on every open (stable_after 0, the old rule), the client is
+  // back every ~20 ms: dozens.
+  const int growing = connects_in_a_while(1s);
+  const int hammering = connects_in_a_while(Duration{0});
+  INFO("growing " << growing << ", hammering " << hammering);
+  CHECK(growing >= 3);
+  CHECK(growing <= 9);
+  CHECK(hammering >= 25);
+}
+
+TEST_CASE("A connection that stayed open resets the backoff to the initial delay",
+          "[net][connector]") {
+  TestLoop t(1ms);
+  Recorder server_rec;
+  net::Server server(*t.wheel, server_rec, net::ServerOptions{});
+  REQUIRE_FALSE(server.listen());
+  net::ConnectorOptions co;
+  co.port = server.port();
+  co.backoff_initial = 20ms;
+  co.backoff_jitter = 0;
+  co.stable_after = 100ms;
+  ClientRecorder rec;
+  net::Connector client(*t.wheel, rec, co);
+  client.start();
+  REQUIRE(t.run_until([&] { return client.connected(); }));
+  t.run_for(200ms);  // longer than stable_after
+  client.connection()->close(CloseReason::local);  // not stop(): the connector reconnects
+  REQUIRE(t.run_until([&] { return rec.closed == 1; }));
+  const auto closed_at = hr_now();
+  REQUIRE(t.run_until([&] { return rec.opened == 2; }));
+  CHECK(hr_now() - closed_at < 500ms);  // the initial 20 ms, not a grown delay
+  CHECK(client.failures() == 0);
+  client.stop();
 }

@@ -125,6 +125,10 @@ def test_curl_routes():
         assert curl(base + "/").stdout == "Hello from heartwheel\n"
         assert curl("--data-binary", "ping-pong", base + "/echo").stdout == "ping-pong"
         assert curl("-o", "/dev/null", "-w", "%{http_code}", base + "/nope").stdout == "404"
+        assert curl(base + "/bytes?n=70000").stdout == "x" * 70000
+        assert curl(base + "/bytes?n=0").stdout == ""
+        for bad in ("/bytes?n=1048577", "/bytes?n=-1", "/bytes?n=ten"):
+            assert curl("-o", "/dev/null", "-w", "%{http_code}", base + bad).stdout == "400", bad
         assert curl("--http1.0", base + "/").stdout == "Hello from heartwheel\n"
         # curl waits for 100 Continue before sending this body.
         body = "x" * 200000

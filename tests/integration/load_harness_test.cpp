@@ -274,3 +274,70 @@ TEST_CASE("Impossible sizes are refused with advice before anything starts",
   REQUIRE(status.has_value());
   CHECK(*status == 2);
 }
+
+TEST_CASE("With --auto-reconnect every connection the server closes comes back after the backoff",
+          "[integration][load][reconnect]") {
+  // The server closes every silent connection after 1 s; each comes back
+  // after 100 ms (jittered), so in 3.5 s each is lost and back at least twice.
+  MiniEchoServer server(1s);
+  const Run run = run_load(target(server) +
+                           "--connections 50 --processes 2 --message-interval 0 --duration 3500ms "
+                           "--auto-reconnect --reconnect-initial 100ms --reconnect-jitter 1 "
+                           "--reconnect-stable 500ms");
+  const auto& r = run.report;
+  const auto& rc = r["reconnect"];
+  INFO(rc.dump());
+  CHECK(run.status == 0);
+  CHECK(u(rc["losses"]) >= 100);
+  CHECK(u(rc["reconnects"]) >= 100);
+  CHECK(u(rc["reconnects"]) <= u(rc["losses"]));
+  CHECK(rc["failures"] == 0);
+  CHECK(rc["short_lived"] == 0);
+  CHECK(u(rc["first_loss_ms"]) >= 900);
+  std::uint64_t per_second = 0;
+  for (const auto& n : rc["reconnects_per_s"]) per_second += u(n);
+  CHECK(per_second == u(rc["reconnects"]));
+  CHECK(u(r["open_at_end"]) + u(rc["down_at_end"]) == 50);
+  CHECK(server.accepted() == 50 + u(rc["reconnects"]));
+}
+
+TEST_CASE("With --auto-reconnect a refused connect is retried with a doubling backoff",
+          "[integration][load][reconnect]") {
+  int port = 0;
+  {
+    MiniEchoServer gone(1s);
+    port = gone.port();
+  }
+  // No jitter: attempts at 0, 0.1, 0.3, 0.7 and 1.5 s; the next would be at 3.1 s.
+  const Run run = run_load("--target 127.0.0.1:" + std::to_string(port) +
+                           " --connections 10 --duration 2500ms --auto-reconnect "
+                           "--reconnect-initial 100ms --reconnect-jitter 0");
+  const auto& rc = run.report["reconnect"];
+  INFO(rc.dump());
+  CHECK(run.report["connect_errors"]["ECONNREFUSED"] == 50);
+  CHECK(rc["attempts"] == 40);
+  CHECK(rc["failures"] == 40);
+  CHECK(rc["errors"]["ECONNREFUSED"] == 40);
+  CHECK(rc["reconnects"] == 0);
+}
+
+TEST_CASE("With --auto-reconnect a server that closes right after accepting makes the backoff grow",
+          "[integration][load][reconnect]") {
+  // The server closes every silent connection 50 ms after it opened. Counted
+  // as failures (--reconnect-stable 1s), the waits grow 100, 200, 400, 800 ms
+  // (no jitter): about 5 reconnects per client in 3 s. Reset on every open
+  // (--reconnect-stable 0), a client would be back every ~150 ms: about 20.
+  MiniEchoServer server(50ms);
+  const std::string args = target(server) +
+                           "--connections 20 --message-interval 0 --duration 3s --auto-reconnect "
+                           "--reconnect-initial 100ms --reconnect-jitter 0 --reconnect-stable ";
+  const Run growing = run_load(args + "1s");
+  const Run hammering = run_load(args + "0");
+  const auto& g = growing.report["reconnect"];
+  const auto& h = hammering.report["reconnect"];
+  INFO(g.dump() << "\n" << h.dump());
+  CHECK(u(g["short_lived"]) == u(g["losses"]));
+  CHECK(u(g["reconnects"]) <= 20 * 6);
+  CHECK(h["short_lived"] == 0);
+  CHECK(u(h["reconnects"]) >= 20 * 12);
+}

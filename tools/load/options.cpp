@@ -288,6 +288,25 @@ void add_options(CLI::App& app, LoadOptions& o) {
   app.add_flag(
       "--linger-reset", o.linger_reset,
       "Close connections at the end with RST (SO_LINGER 0), so no TIME_WAIT holds the ports");
+
+  // --auto-reconnect and its backoff (reconnect.h).
+  app.add_flag("--auto-reconnect", o.reconnect.enabled,
+               "Reopen every connection the server closes (and retry failed connects) after an "
+               "exponential backoff with jitter; adds the `reconnect` block to the result");
+  add_duration(app, "--reconnect-initial", o.reconnect.initial,
+               "--auto-reconnect: the first delay (after a close, or a first failed connect)");
+  add_duration(app, "--reconnect-max", o.reconnect.max,
+               "--auto-reconnect: the delay stops growing here");
+  add_duration(app, "--reconnect-stable", o.reconnect.stable,
+               "--auto-reconnect: a connection closed sooner than this after it opened counts as a "
+               "failed attempt (the backoff keeps growing); 0 = reset on every open");
+  app.add_option("--reconnect-multiplier", o.reconnect.multiplier,
+                 "--auto-reconnect: each consecutive failed attempt multiplies the delay by this")
+      ->capture_default_str();
+  app.add_option("--reconnect-jitter", o.reconnect.jitter,
+                 "--auto-reconnect: fraction of each delay removed at random (0 lockstep, 1 full "
+                 "jitter)")
+      ->capture_default_str();
 }
 
 std::uint64_t per_process_connection_limit() {
@@ -326,6 +345,10 @@ void validate(const LoadOptions& o) {
     throw std::invalid_argument("--tick must be at least 1ms");
   if (o.duration <= std::chrono::nanoseconds{0})
     throw std::invalid_argument("--duration must be positive");
+  o.reconnect.validate();
+  if (o.reconnect.enabled && o.mode == Mode::ws)
+    throw std::invalid_argument(
+        "--auto-reconnect is not for --mode ws (its --reconnect F drops and recovers subscribers)");
   if (o.mode == Mode::ws) {
     if (o.publish_rate > 0 && publish_stop_of(o) <= publish_start_of(o))
       throw std::invalid_argument(

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "reconnect.h"
+
 namespace CLI {
 class App;
 }
@@ -77,6 +79,7 @@ struct LoadOptions {
   std::string json_path;
   bool quiet = false;
   bool linger_reset = false;  // close with RST at the end (no TIME_WAIT)
+  ReconnectOptions reconnect;  // --auto-reconnect and its backoff (reconnect.h)
 };
 
 // Registers every flag on `app`, writing into `options`.

@@ -78,6 +78,7 @@ void LoadResult::merge(const LoadResult& other) {
   histograms(*this, other,
              [](const char*, stats::Histogram& h, const stats::Histogram& h2) { h.merge(h2); });
   ramp_ms = std::max(ramp_ms, other.ramp_ms);
+  reconnect.merge(other.reconnect);
 }
 
 nlohmann::json LoadResult::to_json() const {
@@ -90,6 +91,7 @@ nlohmann::json LoadResult::to_json() const {
                j["histograms"][name] = nlohmann::json::parse(h.to_json());
              });
   j["ramp_ms"] = ramp_ms;
+  j["reconnect"] = reconnect.to_json();
   return j;
 }
 
@@ -104,6 +106,7 @@ LoadResult LoadResult::from_json(const nlohmann::json& j) {
       h = stats::Histogram::from_json(j.at("histograms").at(name).dump());
     });
     r.ramp_ms = j.at("ramp_ms").get<std::uint64_t>();
+    r.reconnect = ReconnectStats::from_json(j.at("reconnect"));
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(std::string("LoadResult::from_json: ") + e.what());
   }
@@ -119,6 +122,7 @@ nlohmann::json LoadResult::report_json(unsigned workers_expected) const {
            [&](const char* name, const std::uint64_t& v, const std::uint64_t&) { j[name] = v; });
   count_maps(*this, *this, [&](const char* name, const Counts& c, const Counts&) { j[name] = c; });
   j["ramp_ms"] = ramp_ms;
+  j["reconnect"] = reconnect.to_json();
   histograms(*this, *this,
              [&](const char* name, const stats::Histogram& h, const stats::Histogram&) {
                j[name] = nlohmann::json::parse(h.summary_json());

@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "reconnect.h"
+
 namespace heartwheel::load {
 
 struct LoadResult {
@@ -75,6 +77,7 @@ struct LoadResult {
   stats::Histogram connect_us;        // connect() -> connected
   stats::Histogram dead_close_ms;     // last send of a dead connection -> server closed it
   stats::Histogram delivery_us;       // ws: publish request written -> publication received
+  ReconnectStats reconnect;           // --auto-reconnect (reconnect.h)
 
   // Adds `other` into this result. Throws std::invalid_argument if histogram
   // precisions differ.

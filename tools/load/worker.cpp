@@ -84,6 +84,7 @@ Worker::Worker(const LoadOptions& options, ProcessShare share, int report_fd)
     c.set_callback(&Worker::on_conn_timer);
   }
   read_buf_ = std::make_unique<std::uint8_t[]>(kReadBufferBytes);
+  jitter_rng_.seed(std::random_device{}() + share.index);
   prepare_payload(options, scratch_, http_request_);
   if (options.mode == Mode::ws) ws_setup();
 
@@ -171,6 +172,7 @@ static bool counted(const Conn& c) noexcept { return !c.publisher && !(c.ws && c
 
 void Worker::start_connect(Conn& c) {
   if (counted(c)) ++result_.connections_attempted;
+  attempt_started(c);
   int rc = uv_tcp_init_ex(&loop_, &c.tcp, AF_INET);
   if (rc < 0) {  // the handle does not exist: nothing to close
     ++result_.connect_errors[uv_err_name(rc)];
@@ -206,7 +208,12 @@ int Worker::bind_source(Conn& c) {
   const auto try_bind = [&] {
     return ::bind(fd, reinterpret_cast<const sockaddr*>(&src), sizeof src) == 0 ? 0 : -errno;
   };
-  if (options_.source_port_lo != 0) {
+  // A reconnect lets the kernel choose the port: the planned one's old
+  // 4-tuple may sit in TIME_WAIT on the server side, where a new SYN can go
+  // unanswered until its retransmit a second later (real clients get a
+  // fresh ephemeral port for each connection, too).
+  const bool reconnecting = c.was_open || c.failures > 0;
+  if (options_.source_port_lo != 0 && !reconnecting) {
     // Our own port plan: the connections of one address take consecutive
     // ports from a per-run offset, so no two connections of the run share an
     // (address, port), and bind() is O(1) instead of a kernel port search at
@@ -232,8 +239,10 @@ int Worker::bind_source(Conn& c) {
 
 void Worker::connect_failed(Conn& c, int uv_code) {
   ++result_.connect_errors[uv_err_name(uv_code)];
+  // Only a connection's first attempt resolves the ramp; --auto-reconnect retries do not.
+  if (counted(c) && !c.was_open && c.failures == 0) note_resolved();
+  attempt_failed(c, uv_err_name(uv_code));
   close_conn(c);
-  if (counted(c)) note_resolved();
 }
 
 void Worker::on_connect(uv_connect_t* req, int status) {
@@ -244,14 +253,17 @@ void Worker::on_connect(uv_connect_t* req, int status) {
   if (status == UV_ECANCELED) return;  // we closed it (timeout or stop) and counted it then
   if (status < 0) return w.connect_failed(c, status);
   w.result_.connect_us.record((uv_hrtime() - c.next_send_ns) / 1000);
+  const bool first_attempt = !c.was_open && c.failures == 0;
   w.on_open(c);
-  if (counted(c)) w.note_resolved();
+  if (first_attempt && counted(c)) w.note_resolved();
   if (w.pending_ < w.options_.max_pending_connects && w.started_ < w.share_.connections) w.ramp();
 }
 
 void Worker::on_open(Conn& c) {
   if (counted(c)) ++result_.connections_established;
   ++open_;
+  const bool reopened = c.was_open;
+  opened_again(c);  // --auto-reconnect bookkeeping; resets the per-session state
   c.state = Conn::State::open;
   wheel_->cancel(c);
   uv_tcp_nodelay(&c.tcp, 1);
@@ -265,10 +277,10 @@ void Worker::on_open(Conn& c) {
   c.last_write_ns = now;
   c.next_send_ns = now;
   if (options_.mode == Mode::ws) {
-    if (c.dead) ++result_.dead_count;  // silent once its subscribe reply came
+    if (c.dead && !reopened) ++result_.dead_count;  // silent once its subscribe reply came
     return ws_open(c);
   }
-  if (c.dead) {
+  if (c.dead && !reopened) {
     ++result_.dead_count;
     // Nothing will ever be exchanged: silent from the start, timed from connect.
     if (options_.message_interval.count() == 0 && options_.heartbeat.count() == 0) c.silent = true;
@@ -287,12 +299,8 @@ void Worker::note_resolved() {
 void Worker::on_conn_timer(TimerEntry& e) {
   Conn& c = static_cast<Conn&>(e);
   Worker& w = *c.worker;
-  if (c.state == Conn::State::connecting) {
-    ++w.result_.connect_errors["ETIMEDOUT"];
-    w.close_conn(c);
-    if (counted(c)) w.note_resolved();
-    return;
-  }
+  if (c.state == Conn::State::connecting) return w.connect_failed(c, UV_ETIMEDOUT);
+  if (c.state == Conn::State::backoff) return w.start_connect(c);
   if (c.state == Conn::State::open) w.session_due(c);
   if (c.state == Conn::State::closed && c.ws && c.ws->reconnect_waiting) {
     c.ws->reconnect_waiting = false;
@@ -351,6 +359,7 @@ void Worker::server_closed(Conn& c, const char* what, int uv_code) {
     ++result_.live_closed_by_server;
     ++result_.errors[std::string(what) + ":" + uv_err_name(uv_code)];
   }
+  connection_lost(c);
   close_conn(c);
 }
 
@@ -399,6 +408,11 @@ void Worker::on_write(uv_write_t* req, int status) {
 }
 
 void Worker::close_conn(Conn& c) {
+  if (c.state == Conn::State::backoff) {  // no handle: only the wait to cancel
+    wheel_->cancel(c);
+    c.state = Conn::State::closed;
+    return;
+  }
   if (c.state == Conn::State::closing || c.state == Conn::State::closed ||
       c.state == Conn::State::idle)
     return;
@@ -413,6 +427,7 @@ void Worker::on_closed(uv_handle_t* h) {
   c.state = Conn::State::closed;
   free_http(c);
   if (c.ws) c.worker->ws_closed(c);
+  c.worker->retry_later(c);
 }
 
 bool Worker::write_line(const std::string& line) {
@@ -451,6 +466,7 @@ void Worker::stop() {
     if (c.state == Conn::State::open) ++result_.open_at_end;
     if (c.state == Conn::State::connecting) ++result_.connects_unfinished;
   }
+  result_.reconnect.down_at_end = down_;
   // The result is final now: hand it in BEFORE the teardown. Closing 15,000
   // sockets on a loaded machine can outlast --grace, and a worker the
   // supervisor kills then must not take its result with it.

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,7 +42,8 @@ class Worker;
 struct WsConn;  // ws mode's per-connection state (ws_session.cpp)
 
 struct Conn final : TimerEntry {
-  enum class State : std::uint8_t { idle, connecting, open, closing, closed };
+  // backoff: closed, waiting for its --auto-reconnect attempt (the TimerEntry is the wait).
+  enum class State : std::uint8_t { idle, connecting, open, closing, closed, backoff };
 
   Conn();
   uv_tcp_t tcp;
@@ -59,6 +61,10 @@ struct Conn final : TimerEntry {
   bool silent = false;                        // writes nothing any more
   bool awaiting = false;                      // http: a request is outstanding
   bool publisher = false;                     // ws: the publisher connection of a target
+  bool was_open = false;                      // --auto-reconnect: opened at least once
+  bool retry = false;                         // --auto-reconnect: try again once the handle closed
+  std::uint8_t failures = 0;                  // --auto-reconnect: consecutive failed attempts
+  std::uint32_t opened_ms = 0;                // --auto-reconnect: when it last opened (since start)
   std::uint8_t rx_buf[16] = {};               // header or stamp bytes being assembled
   struct llhttp__internal_s* http = nullptr;  // http mode only
   WsConn* ws = nullptr;                       // ws mode only, kept across reconnects
@@ -132,6 +138,12 @@ class Worker {
   bool write_line(const std::string& line);
   std::uint64_t elapsed_ms() const noexcept;
   void note_resolved();
+  // --auto-reconnect (worker_reconnect.cpp)
+  void attempt_started(Conn& c);
+  void attempt_failed(Conn& c, const char* error);
+  void opened_again(Conn& c);
+  void connection_lost(Conn& c);
+  void retry_later(Conn& c);
 
   const LoadOptions& options_;
   ProcessShare share_;
@@ -154,6 +166,8 @@ class Worker {
   LoadResult result_;
   std::unique_ptr<std::uint8_t[]> read_buf_;
   std::vector<std::uint8_t> scratch_;  // one outgoing message, stamped per send
+  std::uint64_t down_ = 0;             // --auto-reconnect: lost connections not open again yet
+  std::mt19937_64 jitter_rng_;         // --auto-reconnect: jitter
   std::string http_request_;
   // ws mode: one handshake for every connection (the same key: the server
   // cannot tell, and no connection stores its own), the expected accept, the

@@ -38,6 +38,8 @@ void ConnectorOptions::validate() const {
     throw std::invalid_argument("connector: backoff_multiplier must be >= 1");
   if (backoff_jitter < 0 || backoff_jitter > 1)
     throw std::invalid_argument("connector: backoff_jitter is a fraction between 0 and 1");
+  if (stable_after < Duration{0})
+    throw std::invalid_argument("connector: stable_after must not be negative");
   connection.validate();
 }
 
@@ -162,7 +164,9 @@ void Connector::on_connect(uv_connect_t* req, int status) {
     self->attempt_failed(uv_error(status));
     return;
   }
+  self->failures_before_open_ = self->failures_;
   self->failures_ = 0;
+  self->opened_at_ = self->wheel_.now();
   ++self->connects_;
   NetStats& st = *self->stats_;
   ++st.accepted;
@@ -194,10 +198,15 @@ void Connector::connection_closed(Connection& conn) noexcept {
     started_ = false;
     return;
   }
-  // A connection that just closed is not a failed attempt: come back after
-  // the initial backoff (jittered), growing only if connects then fail.
+  // A connection that was open for stable_after is not a failed attempt:
+  // come back after the initial backoff (jittered), growing only if connects
+  // then fail. One closed sooner counts as one more failure.
   const auto& o = *options_;
   Duration delay = o.backoff_initial;
+  if (wheel_.now() - opened_at_ < o.stable_after) {
+    failures_ = failures_before_open_ + 1;
+    delay = o.backoff(failures_);
+  }
   delay -= detail::random_up_to(std::chrono::duration_cast<Duration>(delay * o.backoff_jitter));
   wheel_.schedule(timer_, delay);
 }

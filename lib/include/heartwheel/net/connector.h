@@ -7,13 +7,19 @@
 //   delay(n) = min(backoff_max, backoff_initial x multiplier^(n-1)),
 //   then reduced by a random 0..jitter fraction (so a fleet of clients cut off
 //   together does not come back in lockstep).
-// The backoff resets once a connection opens. With a Heartbeat's
+// The backoff resets once a connection opens and stays open for
+// stable_after; a connection the server closes sooner (a server at its
+// descriptor or connection limit accepts and closes at once, so does a proxy
+// whose backend is down) counts as one more failed attempt, so a fleet of
+// clients backs off from such a server instead of reconnecting every
+// backoff_initial (measured: 15 clients, ~290 connects a second, forever;
+// docs/BENCHMARKS.md "reconnect storm"). With a Heartbeat's
 // connection_options the client pings when write-idle and detects a dead
 // server by read idle; the close (read_idle) then triggers a reconnect.
 //
 // Many Connectors (the load harness: thousands per loop) can share one
 // options object and one NetStats through the shared_ptr constructor; then a
-// Connector is about 130 bytes plus its open Connection.
+// Connector is about 150 bytes plus its open Connection.
 //
 // Threads: the loop's thread only. Lifetime: destroy on the loop thread; an
 // open connection is closed without callbacks, an attempt in flight abandoned.
@@ -48,6 +54,9 @@ struct ConnectorOptions {
   double backoff_multiplier = 2.0;
   double backoff_jitter = 0.2;  // fraction of each delay removed at random, 0..1
   unsigned max_attempts = 0;    // consecutive failed attempts before giving up; 0 = never give up
+  // A connection closed sooner than this after it opened counts as a failed
+  // attempt (for the backoff and max_attempts); 0 = every open resets the backoff.
+  Duration stable_after = std::chrono::seconds(1);
   // Called after each failed attempt with the error and the delay before the
   // next one (Duration{-1}: no next attempt). Optional.
   std::function<void(std::error_code, Duration)> on_connect_error;
@@ -120,8 +129,10 @@ class Connector final : private detail::ConnectionHost {
   Attempt* attempt_ = nullptr;
   Connection* conn_ = nullptr;
   std::uint64_t next_id_ = 1;
+  TimePoint opened_at_{};  // when the open connection connected (stable_after)
   std::uint32_t connects_ = 0;
   unsigned failures_ = 0;
+  unsigned failures_before_open_ = 0;  // failures_ when the open connection connected
   bool started_ = false;
   bool stopped_ = false;
 };
