@@ -11,7 +11,10 @@ cross-process fan-out through a broker such as Redis is not used here), so the
 harness publishes each publication on every server (--publish-targets all:
 one publisher connection per server, the same data, the same send stamp);
 with servers that share a broker, --publish-targets first would make one
-publish do.
+publish do. With --redis the servers are nodes of one Redis (a redis-server
+started here on a free port, stopped by PID): the harness publishes each
+publication ONCE, on the first server, and every subscriber of every node
+must receive it (cross-node fan-out through pubsub::RedisBroker).
 
 Reports JSON: connections held, publications, delivered / expected / missing /
 duplicates, fan-out latency p50/p99/max (publish write -> receipt, the
@@ -21,7 +24,7 @@ the load, divided by the subscribers), server CPU per delivered message,
 dead subscribers closed on time, the load average.
 
 Usage: tools/ws-compare/fanout.py [--connections 100000] [--servers 6]
-       [--load-processes 6] [--rate 1] [--json FILE] [--build-dir build]
+       [--load-processes 6] [--rate 1] [--redis] [--json FILE] [--build-dir build]
 Everything started here runs in its own process group, stopped by its id.
 Exit status: 0 every publication reached every live subscriber and the dead
 ones were closed on time; 1 otherwise or a failure; 2 usage error."""
@@ -29,6 +32,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +40,23 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run import ROOT, marginal, open_files, proc_sample, start, stop  # noqa: E402
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("redis-server did not listen on %d" % port)
 
 
 def children_cpu(parent):
@@ -69,6 +90,9 @@ def main():
     ap.add_argument("--dead-fraction", type=float, default=0.01)
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--json")
+    ap.add_argument("--redis", action="store_true",
+                    help="the servers share one redis-server (started here): one publish, on "
+                         "the first server, must reach every node's subscribers")
     args = ap.parse_args()
     per_server = -(-args.connections // args.servers)
     per_load = -(-(args.connections + args.servers) // args.load_processes)
@@ -87,14 +111,24 @@ def main():
     duration = int(max(publish_start + args.publish_seconds + args.settle,
                        ramp + args.ping_interval + args.pong_timeout + 5))
     servers = []
+    redis = None
     stats_dir = tempfile.mkdtemp(prefix="fanout-stats-")
     try:
+        node_flags = []
+        if args.redis:
+            redis_port = free_port()
+            redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--save", "",
+                                      "--appendonly", "no", "--bind", "127.0.0.1"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+            wait_for_port(redis_port)
+            node_flags = ["--redis", "127.0.0.1:%d" % redis_port]
         for i in range(args.servers):
             servers.append(start([chat, "--listen", "127.0.0.1:0", "--workers", "1",
                                   "--stats-json", os.path.join(stats_dir, "%d.json" % i),
                                   "--ping-interval", "%ds" % args.ping_interval,
                                   "--pong-timeout", "%ds" % args.pong_timeout, "--tick", "10ms",
-                                  "--no-join-leave"]))
+                                  "--no-join-leave"] + node_flags))
         time.sleep(0.5)
         rss0 = sum(proc_sample(p.pid)[0] for p, _ in servers)
         out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
@@ -102,7 +136,7 @@ def main():
                "--target", ",".join("127.0.0.1:%d" % port for _, port in servers),
                "--connections", str(args.connections), "--processes", str(args.load_processes),
                "--source-ips", "127.0.0.1-127.0.0.8", "--connect-rate", str(args.connect_rate),
-               "--channels", "1", "--publish-rate", str(args.rate), "--publish-targets", "all",
+               "--channels", "1", "--publish-rate", str(args.rate), "--publish-targets", "first" if args.redis else "all",
                "--publish-start", "%gs" % publish_start,
                "--publish-stop-before", "%ds" % args.settle,
                "--dead-fraction", str(args.dead_fraction),
@@ -135,6 +169,9 @@ def main():
     finally:
         for p, _ in servers:
             stop(p)
+        if redis is not None:
+            redis.terminate()
+            redis.wait(timeout=10)
         shutil.rmtree(stats_dir, ignore_errors=True)
 
     def at(t):
@@ -163,7 +200,8 @@ def main():
         "connect_errors": report["connect_errors"],
         "subscribed": w["subscribed"],
         "live_subscribers_at_end": subscribers,
-        "publications_per_server": w["publish_acks"] // max(1, args.servers),
+        "redis": args.redis,
+        "publications_per_server": w["publish_acks"] // (1 if args.redis else max(1, args.servers)),
         "publish_acks": w["publish_acks"],
         "expected": w["expected"],
         "delivered": w["delivered"],
