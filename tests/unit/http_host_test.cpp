@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 #include <charconv>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -273,7 +274,11 @@ TEST_CASE("A pipelining client that does not read gets its reading paused, then 
   net::ConnectionOptions connection;
   connection.write.high_watermark = 64 * 1024;
   connection.write.low_watermark = 16 * 1024;
-  Fixture f(connection);
+  // The watermark alone (the next test: the default pipeline_queue_limit,
+  // which holds the next request back well before it).
+  SessionOptions session;
+  session.pipeline_queue_limit = std::numeric_limits<std::size_t>::max();
+  Fixture f(connection, session);
   Peer& peer = f.open();
   std::string pipeline;
   constexpr int kRequests = 200;
@@ -291,6 +296,35 @@ TEST_CASE("A pipelining client that does not read gets its reading paused, then 
   f.host.run_for(1s);
   CHECK(f.requests == answered_while_stuck);
   // The client reads: every answer arrives, in order, none refused or dropped.
+  const std::string out =
+      read_until(peer, [](const std::string& s) { return count(s, "HTTP/1.1 200") == kRequests; });
+  CHECK(count(out, "HTTP/1.1 200") == kRequests);
+  CHECK(f.requests == kRequests);
+  CHECK(f.host.stats().bytes_dropped == 0);
+  CHECK(peer.open());
+}
+
+TEST_CASE("A slow reader of pipelined answers holds at most one answer in our memory",
+          "[http][backpressure][net]") {
+  // Default watermarks (1 MiB): below them only pipeline_queue_limit (0)
+  // holds the next request back until the kernel took the last answer. The
+  // slow-read attack: 16 KiB answers, 200 pipelined, nothing read.
+  Fixture f;
+  Peer& peer = f.open();
+  std::string pipeline;
+  constexpr int kRequests = 200;
+  for (int i = 0; i < kRequests; ++i) pipeline += "GET /big?n=16384 HTTP/1.1\r\n\r\n";
+  peer.send(pipeline);
+  f.host.run_for(10ms);
+  f.host.run_for(1s);
+  // The socket pair took what it could; our side holds one answer at most
+  // (without the limit: up to the 1 MiB high watermark, ~64 answers).
+  CHECK(f.conn->queued_bytes() <= 17 * 1024);
+  CHECK(f.conn->writable());
+  CHECK_FALSE(f.conn->reading());
+  CHECK(f.requests < kRequests);
+  CHECK(f.http.stats().backpressure_pauses >= 1);
+  // Reading lets every request through, one drained answer at a time, in order.
   const std::string out =
       read_until(peer, [](const std::string& s) { return count(s, "HTTP/1.1 200") == kRequests; });
   CHECK(count(out, "HTTP/1.1 200") == kRequests);

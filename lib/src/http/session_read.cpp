@@ -92,15 +92,20 @@ void Session::parse(std::string_view bytes) {
   }
 }
 
-// A new request may start unless the pipeline is full or the connection is
-// above its high watermark: answering more while the peer does not read
-// would only buffer (nginx reads the next request only after the answer,
-// too). Otherwise reading pauses until answers go out.
+// A new request may start unless the pipeline is full, the connection is
+// above its high watermark, or answers wait in user space beyond
+// pipeline_queue_limit: answering more while the peer does not read would
+// only buffer (nginx reads the next request only after the answer, too).
+// Otherwise reading pauses until answers go out.
 bool Session::may_start_request() {
   const bool full = queue_.size() >= options_->max_pipelined;
   const bool backed_up = !transport_->writable();
-  if (!full && !backed_up) return true;
-  if (backed_up) ++stats_->backpressure_pauses;
+  // Answers still in user space: wait until the kernel took them
+  // (SessionOptions::pipeline_queue_limit), told by on_writable(true).
+  const bool queued = !backed_up && transport_->queued_bytes() > options_->pipeline_queue_limit;
+  if (!full && !backed_up && !queued) return true;
+  if (backed_up || queued) ++stats_->backpressure_pauses;
+  if (queued) transport_->notify_when_drained();
   reading_paused_ = true;
   transport_->set_reading(false);
   // The next request is here, unread because the peer does not read ours:
@@ -115,6 +120,10 @@ void Session::maybe_resume_reading() {
   if (!reading_paused_ || closed() || queue_.size() >= options_->max_pipelined ||
       !transport_->writable())
     return;
+  if (transport_->queued_bytes() > options_->pipeline_queue_limit) {
+    transport_->notify_when_drained();
+    return;
+  }
   reading_paused_ = false;
   transport_->set_reading(true);
   std::string input = std::move(pending_input_);

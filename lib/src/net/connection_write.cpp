@@ -181,6 +181,11 @@ void Connection::after_progress() noexcept {
       policy_paused_ = false;
       update_reading();
     }
+    if (queued_bytes() == 0) drain_watch_ = false;  // this call tells it too
+    guarded([&] { handler_->on_writable(*this, true); });
+  }
+  if (drain_watch_ && writable_ && !closing() && queued_bytes() == 0) {
+    drain_watch_ = false;
     guarded([&] { handler_->on_writable(*this, true); });
   }
   if (flush_then_close_ && !closing_ && queued_bytes() == 0) finish_close(reason_, {}, false);

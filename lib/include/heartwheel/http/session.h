@@ -106,6 +106,11 @@ class Transport {
   // False above the connection's high watermark until back at its low one
   // (net::Connection::writable). Report the change with Session::on_writable.
   virtual bool writable() const noexcept { return true; }
+  // Bytes sent and not yet taken by the kernel (net::Connection::queued_bytes).
+  virtual std::size_t queued_bytes() const noexcept { return 0; }
+  // Report Session::on_writable(true) once when queued_bytes() reaches 0
+  // (net::Connection::notify_when_drained). Called only while bytes are queued.
+  virtual void notify_when_drained() {}
 
   // The clock deadlines are set against; also handed to handlers
   // (Responder::timers) for answers they give later.

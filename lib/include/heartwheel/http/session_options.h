@@ -75,6 +75,13 @@ struct SessionOptions {
   std::size_t max_requests_per_connection = 0;  // 0: unlimited
   std::size_t max_pipelined = 32;  // parsed requests awaiting a response before reading pauses
   std::size_t max_buffered_bytes = std::size_t{4} << 20;  // answers held behind the head
+  // The next request starts only while the connection queues at most this
+  // many bytes the kernel has not taken (0: only when nothing is queued).
+  // A client that pipelines and reads slowly (slowhttptest's slow read) then
+  // holds at most one answer in our memory, as with nginx, which answers one
+  // request at a time; a client that reads keeps the kernel's socket buffer
+  // between us, so pipelining costs it nothing.
+  std::size_t pipeline_queue_limit = 0;
 
   std::string server_name = "heartwheel";  // Server header; empty: none
 

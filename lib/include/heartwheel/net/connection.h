@@ -47,6 +47,15 @@
 //   and on_close follows on a later loop iteration.
 #pragma once
 
+#include <heartwheel/net/close_reason.h>
+#include <heartwheel/net/deadline_timer.h>
+#include <heartwheel/net/handler.h>
+#include <heartwheel/net/idle_policy.h>
+#include <heartwheel/net/stats.h>
+#include <heartwheel/net/write_policy.h>
+#include <sys/socket.h>
+#include <uv.h>
+
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -54,16 +63,6 @@
 #include <string>
 #include <string_view>
 #include <system_error>
-
-#include <sys/socket.h>
-#include <uv.h>
-
-#include <heartwheel/net/close_reason.h>
-#include <heartwheel/net/deadline_timer.h>
-#include <heartwheel/net/handler.h>
-#include <heartwheel/net/idle_policy.h>
-#include <heartwheel/net/stats.h>
-#include <heartwheel/net/write_policy.h>
 
 namespace heartwheel::net {
 
@@ -189,6 +188,13 @@ class Connection final : private DeadlineTimer {
   std::size_t queued_bytes() const noexcept;
   // False above the high watermark until back at the low watermark.
   bool writable() const noexcept { return writable_; }
+  // One on_writable(conn, true) as soon as nothing is queued any more (the
+  // kernel took every byte), even if the high watermark was never passed:
+  // for protocols that hold back work until what they wrote has left user
+  // space (HTTP starts the next pipelined request then). One-shot; nothing
+  // happens if the connection closes first. Call it only while queued_bytes()
+  // is not 0 (otherwise there is nothing to wait for).
+  void notify_when_drained() noexcept { drain_watch_ = true; }
 
   // TCP_USER_TIMEOUT (Linux): the kernel drops the connection when sent data
   // stays unacknowledged this long. False if unsupported or refused.
@@ -336,7 +342,7 @@ class Connection final : private DeadlineTimer {
   std::unique_ptr<Extras> extra_;
   int error_ = 0;  // heartwheel_category() value: every error here is a uv code or errc
   CloseReason reason_ = CloseReason::local;
-  // One byte of flags.
+  // Flags (in the padding after reason_).
   bool writable_ : 1 = true;
   bool reading_ : 1 = false;  // uv_read_start is active
   bool user_paused_ : 1 = false;
@@ -345,6 +351,7 @@ class Connection final : private DeadlineTimer {
   bool closing_ : 1 = false;
   bool flush_then_close_ : 1 = false;
   bool opened_ : 1 = false;
+  bool drain_watch_ : 1 = false;  // notify_when_drained()
 };
 
 }  // namespace heartwheel::net
