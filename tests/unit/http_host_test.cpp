@@ -128,6 +128,18 @@ std::string read_until(Peer& peer, const std::function<bool(const std::string&)>
   return all;
 }
 
+// The peer reads everything: `n` answers arrive, every request was handled,
+// nothing dropped, the connection still open.
+void check_every_answer_arrives(Fixture& f, Peer& peer, int n) {
+  const auto want = static_cast<std::size_t>(n);
+  const std::string out =
+      read_until(peer, [want](const std::string& s) { return count(s, "HTTP/1.1 200") == want; });
+  CHECK(count(out, "HTTP/1.1 200") == want);
+  CHECK(f.requests == n);
+  CHECK(f.host.stats().bytes_dropped == 0);
+  CHECK(peer.open());
+}
+
 }  // namespace
 
 TEST_CASE("The send timeout is the connection's write stall: a reader that stops is closed",
@@ -296,12 +308,7 @@ TEST_CASE("A pipelining client that does not read gets its reading paused, then 
   f.host.run_for(1s);
   CHECK(f.requests == answered_while_stuck);
   // The client reads: every answer arrives, in order, none refused or dropped.
-  const std::string out =
-      read_until(peer, [](const std::string& s) { return count(s, "HTTP/1.1 200") == kRequests; });
-  CHECK(count(out, "HTTP/1.1 200") == kRequests);
-  CHECK(f.requests == kRequests);
-  CHECK(f.host.stats().bytes_dropped == 0);
-  CHECK(peer.open());
+  check_every_answer_arrives(f, peer, kRequests);
 }
 
 TEST_CASE("A slow reader of pipelined answers holds at most one answer in our memory",
@@ -325,12 +332,7 @@ TEST_CASE("A slow reader of pipelined answers holds at most one answer in our me
   CHECK(f.requests < kRequests);
   CHECK(f.http.stats().backpressure_pauses >= 1);
   // Reading lets every request through, one drained answer at a time, in order.
-  const std::string out =
-      read_until(peer, [](const std::string& s) { return count(s, "HTTP/1.1 200") == kRequests; });
-  CHECK(count(out, "HTTP/1.1 200") == kRequests);
-  CHECK(f.requests == kRequests);
-  CHECK(f.host.stats().bytes_dropped == 0);
-  CHECK(peer.open());
+  check_every_answer_arrives(f, peer, kRequests);
 }
 
 TEST_CASE("A streaming handler that respects writability never comes near the cap",
