@@ -4,6 +4,8 @@
 #include "protocol.h"
 
 #include <heartwheel/pubsub/limits.h>
+#include <heartwheel/pubsub/redis_broker.h>
+#include <heartwheel/ws/frame.h>
 #include <heartwheel/ws/utf8.h>
 
 #include <stdexcept>
@@ -150,6 +152,16 @@ std::optional<std::string> name_from_query(std::string_view query) {
     return name;
   }
   return std::nullopt;
+}
+
+void encode_as_ws_frames(pubsub::RedisBrokerOptions& options) {
+  namespace ws = heartwheel::ws;
+  options.encode_publication = [](const pubsub::Publication& p) {
+    return ws::encode_shared(ws::Opcode::text, publication_json(p));
+  };
+  options.encode_presence = [](const pubsub::PresenceEvent& e) {
+    return ws::encode_shared(ws::Opcode::text, presence_json(e));
+  };
 }
 
 }  // namespace chat

@@ -14,6 +14,10 @@
 #include <system_error>
 #include <vector>
 
+namespace heartwheel::pubsub {
+struct RedisBrokerOptions;
+}
+
 namespace chat {
 
 using Json = nlohmann::json;
@@ -37,6 +41,11 @@ std::string error_reply(const Json& id, std::string_view code, std::string_view 
 // "channel_too_long", "bad_channel_character", "channel_limit",
 // "already_subscribed", "not_subscribed", "data_too_large", or "internal".
 std::string error_code_name(const std::error_code& ec);
+
+// Makes a RedisBroker encode each publication and presence event once per
+// node, as this protocol's WebSocket text frame, which every worker's
+// subscribers then share.
+void encode_as_ws_frames(heartwheel::pubsub::RedisBrokerOptions& options);
 
 // A client's presence info: {"client":ID,"name":NAME}.
 std::string client_info(std::string_view client_id, std::string_view name);

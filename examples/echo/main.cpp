@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "cli_program.h"
+#include "serve_loop.h"
 #include "server_flags.h"
 
 namespace metrics = heartwheel::metrics;
@@ -205,12 +206,6 @@ net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
   return workers.total();
 }
 
-void announce(const char* what, const std::string& host, int port) {
-  const bool v6 = host.find(':') != std::string::npos;
-  std::printf("%s on %s%s%s:%d\n", what, v6 ? "[" : "", host.c_str(), v6 ? "]" : "", port);
-  std::fflush(stdout);
-}
-
 // Binds (without listening) a SO_REUSEPORT socket on host:port in the
 // parent: it keeps the port reserved (port 0: picks one) so every child can
 // listen on it. Returns the descriptor and the bound port.
@@ -332,8 +327,8 @@ int main(int argc, char** argv) {
   return heartwheel::cli::run(app, [&] {
     if (c.processes <= 1) {
       const auto total = serve(setup, {}, [&](int port, const metrics::Endpoint* endpoint) {
-        announce("listening", host, port);
-        if (endpoint) announce("metrics", setup.metrics->host, endpoint->port());
+        heartwheel::cli::announce("listening", host, port);
+        if (endpoint) heartwheel::cli::announce("metrics", setup.metrics->host, endpoint->port());
       });
       write_stats(c, total, 1);
       return 0;
@@ -366,8 +361,8 @@ int main(int argc, char** argv) {
           return 0;
         },
         [&] {
-          announce("listening", host, port);
-          if (setup.metrics) announce("metrics", setup.metrics->host, setup.metrics->port);
+          heartwheel::cli::announce("listening", host, port);
+          if (setup.metrics) heartwheel::cli::announce("metrics", setup.metrics->host, setup.metrics->port);
         });
     ::close(reserve_fd);
     if (metrics_fd >= 0) ::close(metrics_fd);

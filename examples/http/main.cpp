@@ -63,12 +63,7 @@ void write_stats(const std::string& path, const StatsBoard& board, const net::Wo
   nlohmann::json j;
   j["http"] = to_json(board.total());
   j["net"] = nlohmann::json::parse(net::to_json(workers.total()));
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << j.dump(2) << '\n';
-  }
-  std::rename(tmp.c_str(), path.c_str());  // readers never see half a file
+  heartwheel::cli::write_file_atomically(path, j.dump(2) + '\n');
 }
 
 struct Flags {
@@ -183,7 +178,6 @@ int main(int argc, char** argv) {
       return h;
     });
     workers.start();
-    const bool v6 = hp.host.find(':') != std::string::npos;  // "[::1]:8080", as --listen takes it
     std::unique_ptr<metrics::Endpoint> endpoint;
     if (metrics_options) {
       endpoint = std::make_unique<metrics::Endpoint>(*metrics_options,
@@ -192,10 +186,8 @@ int main(int argc, char** argv) {
                                                        metrics::write(out, board.total());
                                                      });
     }
-    std::printf("listening on %s%s%s:%d\n", v6 ? "[" : "", hp.host.c_str(), v6 ? "]" : "",
-                workers.port());
-    if (endpoint) std::printf("metrics on %s\n", endpoint->address().c_str());
-    std::fflush(stdout);
+    heartwheel::cli::announce_listening(hp.host, workers.port(),
+                                        endpoint ? endpoint->address() : std::string());
 
     // Signals drain the workers (idle connections close, busy ones answer
     // with Connection: close); the stats file is rewritten meanwhile.

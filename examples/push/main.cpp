@@ -8,11 +8,9 @@
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub/redis_broker.h>
-#include <heartwheel/ws/frame.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -23,6 +21,7 @@
 #include "serve_loop.h"
 #include "server_flags.h"
 #include "stats_board.h"
+#include "ws_flags.h"
 
 namespace {
 
@@ -34,14 +33,10 @@ namespace pubsub = heartwheel::pubsub;
 namespace ws = heartwheel::ws;
 
 struct Flags {
-  std::string listen = "127.0.0.1:8080";
+  chat::WsFlags ws;  // the WebSocket server flags heartwheel-chat shares
   std::string redis;
-  unsigned workers = 1;
-  std::string ping_interval = "25s", pong_timeout = "8s", close_timeout = "5s", history_ttl = "5m",
-              drain_timeout = "10s", tick = "10ms", stats_interval = "1s", send_timeout = "30s";
-  std::size_t max_message_size = 64 * 1024, history_size = 100, max_queued_bytes = 1 << 20;
-  std::string slow_consumer = "close";
-  std::string stats_json, metrics_listen;
+  std::string send_timeout = "30s";
+  std::string metrics_listen;
   // Redis and the delayed queue.
   std::string redis_timeout = "2s", key_prefix = "heartwheel:push:", window = "60s",
               load_interval = "1s", lease = "30s", reap_interval = "1s", takeover_grace = "2s",
@@ -59,21 +54,8 @@ struct Setup {
   Duration drain_timeout{};
 };
 
-void setup_websocket(const Flags& f, Setup& s) {
-  ws::NetHandlerOptions& w = s.chat.ws;
-  w.ping_interval = parse_duration_flag("--ping-interval", f.ping_interval);
-  w.pong_timeout = parse_duration_flag("--pong-timeout", f.pong_timeout);
-  w.close_timeout = parse_duration_flag("--close-timeout", f.close_timeout);
-  if (f.max_message_size == 0) throw std::invalid_argument("--max-message-size must be positive");
-  w.session.max_message_bytes = f.max_message_size;
-  w.max_queued_bytes = f.max_queued_bytes;
-  if (f.slow_consumer != "close" && f.slow_consumer != "skip")
-    throw std::invalid_argument("--slow-consumer must be close or skip, not '" + f.slow_consumer +
-                                "'");
-  w.slow_consumer =
-      f.slow_consumer == "close" ? ws::SlowConsumerPolicy::close : ws::SlowConsumerPolicy::skip;
-  w.validate();
-  s.node.sse.close_slow = f.slow_consumer == "close";
+void setup_sse(const Flags& f, Setup& s) {
+  s.node.sse.close_slow = f.ws.slow_consumer == "close";
   s.node.sse.heartbeat = parse_duration_flag("--sse-heartbeat", f.sse_heartbeat);
   if (s.node.sse.heartbeat.count() <= 0)
     throw std::invalid_argument("--sse-heartbeat must be positive");
@@ -111,14 +93,12 @@ void setup_redis(const Flags& f, Setup& s) {
 
 Setup make_setup(const Flags& f) {
   Setup s;
-  setup_websocket(f, s);
+  chat::Config& c = s.chat;
+  chat::apply_ws_flags(f.ws, c);
+  setup_sse(f, s);
   setup_redis(f, s);
-  s.bus.channel.history_size = f.history_size;
-  s.bus.channel.history_ttl = parse_duration_flag("--history-ttl", f.history_ttl);
-  if (f.history_size > 0 && s.bus.channel.history_ttl.count() <= 0)
-    throw std::invalid_argument("--history-ttl must be positive when --history-size is not 0");
+  chat::apply_channel_flags(f.ws, s.bus);
   s.bus.channel.join_leave = false;  // push channels are broadcasts: no join/leave events
-  s.bus.limits.max_data_bytes = f.max_message_size;
   s.bus.validate();
   pubsub::RedisBrokerOptions& b = s.broker;
   b.limits = s.bus.limits;
@@ -127,44 +107,19 @@ Setup make_setup(const Flags& f) {
     throw std::invalid_argument("--history-ttl must be positive");
   b.redis = s.node.redis;
   b.key_prefix = f.key_prefix + "pubsub:";
-  // Once per publication per node: every worker's WebSocket subscribers
-  // share the frame (SSE streams format their own events).
-  b.encode_publication = [](const pubsub::Publication& p) {
-    return ws::encode_shared(ws::Opcode::text, chat::publication_json(p));
-  };
-  b.encode_presence = [](const pubsub::PresenceEvent& e) {
-    return ws::encode_shared(ws::Opcode::text, chat::presence_json(e));
-  };
+  chat::encode_as_ws_frames(b);  // SSE streams format their own events
   b.validate();
-  chat::Config& c = s.chat;
-  c.history_size = f.history_size;
-  c.stats_interval = parse_duration_flag("--stats-interval", f.stats_interval);
-  if (c.stats_interval.count() <= 0)
-    throw std::invalid_argument("--stats-interval must be positive");
   // SSE streams are long responses: no request deadline (each /publish
   // answer is bounded by --redis-timeout instead); a reader that stops
   // reading is closed by the send timeout (write stall).
   c.http.request_timeout = Duration{0};
   c.http.send_timeout = parse_duration_flag("--send-timeout", f.send_timeout);
-  c.http.max_body_bytes = f.max_message_size + 4096;  // the JSON around the data: 413 beyond
+  c.http.max_body_bytes = f.ws.max_message_size + 4096;  // the JSON around the data: 413 beyond
 
-  s.listen = net::parse_host_port(f.listen);
-  net::WorkersOptions& wo = s.workers;
-  wo.threads = f.workers;
-  wo.server.host = s.listen.host;
-  wo.server.port = s.listen.port;
-  wo.server.connection.idle = {};  // HTTP's timeouts, then WebSocket's heartbeat, replace it
-  net::WritePolicy& wp = wo.server.connection.write;
-  wp.slow_reader = net::SlowReaderPolicy::close;
-  wp.stall_timeout = c.http.send_timeout;
-  if (f.max_queued_bytes > wp.max_queued_bytes / 2) wp.max_queued_bytes = 2 * f.max_queued_bytes;
-  wo.wheel.tick = parse_duration_flag("--tick", f.tick);
-  if (wo.wheel.tick < std::chrono::milliseconds(1))
-    throw std::invalid_argument("--tick must be at least 1ms");
-  wo.publish_interval = c.stats_interval;
-  heartwheel::cli::apply_server_flags(f.server, wo.server);
-  wo.server.validate();
-  s.drain_timeout = parse_duration_flag("--drain-timeout", f.drain_timeout);
+  s.listen = chat::apply_workers_flags(f.ws, c, s.workers);
+  heartwheel::cli::apply_server_flags(f.server, s.workers.server);
+  s.workers.server.validate();
+  s.drain_timeout = chat::drain_timeout(f.ws);
   return s;
 }
 
@@ -193,25 +148,14 @@ void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
   j["ws_protocol"] = {{"connections", c.chat.chat_connections},
                       {"requests", c.chat.requests},
                       {"errors", c.chat.errors}};
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << j.dump(2) << '\n';
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)  // readers never see half a file
-    throw std::runtime_error("cannot rename " + tmp + " to " + path);
+  heartwheel::cli::write_file_atomically(path, j.dump(2) + '\n');
 }
 
 void add_flags(CLI::App& app, Flags& f) {
-  app.add_option("--listen", f.listen, "HOST:PORT to listen on (port 0: pick a free one)")
-      ->capture_default_str();
+  chat::add_ws_flags(app, f.ws,
+                     "worker threads, each with its own loop, wheel, hub, "
+                     "Redis link and delayed queue (SO_REUSEPORT)");
   app.add_option("--redis", f.redis, "HOST:PORT of the Redis every node shares (required)");
-  app.add_option("--workers", f.workers,
-                 "worker threads, each with its own loop, wheel, hub, "
-                 "Redis link and delayed queue (SO_REUSEPORT)")
-      ->capture_default_str()
-      ->check(CLI::Range(1u, 64u));
   app.add_option("--redis-timeout", f.redis_timeout,
                  "each Redis command's deadline; while Redis is down a publish waits this long, "
                  "then gets 503")
@@ -237,39 +181,6 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--send-timeout", f.send_timeout,
                  "a connection whose queued bytes make no progress this long is closed "
                  "(write_stall): a dead SSE reader")
-      ->capture_default_str();
-  app.add_option("--ping-interval", f.ping_interval,
-                 "the server pings every WebSocket this often (0: no pings)")
-      ->capture_default_str();
-  app.add_option("--pong-timeout", f.pong_timeout,
-                 "no byte from the peer this long after a ping: closed (reason pong_timeout)")
-      ->capture_default_str();
-  app.add_option("--close-timeout", f.close_timeout,
-                 "how long a peer may take to answer our close frame")
-      ->capture_default_str();
-  app.add_option("--max-message-size", f.max_message_size,
-                 "largest WebSocket message accepted (bigger: close 1009); also the largest "
-                 "publication's data")
-      ->capture_default_str();
-  app.add_option("--history-size", f.history_size,
-                 "publications kept per channel for recovery, history and SSE resume (0: none)")
-      ->capture_default_str();
-  app.add_option("--history-ttl", f.history_ttl, "how long each kept publication stays")
-      ->capture_default_str();
-  app.add_option("--slow-consumer", f.slow_consumer,
-                 "a subscriber whose queue would pass --max-queued-bytes (SSE: its high "
-                 "watermark): close it or skip the publication for it")
-      ->capture_default_str();
-  app.add_option("--max-queued-bytes", f.max_queued_bytes,
-                 "per WebSocket: bytes that may wait for a slow subscriber (0: no limit)")
-      ->capture_default_str();
-  app.add_option("--drain-timeout", f.drain_timeout,
-                 "on SIGTERM/SIGINT, how long connections get to finish")
-      ->capture_default_str();
-  app.add_option("--tick", f.tick, "timing wheel tick (>= 1ms)")->capture_default_str();
-  app.add_option("--stats-json", f.stats_json,
-                 "write counters as JSON to FILE every --stats-interval and at exit");
-  app.add_option("--stats-interval", f.stats_interval, "how often --stats-json is rewritten")
       ->capture_default_str();
   app.add_option(
       "--metrics-listen", f.metrics_listen,
@@ -305,9 +216,9 @@ int main(int argc, char** argv) {
   return heartwheel::cli::run(app, [&] {
     pubsub::RedisBroker broker(s.broker);  // one per process: every worker's hubs attach to it
     chat::Roster roster;
-    chat::StatsBoard chat_board(f.workers);
-    heartwheel::metrics::WorkerBoard<pushsrv::NodeStats> board(f.workers);
-    std::vector<pushsrv::Node*> nodes(f.workers, nullptr);  // slot i: written by worker i only
+    chat::StatsBoard chat_board(f.ws.workers);
+    heartwheel::metrics::WorkerBoard<pushsrv::NodeStats> board(f.ws.workers);
+    std::vector<pushsrv::Node*> nodes(f.ws.workers, nullptr);  // slot i: written by worker i only
     s.chat.routes = [&nodes](unsigned w, pubsub::Hub&, const heartwheel::http::Request& req,
                              heartwheel::http::Responder& r) { return nodes[w]->route(req, r); };
     s.workers.on_publish = [&board](unsigned w, const net::LoopSnapshot&, net::Handler& h) {
@@ -333,19 +244,16 @@ int main(int argc, char** argv) {
               heartwheel::metrics::write(out, workers.total());
               pushsrv::write_metrics(out, board.total());
             });
-      const bool v6 = s.listen.host.find(':') != std::string::npos;
-      std::printf("listening on %s%s%s:%d\n", v6 ? "[" : "", s.listen.host.c_str(), v6 ? "]" : "",
-                  workers.port());
-      if (endpoint) std::printf("metrics on %s\n", endpoint->address().c_str());
-      std::fflush(stdout);
+      heartwheel::cli::announce_listening(s.listen.host, workers.port(),
+                                          endpoint ? endpoint->address() : std::string());
       heartwheel::cli::serve_until_signalled(
           workers,
           {.program = "heartwheel-push",
            .drain_timeout = s.drain_timeout,
-           .tick_interval = f.stats_json.empty() ? Duration{0} : s.chat.stats_interval,
-           .tick = [&] { write_stats(f.stats_json, chat_board, board, workers, broker); }});
+           .tick_interval = f.ws.stats_json.empty() ? Duration{0} : s.chat.stats_interval,
+           .tick = [&] { write_stats(f.ws.stats_json, chat_board, board, workers, broker); }});
       workers.join();  // every worker's hubs are gone before the broker
-      write_stats(f.stats_json, chat_board, board, workers, broker);
+      write_stats(f.ws.stats_json, chat_board, board, workers, broker);
       const pushsrv::NodeStats n = board.total();
       std::fprintf(stderr,
                    "heartwheel-push: stopped after %llu publishes accepted, %llu delivered\n",

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cli_program.h"
+#include "serve_loop.h"
 #include "server_flags.h"
 #include "rpc_service.h"
 
@@ -215,7 +216,6 @@ int main(int argc, char** argv) {
     Control control(workers, setup.drain_timeout);
     workers.start();
     const auto& host = setup.workers.server.host;
-    const bool v6 = host.find(':') != std::string::npos;
     std::unique_ptr<metrics::Endpoint> endpoint;
     if (setup.metrics) {
       endpoint = std::make_unique<metrics::Endpoint>(*setup.metrics,
@@ -224,9 +224,8 @@ int main(int argc, char** argv) {
                                                        metrics::write(out, board.total());
                                                      });
     }
-    std::printf("listening on %s%s%s:%d\n", v6 ? "[" : "", host.c_str(), v6 ? "]" : "", workers.port());
-    if (endpoint) std::printf("metrics on %s\n", endpoint->address().c_str());
-    std::fflush(stdout);
+    heartwheel::cli::announce_listening(host, workers.port(),
+                                        endpoint ? endpoint->address() : std::string());
 
     control.run();
     workers.join();  // after this the counters are ours to read

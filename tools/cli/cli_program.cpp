@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -56,6 +57,18 @@ Duration parse_duration_flag(std::string_view flag, std::string_view text) {
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string(flag) + ": " + e.what());
   }
+}
+
+void write_file_atomically(const std::string& path, std::string_view text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << text;
+    out.flush();
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error("cannot rename " + tmp + " to " + path);
 }
 
 int run(const CLI::App& app, const std::function<int()>& body) {

@@ -27,6 +27,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace CLI {
@@ -59,5 +60,10 @@ Duration parse_duration_flag(std::string_view flag, std::string_view text);
 // Runs the body of main(): returns what `body` returns; an exception that
 // escapes it is printed with failure() and gives kExitFailure.
 int run(const CLI::App& app, const std::function<int()>& body);
+
+// Replaces the file at `path` with `text` by writing PATH.tmp and renaming it,
+// so a reader (a test, a dashboard polling --stats-json) never sees half a
+// file. Throws std::runtime_error naming the file when either step fails.
+void write_file_atomically(const std::string& path, std::string_view text);
 
 }  // namespace heartwheel::cli

@@ -78,4 +78,19 @@ void serve_until_signalled(net::Workers& workers, const ServeLoopOptions& option
   uv_loop_close(&c.loop);
 }
 
+void announce(std::string_view what, std::string_view host, int port) {
+  const bool v6 = host.find(':') != std::string_view::npos;
+  std::printf("%.*s on %s%.*s%s:%d\n", static_cast<int>(what.size()), what.data(), v6 ? "[" : "",
+              static_cast<int>(host.size()), host.data(), v6 ? "]" : "", port);
+  std::fflush(stdout);
+}
+
+void announce_listening(std::string_view host, int port, std::string_view metrics_address) {
+  announce("listening", host, port);
+  if (metrics_address.empty()) return;
+  std::printf("metrics on %.*s\n", static_cast<int>(metrics_address.size()),
+              metrics_address.data());
+  std::fflush(stdout);
+}
+
 }  // namespace heartwheel::cli

@@ -23,6 +23,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace heartwheel::cli {
 
@@ -35,6 +36,15 @@ struct ServeLoopOptions {
   Duration tick_interval{0};
   std::function<void()> tick;
 };
+
+// Prints "WHAT on HOST:PORT" (an IPv6 host in brackets, as --listen takes it)
+// and flushes stdout: scripts and tests wait for "listening on" and "metrics
+// on" lines before they connect.
+void announce(std::string_view what, std::string_view host, int port);
+
+// announce("listening", ...), then "metrics on ADDRESS" unless
+// `metrics_address` is empty (an Endpoint's address(), already formatted).
+void announce_listening(std::string_view host, int port, std::string_view metrics_address = {});
 
 // Returns once every worker loop has ended (after a drain or a stop). Throws
 // std::system_error if the loop or a handle cannot be made.

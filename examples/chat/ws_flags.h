@@ -1,0 +1,68 @@
+// The WebSocket server flags heartwheel-chat and heartwheel-push share:
+// registered in one place, checked and written into the options in one place
+// (each program's README documents them).
+//
+//   chat::WsFlags f;
+//   chat::add_ws_flags(app, f, "worker threads, each with ...");
+//   ... parse ...
+//   try {                                     // std::invalid_argument names the flag
+//     chat::apply_ws_flags(f, config);        // config.ws, history_size, stats_interval
+//     chat::apply_channel_flags(f, bus);      // history and limits of every channel
+//     listen = chat::apply_workers_flags(f, config, workers);
+//   } catch (...) { usage error }
+//
+// Threads: call from main() only.
+#pragma once
+
+#include <heartwheel/net/address.h>
+#include <heartwheel/net/workers.h>
+#include <heartwheel/pubsub/bus.h>
+#include <heartwheel/time.h>
+
+#include <cstddef>
+#include <string>
+
+#include "worker.h"
+
+namespace CLI {
+class App;
+}
+
+namespace chat {
+
+struct WsFlags {
+  std::string listen = "127.0.0.1:8080";
+  unsigned workers = 1;
+  std::string ping_interval = "25s", pong_timeout = "8s", close_timeout = "5s", history_ttl = "5m",
+              drain_timeout = "10s", tick = "10ms", stats_interval = "1s";
+  std::size_t max_message_size = 64 * 1024, history_size = 100, max_queued_bytes = 1 << 20;
+  std::string slow_consumer = "close";
+  std::string stats_json;
+};
+
+// Registers --listen, --workers (with `workers_help`), --ping-interval,
+// --pong-timeout, --close-timeout, --max-message-size, --history-size,
+// --history-ttl, --slow-consumer, --max-queued-bytes, --drain-timeout, --tick,
+// --stats-json and --stats-interval.
+void add_ws_flags(CLI::App& app, WsFlags& flags, const std::string& workers_help);
+
+// config.ws (pings, pongs, close handshake, message size, slow consumers),
+// config.history_size and config.stats_interval.
+void apply_ws_flags(const WsFlags& flags, Config& config);
+
+// Every channel's history (size and TTL) and limits (the largest publication
+// is the largest message). join_leave is left as it is.
+void apply_channel_flags(const WsFlags& flags, heartwheel::pubsub::BusOptions& bus);
+
+// The workers: threads, listen address, tick, publish interval (the stats
+// interval), and the write policy of a WebSocket server: a connection that
+// makes no write progress for config.http.send_timeout is closed, and the
+// hard queue cap stays above --max-queued-bytes so the slow-consumer rule acts
+// first. Returns the parsed --listen.
+heartwheel::net::HostPort apply_workers_flags(const WsFlags& flags, const Config& config,
+                                              heartwheel::net::WorkersOptions& workers);
+
+// --drain-timeout.
+heartwheel::Duration drain_timeout(const WsFlags& flags);
+
+}  // namespace chat
