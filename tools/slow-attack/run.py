@@ -145,6 +145,35 @@ def tcp_mem_limit_pages():
         return 0
 
 
+# The kernel's TCP counters that tell where packets waited when memory ran
+# short: pressure episodes, drops and prunes of receive queues, retransmission
+# timeouts (the 200 ms ... 3 s steps a client then sees as latency).
+TCP_COUNTERS = ("TcpExt:TCPMemoryPressures", "TcpExt:TCPMemoryPressuresChrono",
+                "TcpExt:TCPAbortOnMemory", "TcpExt:TCPRcvQDrop", "TcpExt:PruneCalled",
+                "TcpExt:RcvPruned", "TcpExt:OfoPruned", "TcpExt:TCPTimeouts",
+                "TcpExt:TCPLossProbes", "TcpExt:TCPBacklogDrop", "TcpExt:ListenDrops",
+                "TcpExt:TCPRetransFail", "TcpExt:TCPZeroWindowDrop", "Tcp:RetransSegs")
+
+
+def tcp_counters():
+    """{"TcpExt:Name": value} from /proc/net/netstat and /proc/net/snmp."""
+    out = {}
+    for path in ("/proc/net/netstat", "/proc/net/snmp"):
+        try:
+            with open(path) as f:
+                lines = f.read().splitlines()
+        except OSError:
+            continue
+        for names, values in zip(lines[0::2], lines[1::2]):
+            prefix, names = names.split(":", 1)
+            for n, v in zip(names.split(), values.split()[1:]):
+                try:
+                    out[f"{prefix}:{n}"] = int(v)
+                except ValueError:
+                    pass
+    return out
+
+
 def read_kib(path, key):
     try:
         with open(path) as f:
@@ -429,6 +458,7 @@ def one_run(args, target, attack, size):
         base_rss, base_pss = sampler.sample()
         cpu_before = sampler.cpu_total()
         load_before = os.getloadavg()
+        counters_before = tcp_counters()
         sampler.start()
         normal_json = os.path.join(tmp, "normal.json")
         procs.append(subprocess.Popen(normal_load_cmd(args, port, normal_json),
@@ -458,6 +488,7 @@ def one_run(args, target, attack, size):
         sampler.stop_event.set()
         sampler.join(5)
         load_after = os.getloadavg()
+        counters_after = tcp_counters()
         series = merge_csvs(csvs, outs)
         base_sockets = sampler.sockets[0][1] if sampler.sockets else 0
         held = [max(0, n - base_sockets) for _, n in sampler.sockets]
@@ -481,6 +512,9 @@ def one_run(args, target, attack, size):
                             "limit": tcp_mem_limit_pages() * 4 // 1024,
                             "series": sampler.tcp_mem},
             "loadavg_1m": [round(load_before[0], 2), round(load_after[0], 2)],
+            # the whole machine's, during the run (attack, normal clients, server)
+            "tcp_counters": {k: counters_after.get(k, 0) - counters_before.get(k, 0)
+                             for k in TCP_COUNTERS if k in counters_after},
             "server_cmd": " ".join(server_cmd), "attack_cmd": " ".join(attack_cmds[0]),
             "attack_series": series,
         }
