@@ -48,8 +48,7 @@ struct Setup {
 Setup make_setup(const Flags& f) {
   Setup s;
   chat::apply_ws_flags(f.ws, s.config);
-  chat::apply_channel_flags(f.ws, s.bus);
-  s.bus.channel.join_leave = !f.no_join_leave;
+  chat::apply_channel_flags(f.ws, !f.no_join_leave, s.bus);
   s.config.presence_events = s.bus.channel.join_leave;
 
   if (!f.redis.empty()) {
@@ -116,8 +115,8 @@ int main(int argc, char** argv) {
       "WebSocket echo.\nDurations: 250ms, 2s, 5m.\n"
       "Exit status: 0 ok, 1 runtime failure, 2 usage error.",
       "heartwheel-chat"};
-  chat::add_ws_flags(app, f.ws,
-                     "worker threads, each with its own loop, wheel and pub/sub hub (SO_REUSEPORT)");
+  chat::add_ws_flags(
+      app, f.ws, "worker threads, each with its own loop, wheel and pub/sub hub (SO_REUSEPORT)");
   chat::add_production_flags(app, production);
   app.add_flag("--no-join-leave", f.no_join_leave,
                "no join/leave pushes (presence counts are still answered): for channels with "

@@ -75,8 +75,9 @@ void apply_ws_flags(const WsFlags& f, Config& c) {
     throw std::invalid_argument("--stats-interval must be positive");
 }
 
-void apply_channel_flags(const WsFlags& f, heartwheel::pubsub::BusOptions& bus) {
+void apply_channel_flags(const WsFlags& f, bool join_leave, heartwheel::pubsub::BusOptions& bus) {
   bus.channel.history_size = f.history_size;
+  bus.channel.join_leave = join_leave;
   bus.channel.history_ttl = parse_duration_flag("--history-ttl", f.history_ttl);
   if (f.history_size > 0 && bus.channel.history_ttl.count() <= 0)
     throw std::invalid_argument("--history-ttl must be positive when --history-size is not 0");

@@ -5,9 +5,9 @@
 //   chat::WsFlags f;
 //   chat::add_ws_flags(app, f, "worker threads, each with ...");
 //   ... parse ...
-//   try {                                     // std::invalid_argument names the flag
-//     chat::apply_ws_flags(f, config);        // config.ws, history_size, stats_interval
-//     chat::apply_channel_flags(f, bus);      // history and limits of every channel
+//   try {                                       // std::invalid_argument names the flag
+//     chat::apply_ws_flags(f, config);          // config.ws, history_size, stats_interval
+//     chat::apply_channel_flags(f, true, bus);  // history, join/leave, limits of channels
 //     listen = chat::apply_workers_flags(f, config, workers);
 //   } catch (...) { usage error }
 //
@@ -50,9 +50,10 @@ void add_ws_flags(CLI::App& app, WsFlags& flags, const std::string& workers_help
 // config.history_size and config.stats_interval.
 void apply_ws_flags(const WsFlags& flags, Config& config);
 
-// Every channel's history (size and TTL) and limits (the largest publication
-// is the largest message). join_leave is left as it is.
-void apply_channel_flags(const WsFlags& flags, heartwheel::pubsub::BusOptions& bus);
+// Every channel's history (size and TTL), join/leave events, and limits (the
+// largest publication is the largest message); validates the result.
+void apply_channel_flags(const WsFlags& flags, bool join_leave,
+                         heartwheel::pubsub::BusOptions& bus);
 
 // The workers: threads, listen address, tick, publish interval (the stats
 // interval), and the write policy of a WebSocket server: a connection that

@@ -362,7 +362,8 @@ int main(int argc, char** argv) {
         },
         [&] {
           heartwheel::cli::announce("listening", host, port);
-          if (setup.metrics) heartwheel::cli::announce("metrics", setup.metrics->host, setup.metrics->port);
+          if (setup.metrics)
+            heartwheel::cli::announce("metrics", setup.metrics->host, setup.metrics->port);
         });
     ::close(reserve_fd);
     if (metrics_fd >= 0) ::close(metrics_fd);

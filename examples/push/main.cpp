@@ -97,9 +97,8 @@ Setup make_setup(const Flags& f) {
   chat::apply_ws_flags(f.ws, c);
   setup_sse(f, s);
   setup_redis(f, s);
-  chat::apply_channel_flags(f.ws, s.bus);
-  s.bus.channel.join_leave = false;  // push channels are broadcasts: no join/leave events
-  s.bus.validate();
+  // Push channels are broadcasts: no join/leave events.
+  chat::apply_channel_flags(f.ws, /*join_leave=*/false, s.bus);
   pubsub::RedisBrokerOptions& b = s.broker;
   b.limits = s.bus.limits;
   b.channel = s.bus.channel;

@@ -168,8 +168,8 @@ TEST_CASE("Under pressure idle timeouts shrink and connections silent since befo
   // may close them (and the pressure end) before this line runs, while the
   // last accept is still being waited for. Either state shows the step.
   CHECK(server.stats().overload.scale_changes >= 1);
-  CHECK((server.stats().overload.idle_scale == 0.0 ||
-         rec.count_closed(CloseReason::read_idle) > 0));
+  CHECK(
+      (server.stats().overload.idle_scale == 0.0 || rec.count_closed(CloseReason::read_idle) > 0));
   // Without the sweeper they would wait for their 20 s deadline.
   REQUIRE(t.run_until([&] { return count_closed(silent) == 3; }, 5s));
   CHECK(hr_now() - saturated_at < 3s);
