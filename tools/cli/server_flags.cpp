@@ -16,6 +16,11 @@ void add_server_flags(CLI::App& app, ServerFlags& f) {
                  "per worker loop; beyond it new connections are accepted and reset (counted "
                  "as 'limit'), or make room with --drop-idle-at-limit; 0 = no limit")
       ->capture_default_str();
+  app.add_option("--accept-batch", f.accept_batch,
+                 "per worker loop: connections accepted per loop turn at most; the rest wait "
+                 "in the kernel's listen queue for the next turn, so a flood of new connections "
+                 "cannot hold the open ones' requests for long; 0 = all the kernel has queued")
+      ->capture_default_str();
   app.add_flag("--proxy-protocol", f.proxy_protocol,
                "every connection starts with a PROXY protocol header (v1 or v2, as HAProxy's "
                "send-proxy / send-proxy-v2 send); its client address replaces the socket's; "
@@ -62,6 +67,7 @@ void add_server_flags(CLI::App& app, ServerFlags& f) {
 void apply_server_flags(const ServerFlags& f, net::ServerOptions& so) {
   auto refuse = [](const std::string& what) { throw std::invalid_argument(what); };
   so.max_connections = f.max_connections;
+  so.accept_batch = f.accept_batch;
   so.proxy_protocol = f.proxy_protocol;
   so.proxy_header_timeout = parse_duration_flag("--proxy-header-timeout", f.proxy_header_timeout);
   if (f.proxy_protocol && so.proxy_header_timeout.count() <= 0)

@@ -26,6 +26,7 @@ import math
 import os
 import re
 import shutil
+import shlex
 import signal
 import socket
 import subprocess
@@ -231,7 +232,7 @@ def start_heartwheel(args, port, tmp, attack):
            "--send-timeout", f"{args.send_timeout}s",
            "--keepalive-timeout", f"{args.keepalive_timeout}s",
            "--request-timeout", f"{args.request_timeout}s" if args.request_timeout else "0",
-           "--max-connections", "0", "--stats-json", stats]
+           "--max-connections", "0", "--stats-json", stats] + shlex.split(args.heartwheel_args)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return proc, cmd, stats
 
@@ -578,6 +579,8 @@ def main():
     p.add_argument("--attacks", default=DEFAULT_ATTACKS, help="comma list of " + ",".join(ATTACKS))
     p.add_argument("--sizes", default="2000,15000", help="attack connections, comma list")
     p.add_argument("--duration", type=int, default=60, help="seconds per run (attack and normal client)")
+    p.add_argument("--heartwheel-args", default="",
+                   help="more flags for heartwheel-http, one string (e.g. '--accept-batch 16')")
     p.add_argument("--workers", type=int, default=2, help="server workers (threads / nginx processes)")
     p.add_argument("--header-timeout", type=int, default=10, help="s; nginx client_header_timeout")
     p.add_argument("--body-timeout", type=int, default=10, help="s; nginx client_body_timeout")

@@ -35,6 +35,9 @@ void write_connections(TextWriter& out, const net::NetStats& n) {
               n.fd_exhausted);
   out.counter("heartwheel_accept_pauses_total",
               "Times accepting stopped for a while because descriptors ran out.", n.accept_pauses);
+  out.counter("heartwheel_accept_deferrals_total",
+              "Loop turns that accepted their accept_batch; the rest waited for the next turn.",
+              n.accept_deferrals);
 }
 
 void write_io(TextWriter& out, const net::NetStats& n) {

@@ -141,6 +141,7 @@ void NetStats::merge(const NetStats& o) noexcept {
   accept_errors += o.accept_errors;
   fd_exhausted += o.fd_exhausted;
   accept_pauses += o.accept_pauses;
+  accept_deferrals += o.accept_deferrals;
   connect_failures += o.connect_failures;
   for (std::size_t i = 0; i < closed_by_reason.size(); ++i)
     closed_by_reason[i] += o.closed_by_reason[i];

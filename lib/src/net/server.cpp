@@ -11,7 +11,9 @@
 
 namespace heartwheel::net {
 
+using detail::close_handle;
 using detail::close_timer;
+using detail::new_check;
 using detail::new_timer;
 
 struct Server::Listener {
@@ -54,6 +56,7 @@ Server::~Server() {
   stop_listening();
   close_timer(drain_timer_);
   close_timer(resume_timer_);
+  close_handle(turn_check_);
   close_protection();  // gives back every connection's per-address count
   while (Connection* c = list_.front()) {
     list_.remove(*c);
@@ -113,6 +116,7 @@ void Server::stop_listening() noexcept {
 
 void Server::close_listener() noexcept {
   if (!listener_) return;
+  accept_deferred_ = false;  // libuv closes the socket it held with the listener
   listener_->owner = nullptr;
   uv_close(reinterpret_cast<uv_handle_t*>(&listener_->tcp),
            [](uv_handle_t* h) { delete static_cast<Listener*>(h->data); });
@@ -135,18 +139,44 @@ void Server::on_connection(uv_stream_t* stream, int status) {
     }
     return;
   }
-  const std::size_t max = s->options_.max_connections;
-  if (max != 0 && s->list_.size() - s->dropping_ >= max) {
+  const std::size_t batch = s->options_.accept_batch;
+  if (batch != 0 && s->accepted_this_turn_ >= batch && s->turn_check_) {
+    // Not taken: libuv keeps the socket and stops watching the listener
+    // until uv_accept, which on_turn_end calls after this turn's I/O.
+    if (!s->accept_deferred_) ++s->stats_.accept_deferrals;
+    s->accept_deferred_ = true;
+    return;
+  }
+  s->take_connection();
+}
+
+void Server::take_connection() noexcept {
+  if (accepted_this_turn_++ == 0 && options_.accept_batch != 0) {
+    if (!turn_check_) turn_check_ = new_check(loop(), this);
+    // Without the check nothing would reset the count: accept without a bound.
+    if (turn_check_) uv_check_start(turn_check_, &on_turn_end);
+  }
+  const std::size_t max = options_.max_connections;
+  if (max != 0 && list_.size() - dropping_ >= max) {
     // At the limit: make room by closing the idlest connection, if allowed
     // and one qualifies (overload.h), else refuse the newcomer.
-    Connection* victim = s->options_.overload.drop_idle_at_limit ? s->idlest() : nullptr;
+    Connection* victim = options_.overload.drop_idle_at_limit ? idlest() : nullptr;
     if (!victim) {
-      s->reject_one();
+      reject_one();
       return;
     }
-    s->drop(*victim);
+    drop(*victim);
   }
-  s->accept_one();
+  accept_one();
+}
+
+void Server::on_turn_end(uv_check_t* check) {
+  auto* s = static_cast<Server*>(check->data);
+  uv_check_stop(check);
+  s->accepted_this_turn_ = 0;
+  if (!s->accept_deferred_ || !s->listener_) return;
+  s->accept_deferred_ = false;
+  s->take_connection();  // the held socket; uv_accept watches the listener again
 }
 
 void Server::accept_one() noexcept {

@@ -32,8 +32,8 @@ std::string to_json(const LoopSnapshot& s) {
   o << "{\"connections_accepted\":" << n.accepted << ",\"connections_current\":" << n.current
     << ",\"connections_peak\":" << n.peak << ",\"connections_closed\":" << n.closed()
     << ",\"accept_errors\":" << n.accept_errors << ",\"fd_exhausted\":" << n.fd_exhausted
-    << ",\"accept_pauses\":" << n.accept_pauses << ",\"connect_failures\":" << n.connect_failures
-    << ",\"closed_by_reason\":{";
+    << ",\"accept_pauses\":" << n.accept_pauses << ",\"accept_deferrals\":" << n.accept_deferrals
+    << ",\"connect_failures\":" << n.connect_failures << ",\"closed_by_reason\":{";
   for (std::size_t i = 0; i < kCloseReasonCount; ++i) {
     o << (i ? "," : "") << '"' << to_string(static_cast<CloseReason>(i))
       << "\":" << n.closed_by_reason[i];

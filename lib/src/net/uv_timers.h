@@ -1,6 +1,7 @@
-// Heap uv_timer_t helpers for the net layer's own timers (the server's
-// drain, accept-resume and memory-sampling timers): libuv needs a handle
-// until its close callback, which may come after the owner is gone.
+// Heap libuv handles for the net layer's own timers (the server's drain,
+// accept-resume and memory-sampling timers) and its end-of-turn check: libuv
+// needs a handle until its close callback, which may come after the owner is
+// gone.
 #pragma once
 
 #include <uv.h>
@@ -18,12 +19,29 @@ inline uv_timer_t* new_timer(uv_loop_t* loop, void* data) {
   return t;
 }
 
-// Closes and frees `timer` (if any) and clears the pointer.
-inline void close_timer(uv_timer_t*& timer) {
-  if (!timer) return;
-  uv_close(reinterpret_cast<uv_handle_t*>(timer),
-           [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
-  timer = nullptr;
+// A heap uv_check_t with `data` set, unreferenced (it never keeps the loop
+// running by itself), or nullptr when libuv refuses it.
+inline uv_check_t* new_check(uv_loop_t* loop, void* data) {
+  auto* c = new uv_check_t;
+  if (uv_check_init(loop, c) < 0) {
+    delete c;
+    return nullptr;
+  }
+  c->data = data;
+  uv_unref(reinterpret_cast<uv_handle_t*>(c));
+  return c;
 }
+
+// Closes and frees `handle` (a heap uv_timer_t or uv_check_t, if any) and
+// clears the pointer.
+template <class Handle>
+void close_handle(Handle*& handle) {
+  if (!handle) return;
+  uv_close(reinterpret_cast<uv_handle_t*>(handle),
+           [](uv_handle_t* h) { delete reinterpret_cast<Handle*>(h); });
+  handle = nullptr;
+}
+
+inline void close_timer(uv_timer_t*& timer) { close_handle(timer); }
 
 }  // namespace heartwheel::net::detail

@@ -20,6 +20,16 @@
 //   the same port (counted in accept_pauses). To make the limit visible and
 //   counted, set max_connections below the descriptor limit.
 //
+//   At most accept_batch connections are accepted per loop turn; the rest
+//   wait in the kernel's listen queue until the next turn. Without the bound
+//   libuv accepts until the queue is empty, and a flood of new connections
+//   (each arriving with requests to answer) fills one turn with their work
+//   while the open connections' requests wait behind it: 15,000 slow readers
+//   held a normal client for seconds that way (docs/BENCHMARKS.md,
+//   "slowhttptest"). nginx (multi_accept off) takes one per event, Netty 16
+//   per read. Each turn that used up its budget is counted in
+//   accept_deferrals.
+//
 // Protection (each off by default; see the headers named)
 //   - PROXY protocol (proxy_protocol.h, connection.h): behind HAProxy and
 //     the like every connection must start with a PROXY header, read within
@@ -80,6 +90,9 @@ struct ServerOptions {
   // How long to stop accepting after an EMFILE/ENFILE libuv could not shed.
   // At least 1 ms (validate() rejects less: it is what stops the spin).
   Duration accept_pause = std::chrono::milliseconds(100);
+  // Connections accepted per loop turn at most ("Accepting" above); 0 = as
+  // many as the kernel has queued.
+  std::size_t accept_batch = 16;
   ConnectionOptions connection;
 
   // PROXY protocol: every connection must start with a PROXY header (v1 or
@@ -175,6 +188,8 @@ class Server final : private detail::ConnectionHost {
   static void on_memory_timer(uv_timer_t* timer);
 
   static void on_connection(uv_stream_t* listener, int status);
+  static void on_turn_end(uv_check_t* check);
+  void take_connection() noexcept;
   static void on_drain_timer(uv_timer_t* timer);
   void on_drain_timer_fired();
   static void on_resume_timer(uv_timer_t* timer);
@@ -194,6 +209,7 @@ class Server final : private detail::ConnectionHost {
   uv_timer_t* drain_timer_ = nullptr;   // heap, same reason
   uv_timer_t* resume_timer_ = nullptr;  // heap, same reason
   uv_timer_t* memory_timer_ = nullptr;  // heap, same reason; only with memory pressure
+  uv_check_t* turn_check_ = nullptr;    // heap, same reason; resets accepted_this_turn_
   ActivityList<Connection> list_;       // every connection; in order of last read when tracked
   ConnectionOptions effective_;
   std::shared_ptr<IpLimiter> limiter_;
@@ -204,6 +220,8 @@ class Server final : private detail::ConnectionHost {
   TimePoint last_restart_{};  // of the sweep cursor
   bool restart_pending_ = false;
   std::uint64_t next_id_ = 1;
+  std::size_t accepted_this_turn_ = 0;  // against options_.accept_batch
+  bool accept_deferred_ = false;        // libuv holds an accepted socket for the next turn
   int port_ = 0;
   bool draining_ = false;
   bool drain_timed_out_ = false;

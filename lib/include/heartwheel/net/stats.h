@@ -59,6 +59,7 @@ struct NetStats {
   std::uint64_t fd_exhausted =
       0;  //   EMFILE / ENFILE that libuv reported (its reserve-fd trick sheds the rest silently)
   std::uint64_t accept_pauses = 0;     // times accepting stopped for ServerOptions::accept_pause
+  std::uint64_t accept_deferrals = 0;  // loop turns that used up ServerOptions::accept_batch
   std::uint64_t connect_failures = 0;  // client: failed connect attempts
   std::array<std::uint64_t, kCloseReasonCount> closed_by_reason{};
   std::array<std::uint64_t, kDeadlineCount> idle_events{};  // deadline events delivered, by slot
