@@ -55,6 +55,7 @@ nlohmann::json to_json(const http::SessionStats& s) {
           {"invalid_responses", s.invalid_responses},
           {"answers_refused", s.answers_refused},
           {"backpressure_pauses", s.backpressure_pauses},
+          {"pipeline_yields", s.pipeline_yields},
           {"closed_by_reason", closed}};
 }
 
@@ -73,6 +74,8 @@ struct Flags {
               keepalive_timeout = "5s", send_timeout = "30s", drain_timeout = "10s", tick = "10ms",
               stats_interval = "1s";
   std::size_t max_header_bytes = 16 * 1024, max_body_bytes = 1024 * 1024, max_requests = 0;
+  std::size_t pipeline_burst = 32;  // http::SessionOptions::pipeline_burst's default
+  std::string pipeline_slice = "50us";
   std::string stats_json;
   std::string metrics_listen;
   heartwheel::cli::ServerFlags server;
@@ -114,6 +117,13 @@ int main(int argc, char** argv) {
   app.add_option("--max-requests", f.max_requests,
                  "requests per connection, then Connection: close (0: unlimited)")
       ->capture_default_str();
+  app.add_option("--pipeline-burst", f.pipeline_burst,
+                 "pipelined requests answered from one read before the connection waits for "
+                 "its next loop turn, so one client's pipeline cannot hold the others (>= 1)")
+      ->capture_default_str();
+  app.add_option("--pipeline-slice", f.pipeline_slice,
+                 "or once answering them took this long (0: no time bound)")
+      ->capture_default_str();
   app.add_option("--tick", f.tick, "timing wheel tick (>= 1ms)")->capture_default_str();
   app.add_option("--stats-json", f.stats_json,
                  "write counters as JSON to FILE every --stats-interval and at exit");
@@ -142,6 +152,8 @@ int main(int argc, char** argv) {
     so.max_header_bytes = f.max_header_bytes;
     so.max_body_bytes = f.max_body_bytes;
     so.max_requests_per_connection = f.max_requests;
+    so.pipeline_burst = f.pipeline_burst;
+    so.pipeline_slice = parse_duration_flag("--pipeline-slice", f.pipeline_slice);
     so.validate();
     wo.threads = f.workers;
     hp = net::parse_host_port(f.listen);

@@ -134,37 +134,3 @@ TEST_CASE("EMFILE that libuv cannot shed pauses accepting instead of spinning, t
   REQUIRE(t.run_until([&] { return again.received == "back"; }));
   CHECK(server.port() == port);
 }
-
-// ServerOptions::accept_batch: a flood of new connections waits in the
-// kernel's queue, a few per loop turn, instead of filling one turn.
-TEST_CASE("A loop turn accepts at most accept_batch connections, the rest wait and none is lost",
-          "[net][limits]") {
-  const std::size_t batch = GENERATE(std::size_t{3}, std::size_t{0});
-  CAPTURE(batch);
-  TestLoop t(5ms);
-  Recorder rec;
-  net::ServerOptions o;
-  o.accept_batch = batch;
-  net::Server server(*t.wheel, rec, o);
-  REQUIRE_FALSE(server.listen());
-  std::vector<int> fds;
-  for (int i = 0; i < 10; ++i) fds.push_back(connect_blocking(server.port()));
-  ::usleep(20000);                 // the handshakes are complete: all 10 wait in the listen queue
-  uv_run(&t.loop, UV_RUN_NOWAIT);  // one turn
-  if (batch == 0) {
-    CHECK(server.connection_count() == 10);
-    CHECK(server.stats().accept_deferrals == 0);
-  } else {
-    // 3 while polling, the 4th libuv held is taken when the turn ends (and
-    // counts against the next turn's budget).
-    CHECK(server.connection_count() == 4);
-    CHECK(server.stats().accept_deferrals == 1);
-  }
-  REQUIRE(t.run_until([&] { return server.connection_count() == 10; }));
-  CHECK(server.stats().accepted == 10);
-  CHECK(server.stats().closed() == 0);
-  if (batch != 0) CHECK(server.stats().accept_deferrals >= 2);
-  for (int fd : fds) ::close(fd);
-  REQUIRE(t.run_until([&] { return server.connection_count() == 0; }));
-  CHECK(server.stats().closed(CloseReason::peer_closed) == 10);
-}

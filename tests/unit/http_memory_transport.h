@@ -42,6 +42,16 @@ class MemoryTransport final : public heartwheel::http::Transport,
     reason_ = reason;
   }
   void set_reading(bool on) override { reading = on; }
+  // With `turns` on, the session may yield (SessionOptions::pipeline_burst);
+  // give_turn() is the loop's later turn.
+  bool yield_turn() override {
+    if (!turns) return false;
+    ++yields;
+    return true;
+  }
+  void give_turn() {
+    if (session_ != nullptr) session_->on_writable(true);
+  }
   bool writable() const noexcept override { return writable_; }
   heartwheel::TimerService& timers() noexcept override { return DeadlineTimer::timers(); }
   void set_deadline(heartwheel::net::Deadline slot, heartwheel::TimePoint when) override {
@@ -75,6 +85,8 @@ class MemoryTransport final : public heartwheel::http::Transport,
   int closes = 0;
   CloseMode last_mode = CloseMode::kAfterFlush;
   bool reading = true;
+  bool turns = false;
+  int yields = 0;  // yield_turn calls while `turns`
   int switches = 0;  // switch_protocols calls
   heartwheel::http::UpgradeHandler upgrade_next;
   std::string upgrade_rest;

@@ -638,3 +638,69 @@ TEST_CASE("Slots that are not the session's are left to the owner", "[http][time
   CHECK(h.session->on_deadline(net::Deadline::request_timeout) == net::DeadlineAction::keep);
   CHECK_FALSE(h.closed());
 }
+
+TEST_CASE("Pipelined requests from one read are answered pipeline_burst per loop turn",
+          "[http][pipelining]") {
+  Harness h;
+  h.options.pipeline_burst = 2;
+  h.options.pipeline_slice = std::chrono::hours(1);  // the count alone decides here
+  h.transport.turns = true;
+  h.start();
+  h.feed(get("/1") + get("/2") + get("/3") + get("/4") + get("/5"));
+  CHECK(h.responses().size() == 2);
+  CHECK(h.transport.yields == 1);
+  CHECK(h.stats.pipeline_yields == 1);
+  // The rest waits in the session; the transport reads on (no system calls
+  // per turn) until 64 KiB wait unparsed, then TCP pushes back.
+  CHECK(h.transport.reading);
+  // A request waiting for its turn is not idleness: no keep-alive close.
+  CHECK(h.transport.deadline(net::Deadline::keepalive_timeout) == heartwheel::kNever);
+  h.transport.give_turn();
+  CHECK(h.responses().size() == 4);
+  CHECK(h.transport.yields == 2);
+  h.transport.give_turn();
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 5);
+  CHECK(h.seen == std::vector<std::string>{"/1", "/2", "/3", "/4", "/5"});
+  CHECK(h.transport.yields == 2);  // nothing left to yield for
+  CHECK(h.transport.reading);
+  CHECK_FALSE(h.closed());
+  // A pipeline longer than the read-ahead: reading stops while it waits, and
+  // every request is still answered, in order, two per turn.
+  std::string many;
+  for (int i = 0; i < 3000; ++i) many += get("/m" + std::to_string(i));
+  REQUIRE(many.size() > 64 * 1024);
+  h.feed(many.substr(0, 1000));
+  CHECK(h.transport.reading);
+  h.feed(many.substr(1000));
+  CHECK_FALSE(h.transport.reading);
+  for (int turn = 0; turn < 1498; ++turn) h.transport.give_turn();  // 7 answered before
+  CHECK(h.responses().size() == 3003);
+  h.transport.give_turn();
+  REQUIRE(h.responses().size() == 3005);
+  CHECK(h.seen.back() == "/m2999");
+  CHECK(h.transport.reading);
+  // A transport without turns gets every request of the read at once.
+  Harness all;
+  all.options.pipeline_burst = 1;
+  all.start();
+  all.feed(get("/1") + get("/2") + get("/3"));
+  CHECK(all.responses().size() == 3);
+  CHECK(all.stats.pipeline_yields == 0);
+}
+
+TEST_CASE("pipeline_slice: a read whose answers take that long yields after the first",
+          "[http][pipelining]") {
+  Harness h;
+  h.options.pipeline_burst = 100;
+  h.options.pipeline_slice = std::chrono::nanoseconds(1);  // every answer takes longer
+  h.transport.turns = true;
+  h.start();
+  h.feed(get("/1") + get("/2") + get("/3"));
+  CHECK(h.responses().size() == 1);  // one per turn, never none
+  h.transport.give_turn();
+  CHECK(h.responses().size() == 2);
+  h.transport.give_turn();
+  CHECK(h.responses().size() == 3);
+  CHECK(h.stats.pipeline_yields == 2);
+}

@@ -239,6 +239,7 @@ TEST_CASE("The HTTP and RPC families keep their names", "[metrics][names]") {
             "heartwheel_http_timeouts_total", "heartwheel_http_refused_requests_total",
             "heartwheel_http_handler_errors_total", "heartwheel_http_invalid_responses_total",
             "heartwheel_http_answers_refused_total", "heartwheel_http_backpressure_pauses_total",
+            "heartwheel_http_pipeline_yields_total",
             "heartwheel_rpc_frames_received_total", "heartwheel_rpc_frames_sent_total",
             "heartwheel_rpc_pong_timeouts_total", "heartwheel_rpc_protocol_errors_total",
             "heartwheel_rpc_dropped_replies_total", "heartwheel_rpc_writes_total",

@@ -21,6 +21,10 @@ void add_server_flags(CLI::App& app, ServerFlags& f) {
                  "in the kernel's listen queue for the next turn, so a flood of new connections "
                  "cannot hold the open ones' requests for long; 0 = all the kernel has queued")
       ->capture_default_str();
+  app.add_option("--resume-batch", f.resume_batch,
+                 "per worker loop: connections that stepped aside for the others (an HTTP "
+                 "client's long pipeline) called back per loop turn at most; 0 = all waiting")
+      ->capture_default_str();
   app.add_flag("--proxy-protocol", f.proxy_protocol,
                "every connection starts with a PROXY protocol header (v1 or v2, as HAProxy's "
                "send-proxy / send-proxy-v2 send); its client address replaces the socket's; "
@@ -68,6 +72,7 @@ void apply_server_flags(const ServerFlags& f, net::ServerOptions& so) {
   auto refuse = [](const std::string& what) { throw std::invalid_argument(what); };
   so.max_connections = f.max_connections;
   so.accept_batch = f.accept_batch;
+  so.resume_batch = f.resume_batch;
   so.proxy_protocol = f.proxy_protocol;
   so.proxy_header_timeout = parse_duration_flag("--proxy-header-timeout", f.proxy_header_timeout);
   if (f.proxy_protocol && so.proxy_header_timeout.count() <= 0)

@@ -28,6 +28,7 @@ namespace heartwheel::cli {
 struct ServerFlags {
   std::size_t max_connections = 0;
   std::size_t accept_batch = 16;  // net::ServerOptions::accept_batch's default
+  std::size_t resume_batch = 32;  // net::ServerOptions::resume_batch's default
   bool proxy_protocol = false;
   std::string proxy_header_timeout = "5s";
   std::size_t max_connections_per_ip = 0;
@@ -41,13 +42,13 @@ struct ServerFlags {
   std::string overload_min_timeout = "0";
 };
 
-// Registers --max-connections, --accept-batch, --proxy-protocol, --proxy-header-timeout,
+// Registers --max-connections, --accept-batch, --resume-batch, --proxy-protocol, --proxy-header-timeout,
 // --max-connections-per-ip, --drop-idle-at-limit, --drop-idle-after,
 // --overload-start, --overload-saturation, --overload-memory-start,
 // --overload-memory-saturation, --overload-min-scale, --overload-min-timeout.
 void add_server_flags(CLI::App& app, ServerFlags& flags);
 
-// Writes the flags into `options` (max_connections, accept_batch, proxy_protocol,
+// Writes the flags into `options` (max_connections, accept_batch, resume_batch, proxy_protocol,
 // max_connections_per_ip, overload). Throws std::invalid_argument naming the
 // flag: a bad duration, one of a start/saturation pair without the other,
 // --overload-min-scale with --overload-min-timeout, thresholds without a

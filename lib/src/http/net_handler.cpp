@@ -30,6 +30,7 @@ struct NetHandler::Conn final : Transport {
   bool writable() const noexcept override { return conn->writable(); }
   std::size_t queued_bytes() const noexcept override { return conn->queued_bytes(); }
   void notify_when_drained() override { conn->notify_when_drained(); }
+  bool yield_turn() override { return conn->call_next_turn(); }
   TimerService& timers() noexcept override { return conn->timers(); }
   void set_deadline(net::Deadline slot, TimePoint when) override {
     // Keep-alive (and the wait for a first byte) is the idle time between

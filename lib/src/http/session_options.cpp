@@ -16,6 +16,7 @@ void SessionOptions::validate() const {
   non_negative(request_timeout, "request_timeout");
   non_negative(keepalive_timeout, "keepalive_timeout");
   non_negative(send_timeout, "send_timeout");
+  non_negative(pipeline_slice, "pipeline_slice");
   auto positive = [](std::size_t n, const char* name) {
     if (n == 0)
       throw std::invalid_argument(std::string("http::SessionOptions: ") + name + " must be > 0");
@@ -24,6 +25,7 @@ void SessionOptions::validate() const {
   positive(max_body_bytes, "max_body_bytes");
   positive(max_pipelined, "max_pipelined");
   positive(max_buffered_bytes, "max_buffered_bytes");
+  positive(pipeline_burst, "pipeline_burst");
 }
 
 }  // namespace heartwheel::http

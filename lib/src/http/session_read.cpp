@@ -10,6 +10,13 @@
 
 namespace heartwheel::http {
 
+namespace {
+// A connection waiting for its turn keeps being read (stopping and starting
+// the transport costs system calls every turn) until this many unparsed
+// bytes wait: then TCP pushes back as for any pause.
+constexpr std::size_t kTurnReadAhead = 64 * 1024;
+}  // namespace
+
 using detail::Exchange;
 using net::CloseReason;
 using net::Deadline;
@@ -36,8 +43,10 @@ void Session::on_data(std::string_view bytes) {
   }
   if (closed() || stop_reading_ || bytes.empty()) return;
   if (reading_paused_) {
-    // The transport may deliver a read already in flight after set_reading(false).
+    // The transport may deliver a read already in flight after set_reading(false),
+    // and a connection waiting for its turn reads on (kTurnReadAhead).
     pending_input_.append(bytes);
+    if (pending_input_.size() - pending_pos_ > kTurnReadAhead) transport_->set_reading(false);
     return;
   }
   parse(bytes);
@@ -48,6 +57,8 @@ void Session::parse(std::string_view bytes) {
   const char* p = bytes.data();
   const char* const end = p + bytes.size();
   llhttp_t& state = parser_->state;
+  std::size_t started = 0;  // requests dispatched from these bytes
+  const auto began = std::chrono::steady_clock::now();
   while (p < end) {
     if (closed() || stop_reading_) return;  // the rest is never answered
     if (!receiving_) {
@@ -55,8 +66,9 @@ void Session::parse(std::string_view bytes) {
         stop_reading_ = true;
         return;
       }
+      if (started > 0 && turn_used(started, began) && yield_turn(p, end)) return;
       if (!may_start_request()) {
-        pending_input_.assign(p, end);
+        keep_rest(p, end);
         return;
       }
     }
@@ -74,6 +86,7 @@ void Session::parse(std::string_view bytes) {
         std::shared_ptr<Exchange> done = queue_.back();
         if (switching) begin_upgrade(std::string_view(p, static_cast<std::size_t>(end - p)));
         dispatch(done);
+        ++started;
       }
       continue;
     }
@@ -106,14 +119,53 @@ bool Session::may_start_request() {
   if (!full && !backed_up && !queued) return true;
   if (backed_up || queued) ++stats_->backpressure_pauses;
   if (queued) transport_->notify_when_drained();
+  pause_with_request_waiting();
+  return false;
+}
+
+// SessionOptions::pipeline_burst / pipeline_slice: this read had its share.
+bool Session::turn_used(std::size_t started, std::chrono::steady_clock::time_point began) const {
+  if (started >= options_->pipeline_burst) return true;
+  const Duration slice = options_->pipeline_slice;
+  return slice.count() > 0 && std::chrono::steady_clock::now() - began >= slice;
+}
+
+// The read had its share of the loop (turn_used) and more requests wait
+// in [rest, end): let the loop's other connections have a turn first.
+bool Session::yield_turn(const char* rest, const char* end) {
+  if (!transport_->yield_turn()) return false;
+  ++stats_->pipeline_yields;
+  keep_rest(rest, end);
+  pause_with_request_waiting(pending_input_.size() - pending_pos_ > kTurnReadAhead);
+  return true;
+}
+
+// [rest, end) waits for the session to read again. When it lies in
+// pending_input_ already (a resumed parse), only the offset moves.
+void Session::keep_rest(const char* rest, const char* end) {
+  const auto at = reinterpret_cast<std::uintptr_t>(rest);
+  const auto base = reinterpret_cast<std::uintptr_t>(pending_input_.data());
+  if (at >= base && at <= base + pending_input_.size()) {
+    pending_pos_ = static_cast<std::uint32_t>(at - base);
+    return;
+  }
+  pending_input_.assign(rest, end);
+  pending_pos_ = 0;
+}
+
+void Session::drop_pending() noexcept {
+  pending_input_.clear();
+  pending_pos_ = 0;
+}
+
+void Session::pause_with_request_waiting(bool stop_transport) {
   reading_paused_ = true;
-  transport_->set_reading(false);
-  // The next request is here, unread because the peer does not read ours:
-  // that is not idleness, so no keep-alive close (the write-stall rule
-  // bounds the wait).
+  if (stop_transport) transport_->set_reading(false);
+  // The next request is here, unread because the peer does not read ours
+  // (or it waits for its turn): that is not idleness, so no keep-alive close
+  // (the write-stall rule bounds the wait).
   if (read_phase_ == ReadPhase::kKeepalive || read_phase_ == ReadPhase::kFirstByte)
     enter_phase(ReadPhase::kNone, Duration{0});
-  return false;
 }
 
 void Session::maybe_resume_reading() {
@@ -126,9 +178,10 @@ void Session::maybe_resume_reading() {
   }
   reading_paused_ = false;
   transport_->set_reading(true);
-  std::string input = std::move(pending_input_);
-  pending_input_.clear();
-  parse(input);
+  // Parsed in place: a yield or pause inside only moves pending_pos_ (no
+  // bytes arrive meanwhile: on_data is never called from inside parse).
+  parse(std::string_view(pending_input_).substr(pending_pos_));
+  if (!reading_paused_) drop_pending();
   if (peer_eof_ && !reading_paused_) on_eof();
 }
 
@@ -172,8 +225,10 @@ void Session::on_eof() {
 }
 
 void Session::enter_phase(ReadPhase phase, Duration timeout, TimePoint from) {
-  // Clear the old phase's slot when the new one lives elsewhere: a store.
-  if (read_phase_ != ReadPhase::kNone && slot_of(read_phase_) != slot_of(phase))
+  // Clear the old phase's slot when the new one lives elsewhere or there is
+  // none (kNone shares the keep-alive slot in slot_of): a store.
+  if (read_phase_ != ReadPhase::kNone &&
+      (phase == ReadPhase::kNone || slot_of(read_phase_) != slot_of(phase)))
     transport_->set_deadline(slot_of(read_phase_), kNever);
   read_phase_ = phase;
   if (phase != ReadPhase::kNone)
@@ -185,7 +240,7 @@ void Session::enter_phase(ReadPhase phase, Duration timeout) {
 }
 
 void Session::begin_request() {
-  ++requests_;
+  if (requests_ != UINT32_MAX) ++requests_;
   ++stats_->requests;
   auto ex = std::make_shared<Exchange>();
   ex->session = this;

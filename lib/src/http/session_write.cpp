@@ -58,7 +58,7 @@ void Session::drain() {
   }
   // Bytes of requests not yet begun are dropped; the last response in flight
   // will carry Connection: close (write_head checks draining_).
-  pending_input_.clear();
+  drop_pending();
   if (reading_paused_) {
     reading_paused_ = false;
     stop_reading_ = true;
@@ -83,7 +83,7 @@ void Session::answer(Exchange& ex, Response response, bool close_after) {
 
 void Session::fail(int status, CloseReason reason) {
   stop_reading_ = true;
-  pending_input_.clear();
+  drop_pending();
   std::shared_ptr<Exchange> ex = std::move(receiving_);
   if (!ex) {
     // Between requests (e.g. bytes after a complete request were garbage).
@@ -220,7 +220,7 @@ void Session::close(Transport::CloseMode mode, CloseReason reason) {
   if (closed()) return;
   close_reason_ = reason;
   ++stats_->closed_by_reason[static_cast<std::size_t>(reason)];
-  pending_input_.clear();
+  drop_pending();
   transport_->close(mode, reason);
   // A flush-then-close keeps the connection's deadlines running: clear every
   // slot this session set (stores), after the close so a draining server
@@ -261,7 +261,7 @@ void Session::finish_upgrade() {
   }
   upgraded_ = true;
   ++stats_->upgrades;
-  pending_input_.clear();
+  drop_pending();
   enter_phase(ReadPhase::kNone, Duration{0});
   if (timed_seq_ != 0) {
     timed_seq_ = 0;

@@ -38,6 +38,10 @@ void write(TextWriter& out, const http::SessionStats& s) {
               s.answers_refused);
   out.counter("heartwheel_http_backpressure_pauses_total",
               "Times reading paused because the connection was unwritable.", s.backpressure_pauses);
+  out.counter("heartwheel_http_pipeline_yields_total",
+              "Times a connection paused after pipeline_burst pipelined requests to let the "
+              "others have their turn.",
+              s.pipeline_yields);
 }
 
 }  // namespace heartwheel::metrics

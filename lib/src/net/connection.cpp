@@ -300,7 +300,22 @@ void Connection::on_closed(uv_handle_t* handle) {
   } catch (...) {
     ++c->stats().handler_exceptions;
   }
+  if (c->turn_wait_) c->host_->forget_turn(*c);
   c->host_->connection_closed(*c);  // deletes c
+}
+
+bool Connection::call_next_turn() noexcept {
+  if (closing() || !host_) return false;
+  if (turn_wait_) return true;
+  if (!host_->defer_to_next_turn(*this)) return false;
+  turn_wait_ = true;
+  return true;
+}
+
+void detail::ConnectionHost::turn_arrived(Connection& conn) noexcept {
+  conn.turn_wait_ = false;
+  if (conn.closing() || !conn.writable_) return;
+  conn.guarded([&] { conn.handler_->on_writable(conn, true); });
 }
 
 void Connection::count_dropped(std::size_t n) noexcept {

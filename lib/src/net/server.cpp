@@ -14,6 +14,7 @@ namespace heartwheel::net {
 using detail::close_handle;
 using detail::close_timer;
 using detail::new_check;
+using detail::new_idle;
 using detail::new_timer;
 
 struct Server::Listener {
@@ -57,6 +58,8 @@ Server::~Server() {
   close_timer(drain_timer_);
   close_timer(resume_timer_);
   close_handle(turn_check_);
+  close_handle(turn_idle_);
+  turns_.clear();      // the connections below are abandoned, not called back
   close_protection();  // gives back every connection's per-address count
   while (Connection* c = list_.front()) {
     list_.remove(*c);
@@ -177,6 +180,43 @@ void Server::on_turn_end(uv_check_t* check) {
   if (!s->accept_deferred_ || !s->listener_) return;
   s->accept_deferred_ = false;
   s->take_connection();  // the held socket; uv_accept watches the listener again
+}
+
+bool Server::defer_to_next_turn(Connection& conn) noexcept {
+  if (!turn_idle_ && !(turn_idle_ = new_idle(loop(), this))) return false;
+  try {
+    turns_.push_back(&conn);
+  } catch (...) {
+    return false;  // out of memory: the caller goes on now instead
+  }
+  // An active idle handle also keeps the next poll from blocking, and it is
+  // referenced while there is work: the loop must not end with turns owed.
+  uv_idle_start(turn_idle_, &on_turn_start);
+  uv_ref(reinterpret_cast<uv_handle_t*>(turn_idle_));
+  return true;
+}
+
+void Server::forget_turn(Connection& conn) noexcept {
+  for (Connection*& c : turns_)
+    if (c == &conn) c = nullptr;
+}
+
+// Runs before the turn's poll: the connections that yielded get their turn
+// first, at most resume_batch of them; the poll then serves everyone else.
+void Server::on_turn_start(uv_idle_t* idle) {
+  auto* s = static_cast<Server*>(idle->data);
+  const std::size_t batch = s->options_.resume_batch;
+  std::size_t n = s->turns_.size();  // not those that ask again during this turn
+  if (batch != 0 && batch < n) n = batch;
+  for (; n > 0 && !s->turns_.empty(); --n) {
+    Connection* c = s->turns_.front();
+    s->turns_.pop_front();
+    if (c) turn_arrived(*c);
+  }
+  if (s->turns_.empty()) {
+    uv_idle_stop(idle);
+    uv_unref(reinterpret_cast<uv_handle_t*>(idle));
+  }
 }
 
 void Server::accept_one() noexcept {

@@ -19,20 +19,27 @@ inline uv_timer_t* new_timer(uv_loop_t* loop, void* data) {
   return t;
 }
 
-// A heap uv_check_t with `data` set, unreferenced (it never keeps the loop
-// running by itself), or nullptr when libuv refuses it.
-inline uv_check_t* new_check(uv_loop_t* loop, void* data) {
-  auto* c = new uv_check_t;
-  if (uv_check_init(loop, c) < 0) {
-    delete c;
+// A heap uv_check_t or uv_idle_t with `data` set, unreferenced (it never
+// keeps the loop running by itself), or nullptr when libuv refuses it.
+template <class Handle, int (*Init)(uv_loop_t*, Handle*)>
+Handle* new_unref_handle(uv_loop_t* loop, void* data) {
+  auto* h = new Handle;
+  if (Init(loop, h) < 0) {
+    delete h;
     return nullptr;
   }
-  c->data = data;
-  uv_unref(reinterpret_cast<uv_handle_t*>(c));
-  return c;
+  h->data = data;
+  uv_unref(reinterpret_cast<uv_handle_t*>(h));
+  return h;
+}
+inline uv_check_t* new_check(uv_loop_t* loop, void* data) {
+  return new_unref_handle<uv_check_t, &uv_check_init>(loop, data);
+}
+inline uv_idle_t* new_idle(uv_loop_t* loop, void* data) {
+  return new_unref_handle<uv_idle_t, &uv_idle_init>(loop, data);
 }
 
-// Closes and frees `handle` (a heap uv_timer_t or uv_check_t, if any) and
+// Closes and frees `handle` (a heap uv_timer_t, uv_check_t or uv_idle_t, if any) and
 // clears the pointer.
 template <class Handle>
 void close_handle(Handle*& handle) {

@@ -111,6 +111,11 @@ class Transport {
   // Report Session::on_writable(true) once when queued_bytes() reaches 0
   // (net::Connection::notify_when_drained). Called only while bytes are queued.
   virtual void notify_when_drained() {}
+  // Call Session::on_writable(true) in a later turn of the event loop, after
+  // other connections had theirs (net::Connection::call_next_turn); the
+  // session has paused reading meanwhile. False (the default): no turns here,
+  // the session goes on at once.
+  virtual bool yield_turn() { return false; }
 
   // The clock deadlines are set against; also handed to handlers
   // (Responder::timers) for answers they give later.
@@ -200,6 +205,11 @@ class Session {
   // reading (session_read.cpp)
   void parse(std::string_view bytes);
   bool may_start_request();
+  bool turn_used(std::size_t started, std::chrono::steady_clock::time_point began) const;
+  bool yield_turn(const char* rest, const char* end);
+  void keep_rest(const char* rest, const char* end);
+  void drop_pending() noexcept;
+  void pause_with_request_waiting(bool stop_transport = true);
   void maybe_resume_reading();
   void dispatch(const std::shared_ptr<detail::Exchange>& exchange);
   void enter_phase(ReadPhase phase, Duration timeout);
@@ -253,8 +263,12 @@ class Session {
   // costs ~600 bytes per idle connection).
   std::vector<std::shared_ptr<detail::Exchange>> queue_;
   std::shared_ptr<detail::Exchange> receiving_;  // being parsed (also in queue_)
-  std::string pending_input_;                    // unparsed bytes while reading is paused
-  std::size_t requests_ = 0;                     // requests begun on this connection
+  // Unparsed bytes while reading is paused, from pending_pos_ on (an offset,
+  // so that answering a long pipeline a few requests per turn does not copy
+  // the rest each time).
+  std::string pending_input_;
+  std::uint32_t pending_pos_ = 0;
+  std::uint32_t requests_ = 0;  // requests begun on this connection (stops at the maximum)
   std::uint64_t next_seq_ = 1;
   std::uint64_t timed_seq_ = 0;  // the exchange the request slot is set for (0: none)
   std::uint16_t in_flush_ = 0;   // flush() nesting (a handler answering inside a flush)

@@ -82,6 +82,16 @@ struct SessionOptions {
   // request at a time; a client that reads keeps the kernel's socket buffer
   // between us, so pipelining costs it nothing.
   std::size_t pipeline_queue_limit = 0;
+  // A client that sends many requests at once is answered a few per loop
+  // turn: after pipeline_burst requests from one read, or once answering
+  // them took pipeline_slice (0: no time bound), the session lets the loop's
+  // other connections have their turn (Transport::yield_turn; on a
+  // net::Server, Connection::call_next_turn) and goes on in a later one. So
+  // 15,000 such clients arriving together cannot hold one normal request for
+  // long, and a deep pipeline of small answers pays one loop turn per 32 of
+  // them. Transports without turns go on at once.
+  std::size_t pipeline_burst = 32;
+  Duration pipeline_slice = std::chrono::microseconds(50);
 
   std::string server_name = "heartwheel";  // Server header; empty: none
 

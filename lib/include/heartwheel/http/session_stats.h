@@ -30,6 +30,7 @@ struct SessionStats {
   std::uint64_t invalid_responses = 0;       // 500: a handler's status or header was refused
   std::uint64_t answers_refused = 0;         // respond()/write() over max_buffered_bytes
   std::uint64_t backpressure_pauses = 0;     // reading paused: the connection was unwritable
+  std::uint64_t pipeline_yields = 0;  // reading paused for a turn after pipeline_burst requests
   // First byte of a request to its complete response handed to the
   // connection, for every request answered in full (loop clock, so 1 ms
   // resolution; buckets up to 2^18 ms = 262 s, then +Inf).
@@ -65,6 +66,7 @@ struct SessionStats {
     invalid_responses += o.invalid_responses;
     answers_refused += o.answers_refused;
     backpressure_pauses += o.backpressure_pauses;
+    pipeline_yields += o.pipeline_yields;
     request_duration.merge(o.request_duration);
     upgrades += o.upgrades;
     for (std::size_t i = 0; i < closed_by_reason.size(); ++i)

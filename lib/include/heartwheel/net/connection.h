@@ -124,9 +124,15 @@ class ConnectionHost {
   virtual Duration scale_idle_timeout(Duration timeout) const noexcept { return timeout; }
   // log2 of the activity granularity in nanoseconds; 0 = no activity order.
   unsigned activity_shift() const noexcept { return activity_shift_; }
+  // Connection::call_next_turn: queue `conn` for a later turn and call
+  // turn_arrived(conn) then; false: this host has no turns. forget_turn: the
+  // queued connection is closing (on_closed), drop it from the queue.
+  virtual bool defer_to_next_turn(Connection& /*conn*/) noexcept { return false; }
+  virtual void forget_turn(Connection& /*conn*/) noexcept {}
 
  protected:
   ~ConnectionHost() = default;
+  static void turn_arrived(Connection& conn) noexcept;
   unsigned activity_shift_ = 0;
 };
 }  // namespace detail
@@ -195,6 +201,17 @@ class Connection final : private DeadlineTimer {
   // happens if the connection closes first. Call it only while queued_bytes()
   // is not 0 (otherwise there is nothing to wait for).
   void notify_when_drained() noexcept { drain_watch_ = true; }
+
+  // One on_writable(conn, true) in a later loop turn, after other
+  // connections' I/O: for a protocol that pauses after a burst of work so
+  // that one connection's backlog cannot hold the others up (HTTP answers
+  // SessionOptions::pipeline_burst pipelined requests, then yields). A server
+  // calls back at most ServerOptions::resume_batch connections per turn, in
+  // the order they asked. False when the host has no turns (a Connector's
+  // connection, testing::Host): go on at once. Asking again before the turn
+  // came is one request; nothing happens if the connection closes first or
+  // is above its high watermark then (on_writable(true) comes when it drains).
+  bool call_next_turn() noexcept;
 
   // TCP_USER_TIMEOUT (Linux): the kernel drops the connection when sent data
   // stays unacknowledged this long. False if unsupported or refused.
@@ -298,6 +315,7 @@ class Connection final : private DeadlineTimer {
   struct Extras;
   struct Gate;
   friend struct WriteQueue;
+  friend class detail::ConnectionHost;  // turn_arrived
 
   void on_deadline_event(DeadlineEvent event, TimePoint now) override;
   void check_write_progress(TimePoint now);
@@ -352,6 +370,7 @@ class Connection final : private DeadlineTimer {
   bool flush_then_close_ : 1 = false;
   bool opened_ : 1 = false;
   bool drain_watch_ : 1 = false;  // notify_when_drained()
+  bool turn_wait_ : 1 = false;    // call_next_turn(): in the host's queue
 };
 
 }  // namespace heartwheel::net

@@ -61,6 +61,7 @@
 #pragma once
 
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -93,6 +94,11 @@ struct ServerOptions {
   // Connections accepted per loop turn at most ("Accepting" above); 0 = as
   // many as the kernel has queued.
   std::size_t accept_batch = 16;
+  // Connections called back per loop turn at most after they yielded
+  // (Connection::call_next_turn; HTTP after SessionOptions::pipeline_burst
+  // pipelined requests); the rest keep their place in line. 0 = every one
+  // queued when the turn began.
+  std::size_t resume_batch = 32;
   ConnectionOptions connection;
 
   // PROXY protocol: every connection must start with a PROXY header (v1 or
@@ -177,6 +183,9 @@ class Server final : private detail::ConnectionHost {
   bool admit(Connection& conn, CloseReason& refusal) noexcept override;
   void connection_active(Connection& conn, std::uint16_t generation) noexcept override;
   Duration scale_idle_timeout(Duration timeout) const noexcept override;
+  bool defer_to_next_turn(Connection& conn) noexcept override;
+  void forget_turn(Connection& conn) noexcept override;
+  static void on_turn_start(uv_idle_t* idle);
 
   // server_overload.cpp
   void setup_protection();
@@ -210,6 +219,8 @@ class Server final : private detail::ConnectionHost {
   uv_timer_t* resume_timer_ = nullptr;  // heap, same reason
   uv_timer_t* memory_timer_ = nullptr;  // heap, same reason; only with memory pressure
   uv_check_t* turn_check_ = nullptr;    // heap, same reason; resets accepted_this_turn_
+  uv_idle_t* turn_idle_ = nullptr;      // heap, same reason; active while turns_ is not empty
+  std::deque<Connection*> turns_;       // call_next_turn, in order; nullptr: closed since
   ActivityList<Connection> list_;       // every connection; in order of last read when tracked
   ConnectionOptions effective_;
   std::shared_ptr<IpLimiter> limiter_;

@@ -1,0 +1,104 @@
+// Loop turns: how a server shares each turn of its loop between
+// connections. accept_batch bounds the newcomers per turn;
+// Connection::call_next_turn lets a busy connection step aside (HTTP does it
+// after pipeline_burst requests) and resume_batch bounds how many come back
+// per turn.
+#include <heartwheel/net/server.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "net_test_support.h"
+
+using namespace hwtest;
+using net::CloseReason;
+
+// ServerOptions::accept_batch: a flood of new connections waits in the
+// kernel's queue, a few per loop turn, instead of filling one turn.
+TEST_CASE("A loop turn accepts at most accept_batch connections, the rest wait and none is lost",
+          "[net][limits]") {
+  const std::size_t batch = GENERATE(std::size_t{3}, std::size_t{0});
+  CAPTURE(batch);
+  TestLoop t(5ms);
+  Recorder rec;
+  net::ServerOptions o;
+  o.accept_batch = batch;
+  net::Server server(*t.wheel, rec, o);
+  REQUIRE_FALSE(server.listen());
+  std::vector<int> fds;
+  for (int i = 0; i < 10; ++i) fds.push_back(connect_blocking(server.port()));
+  ::usleep(20000);                 // the handshakes are complete: all 10 wait in the listen queue
+  uv_run(&t.loop, UV_RUN_NOWAIT);  // one turn
+  if (batch == 0) {
+    CHECK(server.connection_count() == 10);
+    CHECK(server.stats().accept_deferrals == 0);
+  } else {
+    // 3 while polling, the 4th libuv held is taken when the turn ends (and
+    // counts against the next turn's budget).
+    CHECK(server.connection_count() == 4);
+    CHECK(server.stats().accept_deferrals == 1);
+  }
+  REQUIRE(t.run_until([&] { return server.connection_count() == 10; }));
+  CHECK(server.stats().accepted == 10);
+  CHECK(server.stats().closed() == 0);
+  if (batch != 0) CHECK(server.stats().accept_deferrals >= 2);
+  for (int fd : fds) ::close(fd);
+  REQUIRE(t.run_until([&] { return server.connection_count() == 0; }));
+  CHECK(server.stats().closed(CloseReason::peer_closed) == 10);
+}
+
+namespace {
+// Asks for a turn on every read ("bye": asks, then closes) and records the
+// order of the asks and of the turns.
+struct TurnTaker : net::Handler {
+  void on_data(net::Connection& c, std::string_view data) override {
+    CHECK(c.call_next_turn());
+    CHECK(c.call_next_turn());  // a second ask before the turn is the same one
+    asked.push_back(c.id());
+    if (data.find("bye") != std::string_view::npos) {
+      c.close();
+      CHECK_FALSE(c.call_next_turn());  // closing: nothing to wait for
+    }
+  }
+  void on_writable(net::Connection& c, bool writable) override {
+    if (writable) turns.push_back(c.id());
+  }
+  std::vector<std::uint64_t> asked;
+  std::vector<std::uint64_t> turns;
+};
+}  // namespace
+
+TEST_CASE(
+    "call_next_turn calls back in a later turn, resume_batch per turn, in order, no closed one",
+    "[net][turns]") {
+  TestLoop t(5ms);
+  TurnTaker handler;
+  net::ServerOptions o;
+  o.resume_batch = 2;
+  net::Server server(*t.wheel, handler, o);
+  REQUIRE_FALSE(server.listen());
+  std::vector<int> fds;
+  for (int i = 0; i < 6; ++i) fds.push_back(connect_blocking(server.port()));
+  REQUIRE(t.run_until([&] { return server.connection_count() == 6; }));
+  for (int i = 0; i < 5; ++i) REQUIRE(::write(fds[i], "go", 2) == 2);
+  REQUIRE(::write(fds[5], "bye", 3) == 3);
+  REQUIRE(t.run_until([&] { return handler.asked.size() == 6; }));
+  // Every turn calls back at most two; each asker once, in the order asked,
+  // except the one that closed.
+  for (int turn = 0; turn < 100 && handler.turns.size() < 5; ++turn) {
+    const std::size_t before = handler.turns.size();
+    uv_run(&t.loop, UV_RUN_NOWAIT);
+    CHECK(handler.turns.size() - before <= 2);
+  }
+  t.run_for(20ms);  // no late turn comes for the closed one
+  REQUIRE(handler.turns.size() == 5);
+  // The closed one is missing from the turns, the others keep their order.
+  std::vector<std::uint64_t> without_closed;
+  for (std::uint64_t id : handler.asked)
+    if (std::count(handler.turns.begin(), handler.turns.end(), id) == 1)
+      without_closed.push_back(id);
+  CHECK(without_closed.size() == 5);
+  CHECK(handler.turns == without_closed);
+  CHECK(server.stats().closed(CloseReason::local) == 1);
+  for (int fd : fds) ::close(fd);
+}
