@@ -76,6 +76,7 @@ struct Flags {
   std::size_t max_header_bytes = 16 * 1024, max_body_bytes = 1024 * 1024, max_requests = 0;
   std::size_t pipeline_burst = 32;  // http::SessionOptions::pipeline_burst's default
   std::string pipeline_slice = "50us";
+  std::size_t max_fired = 20000;  // LoopWheel::Options::max_fired_per_iteration's default
   std::string stats_json;
   std::string metrics_listen;
   heartwheel::cli::ServerFlags server;
@@ -125,6 +126,11 @@ int main(int argc, char** argv) {
                  "or once answering them took this long (0: no time bound)")
       ->capture_default_str();
   app.add_option("--tick", f.tick, "timing wheel tick (>= 1ms)")->capture_default_str();
+  app.add_option("--max-fired-per-iteration", f.max_fired,
+                 "expiry budget: at most this many timer callbacks (timeouts, closes) per loop "
+                 "turn; a mass expiry is spread over turns with I/O polled in between")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
+      ->capture_default_str();
   app.add_option("--stats-json", f.stats_json,
                  "write counters as JSON to FILE every --stats-interval and at exit");
   app.add_option("--stats-interval", f.stats_interval, "how often --stats-json is rewritten")
@@ -166,6 +172,7 @@ int main(int argc, char** argv) {
     // The keep-alive timeout is the idle timeout that --overload-* scales.
     heartwheel::cli::apply_server_flags(f.server, wo.server);
     wo.wheel.tick = parse_duration_flag("--tick", f.tick);
+    wo.wheel.max_fired_per_iteration = f.max_fired;
     if (wo.wheel.tick < std::chrono::milliseconds(1))
       throw std::invalid_argument("--tick must be at least 1ms");
     wo.server.validate();
