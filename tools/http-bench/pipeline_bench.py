@@ -2,8 +2,9 @@
 """What answering pipelined requests a few per loop turn costs a client that
 pipelines (http::SessionOptions::pipeline_burst and pipeline_slice).
 
-Starts build/bin/heartwheel-http once per setting (the defaults, one request
-per turn, and no bound: a whole read answered at once), and in alternating
+Starts build/bin/heartwheel-http once per setting (the defaults, the count
+alone without the time slice, one request per turn, and no bound: a whole
+read answered at once), and in alternating
 rounds has C connections each send R pipelined `GET /` in one write, then
 read all R answers. Prints one JSON object: per setting (medians of the
 rounds) the server's CPU time per request (utime + stime from /proc: the cost
@@ -91,6 +92,7 @@ def main():
     p.add_argument("--rounds", type=int, default=5)
     a = p.parse_args()
     settings = {"defaults": [],
+                "count_only": ["--pipeline-slice", "0"],
                 "one_per_turn": ["--pipeline-burst", "1"],
                 "unbounded": ["--pipeline-burst", "1000000000", "--pipeline-slice", "0"]}
     servers = {name: start(a.server, flags) for name, flags in settings.items()}
