@@ -680,6 +680,8 @@ TEST_CASE("Pipelined requests from one read are answered pipeline_burst per loop
   REQUIRE(h.responses().size() == 3005);
   CHECK(h.seen.back() == "/m2999");
   CHECK(h.transport.reading);
+  // The ~100 KiB that waited are freed, not kept for the connection's life.
+  CHECK(h.session->pending_capacity() < 1024);
   // A transport without turns gets every request of the read at once.
   Harness all;
   all.options.pipeline_burst = 1;

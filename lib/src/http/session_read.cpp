@@ -153,8 +153,10 @@ void Session::keep_rest(const char* rest, const char* end) {
   pending_pos_ = 0;
 }
 
+// Frees the buffer, not only empties it: a connection that once waited with
+// a long pipeline must not keep that capacity for the rest of its life.
 void Session::drop_pending() noexcept {
-  pending_input_.clear();
+  std::string().swap(pending_input_);
   pending_pos_ = 0;
 }
 

@@ -191,6 +191,9 @@ class Session {
   std::size_t in_flight() const noexcept { return queue_.size(); }
   // Body bytes of answers held behind an unfinished earlier answer.
   std::size_t buffered_bytes() const noexcept;
+  // Bytes allocated for requests read but not parsed yet (waiting for a
+  // turn or for the transport to drain); 0 when none wait.
+  std::size_t pending_capacity() const noexcept { return pending_input_.capacity(); }
   const SessionStats& stats() const noexcept { return *stats_; }
 
  private:
