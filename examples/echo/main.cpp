@@ -49,7 +49,7 @@ struct Config {
   std::string timers = "wheel", refresh = "lazy";
   unsigned workers = 1, processes = 1;
   heartwheel::cli::ServerFlags server;
-  std::size_t max_fired = 20000;
+  std::size_t max_fired = heartwheel::LoopWheel::Options{}.max_fired_per_iteration;
   int backlog = 4096;
   std::size_t high_watermark = std::size_t{1} << 20;
   std::string stats_json;

@@ -74,9 +74,9 @@ struct Flags {
               keepalive_timeout = "5s", send_timeout = "30s", drain_timeout = "10s", tick = "10ms",
               stats_interval = "1s";
   std::size_t max_header_bytes = 16 * 1024, max_body_bytes = 1024 * 1024, max_requests = 0;
-  std::size_t pipeline_burst = 32;  // http::SessionOptions::pipeline_burst's default
+  std::size_t pipeline_burst = http::SessionOptions{}.pipeline_burst;
   std::string pipeline_slice = "50us";
-  std::size_t max_fired = 20000;  // LoopWheel::Options::max_fired_per_iteration's default
+  std::size_t max_fired = heartwheel::LoopWheel::Options{}.max_fired_per_iteration;
   std::string stats_json;
   std::string metrics_listen;
   heartwheel::cli::ServerFlags server;

@@ -46,7 +46,7 @@ void Session::on_data(std::string_view bytes) {
     // The transport may deliver a read already in flight after set_reading(false),
     // and a connection waiting for its turn reads on (kTurnReadAhead).
     pending_input_.append(bytes);
-    if (pending_input_.size() - pending_pos_ > kTurnReadAhead) transport_->set_reading(false);
+    if (read_ahead_full()) transport_->set_reading(false);
     return;
   }
   parse(bytes);
@@ -136,7 +136,7 @@ bool Session::yield_turn(const char* rest, const char* end) {
   if (!transport_->yield_turn()) return false;
   ++stats_->pipeline_yields;
   keep_rest(rest, end);
-  pause_with_request_waiting(pending_input_.size() - pending_pos_ > kTurnReadAhead);
+  pause_with_request_waiting(read_ahead_full());
   return true;
 }
 
@@ -151,6 +151,10 @@ void Session::keep_rest(const char* rest, const char* end) {
   }
   pending_input_.assign(rest, end);
   pending_pos_ = 0;
+}
+
+bool Session::read_ahead_full() const noexcept {
+  return pending_input_.size() - pending_pos_ > kTurnReadAhead;
 }
 
 // Frees the buffer, not only empties it: a connection that once waited with

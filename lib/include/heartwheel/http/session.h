@@ -211,6 +211,7 @@ class Session {
   bool turn_used(std::size_t started, std::chrono::steady_clock::time_point began) const;
   bool yield_turn(const char* rest, const char* end);
   void keep_rest(const char* rest, const char* end);
+  bool read_ahead_full() const noexcept;  // more unparsed bytes wait than a turn reads ahead
   void drop_pending() noexcept;
   void pause_with_request_waiting(bool stop_transport = true);
   void maybe_resume_reading();
