@@ -389,6 +389,37 @@ def test_screenshot_is_a_png_of_the_page():
             check_screenshot(f.read())
 
 
+def test_a_new_room_does_not_show_the_previous_rooms_members():
+    """A tab in one room (with carol) joins another: from the moment it asks
+    to, its "Online" list must not show carol, nor its own old connection
+    (the page once kept the old room's members next to the new room's join
+    events until the presence reply came: "bob" twice, carol in a room she
+    never joined)."""
+    async def go(port, workdir):
+        async with browser(workdir) as cdp:
+            page = "http://127.0.0.1:%d/" % port
+            carol = await Tab.open(cdp, page, "tab C")
+            b = await Tab.open(cdp, page, "tab B")
+            await carol.join("carol", "elsewhere")
+            await b.join("bob", "elsewhere")
+            await b.wait_for(TWO_ONLINE, "carol and bob online in elsewhere")
+            await b.type_into("room", ROOM)  # Enter: leave elsewhere, join ROOM
+            deadline = time.monotonic() + WAIT_TIMEOUT
+            while True:
+                online = await b.online()
+                assert "carol" not in online, "the old room's members shown: %r" % online
+                if online == ["bob (you)"] and await b.evaluate(CONNECTED):
+                    break
+                assert time.monotonic() < deadline, "not alone in %s: %r" % (ROOM, online)
+                await asyncio.sleep(0.02)
+            await carol.wait_for("document.getElementById('online-count').textContent === '1'",
+                                 "bob gone from elsewhere")
+            assert await carol.online() == ["carol (you)"], await carol.online()
+
+    with Server(SERVER_BINARY) as s, tempfile.TemporaryDirectory() as d:  # noqa: F821
+        asyncio.run(go(s.port, d))
+
+
 def test_tabs_reconnect_after_a_server_restart():
     """The server dies (SIGKILL: no close frame) and comes back on the same
     port: both tabs show `reconnecting`, come back by themselves (backoff
