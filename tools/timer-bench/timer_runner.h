@@ -6,6 +6,11 @@
 // loop. The per-millisecond driver call (wheel.advance / uv_update_time / heap
 // expiry check) is inside the timed region. Results are ns per operation over
 // at least `min_ops` operations (several rounds for small N).
+//
+// The timed loops do no division: a 64-bit DIV takes longer on this
+// machine than the operations measured, and one per operation (`i % batch`,
+// `k % n`) bounded every row from below and hid differences between stores
+// (docs/BENCHMARKS.md, "schedule (seq)").
 #pragma once
 
 #include <cstddef>
@@ -48,8 +53,11 @@ class TimerRunner {
     const std::size_t rounds = rounds_for(n_);
     for (std::size_t r = 0; r < rounds; ++r) {
       Stopwatch sw;
-      for (std::size_t i = 0; i < n_; ++i) {
-        if (i % cfg_.batch == 0) step();
+      for (std::size_t i = 0, left = 0; i < n_; ++i, --left) {
+        if (left == 0) {
+          step();
+          left = cfg_.batch;
+        }
         impl_.schedule(i, now_ + cfg_.timeout_ns);
       }
       total += static_cast<double>(sw.elapsed_ns());
@@ -97,11 +105,15 @@ class TimerRunner {
       const std::size_t seg_end = ops * (seg + 1) / kSegments;
       while (k < seg_end) {
         const std::size_t end = k + cfg_.batch < seg_end ? k + cfg_.batch : seg_end;
+        const std::size_t first = k % n_;  // the batch's first index: one division per batch
         if (hot)
-          for (std::size_t j = k; j < end; ++j) touch(impl_.entry_address(index(j, random)));
+          for (std::size_t j = k, at = first; j < end; ++j, at = next(at))
+            touch(impl_.entry_address(random ? perm_[at] : at));
         Stopwatch sw;
         step();
-        for (std::size_t j = k; j < end; ++j) impl_.schedule(index(j, random), now_ + cfg_.timeout_ns);
+        const std::uint64_t deadline = now_ + cfg_.timeout_ns;
+        for (std::size_t j = k, at = first; j < end; ++j, at = next(at))
+          impl_.schedule(random ? perm_[at] : at, deadline);
         total += static_cast<double>(sw.elapsed_ns());
         k = end;
       }
@@ -143,14 +155,17 @@ class TimerRunner {
 
  private:
   std::size_t rounds_for(std::size_t n) const { return n >= cfg_.min_ops ? 1 : (cfg_.min_ops + n - 1) / n; }
-  std::size_t index(std::size_t k, bool random) const { return random ? perm_[k % n_] : k % n_; }
+  std::size_t next(std::size_t at) const { return at + 1 == n_ ? 0 : at + 1; }  // (at + 1) % n
   void step() {
     now_ += 1'000'000;
     impl_.set_now(now_);
   }
   void arm_all() {
-    for (std::size_t i = 0; i < n_; ++i) {
-      if (i % cfg_.batch == 0) step();
+    for (std::size_t i = 0, left = 0; i < n_; ++i, --left) {
+      if (left == 0) {
+        step();
+        left = cfg_.batch;
+      }
       impl_.schedule(i, now_ + cfg_.timeout_ns);
     }
   }

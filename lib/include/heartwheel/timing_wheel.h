@@ -41,6 +41,14 @@
 //   its slot and is re-linked when that slot comes due, once per timeout
 //   period at most. One that moves earlier but stays in its slot also only
 //   stores; other reschedules unlink and relink.
+//   The wheel keeps the last deadline it was given with its tick and slot
+//   (re-aimed when time moves): a loop arms its timeouts from one cached
+//   `now`, so runs of equal deadlines are the common case (a burst of
+//   accepts, the requests of a pipeline, refreshes on I/O in one turn), and
+//   they skip the division and the level search. A new entry at that
+//   deadline is linked inline (schedule_at in this header): a link, a count
+//   and the occupancy bit, as cheap as a binary heap's append (measured in
+//   docs/BENCHMARKS.md, "schedule (seq)").
 //   next_deadline(): O(kLevels) bit operations on occupancy bitmaps; empty
 //   slots are never visited one by one.
 //   advance(): O(levels + entries that cascade or fire), plus O(kWays) per
@@ -135,7 +143,26 @@ class TimingWheel {
 
   // Arms `entry` to fire at `deadline`; if already armed in this wheel, moves
   // it. O(1), no allocation. Precondition: entry is not armed in another wheel.
-  void schedule_at(TimerEntry& entry, TimePoint deadline) noexcept;
+  void schedule_at(TimerEntry& entry, TimePoint deadline) noexcept {
+    // Inline, the two common cases at the same deadline as the last call
+    // (see LastDeadline): a new entry is a link and two counts; an entry
+    // pushed back (refresh on I/O) stays in its slot, as in schedule_slow.
+    if (deadline == last_.deadline) {
+      if (!entry.armed()) {
+        ++stats_.scheduled;
+        ++size_;
+        entry.when_ = last_.when;
+        link_last(entry);
+        return;
+      }
+      if (postpones(entry.when_)) {
+        ++stats_.scheduled;
+        entry.when_ = last_.when;
+        return;
+      }
+    }
+    schedule_slow(entry, deadline);
+  }
 
   // Same, relative to now(): deadline = now() + delay.
   void schedule(TimerEntry& entry, Duration delay) noexcept {
@@ -197,12 +224,38 @@ class TimingWheel {
   struct alignas(64) Slot {
     std::array<detail::ListNode, kWays> ways;
   };
-  unsigned way_for(const TimerEntry& entry) const noexcept;
+  unsigned way_for(const TimerEntry& entry) const noexcept {
+    // (fifo: way_mask_ is 0, every entry in way 0; a mask, not a branch.)
+    // A Fibonacci hash of the entry's 4 KiB page. Entries of one page stay
+    // neighbours in one list, so unlinking one touches lines near it (as
+    // with a single list, when owners are allocated in order), while a
+    // slot's ways hold disjoint sets of pages: kWays independent streams for
+    // process(). Round robin would balance exactly but make every neighbour
+    // a far line.
+    const std::uint64_t page = reinterpret_cast<std::uintptr_t>(&entry) >> 12;
+    return static_cast<unsigned>(((page * 0x9E3779B97F4A7C15ull) >> (64 - kWayBits)) & way_mask_);
+  }
   Slot& slot_at(unsigned level, unsigned slot) noexcept { return slots_[level * kSlots + slot]; }
   const Slot& slot_at(unsigned level, unsigned slot) const noexcept {
     return slots_[level * kSlots + slot];
   }
   void link(TimerEntry& entry) noexcept;                // into its slot
+  // Into the slot of last_ (see LastDeadline), at its way's tail.
+  void link_last(TimerEntry& entry) noexcept {
+    detail::ListNode& head = last_.slot->ways[way_for(entry)];
+    detail::ListNode* tail = head.prev;
+    // This order keeps the two stores into the entry apart (tail->next may
+    // alias them): merged, GCC builds them in a vector register, which cost
+    // about 0.3 ns per call here.
+    entry.prev = tail;
+    tail->next = &entry;
+    entry.next = &head;
+    head.prev = &entry;
+    // Mostly set already: a load and a branch instead of a store (stores
+    // are what this path is bound by).
+    if ((*last_.occupied & last_.bit) == 0) *last_.occupied |= last_.bit;
+  }
+  void schedule_slow(TimerEntry& entry, TimePoint deadline) noexcept;  // the rest of schedule_at
   void unlink(TimerEntry& entry) noexcept;              // from slot or ready list
   std::optional<Expiration> next_expiration() const noexcept;
   void process(const Expiration& exp) noexcept;          // cascade or make ready
@@ -210,6 +263,7 @@ class TimingWheel {
   Duration tick_;
   std::uint64_t max_ticks_;  // clamp for delays; keeps tick arithmetic in range
   SameTickOrder order_;
+  std::uint64_t way_mask_;  // kWays - 1, or 0 for SameTickOrder::fifo
   TimePoint origin_;
   TimePoint now_;
   std::uint64_t elapsed_ = 0;  // ticks fully processed
@@ -220,6 +274,33 @@ class TimingWheel {
   std::array<Slot, kLevels * kSlots> slots_;
   detail::ListNode ready_;  // due entries waiting to run, in deadline order
   WheelStats stats_;
+  // The last deadline schedule_at() was given, with the tick, level and slot
+  // it maps to now: a loop arms its timeouts from one cached `now`, so runs
+  // of equal deadlines are the common case (a burst of accepts, the requests
+  // of one pipeline, a batch of heartbeats, refreshes on I/O in one turn):
+  // they skip the division and the level search. advance() re-aims it when
+  // elapsed_ moves (aim_last), so it is always valid.
+  void aim_last() noexcept;  // when, slot and bit of last_.ticks at elapsed_
+  // Whether an armed entry due at tick `old` may move to last_.when by a
+  // store alone ("postpone in place", see schedule_slow): the new deadline
+  // is not earlier, neither is due now, and the entry is below the top level
+  // (whose slots may wrap). A ready entry's `old` has kReadyBit, above any
+  // last_.when.
+  bool postpones(std::uint64_t old) const noexcept {
+    return last_.postpone && old > elapsed_ && old <= last_.when &&
+           ((elapsed_ ^ old) >> (kSlotBits * (kLevels - 1))) == 0;
+  }
+  struct LastDeadline {
+    TimePoint deadline{};
+    std::uint64_t ticks = 0;       // ticks_ceil(deadline), before clamping
+    std::uint64_t at_elapsed = 0;  // the elapsed_ when, slot and bit are for
+    std::uint64_t when = 0;        // the clamped tick an entry gets
+    Slot* slot = nullptr;
+    std::uint64_t* occupied = nullptr;  // the level's word in occupied_
+    std::uint64_t bit = 0;              // the slot's bit in it
+    bool postpone = false;              // later entries may be postponed in place to `when`
+  };
+  LastDeadline last_;
 };
 
 }  // namespace heartwheel

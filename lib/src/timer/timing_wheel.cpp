@@ -59,7 +59,11 @@ void walk_detached(detail::ListNode* heads, Visit&& visit) noexcept {
 }  // namespace
 
 TimingWheel::TimingWheel(Duration tick, TimePoint origin, SameTickOrder order)
-    : tick_(tick), order_(order), origin_(origin), now_(origin) {
+    : tick_(tick),
+      order_(order),
+      way_mask_(order == SameTickOrder::fifo ? 0 : kWays - 1),
+      origin_(origin),
+      now_(origin) {
   if (tick.count() <= 0) throw std::invalid_argument("TimingWheel: tick must be positive");
   // Keep origin + tick * when inside the int64 nanosecond range for any
   // deadline the wheel holds (half the range, to leave room for `now`).
@@ -69,6 +73,8 @@ TimingWheel::TimingWheel(Duration tick, TimePoint origin, SameTickOrder order)
   for (auto& slot : slots_)
     for (auto& head : slot.ways) list_init(head);
   list_init(ready_);
+  last_.deadline = origin_;
+  aim_last();
 }
 
 TimingWheel::~TimingWheel() {
@@ -115,17 +121,6 @@ inline unsigned TimingWheel::level_for(std::uint64_t elapsed, std::uint64_t when
   return significant / kSlotBits;
 }
 
-inline unsigned TimingWheel::way_for(const TimerEntry& entry) const noexcept {
-  if (order_ == SameTickOrder::fifo) return 0;
-  // A Fibonacci hash of the entry's 4 KiB page. Entries of one page stay
-  // neighbours in one list, so unlinking one touches lines near it (as with a
-  // single list, when owners are allocated in order), while a slot's ways
-  // hold disjoint sets of pages: kWays independent streams for process().
-  // Round robin would balance exactly but make every neighbour a far line.
-  const std::uint64_t page = reinterpret_cast<std::uintptr_t>(&entry) >> 12;
-  return static_cast<unsigned>((page * 0x9E3779B97F4A7C15ull) >> (64 - kWayBits));
-}
-
 inline void TimingWheel::link(TimerEntry& entry) noexcept {
   const unsigned level = level_for(elapsed_, entry.when_);
   const unsigned slot = slot_for(entry.when_, level);
@@ -160,10 +155,27 @@ inline void TimingWheel::unlink(TimerEntry& entry) noexcept {
   }
 }
 
-void TimingWheel::schedule_at(TimerEntry& entry, TimePoint deadline) noexcept {
-  std::uint64_t when = ticks_ceil(deadline);
+void TimingWheel::aim_last() noexcept {
+  std::uint64_t when = last_.ticks;
   if (when < elapsed_) when = elapsed_;  // in the past: due at the next advance
   if (when - elapsed_ > max_ticks_) when = elapsed_ + max_ticks_;
+  const unsigned level = level_for(elapsed_, when);
+  const unsigned slot = slot_for(when, level);
+  last_.at_elapsed = elapsed_;
+  last_.when = when;
+  last_.slot = &slot_at(level, slot);
+  last_.occupied = &occupied_[level];
+  last_.bit = std::uint64_t{1} << slot;
+  last_.postpone = when > elapsed_ && when - elapsed_ < (kMaxTicks >> kSlotBits);
+}
+
+void TimingWheel::schedule_slow(TimerEntry& entry, TimePoint deadline) noexcept {
+  if (deadline != last_.deadline) {
+    last_.deadline = deadline;
+    last_.ticks = ticks_ceil(deadline);
+    aim_last();
+  }
+  const std::uint64_t when = last_.when;
   ++stats_.scheduled;
 
   if (entry.armed()) {
@@ -171,17 +183,17 @@ void TimingWheel::schedule_at(TimerEntry& entry, TimePoint deadline) noexcept {
     // Ready entries, entries due now, and the top level (whose slots may
     // wrap) take the general path.
     const std::uint64_t old = entry.when_;
+    // Postpone in place: a later deadline leaves the entry in its slot. The
+    // slot comes due no later than the old deadline, hence before the new
+    // one, and process() re-links entries that are not due yet. Cost: one
+    // store now, one relink per timeout period instead of one per slot
+    // boundary crossed (measured in docs/BENCHMARKS.md). schedule_at() in
+    // the header does the same inline.
+    if (postpones(old)) {
+      entry.when_ = when;
+      return;
+    }
     if (!(old & kReadyBit) && old > elapsed_ && when > elapsed_) {
-      // Postpone in place: a later deadline leaves the entry in its slot. The
-      // slot comes due no later than the old deadline, hence before the new
-      // one, and process() re-links entries that are not due yet. Cost: one
-      // store now, one relink per timeout period instead of one per slot
-      // boundary crossed (measured in docs/BENCHMARKS.md).
-      if (when >= old && level_for(elapsed_, old) + 1 < kLevels &&
-          when - elapsed_ < (kMaxTicks >> kSlotBits)) {
-        entry.when_ = when;
-        return;
-      }
       // Pulled in, but still inside the slot its deadline maps to: the slot
       // the entry occupies is due no later than that one, so only store.
       const unsigned old_level = level_for(elapsed_, old);
@@ -198,7 +210,7 @@ void TimingWheel::schedule_at(TimerEntry& entry, TimePoint deadline) noexcept {
     ++size_;
   }
   entry.when_ = when;
-  link(entry);
+  link_last(entry);
 }
 
 bool TimingWheel::cancel(TimerEntry& entry) noexcept {
@@ -258,6 +270,7 @@ std::size_t TimingWheel::advance(TimePoint now, std::size_t max_fired) {
     process(*exp);
   }
   if (target > elapsed_) elapsed_ = target;
+  if (elapsed_ != last_.at_elapsed) aim_last();  // the levels moved under it
 
   in_advance_ = true;
   struct Reset {
@@ -346,6 +359,17 @@ void TimingWheel::validate() const {
   }
   if (count - in_slots != ready_count_) fail("ready count");
   if (count != size_) fail("size() is " + std::to_string(size_) + " but " + std::to_string(count) + " entries are linked");
+  // The last deadline's cached mapping is the one schedule_slow would compute now.
+  if (last_.ticks != ticks_ceil(last_.deadline)) fail("last deadline: ticks");
+  if (last_.at_elapsed != elapsed_) fail("last deadline: not re-aimed since time moved");
+  std::uint64_t when = std::max(last_.ticks, elapsed_);
+  if (when - elapsed_ > max_ticks_) when = elapsed_ + max_ticks_;
+  const unsigned level = level_for(elapsed_, when);
+  const unsigned slot = slot_for(when, level);
+  if (last_.when != when || last_.slot != &slot_at(level, slot) ||
+      last_.occupied != &occupied_[level] || last_.bit != std::uint64_t{1} << slot ||
+      last_.postpone != (when > elapsed_ && when - elapsed_ < (kMaxTicks >> kSlotBits)))
+    fail("last deadline: stale tick or slot");
 }
 
 std::string TimingWheel::dump() const {
