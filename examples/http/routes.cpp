@@ -1,6 +1,7 @@
 #include "routes.h"
 
 #include <charconv>
+#include <memory>
 #include <string>
 
 namespace heartwheel_example {
@@ -56,6 +57,16 @@ void delay(const Request& req, Responder r) {
   DelayedAnswer::start(std::move(r), d, "delayed " + std::to_string(d.count()) + " ms\n");
 }
 
+// n bytes of 'x', one buffer per worker thread for the size asked last:
+// every client of /bytes?n=N gets it by reference (Response::shared_body),
+// as nginx sends one file from the page cache to all, so a slow reader holds
+// none of it.
+std::shared_ptr<const std::string> x_bytes(std::size_t n) {
+  thread_local std::shared_ptr<const std::string> last;
+  if (!last || last->size() != n) last = std::make_shared<const std::string>(n, 'x');
+  return last;
+}
+
 void bytes(const Request& req, Responder r) {
   const auto n_text = req.query_param("n").value_or("0");
   std::size_t n = 0;
@@ -66,7 +77,7 @@ void bytes(const Request& req, Responder r) {
   }
   heartwheel::http::Response resp;
   resp.headers.push_back({"Content-Type", "application/octet-stream"});
-  resp.body.assign(n, 'x');
+  resp.shared_body = x_bytes(n);
   r.respond(std::move(resp));
 }
 

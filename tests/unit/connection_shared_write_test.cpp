@@ -163,3 +163,34 @@ TEST_CASE("Shared writes are refused like copied ones, and a refused buffer is n
   CHECK_FALSE(peer.open());
   CHECK(kept.use_count() == 1);  // the closed connection released its reference
 }
+
+TEST_CASE("A head and a shared body: the head copied, the body referenced, in order",
+          "[connection][write][shared]") {
+  ConnectionOptions o;
+  o.write.stall_timeout = 0s;
+  Quiet quiet;  // before the host: its destructor closes connections (on_close)
+  Host host(o);
+  Peer& peer = host.open(quiet);
+  Connection& c = *peer.connection();
+  CHECK(c.write("head", SharedBytes{}) == heartwheel::errc::invalid_argument);
+
+  // Taken at once (nothing queued): one writev, nothing kept.
+  const SharedBytes body = make_buffer(2000, 'b');
+  REQUIRE_FALSE(c.write("HEAD1\r\n", body));
+  CHECK(body.use_count() == 1);
+  std::string expected = "HEAD1\r\n" + *body;
+  CHECK(read_exactly(host, peer, expected.size()) == expected);
+
+  // Behind a full socket: the head's bytes are copied (the caller's buffer
+  // may be reused at once), the body is one more reference.
+  expected = fill_until_queued(c);
+  std::string head = "HEAD2\r\n";
+  REQUIRE_FALSE(c.write(head, body));
+  head.assign("overwritten");
+  CHECK(body.use_count() == 2);
+  REQUIRE_FALSE(c.write("after"));
+  expected += "HEAD2\r\n" + *body + "after";
+  CHECK(read_exactly(host, peer, expected.size()) == expected);
+  host.run_for(1ms);
+  CHECK(body.use_count() == 1);
+}

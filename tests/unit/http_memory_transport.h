@@ -9,6 +9,7 @@
 #include <heartwheel/net/deadline_timer.h>
 #include <heartwheel/virtual_clock.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,12 @@ class MemoryTransport final : public heartwheel::http::Transport,
   void send(std::string_view head, std::string_view body) override {
     out.append(head);
     out.append(body);
+  }
+  // Recorded by identity: the buffer the session handed on, not a copy.
+  void send_shared(std::string_view head, std::shared_ptr<const std::string> body) override {
+    ++shared_sends;
+    last_shared = body.get();
+    send(head, *body);
   }
   void close(CloseMode mode, heartwheel::net::CloseReason reason) override {
     ++closes;
@@ -82,6 +89,8 @@ class MemoryTransport final : public heartwheel::http::Transport,
   std::optional<heartwheel::net::CloseReason> reason() const noexcept { return reason_; }
 
   std::string out;
+  int shared_sends = 0;                      // send_shared calls
+  const std::string* last_shared = nullptr;  // the buffer of the last one
   int closes = 0;
   CloseMode last_mode = CloseMode::kAfterFlush;
   bool reading = true;

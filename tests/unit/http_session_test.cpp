@@ -233,6 +233,47 @@ TEST_CASE("HEAD gets Content-Length but no body", "[http]") {
   CHECK(h.transport.out.size() == h.transport.out.find("\r\n\r\n") + 4);
 }
 
+TEST_CASE("A shared body is handed to the transport by reference, framed like a copied one",
+          "[http][shared]") {
+  const auto page = std::make_shared<const std::string>(5000, 'p');
+  Harness h;
+  h.handler = [&](const Request& req, Responder r) {
+    Response resp;
+    if (req.target == "/both") resp.body = "also";
+    resp.shared_body = page;
+    r.respond(std::move(resp));
+  };
+  h.start();
+  h.feed(get("/page") + get("/page"));
+  auto rs = h.responses();
+  REQUIRE(rs.size() == 2);
+  for (const auto& r : rs) {
+    CHECK(r.status == 200);
+    CHECK(r.header("content-length") == "5000");
+    CHECK(r.body == *page);
+  }
+  CHECK(h.transport.shared_sends == 2);
+  CHECK(h.transport.last_shared == page.get());  // the same buffer, never copied
+  CHECK(page.use_count() == 1);                  // and not kept once handed on
+
+  // HEAD: the length, no body, nothing handed on.
+  h.transport.out.clear();
+  h.feed("HEAD /page HTTP/1.1\r\n\r\n");
+  rs = split_responses(h.transport.out, true);
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].header("content-length") == "5000");
+  CHECK(h.transport.out.size() == h.transport.out.find("\r\n\r\n") + 4);
+  CHECK(h.transport.shared_sends == 2);
+
+  // Both bodies set: a handler error (500), not a guess at which one was meant.
+  h.transport.out.clear();
+  h.feed(get("/both"));
+  rs = h.responses();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].status == 500);
+  CHECK(h.stats.invalid_responses == 1);
+}
+
 TEST_CASE("Too many header bytes get 431 and close", "[http][limits]") {
   Harness h;
   h.options.max_header_bytes = 100;

@@ -44,6 +44,7 @@ struct Exchange {
   int status = 0;
   Headers headers;
   std::string out;                        // body bytes (framed) not yet handed to the transport
+  std::shared_ptr<const std::string> shared_out;  // or the shared body of respond()
   std::size_t content_length = 0;         // for respond(): the body size
   std::function<void()> on_abandon;       // Responder::on_abandon
   std::function<void()> on_writable;      // Responder::on_writable

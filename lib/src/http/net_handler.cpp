@@ -15,6 +15,10 @@ struct NetHandler::Conn final : Transport {
     if (const std::error_code ec = conn->write({head, body}))
       conn->close(net::CloseReason::error, ec);  // a no-op if it is closing already
   }
+  void send_shared(std::string_view head, std::shared_ptr<const std::string> body) override {
+    if (const std::error_code ec = conn->write(head, std::move(body)))
+      conn->close(net::CloseReason::error, ec);
+  }
   void close(CloseMode mode, net::CloseReason reason) override {
     if (mode == CloseMode::kAbort)
       conn->close(reason);

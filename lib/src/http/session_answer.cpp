@@ -22,7 +22,12 @@ void close_stream(Exchange& ex) {
 
 bool Session::respond(Exchange& ex, Response response) {
   const Call call(*this);
-  if (refused(ex, response.status, response.headers)) return false;
+  const bool both = response.shared_body && !response.body.empty();
+  if (refused(ex, response.status, response.headers,
+              both ? "both body and shared_body are set (set one)" : nullptr))
+    return false;
+  // A shared body held behind the head costs this session a reference, not
+  // its bytes.
   if (!may_hold(ex, response.body.size())) return false;
   ex.answered_by_handler = true;
   answer(ex, std::move(response), false);
@@ -112,8 +117,8 @@ bool Session::upgrade(Exchange& ex, Headers headers, UpgradeHandler next) {
 // A status or header that would corrupt the response (response splitting):
 // nothing of it is written, the request gets a 500 instead, and the handler
 // reads why from Responder::error().
-bool Session::refused(Exchange& ex, int status, const Headers& headers) {
-  std::string why = detail::check_response(status, headers);
+bool Session::refused(Exchange& ex, int status, const Headers& headers, const char* also_wrong) {
+  std::string why = also_wrong != nullptr ? also_wrong : detail::check_response(status, headers);
   if (why.empty()) return false;
   ex.error = std::move(why);
   ++stats_->invalid_responses;

@@ -76,8 +76,13 @@ void Session::answer(Exchange& ex, Response response, bool close_after) {
   ex.streaming = false;
   ex.status = response.status;
   ex.headers = std::move(response.headers);
-  ex.content_length = response.body.size();
-  if (!ex.head_only && detail::status_has_body(response.status)) ex.out = std::move(response.body);
+  ex.content_length = response.body_size();
+  if (!ex.head_only && detail::status_has_body(response.status)) {
+    if (response.shared_body)
+      ex.shared_out = std::move(response.shared_body);
+    else
+      ex.out = std::move(response.body);
+  }
   ex.close_after = ex.close_after || close_after;
 }
 
@@ -127,9 +132,13 @@ void Session::write_head(Exchange& ex) {
   // (writev on a connection): the body is never copied behind the head.
   thread_local std::string head;
   detail::serialize_head(ex, *options_, head);
-  transport_->send(head, ex.out);
+  if (ex.shared_out)
+    transport_->send_shared(head, std::move(ex.shared_out));
+  else
+    transport_->send(head, ex.out);
   if (head.capacity() > kMaxKeptHead) std::string().swap(head);
   ex.out.clear();
+  ex.shared_out.reset();
   ex.head_written = true;
 }
 

@@ -38,6 +38,12 @@ std::error_code Connection::write(SharedBytes bytes) {
   return write_parts(&view, 1, &bytes);
 }
 
+std::error_code Connection::write(std::string_view head, SharedBytes body) {
+  if (!body) return make_error_code(errc::invalid_argument);
+  const std::string_view parts[] = {head, std::string_view(*body)};
+  return write_parts(parts, 2, &body);
+}
+
 std::error_code Connection::write_parts(const std::string_view* parts, std::size_t count,
                                         const SharedBytes* shared) {
   std::size_t total = 0;
@@ -85,18 +91,17 @@ std::error_code Connection::write_parts(const std::string_view* parts, std::size
     schedule_write_check();
   }
   stats().write_queue_bytes += total - done;  // leaves in on_write_done or ~Connection
-  if (shared != nullptr) {
-    wq_->pending.append_shared(*shared, done);  // a reference: the buffer is not copied
-  } else {
-    for (std::size_t i = 0; i < count; ++i) {  // the rest, after the `done` bytes the kernel took
-      const std::string_view part = parts[i];
-      if (done >= part.size()) {
-        done -= part.size();
-        continue;
-      }
-      wq_->pending.append_copy(part.substr(done));
-      done = 0;
+  for (std::size_t i = 0; i < count; ++i) {   // the rest, after the `done` bytes the kernel took
+    const std::string_view part = parts[i];
+    if (done >= part.size()) {
+      done -= part.size();
+      continue;
     }
+    if (shared != nullptr && i + 1 == count)
+      wq_->pending.append_shared(*shared, done);  // a reference: the buffer is not copied
+    else
+      wq_->pending.append_copy(part.substr(done));
+    done = 0;
   }
   if (!wq_->writing) start_write();
   if (writable_ && !closing_ && queued_bytes() > wp.high_watermark) {

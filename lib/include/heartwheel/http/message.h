@@ -11,6 +11,7 @@
 
 #include <heartwheel/time.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,6 +55,15 @@ struct Response {
   int status = 200;
   Headers headers;
   std::string body;
+  // When set, the body is this immutable buffer instead of `body` (which
+  // must then be empty): sent by reference, never copied, also while a slow
+  // peer reads it, so N connections getting one buffer hold one copy between
+  // them (as a server sends a file from the page cache). For content many
+  // clients get: a static asset, a cached answer. Must not change once set.
+  std::shared_ptr<const std::string> shared_body;
+
+  // The body's size, whichever holds it.
+  std::size_t body_size() const noexcept { return shared_body ? shared_body->size() : body.size(); }
 
   // A response with `body` and a Content-Type header.
   static Response text(int status, std::string body,

@@ -96,6 +96,12 @@ class Transport {
   // (Session::on_writable(false)) from inside; must not call the session
   // otherwise.
   virtual void send(std::string_view head, std::string_view body) = 0;
+  // The same with a shared, immutable body (Response::shared_body): a
+  // transport that can queue it by reference does (net: Connection::write(
+  // head, SharedBytes)); the default sends a view of it, copied if it waits.
+  virtual void send_shared(std::string_view head, std::shared_ptr<const std::string> body) {
+    send(head, *body);
+  }
   // Called once, with the session's reason. kAfterFlush: write what is
   // queued, then close (a stalled peer is the transport's business: its
   // write-stall rule). Must not destroy the session synchronously.
@@ -234,7 +240,8 @@ class Session {
   bool end_stream(detail::Exchange& ex);
   void drop_responder(detail::Exchange& ex);
   bool upgrade(detail::Exchange& ex, Headers headers, UpgradeHandler next);
-  bool refused(detail::Exchange& ex, int status, const Headers& headers);
+  bool refused(detail::Exchange& ex, int status, const Headers& headers,
+               const char* also_wrong = nullptr);
   bool may_hold(detail::Exchange& ex, std::size_t bytes);
   bool writable(const detail::Exchange& ex) const noexcept;
   void notify_writable();

@@ -190,6 +190,11 @@ class Connection final : private DeadlineTimer {
   // Cost: no allocation when the socket takes it all; otherwise one queue
   // segment (the queue itself if none was pending).
   std::error_code write(SharedBytes bytes);
+  // Sends `head` (copied if it has to wait) and then the shared `body`
+  // (queued by reference, as above), as one writev when the socket takes
+  // them: a response head and a body many connections send (a cached file,
+  // a static asset). Same errors as write(SharedBytes).
+  std::error_code write(std::string_view head, SharedBytes body);
   // Bytes accepted by write() that the kernel has not taken yet.
   std::size_t queued_bytes() const noexcept;
   // False above the high watermark until back at the low watermark.
@@ -326,7 +331,7 @@ class Connection final : private DeadlineTimer {
   static void on_write_done(uv_write_t* req, int status);
   static void on_closed(uv_handle_t* handle);
   // The write path (connection_write.cpp). `shared`, when given, is the
-  // buffer parts[0] views (count == 1): its unwritten rest is queued by reference.
+  // buffer the last part views: its unwritten rest is queued by reference.
   std::error_code write_parts(const std::string_view* parts, std::size_t count,
                               const SharedBytes* shared = nullptr);
   void handle_eof() noexcept;
