@@ -45,6 +45,20 @@ std::string read_exactly(Host& host, Peer& peer, std::size_t n) {
   return got;
 }
 
+// One connection to a peer, the write-stall rule off (the tests fill the
+// socket and read at their own pace).
+struct OnePeer {
+  static ConnectionOptions options() {
+    ConnectionOptions o;
+    o.write.stall_timeout = 0s;
+    return o;
+  }
+  Quiet quiet;  // before the host: its destructor closes connections (on_close)
+  Host host{options()};
+  Peer& peer = host.open(quiet);
+  Connection& c = *peer.connection();
+};
+
 SharedBytes make_buffer(std::size_t size, char c) {
   return std::make_shared<const std::string>(size, c);
 }
@@ -89,12 +103,10 @@ TEST_CASE("N connections that queue one shared buffer hold N references to it, n
 
 TEST_CASE("A shared buffer larger than the socket takes is queued from where the kernel stopped",
           "[connection][write][shared]") {
-  ConnectionOptions o;
-  o.write.stall_timeout = 0s;
-  Quiet quiet;  // before the host: its destructor closes connections (on_close)
-  Host host(o);
-  Peer& peer = host.open(quiet);
-  Connection& c = *peer.connection();
+  OnePeer t;
+  Host& host = t.host;
+  Peer& peer = t.peer;
+  Connection& c = t.c;
   std::string big(8 << 20, '\0');
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 23);
   const auto frame = std::make_shared<const std::string>(std::move(big));
@@ -109,12 +121,10 @@ TEST_CASE("A shared buffer larger than the socket takes is queued from where the
 
 TEST_CASE("Copied and shared writes go out in the order they were made",
           "[connection][write][shared]") {
-  ConnectionOptions o;
-  o.write.stall_timeout = 0s;
-  Quiet quiet;  // before the host: its destructor closes connections (on_close)
-  Host host(o);
-  Peer& peer = host.open(quiet);
-  Connection& c = *peer.connection();
+  OnePeer t;
+  Host& host = t.host;
+  Peer& peer = t.peer;
+  Connection& c = t.c;
   std::string expected = fill_until_queued(c);
   const SharedBytes a = make_buffer(1000, 'A');
   const SharedBytes b = make_buffer(3000, 'B');
@@ -166,12 +176,10 @@ TEST_CASE("Shared writes are refused like copied ones, and a refused buffer is n
 
 TEST_CASE("A head and a shared body: the head copied, the body referenced, in order",
           "[connection][write][shared]") {
-  ConnectionOptions o;
-  o.write.stall_timeout = 0s;
-  Quiet quiet;  // before the host: its destructor closes connections (on_close)
-  Host host(o);
-  Peer& peer = host.open(quiet);
-  Connection& c = *peer.connection();
+  OnePeer t;
+  Host& host = t.host;
+  Peer& peer = t.peer;
+  Connection& c = t.c;
   CHECK(c.write("head", SharedBytes{}) == heartwheel::errc::invalid_argument);
 
   // Taken at once (nothing queued): one writev, nothing kept.
