@@ -476,8 +476,12 @@ def one_run(args, target, attack, size):
             attack_cmds.append(cmd)
             csvs.append(prefix + ".csv")
             outs.append(prefix + ".out")
+            # --attack-nice: the attack's own CPU behind the servers' and the
+            # normal client's, as when it comes from other machines.
+            nice = (lambda: os.nice(args.attack_nice)) if args.attack_nice else None
             with open(outs[-1], "w") as out:
-                procs.append(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT))
+                procs.append(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                              preexec_fn=nice))
         deadline = time.monotonic() + args.duration + 30
         for p in procs:
             try:
@@ -517,6 +521,7 @@ def one_run(args, target, attack, size):
             "tcp_counters": {k: counters_after.get(k, 0) - counters_before.get(k, 0)
                              for k in TCP_COUNTERS if k in counters_after},
             "server_cmd": " ".join(server_cmd), "attack_cmd": " ".join(attack_cmds[0]),
+            "attack_nice": args.attack_nice,
             "attack_series": series,
         }
         if stats_path:
@@ -593,6 +598,10 @@ def main():
     p.add_argument("--attack-rate", type=int, default=1000, help="slowhttptest -r per process")
     p.add_argument("--per-attack-process", type=int, default=2000,
                    help="attack connections per slowhttptest process (one process ramps ~250/s here)")
+    p.add_argument("--attack-nice", type=int, default=0,
+                   help="run the slowhttptest processes at this nice value (0..19): their CPU "
+                        "behind the servers' and the normal client's, as an attack from other "
+                        "machines would be; 0 (the default) = the same priority")
     p.add_argument("--interval", type=int, default=5, help="slowhttptest -i (slowloris, slow body)")
     p.add_argument("--pipeline", type=int, default=10, help="slowhttptest -k (slow read, 1..10)")
     p.add_argument("--read-bytes", type=int, default=16384,
@@ -623,6 +632,8 @@ def main():
     if not 1 <= args.pipeline <= 10 or not 0 <= args.read_bytes <= 1024 * 1024 or \
             not 0 <= args.read_big_bytes <= 1024 * 1024:
         die("--pipeline is 1..10 (slowhttptest's limit), --read-bytes 0..1048576", EXIT_USAGE)
+    if not 0 <= args.attack_nice <= 19:
+        die("--attack-nice is 0..19", EXIT_USAGE)
     if args.per_attack_process > 19000:
         die("--per-attack-process must stay under the 20000 open-file limit", EXIT_USAGE)
     needed = {"slowhttptest": args.slowhttptest, "heartwheel-load": args.load}
