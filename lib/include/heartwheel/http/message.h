@@ -60,7 +60,7 @@ struct Response {
   // peer reads it, so N connections getting one buffer hold one copy between
   // them (as a server sends a file from the page cache). For content many
   // clients get: a static asset, a cached answer. Must not change once set.
-  std::shared_ptr<const std::string> shared_body;
+  std::shared_ptr<const std::string> shared_body{};  // {}: aggregates may omit it
 
   // The body's size, whichever holds it.
   std::size_t body_size() const noexcept { return shared_body ? shared_body->size() : body.size(); }
