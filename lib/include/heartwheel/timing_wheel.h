@@ -46,7 +46,7 @@
 //   `now`, so runs of equal deadlines are the common case (a burst of
 //   accepts, the requests of a pipeline, refreshes on I/O in one turn), and
 //   they skip the division and the level search. A new entry at that
-//   deadline is linked inline (schedule_at in this header): a link, a count
+//   deadline is linked inline (schedule_at in this header): a link, two counts
 //   and the occupancy bit, as cheap as a binary heap's append (measured in
 //   docs/BENCHMARKS.md, "schedule (seq)").
 //   next_deadline(): O(kLevels) bit operations on occupancy bitmaps; empty
