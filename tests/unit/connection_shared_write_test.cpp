@@ -101,12 +101,9 @@ TEST_CASE("N connections that queue one shared buffer hold N references to it, n
   for (Peer* p : peers) CHECK(p->connection()->queued_bytes() == 0);
 }
 
-TEST_CASE("A shared buffer larger than the socket takes is queued from where the kernel stopped",
-          "[connection][write][shared]") {
-  OnePeer t;
-  Host& host = t.host;
-  Peer& peer = t.peer;
-  Connection& c = t.c;
+TEST_CASE_METHOD(
+    OnePeer, "A shared buffer larger than the socket takes is queued from where the kernel stopped",
+    "[connection][write][shared]") {
   std::string big(8 << 20, '\0');
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 23);
   const auto frame = std::make_shared<const std::string>(std::move(big));
@@ -119,12 +116,8 @@ TEST_CASE("A shared buffer larger than the socket takes is queued from where the
   CHECK(frame.use_count() == 1);
 }
 
-TEST_CASE("Copied and shared writes go out in the order they were made",
-          "[connection][write][shared]") {
-  OnePeer t;
-  Host& host = t.host;
-  Peer& peer = t.peer;
-  Connection& c = t.c;
+TEST_CASE_METHOD(OnePeer, "Copied and shared writes go out in the order they were made",
+                 "[connection][write][shared]") {
   std::string expected = fill_until_queued(c);
   const SharedBytes a = make_buffer(1000, 'A');
   const SharedBytes b = make_buffer(3000, 'B');
@@ -174,12 +167,9 @@ TEST_CASE("Shared writes are refused like copied ones, and a refused buffer is n
   CHECK(kept.use_count() == 1);  // the closed connection released its reference
 }
 
-TEST_CASE("A head and a shared body: the head copied, the body referenced, in order",
-          "[connection][write][shared]") {
-  OnePeer t;
-  Host& host = t.host;
-  Peer& peer = t.peer;
-  Connection& c = t.c;
+TEST_CASE_METHOD(OnePeer,
+                 "A head and a shared body: the head copied, the body referenced, in order",
+                 "[connection][write][shared]") {
   CHECK(c.write("head", SharedBytes{}) == heartwheel::errc::invalid_argument);
 
   // Taken at once (nothing queued): one writev, nothing kept.

@@ -279,8 +279,7 @@ class TimingWheel {
   // of equal deadlines are the common case (a burst of accepts, the requests
   // of one pipeline, a batch of heartbeats, refreshes on I/O in one turn):
   // they skip the division and the level search. advance() re-aims it when
-  // elapsed_ moves (aim_last), so it is always valid.
-  void aim_last() noexcept;  // when, slot and bit of last_.ticks at elapsed_
+  // elapsed_ moves, so it is always valid.
   // Whether an armed entry due at tick `old` may move to last_.when by a
   // store alone ("postpone in place", see schedule_slow): the new deadline
   // is not earlier, neither is due now, and the entry is below the top level
@@ -292,14 +291,16 @@ class TimingWheel {
   }
   struct LastDeadline {
     TimePoint deadline{};
-    std::uint64_t ticks = 0;       // ticks_ceil(deadline), before clamping
-    std::uint64_t at_elapsed = 0;  // the elapsed_ when, slot and bit are for
-    std::uint64_t when = 0;        // the clamped tick an entry gets
+    std::uint64_t ticks = 0;  // ticks_ceil(deadline), before clamping
+    std::uint64_t when = 0;   // the clamped tick an entry gets, at the current elapsed_
     Slot* slot = nullptr;
     std::uint64_t* occupied = nullptr;  // the level's word in occupied_
     std::uint64_t bit = 0;              // the slot's bit in it
     bool postpone = false;              // later entries may be postponed in place to `when`
+    bool operator==(const LastDeadline&) const = default;
   };
+  // The mapping of `deadline` (`ticks` = ticks_ceil(deadline)) at the current elapsed_.
+  LastDeadline aimed(TimePoint deadline, std::uint64_t ticks) noexcept;
   LastDeadline last_;
 };
 

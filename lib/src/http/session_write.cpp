@@ -137,8 +137,7 @@ void Session::write_head(Exchange& ex) {
   else
     transport_->send(head, ex.out);
   if (head.capacity() > kMaxKeptHead) std::string().swap(head);
-  ex.out.clear();
-  ex.shared_out.reset();
+  ex.out.clear();  // (a shared_out went to the transport above, moved)
   ex.head_written = true;
 }
 

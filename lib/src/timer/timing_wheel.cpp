@@ -73,8 +73,7 @@ TimingWheel::TimingWheel(Duration tick, TimePoint origin, SameTickOrder order)
   for (auto& slot : slots_)
     for (auto& head : slot.ways) list_init(head);
   list_init(ready_);
-  last_.deadline = origin_;
-  aim_last();
+  last_ = aimed(origin_, 0);
 }
 
 TimingWheel::~TimingWheel() {
@@ -155,26 +154,23 @@ inline void TimingWheel::unlink(TimerEntry& entry) noexcept {
   }
 }
 
-void TimingWheel::aim_last() noexcept {
-  std::uint64_t when = last_.ticks;
+TimingWheel::LastDeadline TimingWheel::aimed(TimePoint deadline, std::uint64_t ticks) noexcept {
+  std::uint64_t when = ticks;
   if (when < elapsed_) when = elapsed_;  // in the past: due at the next advance
   if (when - elapsed_ > max_ticks_) when = elapsed_ + max_ticks_;
   const unsigned level = level_for(elapsed_, when);
   const unsigned slot = slot_for(when, level);
-  last_.at_elapsed = elapsed_;
-  last_.when = when;
-  last_.slot = &slot_at(level, slot);
-  last_.occupied = &occupied_[level];
-  last_.bit = std::uint64_t{1} << slot;
-  last_.postpone = when > elapsed_ && when - elapsed_ < (kMaxTicks >> kSlotBits);
+  return LastDeadline{deadline,
+                      ticks,
+                      when,
+                      &slot_at(level, slot),
+                      &occupied_[level],
+                      std::uint64_t{1} << slot,
+                      when > elapsed_ && when - elapsed_ < (kMaxTicks >> kSlotBits)};
 }
 
 void TimingWheel::schedule_slow(TimerEntry& entry, TimePoint deadline) noexcept {
-  if (deadline != last_.deadline) {
-    last_.deadline = deadline;
-    last_.ticks = ticks_ceil(deadline);
-    aim_last();
-  }
+  if (deadline != last_.deadline) last_ = aimed(deadline, ticks_ceil(deadline));
   const std::uint64_t when = last_.when;
   ++stats_.scheduled;
 
@@ -264,13 +260,14 @@ std::size_t TimingWheel::advance(TimePoint now, std::size_t max_fired) {
   assert(!in_advance_ && "advance() called from inside a wheel callback");
   if (now > now_) now_ = now;
   const std::uint64_t target = ticks_floor(now_);
+  const std::uint64_t was = elapsed_;
   while (auto exp = next_expiration()) {
     if (exp->deadline > target) break;
     elapsed_ = exp->deadline;
     process(*exp);
   }
   if (target > elapsed_) elapsed_ = target;
-  if (elapsed_ != last_.at_elapsed) aim_last();  // the levels moved under it
+  if (elapsed_ != was) last_ = aimed(last_.deadline, last_.ticks);  // the levels moved under it
 
   in_advance_ = true;
   struct Reset {
@@ -359,16 +356,11 @@ void TimingWheel::validate() const {
   }
   if (count - in_slots != ready_count_) fail("ready count");
   if (count != size_) fail("size() is " + std::to_string(size_) + " but " + std::to_string(count) + " entries are linked");
-  // The last deadline's cached mapping is the one schedule_slow would compute now.
-  if (last_.ticks != ticks_ceil(last_.deadline)) fail("last deadline: ticks");
-  if (last_.at_elapsed != elapsed_) fail("last deadline: not re-aimed since time moved");
-  std::uint64_t when = std::max(last_.ticks, elapsed_);
-  if (when - elapsed_ > max_ticks_) when = elapsed_ + max_ticks_;
-  const unsigned level = level_for(elapsed_, when);
-  const unsigned slot = slot_for(when, level);
-  if (last_.when != when || last_.slot != &slot_at(level, slot) ||
-      last_.occupied != &occupied_[level] || last_.bit != std::uint64_t{1} << slot ||
-      last_.postpone != (when > elapsed_ && when - elapsed_ < (kMaxTicks >> kSlotBits)))
+  // The last deadline's cached mapping is the one schedule_slow would compute
+  // now. (aimed() only reads; it is not const because it returns the slot
+  // pointers schedule_at writes through.)
+  auto& self = const_cast<TimingWheel&>(*this);
+  if (last_ != self.aimed(last_.deadline, ticks_ceil(last_.deadline)))
     fail("last deadline: stale tick or slot");
 }
 
