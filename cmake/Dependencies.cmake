@@ -9,7 +9,7 @@
 
 # llhttp ships as C sources without a library; build it once, as C99, with its
 # own warnings left alone. An object library: its objects are compiled into
-# libheartwheel (lib/CMakeLists.txt), so an installed heartwheel needs no llhttp.
+# the http layer (lib/src/http/CMakeLists.txt), so an installed heartwheel needs no llhttp.
 set(LLHTTP_SRC_DIR "/usr/share/llhttp" CACHE PATH "llhttp C sources (api.c, http.c, llhttp.c)")
 set(LLHTTP_INCLUDE_DIR "/usr/share/include/llhttp" CACHE PATH "directory containing llhttp.h")
 if(NOT EXISTS ${LLHTTP_SRC_DIR}/llhttp.c OR NOT EXISTS ${LLHTTP_INCLUDE_DIR}/llhttp.h)

@@ -5,7 +5,7 @@
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub/bus.h>
-#include <heartwheel/pubsub/redis_broker.h>
+#include <heartwheel/pubsub_redis/redis_broker.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>

@@ -4,7 +4,7 @@
 #include "protocol.h"
 
 #include <heartwheel/pubsub/limits.h>
-#include <heartwheel/pubsub/redis_broker.h>
+#include <heartwheel/pubsub_redis/redis_broker.h>
 #include <heartwheel/ws/frame.h>
 #include <heartwheel/ws/utf8.h>
 

@@ -2,7 +2,7 @@
 // JSON requests are in requests.cpp. See worker.h.
 #include "worker.h"
 
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 
 #include "client.h"

@@ -17,7 +17,7 @@
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub/bus.h>
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <cstddef>
 #include <string>

@@ -2,7 +2,7 @@
 // loop's timing wheel. Doubles as the scale-run target (--timers uv gives the
 // one-uv_timer_t-per-connection baseline) and as the integration tests' server.
 // See README.md in this folder.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/metrics/endpoint.h>
 #include <heartwheel/metrics/net_metrics.h>
 #include <heartwheel/metrics/shared_slots.h>

@@ -1,7 +1,7 @@
 // heartwheel-http: an HTTP/1.1 server on heartwheel (net::Workers + one
 // http::Session per connection). See README.md in this folder.
-#include <heartwheel/duration_parse.h>
-#include <heartwheel/error.h>
+#include <heartwheel/common/duration_parse.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/metrics/endpoint.h>
 #include <heartwheel/metrics/http_metrics.h>

@@ -3,7 +3,7 @@
 #pragma once
 
 #include <heartwheel/pubsub/limits.h>
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <cstdint>
 #include <string>

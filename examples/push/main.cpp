@@ -7,7 +7,7 @@
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/workers.h>
-#include <heartwheel/pubsub/redis_broker.h>
+#include <heartwheel/pubsub_redis/redis_broker.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>

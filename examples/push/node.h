@@ -11,7 +11,7 @@
 
 #include <heartwheel/http/message.h>
 #include <heartwheel/http/responder.h>
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/pubsub/broker.h>
 #include <heartwheel/pubsub/hub.h>

@@ -15,8 +15,8 @@
 #include <heartwheel/http/responder.h>
 #include <heartwheel/pubsub/hub.h>
 #include <heartwheel/pubsub/subscriber.h>
-#include <heartwheel/timer_entry.h>
-#include <heartwheel/timer_service.h>
+#include <heartwheel/timer/timer_entry.h>
+#include <heartwheel/timer/timer_service.h>
 
 #include <cstdint>
 #include <functional>

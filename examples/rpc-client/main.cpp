@@ -1,7 +1,7 @@
 // heartwheel-rpc-client: makes RPC calls (docs/rpc-protocol.md) with
 // per-call deadlines in the timing wheel, heartbeats, and reconnects with
 // backoff; prints a JSON summary at exit. See README.md in this folder.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/address.h>
 #include <uv.h>
 

@@ -7,7 +7,7 @@
 
 #include <uv.h>
 
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 
 namespace rpcclient {
 

@@ -5,7 +5,7 @@
 // up to a total and keeps the samples the summary prints.
 #pragma once
 
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/connector.h>
 #include <heartwheel/net/heartbeat.h>
 #include <heartwheel/rpc/call_table.h>

@@ -1,7 +1,7 @@
 // heartwheel-rpc-server: answers the RPC frame protocol (docs/rpc-protocol.md)
 // with heartbeats both ways, optional reply delays on the timing wheel, and a
 // graceful drain on SIGTERM/SIGINT. See README.md in this folder.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/metrics/endpoint.h>
 #include <heartwheel/metrics/net_metrics.h>
 #include <heartwheel/metrics/rpc_metrics.h>

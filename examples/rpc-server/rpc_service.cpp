@@ -2,7 +2,7 @@
 #include "rpc_service.h"
 
 #include <heartwheel/net/connection.h>
-#include <heartwheel/timer_entry.h>
+#include <heartwheel/timer/timer_entry.h>
 
 #include <string>
 

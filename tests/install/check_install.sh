@@ -2,15 +2,20 @@
 # Installs heartwheel into temporary prefixes and builds tests/install/consumer.cpp
 # against each, the ways a user would, running every result (it prints "ok"):
 #   1. static library: `cmake --install --prefix`, then the consumer with CMake
-#      find_package, with plain pkg-config, and with Meson dependency();
-#   2. shared library (BUILD_SHARED_LIBS=ON): the consumer with find_package,
-#      checked to load libheartwheel.so from the prefix;
+#      find_package, with plain pkg-config, and with Meson dependency(); and
+#      tests/install/net (one layer: net) with find_package(... COMPONENTS
+#      net), pkg-config heartwheel-net and dependency('heartwheel-net'), whose
+#      link lines must name neither hiredis nor libcrypto;
+#   2. shared libraries (BUILD_SHARED_LIBS=ON): the consumer with find_package,
+#      checked to load libheartwheel-*.so from the prefix;
 #   3. Meson: heartwheel as a subproject of the consumer (only its library is
 #      built), then `meson install` of that, consumed with pkg-config.
 # The library builds have examples, tools and tests off (40-60 s each on 2 idle
 # cores without ccache); with HEARTWHEEL_INSTALL_FROM_BUILD=DIR (as ctest runs
 # it) step 1 installs the already built DIR instead of building the library
-# again. Exits 0 only if every way worked.
+# again. HEARTWHEEL_INSTALL_QUICK=1 runs step 1 only (tools/run-tests without
+# --all: steps 2 and 3 build the library twice more). Exits 0 only if every
+# way worked.
 #
 # Usage: check_install.sh SOURCE_DIR WORK_DIR [CMAKE_ARG...]
 #   WORK_DIR is emptied first, and removed after a run where everything worked
@@ -48,11 +53,19 @@ install_library() {
   cmake --build "$work/build-$name" >/dev/null || fail "build ($name)"
   cmake --install "$work/build-$name" --prefix "$work/$name" >/dev/null || fail "install ($name)"
 }
+# cmake_consumer PREFIX BUILD_DIR [SOURCE_DIR]: configures and builds a consumer.
 cmake_consumer() {
-  local prefix=$1 dir=$2
-  cmake -S "$consumer" -B "$dir" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null ||
-    fail "find_package(heartwheel) against $prefix"
-  cmake --build "$dir" >/dev/null || fail "building the CMake consumer against $prefix"
+  local prefix=$1 dir=$2 source=${3:-$consumer}
+  cmake -S "$source" -B "$dir" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null ||
+    fail "find_package(heartwheel) against $prefix ($source)"
+  cmake --build "$dir" >/dev/null || fail "building the CMake consumer $source against $prefix"
+}
+# Fails if a link line names a library that one layer must not bring.
+only_net() {
+  if grep -qE 'hiredis|crypto|heartwheel-(http|ws|rpc|redis|pubsub|push|metrics|testing)' <<<"$2"; then
+    fail "$1 links more than net needs: $2"
+  fi
+  echo "$1 (net only): $2"
 }
 
 step "static library: build and install"
@@ -66,15 +79,15 @@ else
   install_library static "$@"
 fi
 prefix=$work/static
-[[ -f $prefix/include/heartwheel/loop_wheel.h ]] || fail "headers not installed"
-ls "$prefix"/lib*/libheartwheel.a >/dev/null || fail "libheartwheel.a not installed"
+[[ -f $prefix/include/heartwheel/timer/loop_wheel.h ]] || fail "headers not installed"
+ls "$prefix"/lib*/libheartwheel-net.a >/dev/null || fail "libheartwheel-net.a not installed"
 pc_dir=$(dirname "$(find "$prefix" -name heartwheel.pc)")
 [[ -f $pc_dir/heartwheel.pc ]] || fail "heartwheel.pc not installed"
 private_include='#\s*include\s*[<"](llhttp|nlohmann/|CLI/)'
 if grep -rqE "$private_include" "$prefix/include"; then
   fail "a public header includes a private dependency: $(grep -rlE "$private_include" "$prefix/include")"
 fi
-if grep -qE -- '-W[a-z]|-fsanitize|llhttp|nlohmann|CLI11' "$prefix"/lib*/cmake/heartwheel/*.cmake "$pc_dir/heartwheel.pc"; then
+if grep -qE -- '-W[a-z]|-fsanitize|llhttp|nlohmann|CLI11' "$prefix"/lib*/cmake/heartwheel/*.cmake "$pc_dir"/heartwheel*.pc; then
   fail "build-only flags or private dependencies leak into the installed package files"
 fi
 
@@ -96,21 +109,48 @@ PKG_CONFIG_PATH=$pc_dir meson setup "$work/consumer-meson" "$consumer" --wrap-mo
 meson compile -C "$work/consumer-meson" >/dev/null || fail "building the Meson consumer"
 run_consumer "$work/consumer-meson/consumer"
 
+step "one layer: find_package(heartwheel COMPONENTS net)"
+cmake_consumer "$prefix" "$work/net-cmake" "$consumer/net"
+only_net "CMake's link line" "$(ninja -C "$work/net-cmake" -t commands consumer | tail -1)"
+run_consumer "$work/net-cmake/consumer"
+
+step "one layer: pkg-config heartwheel-net"
+flags=$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags --libs heartwheel-net) || fail "pkg-config heartwheel-net"
+only_net "pkg-config --cflags --libs heartwheel-net" "$flags"
+# shellcheck disable=SC2086
+"${CXX:-c++}" -std=c++20 "$consumer/net/consumer.cpp" -o "$work/net-pkgconfig" $flags ||
+  fail "compiling with heartwheel-net's flags"
+run_consumer "$work/net-pkgconfig"
+
+step "one layer: Meson dependency('heartwheel-net')"
+PKG_CONFIG_PATH=$pc_dir meson setup "$work/net-meson" "$consumer/net" --wrap-mode=nofallback >/dev/null ||
+  fail "meson setup of the net consumer"
+meson compile -C "$work/net-meson" >/dev/null || fail "building the Meson net consumer"
+run_consumer "$work/net-meson/consumer"
+
+if [[ ${HEARTWHEEL_INSTALL_QUICK:-0} == 1 ]]; then
+  echo
+  echo "install test: every way of step 1 works (HEARTWHEEL_INSTALL_QUICK=1: shared and Meson-subproject steps skipped)"
+  if [[ ${HEARTWHEEL_KEEP_INSTALL_CHECK:-0} != 1 ]]; then rm -rf "$work"; fi
+  exit 0
+fi
+
 step "shared library: build, install, CMake find_package"
 install_library shared -DBUILD_SHARED_LIBS=ON "$@"
 prefix=$work/shared
 cmake_consumer "$prefix" "$work/consumer-shared"
-readelf -d "$work/consumer-shared/consumer" | grep -q 'NEEDED.*libheartwheel\.so' ||
-  fail "the consumer does not link libheartwheel.so"
-lib=$(ldd "$work/consumer-shared/consumer" | awk '/libheartwheel\.so/ {print $3}')
-[[ $lib == "$prefix"/* ]] || fail "the consumer loads libheartwheel.so from '$lib', not from $prefix"
-echo "consumer loads $lib"
+readelf -d "$work/consumer-shared/consumer" | grep -q 'NEEDED.*libheartwheel-net\.so' ||
+  fail "the consumer does not link libheartwheel-net.so"
+for lib in $(ldd "$work/consumer-shared/consumer" | awk '/libheartwheel-/ {print $3}'); do
+  [[ $lib == "$prefix"/* ]] || fail "the consumer loads $lib, not from $prefix"
+  echo "consumer loads $lib"
+done
 run_consumer "$work/consumer-shared/consumer"
 
 step "Meson: heartwheel as a subproject, then meson install"
 msub=$work/meson-subproject
 mkdir -p "$msub/subprojects"
-cp "$consumer/meson.build" "$consumer/consumer.cpp" "$msub/"
+cp "$consumer/meson.build" "$consumer/consumer.cpp" "$consumer/ask_server.h" "$msub/"
 ln -s "$src" "$msub/subprojects/heartwheel"
 meson setup "$msub/build" "$msub" --prefix "$work/meson" --buildtype debug \
   --wrap-mode=forcefallback >/dev/null || fail "meson setup with subprojects/heartwheel"
@@ -125,7 +165,7 @@ prefix=$work/meson
 [[ -f $prefix/include/heartwheel/net/server.h ]] || fail "meson install: headers missing"
 pc=$(find "$prefix" -name heartwheel.pc)
 [[ -n $pc ]] || fail "meson install: heartwheel.pc missing"
-ls "$(dirname "$(dirname "$pc")")"/libheartwheel.a >/dev/null || fail "meson install: libheartwheel.a missing"
+ls "$(dirname "$(dirname "$pc")")"/libheartwheel-net.a >/dev/null || fail "meson install: libheartwheel-net.a missing"
 flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs heartwheel) ||
   fail "pkg-config heartwheel (Meson's file)"
 echo "pkg-config --cflags --libs heartwheel (Meson's file): $flags"

@@ -13,8 +13,8 @@
 // harness in load_vs_echo_test.cpp.
 #pragma once
 
-#include <heartwheel/error.h>
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/common/error.h>
+#include <heartwheel/timer/loop_wheel.h>
 #include <uv.h>
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 // raw libuv clients, and a recording handler.
 #pragma once
 
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/timer/loop_wheel.h>
 
 #include <csignal>
 #include <cstdio>

@@ -3,7 +3,7 @@
 // loop, polled by the test thread (their answers and events arrive through
 // their inboxes from the brokers' threads).
 #include <heartwheel/pubsub/hub.h>
-#include <heartwheel/pubsub/redis_broker.h>
+#include <heartwheel/pubsub_redis/redis_broker.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>

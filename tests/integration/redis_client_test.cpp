@@ -1,7 +1,7 @@
 // redis::Client against a real redis-server of the test's own: commands and
 // pipelining, per-command deadlines, scripts, streams, a Redis killed and
 // restarted on the same port, a Redis frozen with SIGSTOP.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/redis/client.h>
 #include <heartwheel/redis/stream.h>
 

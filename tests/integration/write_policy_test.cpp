@@ -1,6 +1,6 @@
 // A peer that stops reading: writability callbacks, the slow-reader pause,
 // the stall timeout, the minimum write rate, and counted drops.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/server.h>
 
 #include <fcntl.h>

@@ -3,7 +3,7 @@
 // that a WebSocket session copies a single-frame message into one buffer
 // allocated once, by counting calls to the global operator new in this test
 // binary.
-#include <heartwheel/timing_wheel.h>
+#include <heartwheel/timer/timing_wheel.h>
 #include <heartwheel/ws/session.h>
 
 #include <atomic>

@@ -3,7 +3,7 @@
 // that queue one publication hold N references to ONE buffer (pointer
 // identity: use_count), bytes arrive intact and in order with copied writes
 // around them, and the references go once written or dropped.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/testing/host.h>
 

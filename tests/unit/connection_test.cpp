@@ -1,7 +1,7 @@
 // Connection write path on a manual clock (heartwheel::testing::Host): write
 // idle counts bytes the kernel took, not bytes queued; the stall timeout and
 // drop accounting.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/testing/host.h>
 

@@ -2,7 +2,7 @@
 // read, write, all idle, request deadlines, max age and the protocol slots,
 // with lazy or eager refresh.
 #include <heartwheel/net/deadline_timer.h>
-#include <heartwheel/virtual_clock.h>
+#include <heartwheel/timer/virtual_clock.h>
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // The command-line duration grammar: what it accepts, what it refuses, and
 // that formatting round-trips.
-#include <heartwheel/duration_parse.h>
+#include <heartwheel/common/duration_parse.h>
 
 #include <catch2/catch.hpp>
 

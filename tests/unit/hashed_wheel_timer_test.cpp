@@ -8,8 +8,8 @@
 // are exact whatever the machine's load. Two cases at the end run on the
 // real steady clock, to prove it still works. Label `threads`: they also run
 // under ThreadSanitizer.
-#include <heartwheel/hashed_wheel_timer.h>
-#include <heartwheel/virtual_clock.h>
+#include <heartwheel/timer/hashed_wheel_timer.h>
+#include <heartwheel/timer/virtual_clock.h>
 
 #include <catch2/catch.hpp>
 

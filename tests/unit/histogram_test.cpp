@@ -1,4 +1,4 @@
-#include <heartwheel/stats/histogram.h>
+#include <heartwheel/common/histogram.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>

@@ -5,7 +5,7 @@
 #pragma once
 
 #include <heartwheel/http/session.h>
-#include <heartwheel/virtual_clock.h>
+#include <heartwheel/timer/virtual_clock.h>
 
 #include <catch2/catch.hpp>
 #include <map>

@@ -7,7 +7,7 @@
 
 #include <heartwheel/http/session.h>
 #include <heartwheel/net/deadline_timer.h>
-#include <heartwheel/virtual_clock.h>
+#include <heartwheel/timer/virtual_clock.h>
 
 #include <memory>
 #include <optional>

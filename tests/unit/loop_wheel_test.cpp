@@ -1,6 +1,6 @@
 // The libuv driver: wakes only when something is due, fires on time, bounds
 // the work per loop iteration, and lets an empty loop exit.
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/timer/loop_wheel.h>
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // The Prometheus text exposition writer (heartwheel/metrics/text_writer.h,
 // durations.h): HELP/TYPE lines, escaping, histograms with cumulative le
 // buckets ending in +Inf, number forms, and the rules it refuses to break.
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/metrics/durations.h>
 #include <heartwheel/metrics/text_writer.h>
 

@@ -1,6 +1,6 @@
 // The lock-free MPSC queue that feeds HashedWheelTimer's worker. Runs under
 // ThreadSanitizer (label `threads`).
-#include <heartwheel/detail/mpsc_queue.h>
+#include <heartwheel/common/detail/mpsc_queue.h>
 
 #include <catch2/catch.hpp>
 

@@ -4,7 +4,7 @@
 
 #include <heartwheel/pubsub/bus.h>
 #include <heartwheel/pubsub/hub.h>
-#include <heartwheel/virtual_clock.h>
+#include <heartwheel/timer/virtual_clock.h>
 
 #include <functional>
 #include <string>

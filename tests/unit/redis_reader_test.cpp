@@ -1,6 +1,6 @@
 // The Redis link's sans-I/O parts: the RESP reader (hiredis glue), replies,
 // command encoding, scripts' SHA-1s, stream replies, stats, options.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/redis/client.h>
 #include <heartwheel/redis/command.h>
 #include <heartwheel/redis/reader.h>

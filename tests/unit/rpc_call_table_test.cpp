@@ -1,7 +1,7 @@
 // The client's call deadline table, driven by hand-advanced time.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/rpc/call_table.h>
-#include <heartwheel/virtual_clock.h>
+#include <heartwheel/timer/virtual_clock.h>
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // The RPC frame codec: exact bytes, frames split and coalesced across reads,
 // the maximum length, bad headers, and a seeded randomized split test.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/rpc/frame.h>
 
 #include <catch2/catch.hpp>

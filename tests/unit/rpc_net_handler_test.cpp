@@ -2,7 +2,7 @@
 // a socket pair carries the frames, a manual clock the time, so heartbeats,
 // call deadlines and drains are checked to the millisecond without sleeping.
 // The test plays the peer with raw frames (FrameDecoder / encode_frame).
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/rpc/frame.h>
 #include <heartwheel/rpc/net_handler.h>

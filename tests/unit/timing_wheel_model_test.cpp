@@ -1,6 +1,6 @@
 // Seeded randomized comparison of the wheel against a plain reference model
 // (std::map of deadlines). On failure Catch prints the seed and the step.
-#include <heartwheel/timing_wheel.h>
+#include <heartwheel/timer/timing_wheel.h>
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // Behaviour of the single-threaded wheel core, on a virtual clock.
-#include <heartwheel/timing_wheel.h>
-#include <heartwheel/virtual_clock.h>
+#include <heartwheel/timer/timing_wheel.h>
+#include <heartwheel/timer/virtual_clock.h>
 
 #include <catch2/catch.hpp>
 

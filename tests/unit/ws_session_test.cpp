@@ -1,7 +1,7 @@
 // ws::Session beyond the Autobahn cases: the close handshake we start, the
 // message size limit (checked at the header), sends after close, shared
 // frames, the client role, and a client talking to a server.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/ws/session.h>
 
 #include <catch2/catch.hpp>

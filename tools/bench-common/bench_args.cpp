@@ -1,6 +1,6 @@
 #include "bench_args.h"
 
-#include <heartwheel/duration_parse.h>
+#include <heartwheel/common/duration_parse.h>
 
 #include <algorithm>
 #include <cctype>

@@ -1,7 +1,7 @@
 // See cli_program.h.
 #include "cli_program.h"
 
-#include <heartwheel/duration_parse.h>
+#include <heartwheel/common/duration_parse.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>

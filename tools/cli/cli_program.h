@@ -23,7 +23,7 @@
 // Threads: call from main() only (writes to stderr, no shared state).
 #pragma once
 
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <functional>
 #include <optional>

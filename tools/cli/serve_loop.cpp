@@ -1,8 +1,8 @@
 // See serve_loop.h.
 #include "serve_loop.h"
 
-#include <heartwheel/duration_parse.h>
-#include <heartwheel/error.h>
+#include <heartwheel/common/duration_parse.h>
+#include <heartwheel/common/error.h>
 #include <uv.h>
 
 #include <csignal>

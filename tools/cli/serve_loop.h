@@ -19,7 +19,7 @@
 #pragma once
 
 #include <heartwheel/net/workers.h>
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <functional>
 #include <string>

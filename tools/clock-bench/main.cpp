@@ -8,8 +8,8 @@
 // stamp cost before it was made stall-proof), LoopWheel::now(), and a full
 // CLOCK_MONOTONIC read (uv_hrtime, the obvious alternative). Prints the
 // ratios to the cached read.
-#include <heartwheel/error.h>
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/common/error.h>
+#include <heartwheel/timer/loop_wheel.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdint>

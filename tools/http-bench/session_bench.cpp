@@ -9,7 +9,7 @@
 //   heartwheel-http-session-bench [--requests N] [--pipeline K] [--json]
 #include <heartwheel/http/session.h>
 #include <heartwheel/net/deadline_timer.h>
-#include <heartwheel/virtual_clock.h>
+#include <heartwheel/timer/virtual_clock.h>
 #include <llhttp.h>
 
 #include <CLI/CLI.hpp>

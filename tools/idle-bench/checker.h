@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 namespace heartwheel::bench {
 

@@ -24,8 +24,8 @@
 
 #include <uv.h>
 
-#include <heartwheel/error.h>
-#include <heartwheel/timing_wheel.h>
+#include <heartwheel/common/error.h>
+#include <heartwheel/timer/timing_wheel.h>
 
 #include "bench_clock.h"
 #include "checker.h"

@@ -4,9 +4,9 @@
 // Lazy refresh stores a timestamp per event and re-arms when the entry
 // fires; eager refresh relinks the entry on every event. Prints the cost per
 // I/O event of each and the ratio eager/lazy, measured in the same run.
-#include <heartwheel/duration_parse.h>
+#include <heartwheel/common/duration_parse.h>
 #include <heartwheel/net/deadline_timer.h>
-#include <heartwheel/virtual_clock.h>
+#include <heartwheel/timer/virtual_clock.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>

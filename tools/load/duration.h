@@ -1,8 +1,8 @@
 // tools/load/duration.h - the harness parses durations with the library's
-// parser (heartwheel/duration_parse.h), like every other program here.
+// parser (heartwheel/common/duration_parse.h), like every other program here.
 #pragma once
 
-#include <heartwheel/duration_parse.h>
+#include <heartwheel/common/duration_parse.h>
 
 namespace heartwheel::load {
 using heartwheel::format_duration;

@@ -8,7 +8,7 @@
 // report_json() is the user-facing summary written by --json.
 #pragma once
 
-#include <heartwheel/stats/histogram.h>
+#include <heartwheel/common/histogram.h>
 
 #include <cstdint>
 #include <map>

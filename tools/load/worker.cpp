@@ -2,8 +2,8 @@
 // the final report. The per-mode protocol lives in session.cpp.
 #include "worker.h"
 
-#include <heartwheel/duration_parse.h>
-#include <heartwheel/error.h>
+#include <heartwheel/common/duration_parse.h>
+#include <heartwheel/common/error.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>

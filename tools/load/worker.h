@@ -19,8 +19,8 @@
 // Threads: everything runs on the worker's loop thread.
 #pragma once
 
-#include <heartwheel/loop_wheel.h>
-#include <heartwheel/timer_entry.h>
+#include <heartwheel/timer/loop_wheel.h>
+#include <heartwheel/timer/timer_entry.h>
 #include <uv.h>
 
 #include <cstdint>

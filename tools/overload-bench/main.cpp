@@ -16,7 +16,7 @@
 #include <heartwheel/net/activity_list.h>
 #include <heartwheel/net/deadline_timer.h>
 #include <heartwheel/net/overload.h>
-#include <heartwheel/virtual_clock.h>
+#include <heartwheel/timer/virtual_clock.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>

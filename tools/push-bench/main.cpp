@@ -14,7 +14,7 @@
 // the at-least-once cases, counted apart.
 // Prints a JSON line and a summary; exit 3 when a push was lost or
 // delivered twice outside the crash's claims.
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/push/delayed_queue.h>
 #include <heartwheel/redis/client.h>
 #include <uv.h>

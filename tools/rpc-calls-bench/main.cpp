@@ -8,9 +8,9 @@
 //             (libuv's timer heap: what plain libuv code does) - the baseline
 // Prints one line per variant and the ratio baseline / table, all measured in
 // the same run; --json makes the lines JSON.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/rpc/call_table.h>
-#include <heartwheel/virtual_clock.h>
+#include <heartwheel/timer/virtual_clock.h>
 #include <uv.h>
 
 #include <CLI/CLI.hpp>

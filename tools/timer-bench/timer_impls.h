@@ -17,7 +17,7 @@
 
 #include <uv.h>
 
-#include <heartwheel/timing_wheel.h>
+#include <heartwheel/timer/timing_wheel.h>
 
 #include "bench_clock.h"
 #include "dary_heap.h"

@@ -1,5 +1,5 @@
-// See heartwheel/duration_parse.h for the grammar.
-#include <heartwheel/duration_parse.h>
+// See heartwheel/common/duration_parse.h for the grammar.
+#include <heartwheel/common/duration_parse.h>
 
 #include <cmath>
 #include <cstdint>

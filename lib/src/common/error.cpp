@@ -1,4 +1,4 @@
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 
 #include <uv.h>
 

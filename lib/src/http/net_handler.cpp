@@ -1,7 +1,7 @@
 // The HTTP session on a net::Connection: a thin adapter, so that every
 // protocol decision stays in the I/O-free Session (and its unit tests). Each
 // Transport operation is one Connection call.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/net/connection.h>
 

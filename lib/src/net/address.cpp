@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 
 namespace heartwheel::net {
 

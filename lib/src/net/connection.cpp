@@ -9,7 +9,7 @@
 #include <array>
 #include <cassert>
 
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/activity_list.h>
 #include <heartwheel/net/address.h>
 

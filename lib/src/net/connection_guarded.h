@@ -4,7 +4,7 @@
 // and is counted in handler_exceptions.
 #pragma once
 
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 
 namespace heartwheel::net {

@@ -1,7 +1,7 @@
 // The PROXY protocol stage of a Connection (see connection.h, "PROXY
 // protocol"): Gate stands in for the application's handler until the header
 // is complete, then admit_and_open() hands the connection over.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 
 #include <cstring>

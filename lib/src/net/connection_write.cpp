@@ -5,7 +5,7 @@
 // queued by reference, never copied) share the queue, in order. Also the
 // watermarks (on_writable) and the write-stall / minimum-rate checks. The
 // rest of a connection's life is in connection.cpp.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 
 #include <memory>

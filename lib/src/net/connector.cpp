@@ -6,7 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/address.h>
 
 #include "random.h"

@@ -1,7 +1,7 @@
 // See heartwheel/net/deadline_timer.h. The one place where a connection's
 // deadlines meet a timer: the wheel entry, or the uv_timer_t baseline.
 #include <heartwheel/net/deadline_timer.h>
-#include <heartwheel/timing_wheel.h>
+#include <heartwheel/timer/timing_wheel.h>
 
 #include <cassert>
 

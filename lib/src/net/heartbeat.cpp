@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include <heartwheel/duration_parse.h>
+#include <heartwheel/common/duration_parse.h>
 
 namespace heartwheel::net {
 

@@ -6,7 +6,7 @@
 
 #include <uv.h>
 
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 namespace heartwheel::net::detail {
 

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/address.h>
 
 #include "uv_timers.h"

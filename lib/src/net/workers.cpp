@@ -8,7 +8,7 @@
 #include <system_error>
 #include <thread>
 
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 
 namespace heartwheel::net {
 

@@ -9,7 +9,7 @@
 #pragma once
 
 #include <heartwheel/pubsub/event.h>
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <cstddef>
 #include <vector>

@@ -3,7 +3,7 @@
 // pending, so a burst of publications costs one wake-up (one batch). The
 // handles live in a block of their own that outlives the hub until libuv has
 // closed them.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/pubsub/hub.h>
 
 namespace heartwheel::pubsub {

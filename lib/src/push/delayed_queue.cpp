@@ -1,7 +1,7 @@
 // DelayedQueue: scheduling, cancelling, and a held push's life from its wheel
 // entry firing to its acknowledgement. Loading and reaping are in
 // delayed_load.cpp. See heartwheel/push/delayed_queue.h.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/push/delayed_queue.h>
 
 #include <random>

@@ -1,7 +1,7 @@
 // redis::Client: accepting commands, matching replies, the connection's
 // life (client.h). Deadlines: client_deadlines.cpp; the buffer used while
 // disconnected: client_buffer.cpp.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 
 #include "client_core.h"

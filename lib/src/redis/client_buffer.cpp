@@ -4,7 +4,7 @@
 // it fires, the due commands fail with timed_out and it re-arms at the next
 // (an O(n) pass, only when something timed out). When a connection opens
 // the whole buffer is sent, in order, and the entry is cancelled.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 
 #include <algorithm>
 

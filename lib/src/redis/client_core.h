@@ -11,7 +11,7 @@
 #pragma once
 
 #include <heartwheel/redis/client.h>
-#include <heartwheel/timer_entry.h>
+#include <heartwheel/timer/timer_entry.h>
 
 #include <cstdint>
 #include <deque>

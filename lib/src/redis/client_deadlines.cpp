@@ -10,7 +10,7 @@
 // command. Both O(1) amortized. With one timeout for every command the
 // deadlines come in increasing order, nothing is dropped on push, and the
 // front mark is simply the oldest command's deadline.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 
 #include <algorithm>

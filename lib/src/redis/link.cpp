@@ -2,7 +2,7 @@
 // batched writes, close.
 #include "link.h"
 
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/redis/error.h>
 

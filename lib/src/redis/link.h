@@ -6,7 +6,7 @@
 // the hooks below.
 #pragma once
 
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/connector.h>
 #include <heartwheel/net/slot_heartbeat.h>
 #include <heartwheel/redis/link_options.h>

@@ -12,7 +12,7 @@
 // grow until it is complete: every pointer hiredis holds stays valid.
 // The callbacks are C: no exception may leave them, so a failed allocation
 // returns NULL, which hiredis reports as REDIS_ERR_OOM.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/redis/reader.h>
 #include <hiredis.h>
 

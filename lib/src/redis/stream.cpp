@@ -1,5 +1,5 @@
 // Stream ids and the shapes of XRANGE / XREAD replies (stream.h).
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/redis/error.h>
 #include <heartwheel/redis/stream.h>
 

@@ -8,7 +8,7 @@
 // An UNSUBSCRIBE's confirmation needs nothing: the name already left the
 // wanted set when unsubscribe() was called, and if it was wanted again
 // since, its new SUBSCRIBE's confirmation comes after it.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/redis/error.h>
 #include <heartwheel/redis/subscriber.h>

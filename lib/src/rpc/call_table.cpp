@@ -3,7 +3,7 @@
 
 #include <limits>
 
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 
 namespace heartwheel::rpc {
 

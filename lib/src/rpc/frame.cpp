@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 
 namespace heartwheel::rpc {
 

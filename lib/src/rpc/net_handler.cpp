@@ -2,7 +2,7 @@
 // drain/EOF, close) and the dispatch of frames to the serving and calling
 // sides. The heartbeat is in heartbeat.cpp, the batched writes in
 // write_batch.cpp.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/rpc/net_handler.h>
 

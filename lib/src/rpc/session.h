@@ -8,7 +8,7 @@
 #include <heartwheel/rpc/call_table.h>
 #include <heartwheel/rpc/frame.h>
 #include <heartwheel/rpc/reply.h>
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <cstddef>
 #include <cstdint>

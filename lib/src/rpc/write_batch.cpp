@@ -10,7 +10,7 @@
 // the loop alive. It exists while the handler has connections: a handler
 // may outlive its loop (testing::Host), so the handle is closed when the
 // last connection closes.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/rpc/net_handler.h>
 

@@ -1,7 +1,7 @@
 // See heartwheel/testing/host.h. Connections sit on one end of an AF_UNIX
 // socket pair opened as a uv_tcp_t (libuv streams do not care); the loop only
 // moves bytes, the ManualTimerService alone decides what time it is.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/testing/host.h>
 #include <sys/socket.h>
 #include <unistd.h>

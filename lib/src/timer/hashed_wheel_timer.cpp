@@ -1,7 +1,7 @@
 // HashedWheelTimer and Timeout: argument checks, the instance count, and the
 // forwarding to TimerCore (timer_core.cpp for the calling side,
 // timer_worker.cpp for the worker).
-#include <heartwheel/hashed_wheel_timer.h>
+#include <heartwheel/timer/hashed_wheel_timer.h>
 
 #include <atomic>
 #include <stdexcept>

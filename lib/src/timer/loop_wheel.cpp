@@ -1,7 +1,7 @@
-// libuv driver for the timing wheel: see heartwheel/loop_wheel.h for why the
+// libuv driver for the timing wheel: see heartwheel/timer/loop_wheel.h for why the
 // expiry runs in the check phase and the timer is re-armed in prepare.
-#include <heartwheel/error.h>
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/common/error.h>
+#include <heartwheel/timer/loop_wheel.h>
 #include <time.h>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // SteadyTimerClock's sleeper: a flag and a condition variable's timed wait on
 // steady_clock. VirtualClock's sleeper is in virtual_clock.cpp.
-#include <heartwheel/timer_clock.h>
+#include <heartwheel/timer/timer_clock.h>
 
 namespace heartwheel {
 

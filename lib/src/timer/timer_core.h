@@ -48,11 +48,11 @@
 #include <thread>
 #include <vector>
 
-#include <heartwheel/detail/mpsc_queue.h>
-#include <heartwheel/hashed_wheel_timer.h>
-#include <heartwheel/timeout.h>
-#include <heartwheel/timer_clock.h>
-#include <heartwheel/timing_wheel.h>
+#include <heartwheel/common/detail/mpsc_queue.h>
+#include <heartwheel/timer/hashed_wheel_timer.h>
+#include <heartwheel/timer/timeout.h>
+#include <heartwheel/timer/timer_clock.h>
+#include <heartwheel/timer/timing_wheel.h>
 
 namespace heartwheel::detail {
 

@@ -3,7 +3,7 @@
 // search follow tokio's runtime/time/wheel; the slot heads double as list
 // sentinels so that unlinking needs no back-pointer to the slot. Each slot is
 // kWays such lists (see "Slots are split into ways" in the header).
-#include <heartwheel/timing_wheel.h>
+#include <heartwheel/timer/timing_wheel.h>
 
 #include <bit>
 #include <cinttypes>

@@ -2,7 +2,7 @@
 // small discrete-event loop: wait until every sleeper has caught up with the
 // current time, move to the earliest wake-up any of them asked for (or the
 // target), wake them, repeat.
-#include <heartwheel/virtual_clock.h>
+#include <heartwheel/timer/virtual_clock.h>
 
 #include <condition_variable>
 #include <stdexcept>

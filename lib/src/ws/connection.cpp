@@ -2,7 +2,7 @@
 // and the application's sends (messages, shared frames with the slow-consumer
 // rule, the close handshake). The timing is the NetHandler's
 // (net_handler.cpp). See heartwheel/ws/connection.h.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/ws/connection.h>
 #include <heartwheel/ws/net_handler.h>

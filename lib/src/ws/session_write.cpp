@@ -1,6 +1,6 @@
 // The sending half of ws::Session: messages, control frames, the close
 // handshake and the client's masking. See heartwheel/ws/session.h.
-#include <heartwheel/error.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/ws/session.h>
 
 #include <random>

@@ -25,7 +25,7 @@
 // The transport is tests/unit/http_memory_transport.h: the session's slots in
 // a net::DeadlineTimer, as on a real connection.
 #include <heartwheel/http/session.h>
-#include <heartwheel/virtual_clock.h>
+#include <heartwheel/timer/virtual_clock.h>
 
 #include <memory>
 #include <stdexcept>

@@ -9,7 +9,7 @@
 // Threads: values; no shared state.
 #pragma once
 
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <memory>
 #include <optional>

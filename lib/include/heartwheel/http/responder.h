@@ -52,8 +52,8 @@
 #pragma once
 
 #include <heartwheel/http/message.h>
-#include <heartwheel/time.h>
-#include <heartwheel/timer_service.h>
+#include <heartwheel/common/time.h>
+#include <heartwheel/timer/timer_service.h>
 
 #include <functional>
 #include <memory>

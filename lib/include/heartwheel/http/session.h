@@ -70,8 +70,8 @@
 #include <heartwheel/http/session_stats.h>
 #include <heartwheel/net/close_reason.h>
 #include <heartwheel/net/deadline.h>
-#include <heartwheel/time.h>
-#include <heartwheel/timer_service.h>
+#include <heartwheel/common/time.h>
+#include <heartwheel/timer/timer_service.h>
 
 #include <cstddef>
 #include <cstdint>

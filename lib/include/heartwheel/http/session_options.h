@@ -55,7 +55,7 @@
 //                  bounded by net::WritePolicy (watermarks, max_queued_bytes).
 #pragma once
 
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <chrono>
 #include <cstddef>

@@ -5,7 +5,7 @@
 // collecting each loop's copy on that loop's thread.
 #pragma once
 
-#include <heartwheel/duration_histogram.h>
+#include <heartwheel/common/duration_histogram.h>
 #include <heartwheel/net/close_reason.h>
 
 #include <array>

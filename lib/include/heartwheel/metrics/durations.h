@@ -10,9 +10,9 @@
 // Threads: as TextWriter (one writer per object).
 #pragma once
 
-#include <heartwheel/duration_histogram.h>
+#include <heartwheel/common/duration_histogram.h>
 #include <heartwheel/metrics/text_writer.h>
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <cstdint>
 #include <span>

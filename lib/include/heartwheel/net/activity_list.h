@@ -31,7 +31,7 @@
 // Cost: every operation O(1). Threads: the owner's thread only.
 #pragma once
 
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <algorithm>
 #include <cstddef>

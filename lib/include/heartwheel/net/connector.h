@@ -33,7 +33,7 @@
 
 #include <uv.h>
 
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/stats.h>

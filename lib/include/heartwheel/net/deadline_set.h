@@ -20,7 +20,7 @@
 
 #include <heartwheel/net/deadline.h>
 #include <heartwheel/net/idle_policy.h>
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <array>
 #include <cstdint>

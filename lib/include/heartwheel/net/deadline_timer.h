@@ -27,8 +27,8 @@
 #pragma once
 
 #include <heartwheel/net/deadline_set.h>
-#include <heartwheel/timer_entry.h>
-#include <heartwheel/timer_service.h>
+#include <heartwheel/timer/timer_entry.h>
+#include <heartwheel/timer/timer_service.h>
 #include <uv.h>
 
 namespace heartwheel::net {

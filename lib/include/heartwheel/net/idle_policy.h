@@ -22,7 +22,7 @@
 
 #include <cstdint>
 
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 namespace heartwheel::net {
 

@@ -62,7 +62,7 @@
 #pragma once
 
 #include <heartwheel/net/idle_policy.h>
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <cstddef>
 #include <cstdint>

@@ -69,14 +69,14 @@
 
 #include <uv.h>
 
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/activity_list.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/ip_limiter.h>
 #include <heartwheel/net/overload.h>
 #include <heartwheel/net/stats.h>
-#include <heartwheel/timer_entry.h>
+#include <heartwheel/timer/timer_entry.h>
 
 namespace heartwheel::net {
 

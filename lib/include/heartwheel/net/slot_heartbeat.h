@@ -28,7 +28,7 @@
 
 #include <heartwheel/net/connection.h>
 #include <heartwheel/net/heartbeat.h>
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 namespace heartwheel::net {
 

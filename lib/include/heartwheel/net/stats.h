@@ -12,12 +12,12 @@
 #include <cstdint>
 #include <string>
 
-#include <heartwheel/duration_histogram.h>
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/common/duration_histogram.h>
+#include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/close_reason.h>
 #include <heartwheel/net/deadline.h>
-#include <heartwheel/time.h>
-#include <heartwheel/timing_wheel.h>
+#include <heartwheel/common/time.h>
+#include <heartwheel/timer/timing_wheel.h>
 
 namespace heartwheel::net {
 

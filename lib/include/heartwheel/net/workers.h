@@ -18,7 +18,7 @@
 #include <memory>
 #include <vector>
 
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/server.h>
 #include <heartwheel/net/stats.h>

@@ -24,7 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 namespace heartwheel::net {
 

@@ -57,10 +57,10 @@
 //   inbox (a Hub) consumes on its own thread.
 #pragma once
 
-#include <heartwheel/detail/mpsc_queue.h>
+#include <heartwheel/common/detail/mpsc_queue.h>
 #include <heartwheel/pubsub/event.h>
 #include <heartwheel/pubsub/limits.h>
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <cstddef>
 #include <cstdint>

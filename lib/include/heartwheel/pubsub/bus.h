@@ -42,7 +42,7 @@
 
 #include <heartwheel/pubsub/broker.h>
 #include <heartwheel/pubsub/stats.h>
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <atomic>
 #include <cstddef>

@@ -29,7 +29,7 @@
 //   counts are atomic.
 #pragma once
 
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <cstdint>
 #include <memory>

@@ -50,7 +50,7 @@
 //   nothing.
 #pragma once
 
-#include <heartwheel/detail/mpsc_queue.h>
+#include <heartwheel/common/detail/mpsc_queue.h>
 #include <heartwheel/pubsub/broker.h>
 #include <heartwheel/pubsub/event.h>
 #include <heartwheel/pubsub/stats.h>

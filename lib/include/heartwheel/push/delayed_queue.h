@@ -58,11 +58,11 @@
 //   new; per reap one script, O(expired claims).
 #pragma once
 
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/push/delayed_stats.h>
 #include <heartwheel/redis/client.h>
-#include <heartwheel/time.h>
-#include <heartwheel/timer_entry.h>
+#include <heartwheel/common/time.h>
+#include <heartwheel/timer/timer_entry.h>
 
 #include <chrono>
 #include <cstddef>

@@ -94,7 +94,7 @@
 //   iteration one write.
 #pragma once
 
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/redis/command.h>
 #include <heartwheel/redis/error.h>
 #include <heartwheel/redis/link_options.h>

@@ -53,7 +53,7 @@
 //   message O(1) lookups and the callback; per loop iteration one write.
 #pragma once
 
-#include <heartwheel/loop_wheel.h>
+#include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/redis/link_options.h>
 #include <heartwheel/redis/stats.h>
 

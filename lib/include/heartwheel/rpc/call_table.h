@@ -60,9 +60,9 @@
 #include <system_error>
 #include <vector>
 
-#include <heartwheel/time.h>
-#include <heartwheel/timer_entry.h>
-#include <heartwheel/timer_service.h>
+#include <heartwheel/common/time.h>
+#include <heartwheel/timer/timer_entry.h>
+#include <heartwheel/timer/timer_service.h>
 
 namespace heartwheel::rpc {
 

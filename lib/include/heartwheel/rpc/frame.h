@@ -34,7 +34,7 @@
 #include <string_view>
 #include <system_error>
 
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 namespace heartwheel::rpc {
 

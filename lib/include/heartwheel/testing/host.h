@@ -39,8 +39,8 @@
 #include <heartwheel/net/connection.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/stats.h>
-#include <heartwheel/time.h>
-#include <heartwheel/virtual_clock.h>
+#include <heartwheel/common/time.h>
+#include <heartwheel/timer/virtual_clock.h>
 #include <uv.h>
 
 #include <cstddef>

@@ -72,7 +72,7 @@
 #include <heartwheel/http/message.h>
 #include <heartwheel/http/responder.h>
 #include <heartwheel/net/handler.h>
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 #include <heartwheel/ws/connection.h>
 #include <heartwheel/ws/handshake.h>
 #include <heartwheel/ws/session.h>

@@ -1,4 +1,4 @@
-// heartwheel/duration_parse.h - durations written by people, for command lines.
+// heartwheel/common/duration_parse.h - durations written by people, for command lines.
 //
 // Accepted: a non-negative integer or decimal followed by a unit, or a bare 0:
 //   "0" (off), "250ms", "2s", "1.5s", "5m", "1h", "100us", "500ns", "1d".
@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 namespace heartwheel {
 

@@ -1,4 +1,4 @@
-// heartwheel/timer_clock.h - the clock a timer thread reads and sleeps on.
+// heartwheel/timer/timer_clock.h - the clock a timer thread reads and sleeps on.
 //
 // What it is
 //   HashedWheelTimer's worker thread reads the time and sleeps until its next
@@ -31,7 +31,7 @@
 #include <mutex>
 #include <optional>
 
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 namespace heartwheel {
 

@@ -1,4 +1,4 @@
-// heartwheel/virtual_clock.h - hand-driven time for tests.
+// heartwheel/timer/virtual_clock.h - hand-driven time for tests.
 //
 // Advance time by hand instead of sleeping, for the project's own tests and
 // for users testing their handlers. Two ways to use it:
@@ -37,10 +37,10 @@
 #include <mutex>
 #include <vector>
 
-#include <heartwheel/time.h>
-#include <heartwheel/timer_clock.h>
-#include <heartwheel/timer_service.h>
-#include <heartwheel/timing_wheel.h>
+#include <heartwheel/common/time.h>
+#include <heartwheel/timer/timer_clock.h>
+#include <heartwheel/timer/timer_service.h>
+#include <heartwheel/timer/timing_wheel.h>
 
 namespace heartwheel {
 

@@ -1,4 +1,4 @@
-// heartwheel/error.h - the one error vocabulary of the library.
+// heartwheel/common/error.h - the one error vocabulary of the library.
 //
 // heartwheel::errc names the library's own conditions; heartwheel_category()
 // also carries libuv's negative error codes, so one std::error_code type flows

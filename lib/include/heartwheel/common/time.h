@@ -1,4 +1,4 @@
-// heartwheel/time.h - the time vocabulary every layer shares.
+// heartwheel/common/time.h - the time vocabulary every layer shares.
 //
 // All public APIs take std::chrono types; raw integers appear only at the libuv
 // boundary (milliseconds for uv_timer_t) and are converted in one place.

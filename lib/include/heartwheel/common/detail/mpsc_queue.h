@@ -1,4 +1,4 @@
-// heartwheel/detail/mpsc_queue.h - an intrusive lock-free multi-producer,
+// heartwheel/common/detail/mpsc_queue.h - an intrusive lock-free multi-producer,
 // single-consumer queue (Dmitry Vyukov's "non-intrusive MPSC node-based queue",
 // in its intrusive form with a stub node).
 //

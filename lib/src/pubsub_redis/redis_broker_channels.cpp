@@ -3,7 +3,7 @@
 // an offset); live messages from Redis are posted in offset order, buffered
 // while a round is in flight, and a gap or a new epoch starts a round that
 // fills it from the stream. See redis_broker.h, "Fan-out and order".
-#include <heartwheel/pubsub/redis_broker.h>
+#include <heartwheel/pubsub_redis/redis_broker.h>
 #include <heartwheel/redis/stream.h>
 
 #include <algorithm>

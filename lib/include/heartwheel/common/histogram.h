@@ -1,4 +1,4 @@
-// heartwheel/stats/histogram.h - a fixed-memory, log-linear latency histogram.
+// heartwheel/common/histogram.h - a fixed-memory, log-linear latency histogram.
 //
 // What it is
 //   An HDR-style histogram of non-negative integer values (microseconds,

@@ -1,8 +1,8 @@
 // RedisBroker: the public calls (handed to the broker's thread), the thread
 // and its loop, publish / history / presence, the presence lease renewal.
 // Channels (joins, reads, live messages) are in redis_broker_channels.cpp.
-#include <heartwheel/error.h>
-#include <heartwheel/pubsub/redis_broker.h>
+#include <heartwheel/common/error.h>
+#include <heartwheel/pubsub_redis/redis_broker.h>
 
 #include <cstdio>
 #include <cstdlib>

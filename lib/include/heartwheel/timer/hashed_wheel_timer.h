@@ -1,4 +1,4 @@
-// heartwheel/hashed_wheel_timer.h - a thread-safe timer with its own thread,
+// heartwheel/timer/hashed_wheel_timer.h - a thread-safe timer with its own thread,
 // with the semantics of Netty's HashedWheelTimer.
 //
 // What it is
@@ -98,9 +98,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include <heartwheel/time.h>
-#include <heartwheel/timeout.h>
-#include <heartwheel/timer_clock.h>
+#include <heartwheel/common/time.h>
+#include <heartwheel/timer/timeout.h>
+#include <heartwheel/timer/timer_clock.h>
 
 namespace heartwheel {
 

@@ -1,4 +1,4 @@
-// heartwheel/loop_wheel.h - binds one TimingWheel to one libuv loop.
+// heartwheel/timer/loop_wheel.h - binds one TimingWheel to one libuv loop.
 //
 // The driver owns three libuv handles: a uv_timer_t that wakes the loop when
 // the wheel's next slot is due, and a prepare/check pair.
@@ -47,9 +47,9 @@
 // before the loop is closed; its handles finish closing on the next uv_run().
 #pragma once
 
-#include <heartwheel/time.h>
-#include <heartwheel/timer_service.h>
-#include <heartwheel/timing_wheel.h>
+#include <heartwheel/common/time.h>
+#include <heartwheel/timer/timer_service.h>
+#include <heartwheel/timer/timing_wheel.h>
 #include <uv.h>
 
 #include <array>

@@ -1,6 +1,6 @@
 // Log-linear bucket arithmetic for heartwheel::stats::Histogram; see the header
 // for the bucket layout and its error bound.
-#include <heartwheel/stats/histogram.h>
+#include <heartwheel/common/histogram.h>
 
 #include <algorithm>
 #include <bit>

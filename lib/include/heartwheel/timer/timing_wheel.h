@@ -1,4 +1,4 @@
-// heartwheel/timing_wheel.h - the single-threaded hierarchical timing wheel.
+// heartwheel/timer/timing_wheel.h - the single-threaded hierarchical timing wheel.
 //
 // What it is
 //   A loop-affine timer store for very many timeouts that are mostly cancelled
@@ -97,8 +97,8 @@
 #include <optional>
 #include <string>
 
-#include <heartwheel/time.h>
-#include <heartwheel/timer_entry.h>
+#include <heartwheel/common/time.h>
+#include <heartwheel/timer/timer_entry.h>
 
 namespace heartwheel {
 

@@ -1,4 +1,4 @@
-// heartwheel/timeout.h - the handle of one task scheduled on a HashedWheelTimer.
+// heartwheel/timer/timeout.h - the handle of one task scheduled on a HashedWheelTimer.
 //
 // What it is
 //   A Timeout is created by HashedWheelTimer::new_timeout() / new_periodic()
@@ -25,9 +25,9 @@
 #include <functional>
 #include <memory>
 
-#include <heartwheel/detail/mpsc_queue.h>
-#include <heartwheel/time.h>
-#include <heartwheel/timer_entry.h>
+#include <heartwheel/common/detail/mpsc_queue.h>
+#include <heartwheel/common/time.h>
+#include <heartwheel/timer/timer_entry.h>
 
 namespace heartwheel {
 

@@ -1,4 +1,4 @@
-// heartwheel/duration_histogram.h - a fixed histogram of durations with
+// heartwheel/common/duration_histogram.h - a fixed histogram of durations with
 // power-of-two millisecond buckets, cheap enough to record on the I/O path.
 //
 // What it is
@@ -20,7 +20,7 @@
 // Threads: none of its own; one writer at a time (the loop that owns it).
 #pragma once
 
-#include <heartwheel/time.h>
+#include <heartwheel/common/time.h>
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-// heartwheel/timer_entry.h - the intrusive node a timing wheel links.
+// heartwheel/timer/timer_entry.h - the intrusive node a timing wheel links.
 //
 // A TimerEntry lives inside its owner (a connection, a request, a Timeout) so
 // scheduling allocates nothing: the wheel only links and unlinks the node.

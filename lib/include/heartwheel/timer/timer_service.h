@@ -1,4 +1,4 @@
-// heartwheel/timer_service.h - what the layers above the wheel schedule through.
+// heartwheel/timer/timer_service.h - what the layers above the wheel schedule through.
 //
 // A TimerService pairs a wheel with a clock. Connections and HTTP sessions take
 // a TimerService& so that production code runs on a libuv loop (LoopWheel)
@@ -11,8 +11,8 @@
 // Threads: the owning loop's thread only.
 #pragma once
 
-#include <heartwheel/time.h>
-#include <heartwheel/timer_entry.h>
+#include <heartwheel/common/time.h>
+#include <heartwheel/timer/timer_entry.h>
 
 namespace heartwheel {
 

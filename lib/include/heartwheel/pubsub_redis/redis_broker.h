@@ -1,4 +1,4 @@
-// heartwheel/pubsub/redis_broker.h - the pub/sub broker for several nodes:
+// heartwheel/pubsub_redis/redis_broker.h - the pub/sub broker for several nodes:
 // publications, history, recovery and presence in Redis, fan-out to the hubs
 // of this process.
 //

@@ -4,11 +4,11 @@
 // (hubs call in from their threads).
 #pragma once
 
-#include <heartwheel/loop_wheel.h>
-#include <heartwheel/pubsub/redis_broker.h>
+#include <heartwheel/timer/loop_wheel.h>
+#include <heartwheel/pubsub_redis/redis_broker.h>
 #include <heartwheel/redis/client.h>
 #include <heartwheel/redis/subscriber.h>
-#include <heartwheel/timer_entry.h>
+#include <heartwheel/timer/timer_entry.h>
 #include <uv.h>
 
 #include <deque>
