@@ -4,6 +4,9 @@
 #include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 
+#include <chrono>
+#include <string>
+
 #include "client_core.h"
 
 namespace heartwheel::redis {
@@ -11,7 +14,7 @@ namespace heartwheel::redis {
 // ---- Client: the public face -------------------------------------------------
 
 Client::Client(LoopWheel& wheel, ClientOptions options)
-    : core_(std::make_unique<detail::ClientCore>(wheel, std::move(options))) {}
+    : core_(detail::make_client(wheel, std::move(options))) {}
 Client::~Client() = default;
 void Client::start() { core_->start(); }
 void Client::stop() { core_->stop(); }
@@ -19,11 +22,12 @@ bool Client::started() const noexcept { return core_->started(); }
 std::error_code Client::command(Command command, Callback done, CommandOptions options) {
   return core_->command(std::move(command), std::move(done), options);
 }
-bool Client::connected() const noexcept { return core_->connection() != nullptr; }
+bool Client::connected() const noexcept { return core_->connected(); }
 std::size_t Client::in_flight() const noexcept { return core_->in_flight(); }
 std::size_t Client::buffered() const noexcept { return core_->buffered(); }
 void Client::flush() { core_->flush(); }
 LinkStats Client::stats() const noexcept { return core_->stats(); }
+std::vector<MasterStats> Client::masters() const { return core_->masters(); }
 const ClientOptions& Client::options() const noexcept { return core_->options(); }
 
 namespace detail {
@@ -35,10 +39,22 @@ const ClientOptions& validated(const ClientOptions& o) {
   o.validate();
   return o;
 }
+
+Command make_wait_command(const ClientOptions& o) {
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(o.wait_timeout).count();
+  return Command{"WAIT", std::to_string(o.wait_replicas), std::to_string(ms)};
+}
 }  // namespace
 
+std::unique_ptr<ClientImpl> make_client(LoopWheel& wheel, ClientOptions options) {
+  if (options.cluster.enabled()) return make_cluster_client(wheel, std::move(options));
+  return std::make_unique<ClientCore>(wheel, std::move(options));
+}
+
 ClientCore::ClientCore(LoopWheel& wheel, ClientOptions options)
-    : Link(wheel, validated(options)), options_(std::move(options)) {
+    : Link(wheel, validated(options)),
+      options_(std::move(options)),
+      wait_command_(make_wait_command(options_)) {
   buffer_timer_.owner = this;
 }
 
@@ -57,7 +73,7 @@ void ClientCore::stop() {
   started_ = false;
   std::vector<Outcome> outcomes;
   auto fail = [&](Pending& p) {
-    if (p.ping || p.expired) return;
+    if (internal(p) || p.expired) return;
     ++stats_.failed_stopped;
     outcomes.push_back({std::move(p.done), errc::stopped});
   };
@@ -82,14 +98,20 @@ std::error_code ClientCore::command(Command command, Callback done, CommandOptio
   p.done = std::move(done);
   p.deadline = deadline_after(wheel().now(), timeout);
   p.retry = o.retry;
+  p.durable = o.durable && options_.wait_replicas > 0;
+  const std::size_t entries = p.durable ? 2 : 1;
+  const std::size_t bytes = command.size() + (p.durable ? wait_command_.size() : 0);
   if (net::Connection* conn = connection()) {
     const std::size_t cap = conn->write_policy().max_queued_bytes;
-    if (cap > 0 && unsent_bytes() + command.size() > cap) {
+    if (cap > 0 && unsent_bytes() + bytes > cap) {
       ++stats_.refused_queue_full;
       return heartwheel::errc::limit_reached;
     }
     ++stats_.commands;
+    Pending wait = p.durable ? wait_entry(p) : Pending{};
+    const bool durable = p.durable;
     transmit(std::move(p), std::move(command));
+    if (durable) transmit(std::move(wait), Command(wait_command_));
     update_request_slot();
     return {};
   }
@@ -97,22 +119,39 @@ std::error_code ClientCore::command(Command command, Callback done, CommandOptio
     ++stats_.refused_not_connected;
     return errc::not_connected;
   }
-  if (buffer_.size() >= options_.max_buffered ||
-      buffer_bytes_ + command.size() > options_.max_buffered_bytes) {
+  if (buffer_.size() + entries > options_.max_buffered ||
+      buffer_bytes_ + bytes > options_.max_buffered_bytes) {
     ++stats_.refused_buffer_full;
     return errc::buffer_full;
   }
   ++stats_.commands;
   ++stats_.buffered_total;
+  Pending wait = p.durable ? wait_entry(p) : Pending{};
+  const bool durable = p.durable;
   p.keep.emplace(std::move(command));
   push_buffer(std::move(p));
+  if (durable) {
+    wait.keep.emplace(wait_command_);
+    push_buffer(std::move(wait));
+  }
   return {};
+}
+
+Pending ClientCore::wait_entry(const Pending& write) const {
+  Pending w;
+  w.wait = true;
+  w.deadline = write.deadline;
+  w.retry = write.retry;
+  return w;
 }
 
 // Puts `command` in the batch and `p` in flight. Precondition: connected.
 void ClientCore::transmit(Pending&& p, Command&& command) {
   send(command.bytes());
-  ++stats_.sent;
+  if (p.wait)
+    ++stats_.waits;
+  else
+    ++stats_.sent;
   if (p.retry || command.script_source()) {
     p.keep.emplace(std::move(command));
   } else {
@@ -147,40 +186,73 @@ void ClientCore::link_reply(net::Connection& conn, Reply&& reply) {
 void ClientCore::deliver(Pending&& p, Reply&& reply) {
   if (p.ping) return;  // any byte was life already (note_read)
   if (p.expired) {
-    ++stats_.late_replies;
+    if (!internal(p)) ++stats_.late_replies;
     return;
   }
+  if (p.wait) return deliver_wait(std::move(p), std::move(reply));
   if (reply.is_error() && p.keep && p.keep->script_source() &&
       reply.str().substr(0, 8) == "NOSCRIPT" && connection()) {
     // Redis lost its script cache (restart, failover, SCRIPT FLUSH): the
     // same call once more as EVAL, which caches it again. Same callback and
-    // deadline; it goes behind what was sent since.
+    // deadline; it goes behind what was sent since (a durable one with a
+    // WAIT of its own: the WAIT sent after the EVALSHA has nothing to wait
+    // for now).
     ++stats_.script_fallbacks;
     Command eval = p.keep->as_eval();
+    Pending wait = p.durable ? wait_entry(p) : Pending{};
+    const bool durable = p.durable;
     transmit(std::move(p), std::move(eval));
+    if (durable) transmit(std::move(wait), Command(wait_command_));
+    return;
+  }
+  if (!reply.is_error() && p.durable && !in_flight_.empty() && in_flight_.front().wait &&
+      !in_flight_.front().expired) {
+    // Its WAIT is next on the wire: the outcome rides on it now.
+    Pending& wait = in_flight_.front();
+    wait.done = std::move(p.done);
+    wait.held = std::make_unique<Reply>(std::move(reply));
     return;
   }
   std::error_code ec;
   if (reply.is_error()) {
     ++stats_.replies_error;
     ec = errc::server_error;
+  } else if (p.durable) {
+    ++stats_.not_replicated;  // its WAIT is gone (cannot happen: same deadline, same wire)
+    ec = errc::not_replicated;
   } else {
     ++stats_.replies_ok;
   }
   if (p.done) guard([&] { p.done(ec, std::move(reply)); });
 }
 
+// WAIT answered how many replicas have the writes of this connection so far.
+void ClientCore::deliver_wait(Pending&& p, Reply&& reply) {
+  if (!p.done) return;  // its write failed, or was sent again with a WAIT of its own
+  std::error_code ec;
+  if (reply.is_error() || reply.integer() < options_.wait_replicas) {
+    ++stats_.not_replicated;
+    ec = errc::not_replicated;
+  } else {
+    ++stats_.replies_ok;
+  }
+  Reply write = p.held ? std::move(*p.held) : Reply();
+  guard([&] { p.done(ec, std::move(write)); });
+}
+
 void ClientCore::link_closed(net::CloseReason, std::error_code) {
   // Commands in flight may or may not have run: they fail, or go back to the
-  // front of the buffer (retry), ahead of anything buffered since.
+  // front of the buffer (retry), ahead of anything buffered since. A durable
+  // write's WAIT goes back with it; a WAIT whose write already answered
+  // fails (WAIT on another connection would prove nothing about it).
   std::vector<Outcome> outcomes;
   std::deque<Pending> again;
   for (Pending& p : in_flight_) {
     if (p.ping || p.expired) continue;
-    if (p.retry && p.keep) {
-      ++stats_.retried;
+    if (p.retry && p.keep && !p.held) {
+      if (!internal(p)) ++stats_.retried;
       again.push_back(std::move(p));
-    } else {
+    } else if (!internal(p)) {
       ++stats_.failed_disconnected;
       outcomes.push_back({std::move(p.done), errc::disconnected});
     }

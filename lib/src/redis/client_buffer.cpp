@@ -52,8 +52,9 @@ void ClientCore::expire_buffer() {
       next = std::min(next, p.deadline);
       return false;
     }
-    ++stats_.timed_out;
     buffer_bytes_ -= p.keep->size();
+    if (internal(p)) return true;
+    ++stats_.timed_out;
     outcomes.push_back({std::move(p.done), heartwheel::errc::timed_out});
     return true;
   };

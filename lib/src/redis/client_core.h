@@ -8,6 +8,13 @@
 //               deadline) pairs with increasing seq and deadline; its front
 //               is the earliest deadline in flight and sits in the
 //               connection's request_timeout slot
+//
+// A durable write (CommandOptions::durable with wait_replicas > 0) is two
+// entries, always adjacent in the buffer and on the wire: the write
+// (`durable`) and its WAIT (`wait`). When the write's reply comes, its
+// callback and reply move into the WAIT's entry (`held`), whose reply then
+// decides the outcome. A WAIT entry without a callback is the link's own
+// (like a PING): nothing rides on it, it is never counted.
 #pragma once
 
 #include <heartwheel/redis/client.h>
@@ -18,6 +25,7 @@
 #include <optional>
 #include <vector>
 
+#include "client_impl.h"
 #include "link.h"
 
 namespace heartwheel::redis::detail {
@@ -30,21 +38,31 @@ struct Pending {
   bool ping = false;            // the heartbeat's PING: its reply is only life
   bool retry = false;
   bool expired = false;  // timed out: the callback ran; the reply will be discarded
+  bool durable = false;  // a write followed by its WAIT
+  bool wait = false;     // the WAIT after a durable write
+  std::unique_ptr<Reply> held;  // wait: the write's reply, once it came (done moved here too)
 };
 
-class ClientCore final : public Link {
+// Nothing rides on it: a PING, or a WAIT whose write has not answered (or
+// failed). Never counted, never reported.
+inline bool internal(const Pending& p) noexcept { return p.ping || (p.wait && !p.done); }
+
+class ClientCore final : public Link, public ClientImpl {
  public:
   ClientCore(LoopWheel& wheel, ClientOptions options);
   ~ClientCore() override;
 
-  void start();
-  void stop();
-  bool started() const noexcept { return started_; }
-  std::error_code command(Command command, Callback done, CommandOptions options);
-  std::size_t in_flight() const noexcept { return in_flight_.size(); }
-  std::size_t buffered() const noexcept { return buffer_.size(); }
-  LinkStats stats() const noexcept;
-  const ClientOptions& options() const noexcept { return options_; }
+  void start() override;
+  void stop() override;
+  bool started() const noexcept override { return started_; }
+  std::error_code command(Command command, Callback done, CommandOptions options) override;
+  bool connected() const noexcept override { return connection() != nullptr; }
+  std::size_t in_flight() const noexcept override { return in_flight_.size(); }
+  std::size_t buffered() const noexcept override { return buffer_.size(); }
+  void flush() override { Link::flush(); }
+  LinkStats stats() const noexcept override;
+  std::vector<MasterStats> masters() const override { return {}; }
+  const ClientOptions& options() const noexcept override { return options_; }
 
  private:
   struct BufferTimer : TimerEntry {
@@ -67,7 +85,10 @@ class ClientCore final : public Link {
 
   // client.cpp
   void transmit(Pending&& p, Command&& command);
+  // The WAIT entry that follows a durable write.
+  Pending wait_entry(const Pending& write) const;
   void deliver(Pending&& p, Reply&& reply);
+  void deliver_wait(Pending&& p, Reply&& reply);
   void run(std::vector<Outcome>& outcomes) noexcept;
   // client_deadlines.cpp: the in-flight deadlines on the request slot
   void push_in_flight(Pending&& p);
@@ -87,6 +108,7 @@ class ClientCore final : public Link {
   };
 
   ClientOptions options_;
+  Command wait_command_;  // WAIT wait_replicas wait_timeout_ms
   std::deque<Pending> buffer_;
   std::size_t buffer_bytes_ = 0;
   BufferTimer buffer_timer_;

@@ -68,6 +68,7 @@ void ClientCore::expire_in_flight(TimePoint now) {
     if (p.ping || p.expired || p.deadline > now) continue;
     p.expired = true;
     p.keep.reset();
+    if (internal(p)) continue;
     ++stats_.timed_out;
     outcomes.push_back({std::move(p.done), heartwheel::errc::timed_out});
   }

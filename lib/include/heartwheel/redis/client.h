@@ -33,6 +33,10 @@
 //       {} with the reply           Redis answered
 //       redis::errc::server_error   Redis answered with an error reply
 //                                   (reply.str(): "WRONGTYPE ...")
+//       redis::errc::not_replicated a durable write ran, but WAIT saw too
+//                                   few replicas (CommandOptions::durable)
+//       redis::errc::too_many_redirects  cluster mode: MOVED / ASK more
+//                                   than ClusterOptions::max_redirects times
 //       heartwheel::errc::timed_out the command's deadline passed first
 //                                   (while buffered or in flight); a reply
 //                                   that comes later is discarded (counted
@@ -106,6 +110,7 @@
 #include <functional>
 #include <memory>
 #include <system_error>
+#include <vector>
 
 namespace heartwheel::redis {
 
@@ -118,7 +123,14 @@ struct CommandOptions {
   Duration timeout{-1};
   // For idempotent commands: if the connection drops while it is in flight,
   // send it again after the reconnect instead of failing with disconnected.
+  // In cluster mode also after a failover, to the new master.
   bool retry = false;
+  // An acknowledged write: with ClientOptions::wait_replicas > 0 it is
+  // followed on the same connection by WAIT wait_replicas wait_timeout, and
+  // its callback runs when WAIT answers: with the write's reply, and
+  // errc::not_replicated if fewer replicas acknowledged it (the write did
+  // run on the master). No effect when wait_replicas is 0.
+  bool durable = false;
 };
 
 struct ClientOptions : LinkOptions {
@@ -128,13 +140,22 @@ struct ClientOptions : LinkOptions {
   // Commands held while there is no connection; 0 = refuse at once.
   std::size_t max_buffered = 1024;
   std::size_t max_buffered_bytes = std::size_t{16} << 20;  // 16 MiB
+  // Durable writes (CommandOptions::durable) wait for this many replicas to
+  // acknowledge them (Redis's WAIT); 0: they do not wait. Replication is
+  // asynchronous: without this, a write acknowledged by a master that dies
+  // before its replica received it is lost in the failover.
+  int wait_replicas = 0;
+  // WAIT's own timeout (> 0 when wait_replicas is; WAIT 0 would block
+  // forever). WAIT holds up the commands behind it on that connection while
+  // replicas lag, for up to this long.
+  Duration wait_timeout = std::chrono::seconds(1);
 
   // Throws std::invalid_argument naming the bad field.
   void validate() const;
 };
 
 namespace detail {
-class ClientCore;
+class ClientImpl;
 }
 
 class Client {
@@ -168,10 +189,14 @@ class Client {
 
   // The counters, with the gauges filled in.
   LinkStats stats() const noexcept;
+  // Cluster mode: every master of the slot map, with this client's
+  // connection to it (connected, its counters) and the commands pending
+  // for it; ordered by address. Empty for a single redis-server.
+  std::vector<MasterStats> masters() const;
   const ClientOptions& options() const noexcept;
 
  private:
-  std::unique_ptr<detail::ClientCore> core_;
+  std::unique_ptr<detail::ClientImpl> core_;
 };
 
 }  // namespace heartwheel::redis

@@ -1,0 +1,1 @@
+#include "redis_test_support.h"
