@@ -275,6 +275,12 @@ void RedisCluster::kill(int port) {
   s->kill();
 }
 
+void RedisCluster::restart(int port) {
+  RedisServer* s = server(port);
+  REQUIRE(s);
+  s->restart();
+}
+
 bool RedisCluster::wait_until_ok(Ms limit) {
   const auto end = hwproc::now() + limit;
   while (hwproc::now() < end) {

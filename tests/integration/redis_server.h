@@ -101,6 +101,10 @@ class RedisCluster {
   std::string id_of(int port);
   // SIGKILL of the node on `port` (a master's death).
   void kill(int port);
+  // Starts it again on its port with its nodes.conf: it rejoins the
+  // cluster (a killed master whose replica took over comes back as that
+  // replica's replica).
+  void restart(int port);
   bool alive(int port) const;
   // Waits until every live node reports cluster_state:ok and all of them
   // name the same live master for every slot. False after `limit`.

@@ -75,10 +75,15 @@ void ClientCore::stop() {
   auto fail = [&](Pending& p) {
     if (internal(p) || p.expired) return;
     ++stats_.failed_stopped;
-    outcomes.push_back({std::move(p.done), errc::stopped});
+    outcomes.push_back({std::move(p.done), errc::stopped, Reply()});
   };
   for (Pending& p : in_flight_) fail(p);
   for (Pending& p : buffer_) fail(p);
+  stats_.failed_stopped += held_.size();
+  fail_held(errc::stopped, outcomes);
+  wait_in_flight_ = false;
+  last_durable_ = last_wait_ = 0;
+  uncovered_due_ = kNever;
   in_flight_.clear();
   marks_.clear();
   buffer_.clear();
@@ -99,19 +104,14 @@ std::error_code ClientCore::command(Command command, Callback done, CommandOptio
   p.deadline = deadline_after(wheel().now(), timeout);
   p.retry = o.retry;
   p.durable = o.durable && options_.wait_replicas > 0;
-  const std::size_t entries = p.durable ? 2 : 1;
-  const std::size_t bytes = command.size() + (p.durable ? wait_command_.size() : 0);
   if (net::Connection* conn = connection()) {
     const std::size_t cap = conn->write_policy().max_queued_bytes;
-    if (cap > 0 && unsent_bytes() + bytes > cap) {
+    if (cap > 0 && unsent_bytes() + command.size() > cap) {
       ++stats_.refused_queue_full;
       return heartwheel::errc::limit_reached;
     }
     ++stats_.commands;
-    Pending wait = p.durable ? wait_entry(p) : Pending{};
-    const bool durable = p.durable;
     transmit(std::move(p), std::move(command));
-    if (durable) transmit(std::move(wait), Command(wait_command_));
     update_request_slot();
     return {};
   }
@@ -119,30 +119,16 @@ std::error_code ClientCore::command(Command command, Callback done, CommandOptio
     ++stats_.refused_not_connected;
     return errc::not_connected;
   }
-  if (buffer_.size() + entries > options_.max_buffered ||
-      buffer_bytes_ + bytes > options_.max_buffered_bytes) {
+  if (buffer_.size() >= options_.max_buffered ||
+      buffer_bytes_ + command.size() > options_.max_buffered_bytes) {
     ++stats_.refused_buffer_full;
     return errc::buffer_full;
   }
   ++stats_.commands;
   ++stats_.buffered_total;
-  Pending wait = p.durable ? wait_entry(p) : Pending{};
-  const bool durable = p.durable;
   p.keep.emplace(std::move(command));
   push_buffer(std::move(p));
-  if (durable) {
-    wait.keep.emplace(wait_command_);
-    push_buffer(std::move(wait));
-  }
   return {};
-}
-
-Pending ClientCore::wait_entry(const Pending& write) const {
-  Pending w;
-  w.wait = true;
-  w.deadline = write.deadline;
-  w.retry = write.retry;
-  return w;
 }
 
 // Puts `command` in the batch and `p` in flight. Precondition: connected.
@@ -157,7 +143,9 @@ void ClientCore::transmit(Pending&& p, Command&& command) {
   } else {
     p.keep.reset();
   }
+  const bool durable = p.durable;
   push_in_flight(std::move(p));
+  if (durable) sent_durable(in_flight_.back());
 }
 
 void ClientCore::send_ping(net::Connection&) {
@@ -185,59 +173,31 @@ void ClientCore::link_reply(net::Connection& conn, Reply&& reply) {
 
 void ClientCore::deliver(Pending&& p, Reply&& reply) {
   if (p.ping) return;  // any byte was life already (note_read)
+  if (p.wait) return deliver_wait(std::move(p), std::move(reply));
   if (p.expired) {
-    if (!internal(p)) ++stats_.late_replies;
+    ++stats_.late_replies;
     return;
   }
-  if (p.wait) return deliver_wait(std::move(p), std::move(reply));
   if (reply.is_error() && p.keep && p.keep->script_source() &&
       reply.str().substr(0, 8) == "NOSCRIPT" && connection()) {
     // Redis lost its script cache (restart, failover, SCRIPT FLUSH): the
     // same call once more as EVAL, which caches it again. Same callback and
-    // deadline; it goes behind what was sent since (a durable one with a
-    // WAIT of its own: the WAIT sent after the EVALSHA has nothing to wait
-    // for now).
+    // deadline; it goes behind what was sent since (a durable one is
+    // covered by a later WAIT).
     ++stats_.script_fallbacks;
     Command eval = p.keep->as_eval();
-    Pending wait = p.durable ? wait_entry(p) : Pending{};
-    const bool durable = p.durable;
     transmit(std::move(p), std::move(eval));
-    if (durable) transmit(std::move(wait), Command(wait_command_));
     return;
   }
-  if (!reply.is_error() && p.durable && !in_flight_.empty() && in_flight_.front().wait &&
-      !in_flight_.front().expired) {
-    // Its WAIT is next on the wire: the outcome rides on it now.
-    Pending& wait = in_flight_.front();
-    wait.done = std::move(p.done);
-    wait.held = std::make_unique<Reply>(std::move(reply));
-    return;
-  }
+  if (!reply.is_error() && p.durable) return hold(std::move(p), std::move(reply));
   std::error_code ec;
   if (reply.is_error()) {
     ++stats_.replies_error;
     ec = errc::server_error;
-  } else if (p.durable) {
-    ++stats_.not_replicated;  // its WAIT is gone (cannot happen: same deadline, same wire)
-    ec = errc::not_replicated;
   } else {
     ++stats_.replies_ok;
   }
   if (p.done) guard([&] { p.done(ec, std::move(reply)); });
-}
-
-// WAIT answered how many replicas have the writes of this connection so far.
-void ClientCore::deliver_wait(Pending&& p, Reply&& reply) {
-  if (!p.done) return;  // its write failed, or was sent again with a WAIT of its own
-  std::error_code ec;
-  if (reply.is_error() || reply.integer() < options_.wait_replicas) {
-    ++stats_.not_replicated;
-    ec = errc::not_replicated;
-  } else {
-    ++stats_.replies_ok;
-  }
-  Reply write = p.held ? std::move(*p.held) : Reply();
-  guard([&] { p.done(ec, std::move(write)); });
 }
 
 void ClientCore::link_closed(net::CloseReason, std::error_code) {
@@ -248,15 +208,22 @@ void ClientCore::link_closed(net::CloseReason, std::error_code) {
   std::vector<Outcome> outcomes;
   std::deque<Pending> again;
   for (Pending& p : in_flight_) {
-    if (p.ping || p.expired) continue;
-    if (p.retry && p.keep && !p.held) {
-      if (!internal(p)) ++stats_.retried;
+    if (internal(p) || p.expired) continue;
+    if (p.retry && p.keep) {
+      ++stats_.retried;
       again.push_back(std::move(p));
-    } else if (!internal(p)) {
+    } else {
       ++stats_.failed_disconnected;
-      outcomes.push_back({std::move(p.done), errc::disconnected});
+      outcomes.push_back({std::move(p.done), errc::disconnected, Reply()});
     }
   }
+  // Durable writes that ran but whose WAIT is lost: not known to be
+  // replicated. They are not sent again (they ran).
+  stats_.failed_disconnected += held_.size();
+  fail_held(errc::disconnected, outcomes);
+  wait_in_flight_ = false;
+  last_durable_ = last_wait_ = 0;
+  uncovered_due_ = kNever;
   in_flight_.clear();
   marks_.clear();
   for (auto it = again.rbegin(); it != again.rend(); ++it) push_buffer(std::move(*it), true);
@@ -265,12 +232,12 @@ void ClientCore::link_closed(net::CloseReason, std::error_code) {
 
 void ClientCore::run(std::vector<Outcome>& outcomes) noexcept {
   for (Outcome& o : outcomes)
-    if (o.done) guard([&] { o.done(o.error, Reply()); });
+    if (o.done) guard([&] { o.done(o.error, std::move(o.reply)); });
 }
 
 LinkStats ClientCore::stats() const noexcept {
   LinkStats s = link_stats();
-  s.in_flight = in_flight_.size();
+  s.in_flight = in_flight_.size() + held_.size();
   s.buffered = buffer_.size();
   s.buffered_bytes = buffer_bytes_;
   return s;

@@ -53,9 +53,8 @@ void ClientCore::expire_buffer() {
       return false;
     }
     buffer_bytes_ -= p.keep->size();
-    if (internal(p)) return true;
     ++stats_.timed_out;
-    outcomes.push_back({std::move(p.done), heartwheel::errc::timed_out});
+    outcomes.push_back({std::move(p.done), heartwheel::errc::timed_out, Reply()});
     return true;
   };
   buffer_.erase(std::remove_if(buffer_.begin(), buffer_.end(), due), buffer_.end());
