@@ -17,26 +17,31 @@ using hwerrc = heartwheel::errc;
 
 namespace {
 
-// A timer on the test loop running `f` every `every` until stopped.
+// A timer on the test loop running `f` every `every` until stopped. The
+// handle is freed by its close callback (the loop may still touch it after
+// uv_close), so stopping early is safe whenever the loop runs again.
 struct Every {
-  Every(uv_loop_t* loop, Duration every, std::function<void()> f) : fn(std::move(f)) {
-    uv_timer_init(loop, &timer);
-    timer.data = this;
+  Every(uv_loop_t* loop, Duration every, std::function<void()> f)
+      : timer(new uv_timer_t), fn(std::move(f)) {
+    uv_timer_init(loop, timer);
+    timer->data = this;
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(every).count();
     uv_timer_start(
-        &timer, [](uv_timer_t* t) { static_cast<Every*>(t->data)->fn(); }, 0,
+        timer, [](uv_timer_t* t) { static_cast<Every*>(t->data)->fn(); }, 0,
         static_cast<std::uint64_t>(ms));
   }
   ~Every() { stop(); }
+  Every(const Every&) = delete;
+  Every& operator=(const Every&) = delete;
   void stop() {
-    if (stopped) return;
-    stopped = true;
-    uv_timer_stop(&timer);
-    uv_close(reinterpret_cast<uv_handle_t*>(&timer), nullptr);
+    if (timer == nullptr) return;
+    uv_timer_stop(timer);
+    uv_close(reinterpret_cast<uv_handle_t*>(timer),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+    timer = nullptr;
   }
-  uv_timer_t timer;
+  uv_timer_t* timer;
   std::function<void()> fn;
-  bool stopped = false;
 };
 
 }  // namespace

@@ -70,8 +70,8 @@
 //   another node than the one it was on: the stream is in Redis.
 //
 // Presence across nodes: leases per node and channel, with counts
-//   Each node keeps, per channel, ONE entry: its count of subscribers (K{C}:p)
-//   and its lease deadline (K{C}:l), renewed on the broker's wheel every
+//   Each node keeps, per channel, ONE entry: its count of subscribers (K{T}C:p)
+//   and its lease deadline (K{T}C:l), renewed on the broker's wheel every
 //   presence_ttl / 3 (one timer for the node, Redisson's watchdog). A node
 //   that dies stops renewing; within presence_ttl its entry is pruned by the
 //   next presence read, and its subscribers vanish from every count. Per
@@ -92,7 +92,7 @@
 //   connection dropped after it was sent may or may not have been taken
 //   (check history). Nothing is dropped silently: stats() counts it.
 //   Publications made by other nodes during an outage of the pub/sub link
-//   are read from the stream when it re-subscribes (on_resubscribed), if
+//   are read from the stream when it re-subscribes (on_subscribed again), if
 //   history holds them; a Redis that lost its data (restart without
 //   persistence) starts new streams: events come with a new epoch
 //   (Envelope::new_epoch) and subscribers see the change.
@@ -120,7 +120,7 @@ namespace heartwheel::pubsub {
 struct RedisBrokerOptions {
   Limits limits;
   // history_size, history_ttl, join_leave for every channel. history_ttl is
-  // also the TTL of the channel's offset and epoch (K{C}:m), so it must be
+  // also the TTL of the channel's offset and epoch (K{T}C:m), so it must be
   // positive even without history.
   ChannelOptions channel{.history_size = 100, .history_ttl = std::chrono::minutes(5)};
   // Where Redis is and how the links behave (the Subscriber uses the same
