@@ -217,9 +217,8 @@ def test_killed_node_claims_are_delivered_by_the_other_after_the_lease():
             a.proc.wait(timeout=10)
             r.thaw()
             deadline = time.monotonic() + 5
-            while r.command("ZCARD", "heartwheel:push:claims") != 20:
-                assert time.monotonic() < deadline, (r.command("ZCARD", "heartwheel:push:claims"),
-                                                     r.command("ZCARD", "heartwheel:push:due"))
+            while r.queue_size("claims") != 20:
+                assert time.monotonic() < deadline, (r.queue_size("claims"), r.queue_size("due"))
                 time.sleep(0.05)
             claimed_at = time.monotonic()
         finally:
@@ -234,7 +233,7 @@ def test_killed_node_claims_are_delivered_by_the_other_after_the_lease():
             st = b.read_stats(lambda st: st["delayed"]["acked"] == 20)
             assert st["delayed"]["requeued"] == 20, st["delayed"]
             time.sleep(0.5)
-            assert r.command("HLEN", "heartwheel:push:data") == 0
+            assert r.queue_size("data") == 0
             sse.close()
 
 

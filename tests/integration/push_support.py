@@ -99,6 +99,12 @@ class Redis:
     def command(self, *args):
         return redis_command(self.port, *args)
 
+    def queue_size(self, kind, prefix="heartwheel:push:"):
+        """The size of the delayed queue's `kind` (due, claims: ZCARD; data:
+        HLEN) summed over its partitions (keys PREFIX{tag}KIND)."""
+        count = "HLEN" if kind == "data" else "ZCARD"
+        return sum(self.command(count, k) for k in self.command("KEYS", prefix + "{*}" + kind))
+
     def stop(self):
         if self.proc.poll() is None:
             self.proc.send_signal(18)

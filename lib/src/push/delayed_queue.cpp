@@ -50,6 +50,14 @@ DelayedQueue::DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueue
       id_prefix_(random_hex(16)),
       load_timer_(&DelayedQueue::on_load_timer),
       reap_timer_(&DelayedQueue::on_reap_timer) {
+  // A durable claim is delivered once its WAIT answers, which takes up to
+  // wait_timeout when no replica acknowledges: the lease must leave room
+  // for that and the delivery, or the reaper re-queues a push being
+  // delivered, and it is delivered twice.
+  const redis::ClientOptions& link = client_.options();
+  if (link.wait_replicas > 0 && link.wait_timeout * 2 > options_.lease)
+    throw std::invalid_argument(
+        "DelayedQueue: lease must be at least twice the Redis client's wait_timeout");
   for (std::size_t i = 0; i < tags_.size(); ++i) {
     const std::string base = options_.key_prefix + tags_.braced(i);
     partitions_.push_back({{base + "due", base + "data", base + "claims"}, kNothingLoaded});

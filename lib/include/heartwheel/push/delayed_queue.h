@@ -156,8 +156,10 @@ using CancelCallback = std::function<void(std::error_code error, bool cancelled)
 
 class DelayedQueue {
  public:
-  // Validates `options` (std::invalid_argument); `deliver` is required.
-  // Starts nothing.
+  // Validates `options` (std::invalid_argument); `deliver` is required;
+  // with the client's wait_replicas set, lease must be at least twice its
+  // wait_timeout (a claim waits for WAIT before the delivery). Starts
+  // nothing.
   DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueueOptions options,
                DeliverFunction deliver);
   DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueueOptions options,
