@@ -141,6 +141,9 @@ prefix=$work/shared
 cmake_consumer "$prefix" "$work/consumer-shared"
 readelf -d "$work/consumer-shared/consumer" | grep -q 'NEEDED.*libheartwheel-net\.so' ||
   fail "the consumer does not link libheartwheel-net.so"
+if ldd "$work/consumer-shared/consumer" | grep 'libheartwheel-.*not found'; then
+  fail "a layer's shared library is not found at run time"
+fi
 for lib in $(ldd "$work/consumer-shared/consumer" | awk '/libheartwheel-/ {print $3}'); do
   [[ $lib == "$prefix"/* ]] || fail "the consumer loads $lib, not from $prefix"
   echo "consumer loads $lib"
