@@ -87,10 +87,12 @@ def stop(p):
 
 
 def measure(kind, args, bins):
-    if kind == "heartwheel":
+    if kind.startswith("heartwheel"):
         cmd = [bins["chat"], "--listen", "127.0.0.1:0", "--workers", "1", "--no-join-leave",
                "--ping-interval", "%ds" % args.ping_interval, "--pong-timeout", "8s",
                "--history-size", "100"] + args.chat_arg
+        if kind == "heartwheel_uring":
+            cmd.append("--uring-fanout")
         env = None
     else:
         cmd = ["node", os.path.join(HERE, "node-chat.js"), "--port", "0",
@@ -99,7 +101,7 @@ def measure(kind, args, bins):
     server, port = start(cmd, env)
     try:
         time.sleep(0.5)
-        rss0, _ = proc_sample(server.pid)
+        rss0 = proc_sample(server.pid)[0]
         out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
         publish_start = args.connections / args.connect_rate + 2.0
         load = subprocess.Popen(
@@ -207,6 +209,7 @@ def fanout_table(runs, target_user_us):
     for r in runs:
         if r["server"] not in kinds:
             kinds.append(r["server"])
+    kinds.sort(key=lambda k: (k != "floor_write", not k.startswith("floor_")))  # the floor first
 
     def mean(kind, key):
         vals = [r[key] for r in runs if r["server"] == kind]
@@ -269,6 +272,8 @@ def main():
                          "heartwheel-load is about 100 bytes)")
     ap.add_argument("--chat-arg", action="append", default=[],
                     help="one more heartwheel-chat argument (repeat for several)")
+    ap.add_argument("--with-uring-fanout", action="store_true",
+                    help="also run heartwheel-chat --uring-fanout each round (heartwheel_uring)")
     ap.add_argument("--target-user-us", type=float, default=1.0,
                     help="the target on heartwheel's user CPU per delivered message")
     args = ap.parse_args()
@@ -293,7 +298,8 @@ def main():
                 for r in measure_floor(args, bins):
                     runs.append(r)
                     print(json.dumps(r), file=sys.stderr)
-            for kind in ("heartwheel", "node"):
+            kinds = ["heartwheel"] + (["heartwheel_uring"] if args.with_uring_fanout else [])
+            for kind in kinds + ["node"]:
                 runs.append(measure(kind, args, bins))
                 print(json.dumps(runs[-1]), file=sys.stderr)
     except RuntimeError as e:
