@@ -80,6 +80,9 @@ std::vector<Program> programs() {
        "'0'",
        {"--connect", "127.0.0.1:9"}},
 #endif
+#ifdef HEARTWHEEL_FANOUT_FLOOR_BIN
+      {"heartwheel-fanout-floor", HEARTWHEEL_FANOUT_FLOOR_BIN, {"--subscribers", "0"}, "--subscribers"},
+#endif
 #ifdef HEARTWHEEL_HTTP_SESSION_BENCH_BIN
       {"heartwheel-http-session-bench",
        HEARTWHEEL_HTTP_SESSION_BENCH_BIN,
