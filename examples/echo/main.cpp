@@ -152,9 +152,10 @@ net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
       c->workers->drain(c->setup->drain_timeout);
       // Worker loops end only after a drain or stop, so only now is there
       // anything to notice: polling from the start cost every process 50
-      // empty wake-ups a second while serving (docs/BENCHMARKS.md, "Server
-      // CPU per message"). Polling, not a cross-thread callback, keeps the
-      // workers free of any hook into this loop.
+      // empty wake-ups a second while serving
+      // (docs/bench-history/scale-run.md, "Server CPU per message"). Polling,
+      // not a cross-thread callback, keeps the workers free of any hook into
+      // this loop.
       uv_timer_start(&c->poll, [](uv_timer_t* t) {
         auto* cc = static_cast<Control*>(t->data);
         if (!cc->workers->running()) uv_stop(t->loop);

@@ -234,7 +234,7 @@ def fanout_table(runs, target_user_us):
 
 
 def print_table(table, target):
-    """The fan-out table as Markdown on stderr (docs/BENCHMARKS.md)."""
+    """The fan-out table as Markdown on stderr (docs/bench-history/fanout-floor.md)."""
     out = ["| CPU per delivered message | user | system | total | user / floor | "
            "system / floor | total / floor |", "|---|---|---|---|---|---|---|"]
     for kind, row in table.items():
