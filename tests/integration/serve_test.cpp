@@ -26,28 +26,6 @@ struct Stubborn : Echo {
   void on_drain(net::Connection&) override {}
 };
 
-bool echo_once(int fd) {
-  if (::write(fd, "hi", 2) != 2) return false;
-  char buf[2];
-  std::size_t got = 0;
-  while (got < 2) {
-    const ssize_t n = ::read(fd, buf + got, sizeof buf - got);
-    if (n <= 0) return false;
-    got += static_cast<std::size_t>(n);
-  }
-  return std::string(buf, 2) == "hi";
-}
-
-// True if the server closed `fd` (EOF or reset) within the receive timeout.
-bool closed_by_server(int fd) {
-  char buf[16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n == 0) return true;
-    if (n < 0) return errno == ECONNRESET;
-  }
-}
-
 bool default_disposition(int signum) {
   struct sigaction now {};
   ::sigaction(signum, nullptr, &now);
@@ -83,7 +61,7 @@ TEST_CASE("serve drains the workers on SIGTERM and returns their final counters"
                 .log = [&](std::string_view l) { lines.emplace_back(l); }});
   CHECK(listening_calls == 1);
   CHECK(echoed);
-  CHECK(closed_by_server(fd));
+  CHECK(wait_closed(fd));
   ::close(fd);
   CHECK_FALSE(workers.running());
   CHECK(total.net.accepted == 1);
@@ -121,7 +99,7 @@ TEST_CASE("A second signal stops the workers without waiting for the drain timeo
        .log = [&](std::string_view l) { lines.emplace_back(l); }});
   // Bounded far below the drain timeout, loosely for a loaded machine.
   CHECK(std::chrono::steady_clock::now() - started < 30s);
-  CHECK(closed_by_server(fd));
+  CHECK(wait_closed(fd));
   ::close(fd);
   CHECK(total.net.closed(CloseReason::local) == 1);
   CHECK(total.net.closed(CloseReason::drain) == 0);
