@@ -3,6 +3,7 @@
 // pubsub::Bus per process and one pubsub::Hub per worker loop; /echo is a
 // plain WebSocket echo. See README.md in this folder.
 #include <heartwheel/net/address.h>
+#include <heartwheel/net/serve.h>
 #include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub/bus.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
@@ -14,7 +15,6 @@
 #include "cli_program.h"
 #include "production.h"
 #include "protocol.h"
-#include "serve_loop.h"
 #include "stats_board.h"
 #include "uring_fanout.h"
 #include "worker.h"
@@ -171,20 +171,21 @@ int main(int argc, char** argv) {
       net::Workers workers(s.workers, [&](unsigned index) -> std::unique_ptr<net::Handler> {
         return std::make_unique<chat::Worker>(index, s.config, broker, roster, board);
       });
-      workers.start();
-      const auto endpoint = chat::start_metrics(metrics_at, workers, board, bus);
-      heartwheel::cli::announce_listening(s.listen.host, workers.port(),
-                                          endpoint ? endpoint->address() : std::string());
-
+      std::unique_ptr<heartwheel::metrics::Endpoint> endpoint;
       // Signals drain the workers (each WebSocket gets close 1001); the
-      // stats file is rewritten meanwhile.
-      heartwheel::cli::serve_until_signalled(
+      // stats file is rewritten meanwhile. Every worker's hub is gone
+      // before the bus when it returns.
+      net::serve(
           workers,
           {.program = "heartwheel-chat",
            .drain_timeout = s.drain_timeout,
            .tick_interval = f.ws.stats_json.empty() ? Duration{0} : s.config.stats_interval,
-           .tick = [&] { write_stats(f.ws.stats_json, board, workers, bus, redis.get(), f.ws); }});
-      workers.join();  // every worker's hub is gone before the bus
+           .tick = [&] { write_stats(f.ws.stats_json, board, workers, bus, redis.get(), f.ws); },
+           .on_listening = [&](net::Workers&) {
+             endpoint = chat::start_metrics(metrics_at, workers, board, bus);
+             heartwheel::cli::announce_listening(s.listen.host, workers.port(),
+                                                 endpoint ? endpoint->address() : std::string());
+           }});
       write_stats(f.ws.stats_json, board, workers, bus, redis.get(), f.ws);
       const chat::WorkerStats t = board.total();
       std::fprintf(stderr, "heartwheel-chat: stopped after %llu WebSocket connections\n",

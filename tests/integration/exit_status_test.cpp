@@ -25,6 +25,9 @@ std::vector<Program> programs() {
 #ifdef HEARTWHEEL_ECHO_BIN
       {"heartwheel-echo", HEARTWHEEL_ECHO_BIN, {"--read-idle", "5x"}, "--read-idle"},
 #endif
+#ifdef HEARTWHEEL_ECHO_EXAMPLE_BIN
+      {"heartwheel-echo-example", HEARTWHEEL_ECHO_EXAMPLE_BIN, {"127.0.0.1:0", "5x"}, "'5x'"},
+#endif
 #ifdef HEARTWHEEL_HTTP_BIN
       {"heartwheel-http", HEARTWHEEL_HTTP_BIN, {"--tick", "0"}, "--tick"},
 #endif

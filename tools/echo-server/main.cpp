@@ -1,15 +1,17 @@
 // heartwheel-echo: a TCP echo server with per-connection idle timeouts in the
-// loop's timing wheel. Doubles as the scale-run target (--timers uv gives the
-// one-uv_timer_t-per-connection baseline) and as the integration tests' server.
-// See README.md in this folder.
+// loop's timing wheel, every flag of it: the scale-run target (--timers uv
+// gives the one-uv_timer_t-per-connection baseline) and the integration
+// tests' server. The echo server to copy is examples/echo. See README.md.
 #include <heartwheel/common/error.h>
 #include <heartwheel/metrics/endpoint.h>
 #include <heartwheel/metrics/net_metrics.h>
 #include <heartwheel/metrics/shared_slots.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/prefork.h>
+#include <heartwheel/net/serve.h>
 #include <heartwheel/net/workers.h>
-#include <uv.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -25,7 +27,6 @@
 #include <utility>
 
 #include "cli_program.h"
-#include "serve_loop.h"
 #include "server_flags.h"
 
 namespace metrics = heartwheel::metrics;
@@ -121,9 +122,10 @@ net::LoopSnapshot merge_slots(const metrics::SharedSlots<net::LoopSnapshot>& slo
   return total;
 }
 
-// Runs the workers of this process until a signal drained them. Calls
-// `on_ready(port, endpoint)` once every worker listens (endpoint: the metrics
-// endpoint, or null without --metrics-listen). Returns the final statistics.
+// Runs the workers of this process until a signal drained them (net::serve).
+// Calls `on_ready(port, endpoint)` once every worker listens (endpoint: the
+// metrics endpoint, or null without --metrics-listen). Returns the final
+// statistics.
 net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
                         const std::function<void(int, const metrics::Endpoint*)>& on_ready) {
   net::WorkersOptions options = setup.workers;
@@ -133,78 +135,29 @@ net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
     };
   }
   net::Workers workers(options, [](unsigned) { return std::make_unique<EchoHandler>(); });
-
-  // The main thread only waits for signals and prints periodic statistics.
-  // Its loop and handles exist before any worker accepts: with a low
-  // descriptor limit, connections could otherwise take the descriptors it needs.
-  struct Control {
-    net::Workers* workers;
-    const Setup* setup;
-    int signals = 0;
-    uv_signal_t term, intr;
-    uv_timer_t poll, stats;
-  } ctl{&workers, &setup, 0, {}, {}, {}, {}};
-  uv_loop_t loop;
-  heartwheel::check_uv(uv_loop_init(&loop), "uv_loop_init");
-  auto on_signal = [](uv_signal_t* h, int) {
-    auto* c = static_cast<Control*>(h->data);
-    if (++c->signals == 1) {
-      c->workers->drain(c->setup->drain_timeout);
-      // Worker loops end only after a drain or stop, so only now is there
-      // anything to notice: polling from the start cost every process 50
-      // empty wake-ups a second while serving
-      // (docs/bench-history/scale-run.md, "Server CPU per message"). Polling,
-      // not a cross-thread callback, keeps the workers free of any hook into
-      // this loop.
-      uv_timer_start(&c->poll, [](uv_timer_t* t) {
-        auto* cc = static_cast<Control*>(t->data);
-        if (!cc->workers->running()) uv_stop(t->loop);
-      }, 0, 20);
-    } else {
-      c->workers->stop();  // a second signal: stop waiting
-    }
-  };
-  for (uv_signal_t* s : {&ctl.term, &ctl.intr}) {
-    heartwheel::check_uv(uv_signal_init(&loop, s), "uv_signal_init");
-    s->data = &ctl;
-  }
-  heartwheel::check_uv(uv_signal_start(&ctl.term, on_signal, SIGTERM), "uv_signal_start");
-  heartwheel::check_uv(uv_signal_start(&ctl.intr, on_signal, SIGINT), "uv_signal_start");
-  heartwheel::check_uv(uv_timer_init(&loop, &ctl.poll), "uv_timer_init");
-  ctl.poll.data = &ctl;
-  heartwheel::check_uv(uv_timer_init(&loop, &ctl.stats), "uv_timer_init");
-  ctl.stats.data = &ctl;
-
-  workers.start();
+  // net::serve waits for the signals on this thread (its watchers exist
+  // before any worker accepts), drains on the first, stops on a second, and
+  // prints the statistics line every --stats-interval meanwhile. It says
+  // nothing about the signals: this program's stderr carries only those lines.
   std::unique_ptr<metrics::Endpoint> endpoint;
-  if (setup.metrics) {
-    endpoint = std::make_unique<metrics::Endpoint>(
-        *setup.metrics, [&workers, &plan](metrics::TextWriter& out) {
-          metrics::write(out, plan.slots ? merge_slots(*plan.slots) : workers.total());
-        });
-  }
-  on_ready(workers.port(), endpoint.get());
-
-  if (setup.stats_interval.count() > 0) {
-    const auto every = heartwheel::to_uv_millis_ceil(setup.stats_interval);
-    uv_timer_start(
-        &ctl.stats,
-        [](uv_timer_t* t) {
-          auto* c = static_cast<Control*>(t->data);
-          std::fprintf(stderr, "%s\n", net::to_json(c->workers->total()).c_str());
-        },
-        every, every);
-  }
-  uv_run(&loop, UV_RUN_DEFAULT);
-  for (auto* h :
-       {reinterpret_cast<uv_handle_t*>(&ctl.term), reinterpret_cast<uv_handle_t*>(&ctl.intr),
-        reinterpret_cast<uv_handle_t*>(&ctl.poll), reinterpret_cast<uv_handle_t*>(&ctl.stats)})
-    uv_close(h, nullptr);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  uv_loop_close(&loop);
-  workers.join();
+  net::ServeOptions serving{
+      .drain_timeout = setup.drain_timeout,
+      .tick_interval = setup.stats_interval,
+      .tick = [&workers] { std::fprintf(stderr, "%s\n", net::to_json(workers.total()).c_str()); },
+      .on_listening =
+          [&](net::Workers& w) {
+            if (setup.metrics) {
+              endpoint = std::make_unique<metrics::Endpoint>(
+                  *setup.metrics, [&w, &plan](metrics::TextWriter& out) {
+                    metrics::write(out, plan.slots ? merge_slots(*plan.slots) : w.total());
+                  });
+            }
+            on_ready(w.port(), endpoint.get());
+          },
+      .log = nullptr};
+  const auto total = net::serve(workers, serving);
   endpoint.reset();
-  return workers.total();
+  return total;
 }
 
 // Binds (without listening) a SO_REUSEPORT socket on host:port in the
@@ -328,8 +281,8 @@ int main(int argc, char** argv) {
   return heartwheel::cli::run(app, [&] {
     if (c.processes <= 1) {
       const auto total = serve(setup, {}, [&](int port, const metrics::Endpoint* endpoint) {
-        heartwheel::cli::announce("listening", host, port);
-        if (endpoint) heartwheel::cli::announce("metrics", setup.metrics->host, endpoint->port());
+        net::announce("listening", host, port);
+        if (endpoint) net::announce("metrics", setup.metrics->host, endpoint->port());
       });
       write_stats(c, total, 1);
       return 0;
@@ -362,9 +315,9 @@ int main(int argc, char** argv) {
           return 0;
         },
         [&] {
-          heartwheel::cli::announce("listening", host, port);
+          net::announce("listening", host, port);
           if (setup.metrics)
-            heartwheel::cli::announce("metrics", setup.metrics->host, setup.metrics->port);
+            net::announce("metrics", setup.metrics->host, setup.metrics->port);
         });
     ::close(reserve_fd);
     if (metrics_fd >= 0) ::close(metrics_fd);
