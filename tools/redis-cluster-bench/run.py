@@ -257,7 +257,7 @@ def throughput_one(args, kind, rate):
             chat0 = procs.cpu_seconds(a.proc.pid) + procs.cpu_seconds(b.proc.pid)
             t0 = time.monotonic()
             r = subprocess.run([loadbin, "--mode", "ws", "--target",
-                                "127.0.0.1:%d" % a.port, "--target", "127.0.0.1:%d" % b.port,
+                                "127.0.0.1:%d,127.0.0.1:%d" % (a.port, b.port),
                                 "--connections", "200", "--channels", "100",
                                 "--publish-rate", str(rate), "--publish-targets", "first",
                                 "--duration", "%ds" % args.seconds, "--publish-start", "2s",
@@ -266,6 +266,8 @@ def throughput_one(args, kind, rate):
             wall = time.monotonic() - t0
             cpu = {port: procs.cpu_seconds(pid) - cpu0[port] for port, pid in redis_pids.items()}
             chat_cpu = procs.cpu_seconds(a.proc.pid) + procs.cpu_seconds(b.proc.pid) - chat0
+            if os.path.getsize(out) == 0:
+                raise AssertionError("heartwheel-load failed: %s" % r.stderr[-2000:])
             with open(out) as f:
                 j = json.load(f)
             os.unlink(out)
@@ -280,7 +282,7 @@ def throughput_one(args, kind, rate):
         "acked_per_s": round(ws.get("publish_acks", 0) / publish_window, 1),
         "publish_skipped": ws.get("publish_skipped"),
         "delivered": ws.get("delivered"), "missing": ws.get("missing"),
-        "delivery_us": ws.get("delivery_us"), "rtt_us": ws.get("rtt_us"),
+        "delivery_us": ws.get("delivery_us"), "rtt_us": ws.get("rtt_us") or j.get("rtt_us"),
         "master_cpu_pct": sorted((pct(p) for p in masters), reverse=True),
         "replica_cpu_pct": sorted((pct(p) for p in cpu if p not in masters), reverse=True),
         "chat_nodes_cpu_pct": round(100 * chat_cpu / wall, 1),
