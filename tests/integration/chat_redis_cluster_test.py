@@ -108,6 +108,12 @@ def test_200_channels_history_recovery_and_presence_across_nodes():
             await pub.close()
         asyncio.run(go())
 
+        # Nobody left on node B: its subscriber let every master go, each
+        # connection it opened counted closed.
+        st = b.read_stats(lambda st: not any(m["connected"] for m in
+                                             st["pubsub"]["redis"]["subscriber_masters"]))
+        for m in st["pubsub"]["redis"]["subscriber_masters"]:
+            assert m["link"]["connects"] == m["link"]["disconnects"] >= 1, m
         # The channels' streams are spread over every master.
         owners = {c.owner_of_key_matching("t:*}%s:s" % ch) for ch in channels}
         assert owners == set(c.masters()), (owners, c.masters())

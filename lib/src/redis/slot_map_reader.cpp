@@ -11,6 +11,10 @@ namespace heartwheel::redis::detail {
 LinkStats counters_only(LinkStats s) noexcept {
   for (const LinkStatsField& f : kLinkStatsFields)
     if (f.gauge) s.*f.member = 0;
+  // A link given up closes its connection on a later loop turn, once it is
+  // buried and no longer read: that close is counted here, so that every
+  // connection opened is closed once in the figures.
+  if (s.disconnects < s.connects) s.disconnects = s.connects;
   return s;
 }
 

@@ -69,8 +69,9 @@ class SlotMapReader {
   std::uint64_t refreshes_ = 0, errors_ = 0;
 };
 
-// The counters of `s` with its gauges zeroed: what a link given up adds to
-// its successor's figures.
+// The counters of `s` with its gauges zeroed and its open connection
+// counted as closed: what a link given up (stopped) adds to its
+// successor's figures.
 LinkStats counters_only(LinkStats s) noexcept;
 
 }  // namespace heartwheel::redis::detail
