@@ -27,6 +27,7 @@
 #include "cli_program.h"
 #include "serve_loop.h"
 #include "server_flags.h"
+#include "uv_idle_baseline.h"
 
 namespace metrics = heartwheel::metrics;
 namespace net = heartwheel::net;
@@ -61,6 +62,9 @@ struct Setup {
   Duration drain_timeout{};
   Duration stats_interval{};
   std::optional<metrics::EndpointOptions> metrics;  // --metrics-listen
+  // --timers uv: one uv_timer_t per connection (tools/bench-common) keeps
+  // the idle timeouts; net's own are off.
+  std::shared_ptr<heartwheel::bench::UvIdleBaseline> uv_baseline;
 };
 
 Setup make_setup(const Config& c) {
@@ -79,7 +83,10 @@ Setup make_setup(const Config& c) {
   co.idle.max_age = parse_duration_flag("--max-age", c.max_age);
   co.idle.jitter = parse_duration_flag("--jitter", c.jitter);
   co.idle.refresh = c.refresh == "eager" ? net::RefreshMode::eager : net::RefreshMode::lazy;
-  co.timers = c.timers == "uv" ? net::TimerBackend::uv_timer : net::TimerBackend::wheel;
+  if (c.timers == "uv") {
+    s.uv_baseline = std::make_shared<heartwheel::bench::UvIdleBaseline>(co.idle, c.workers);
+    co.idle = s.uv_baseline->net_policy();
+  }
   co.write.high_watermark = c.high_watermark;
   co.write.low_watermark = c.high_watermark / 4;
   co.write.max_queued_bytes = std::max(co.write.max_queued_bytes, c.high_watermark);
@@ -121,18 +128,31 @@ net::LoopSnapshot merge_slots(const metrics::SharedSlots<net::LoopSnapshot>& slo
   return total;
 }
 
+// The workers' counters, with the uv baseline's own (--timers uv).
+net::LoopSnapshot total_of(const net::Workers& workers, const Setup& setup) {
+  net::LoopSnapshot total = workers.total();
+  return setup.uv_baseline ? setup.uv_baseline->add_to(total) : total;
+}
+
 // Runs the workers of this process until a signal drained them. Calls
 // `on_ready(port, endpoint)` once every worker listens (endpoint: the metrics
 // endpoint, or null without --metrics-listen). Returns the final statistics.
 net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
                         const std::function<void(int, const metrics::Endpoint*)>& on_ready) {
   net::WorkersOptions options = setup.workers;
-  if (plan.slots) {
-    options.on_publish = [&plan](unsigned worker, const net::LoopSnapshot& s, net::Handler&) {
-      plan.slots->store(plan.first_slot + worker, s);
+  auto* uv = setup.uv_baseline.get();
+  if (plan.slots || uv) {
+    options.on_publish = [&plan, uv](unsigned worker, const net::LoopSnapshot& s, net::Handler& h) {
+      if (uv) uv->publish(worker, h);
+      if (plan.slots)
+        plan.slots->store(plan.first_slot + worker, uv ? uv->add_to(s, static_cast<int>(worker)) : s);
     };
   }
-  net::Workers workers(options, [](unsigned) { return std::make_unique<EchoHandler>(); });
+  net::Workers workers(options, [uv](unsigned) -> std::unique_ptr<net::Handler> {
+    auto echo = std::make_unique<EchoHandler>();
+    if (uv) return uv->wrap(std::move(echo));
+    return echo;
+  });
 
   // The main thread only waits for signals and prints periodic statistics.
   // Its loop and handles exist before any worker accepts: with a low
@@ -178,8 +198,8 @@ net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
   std::unique_ptr<metrics::Endpoint> endpoint;
   if (setup.metrics) {
     endpoint = std::make_unique<metrics::Endpoint>(
-        *setup.metrics, [&workers, &plan](metrics::TextWriter& out) {
-          metrics::write(out, plan.slots ? merge_slots(*plan.slots) : workers.total());
+        *setup.metrics, [&workers, &plan, &setup](metrics::TextWriter& out) {
+          metrics::write(out, plan.slots ? merge_slots(*plan.slots) : total_of(workers, setup));
         });
   }
   on_ready(workers.port(), endpoint.get());
@@ -190,7 +210,7 @@ net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
         &ctl.stats,
         [](uv_timer_t* t) {
           auto* c = static_cast<Control*>(t->data);
-          std::fprintf(stderr, "%s\n", net::to_json(c->workers->total()).c_str());
+          std::fprintf(stderr, "%s\n", net::to_json(total_of(*c->workers, *c->setup)).c_str());
         },
         every, every);
   }
@@ -203,7 +223,7 @@ net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
   uv_loop_close(&loop);
   workers.join();
   endpoint.reset();
-  return workers.total();
+  return total_of(workers, setup);
 }
 
 // Binds (without listening) a SO_REUSEPORT socket on host:port in the

@@ -64,6 +64,7 @@
 // the same session.
 #pragma once
 
+#include <heartwheel/http/deadlines.h>
 #include <heartwheel/http/message.h>
 #include <heartwheel/http/responder.h>
 #include <heartwheel/http/session_options.h>

@@ -35,6 +35,7 @@
 
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/connection.h>
+#include <heartwheel/net/detail/connection_host.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/stats.h>
 

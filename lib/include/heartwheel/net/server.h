@@ -72,6 +72,7 @@
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/activity_list.h>
 #include <heartwheel/net/connection.h>
+#include <heartwheel/net/detail/connection_host.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/ip_limiter.h>
 #include <heartwheel/net/overload.h>
