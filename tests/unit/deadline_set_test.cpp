@@ -410,7 +410,7 @@ TEST_CASE("Due claimed slots come out by kind number, whatever the claim order",
   CHECK(order == std::vector<Deadline>{Deadline::pong_timeout, kHandshake, kCloseWait});
 }
 
-TEST_CASE("A full set refuses a new kind and changes nothing; moving and clearing still work",
+TEST_CASE("A full set refuses a new kind and changes nothing, moving and clearing still work",
           "[idle][slots]") {
   ManualTimerService timers(1ms);
   IdlePolicy off{};

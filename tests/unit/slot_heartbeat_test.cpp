@@ -64,7 +64,7 @@ TEST_CASE("Heartbeat configurations with a timeout under twice the interval are 
   CHECK(HeartbeatConfig{.interval = 20s}.effective_timeout() == 60s);
 }
 
-TEST_CASE("A quiet connection is pinged every interval; the peer's answer keeps it open",
+TEST_CASE("A quiet connection is pinged every interval, and the peer's answer keeps it open",
           "[heartbeat]") {
   PingPongHandler handler({.interval = 1s, .jitter = 0});  // outlives the host
   Host host;

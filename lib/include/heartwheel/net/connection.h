@@ -21,12 +21,13 @@
 // PROXY protocol (ServerOptions::proxy_protocol)
 //   Behind a proxy, every connection starts with a PROXY header (v1 or v2,
 //   proxy_protocol.h). While it is awaited an internal handler owns the
-//   connection: the bytes go to a ProxyHeaderParser (1,280 bytes, allocated
-//   for the stage only) and the proxy_header_timeout deadline bounds the
-//   wait (closed as proxy_header_timeout). Once the header is complete
-//   the parser is freed, the header is kept (64 bytes for its addresses; a
-//   whole ProxyHeader only when it had TLVs or UNIX addresses, or once
-//   proxy_header() is called), the deadline is cleared, and
+//   connection: the bytes go to a ProxyHeaderParser (allocated for the
+//   stage only; its size is in proxy_protocol.h) and the
+//   proxy_header_timeout deadline bounds the wait (closed as
+//   proxy_header_timeout). Once the header is complete the parser is freed,
+//   the header is kept (64 bytes for its addresses; a whole ProxyHeader only
+//   when it had TLVs or UNIX addresses, or once proxy_header() is called),
+//   the deadline is cleared, and
 //   the application's handler gets on_open, then on_data with whatever
 //   followed the header in the same read (also when on_open paused
 //   reading). A malformed header closes the connection as
@@ -114,7 +115,7 @@ class Connection final : private DeadlineTimer {
   // The PROXY header this connection began with, once complete; nullptr
   // without one (the server does not expect one, or it is not in yet).
   // Valid until on_close returns. See proxy_protocol.h for the fields.
-  // A header without TLVs is kept compact and made whole (~700 bytes) on
+  // A header without TLVs is kept compact and made whole (a ProxyHeader) on
   // the first call; nullptr if that allocation fails.
   const ProxyHeader* proxy_header() const noexcept;
 
