@@ -27,6 +27,7 @@ bool DeadlineSet::set(Deadline kind, TimePoint when) noexcept {
     write_stall_ = when;
     return true;
   }
+  if (!is_claimed(kind)) return false;  // an idle kind or max_age (asserted above)
   // One pass: the kind's own slot if it holds one, else the first free one.
   std::size_t free = kClaimedSlots;
   for (std::size_t i = 0; i < kClaimedSlots; ++i) {

@@ -91,7 +91,7 @@ class DeadlineSet {
   // claimed kinds and a store. Precondition: is_absolute(kind).
   // Returns false, changing nothing, when `kind` needs a slot and every
   // claimed slot is taken (never for request_timeout / write_stall, or to
-  // clear).
+  // clear), or when the precondition does not hold.
   bool set(Deadline kind, TimePoint when) noexcept;
   void clear(Deadline kind) noexcept { set(kind, kNever); }
   // When `kind` is due: the absolute deadline (kNever if it holds no slot),
