@@ -322,3 +322,13 @@ TEST_CASE("A renewal that finds another owner, or no link, tells the holder", "[
   CHECK_FALSE(a.lock->held("y"));
   CHECK(a.lock->stats().lost == 2);
 }
+
+TEST_CASE("LockOptions refuse what cannot work", "[redis][lock]") {
+  using O = redis::LockOptions;
+  CHECK_NOTHROW(O{}.validate());
+  CHECK_THROWS_WITH((O{.lease = 0s}.validate()), Catch::Contains("lease"));
+  CHECK_THROWS_WITH((O{.lease = 3ms}.validate()), Catch::Contains("too short"));
+  CHECK_THROWS_WITH((O{.lease = 1s, .renew_every = 1s}.validate()), Catch::Contains("renew_every"));
+  CHECK_THROWS_WITH((O{.lease = 1s, .renew_every = 985ms}.validate()), Catch::Contains("too short"));
+  CHECK_THROWS_WITH((O{.retry_interval = 0s}.validate()), Catch::Contains("retry_interval"));
+}

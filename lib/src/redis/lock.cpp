@@ -22,12 +22,26 @@
 
 namespace heartwheel::redis {
 
+namespace {
+// How often a held lock is renewed.
+Duration renew_period(const LockOptions& o) {
+  return o.renew_every > Duration::zero() ? o.renew_every : o.lease / 3;
+}
+// The holder's view of a lease: shorter than Redis's by Redlock's drift margin,
+// since Redis's copy may run on a faster clock.
+Duration local_lease(Duration lease) { return lease - lease / 100 - std::chrono::milliseconds(2); }
+}  // namespace
+
 void LockOptions::validate() const {
   if (lease <= Duration::zero()) throw std::invalid_argument("redis::LockOptions: lease must be > 0");
   if (renew_every < Duration::zero() || (renew_every > Duration::zero() && renew_every >= lease))
     throw std::invalid_argument("redis::LockOptions: renew_every must be 0 (lease/3) or in (0, lease)");
   if (retry_interval <= Duration::zero())
     throw std::invalid_argument("redis::LockOptions: retry_interval must be > 0");
+  if (local_lease(lease) <= renew_period(*this))
+    throw std::invalid_argument(
+        "redis::LockOptions: lease too short to renew before it ends (lease - lease/100 - 2ms must "
+        "exceed renew_every)");
 }
 
 namespace detail {
@@ -83,9 +97,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
       : wheel_(wheel), client_(client), options_(std::move(options)) {
     options_.validate();
     if (options_.owner.empty()) options_.owner = generated_owner();
-    renew_every_ = options_.renew_every > Duration::zero() ? options_.renew_every : options_.lease / 3;
-    // Redis's copy of the lease may run on a faster clock: end ours first.
-    local_lease_ = options_.lease - options_.lease / 100 - std::chrono::milliseconds(2);
+    renew_every_ = renew_period(options_);
+    local_lease_ = local_lease(options_.lease);
     lease_ms_ = millis(options_.lease);
   }
 
@@ -169,13 +182,21 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
     return it != attempts_.end() && it->second->token == token ? it->second.get() : nullptr;
   }
 
+  // The callback of a command for attempt `a`: it finds the attempt again (by
+  // name and token) and hands the reply to `handler`. A reply for an attempt
+  // that has ended is dropped, but an acquire that won after its attempt
+  // ended (unlock() while it was in flight, and the release sent then was
+  // lost with the connection while the acquire was sent again) is released.
   template <class Handler>
   Callback reply_to(const Attempt& a, Handler handler) {
-    return [self = weak_from_this(), name = a.name, token = a.token, sent = wheel_.now(), handler](
-               std::error_code ec, Reply r) {
+    return [self = weak_from_this(), name = a.name, key = a.key, token = a.token, sent = wheel_.now(),
+            handler](std::error_code ec, Reply r) {
       auto core = self.lock();
       if (!core) return;
-      if (Attempt* live = core->current(name, token)) (core.get()->*handler)(*live, sent, ec, std::move(r));
+      if (Attempt* live = core->current(name, token)) return (core.get()->*handler)(*live, sent, ec, std::move(r));
+      if (handler == &LockCore::on_acquired && !ec && r.is_array() && r.size() == 2 && r[0].is_integer() &&
+          r[0].integer() == 1)
+        core->release(key, token, nullptr);
     };
   }
 
@@ -270,15 +291,15 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
 
   // The release script, compared with the attempt's token; `done` gets
   // {} (released) or lock_lost (not ours any more) or the command's error.
-  std::error_code release(const Attempt& a, UnlockCallback done) {
+  std::error_code release(const Attempt& a, UnlockCallback done) { return release(a.key, a.token, std::move(done)); }
+  std::error_code release(const std::string& key, const std::string& token, UnlockCallback done) {
     auto self = weak_from_this();
-    return client_.command(
-        lock_scripts::release().call({a.key}, {a.token}),
-        [self, done = std::move(done)](std::error_code ec, Reply r) {
-          if (!ec && !(r.is_integer() && r.integer() == 1)) ec = errc::lock_lost;
-          if (auto core = self.lock(); core && !ec) ++core->stats_.released;
-          if (done) done(ec);
-        });
+    return client_.command(lock_scripts::release().call({key}, {token}),
+                           [self, done = std::move(done)](std::error_code ec, Reply r) {
+                             if (!ec && !(r.is_integer() && r.integer() == 1)) ec = errc::lock_lost;
+                             if (auto core = self.lock(); core && !ec) ++core->stats_.released;
+                             if (done) done(ec);
+                           });
   }
 
   void erase(Attempt& a) {
