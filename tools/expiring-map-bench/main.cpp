@@ -6,6 +6,7 @@
 #include <heartwheel/timer/expiring_map.h>
 #include <heartwheel/timer/virtual_clock.h>
 #include <malloc.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -59,7 +60,33 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64
   return x ^ (x >> 31);
 }
 
-std::size_t heap_bytes() { return mallinfo2().uordblks; }
+// What the allocator holds: small blocks, and the large ones it mmaps (the
+// bucket arrays and the heap's array, above the mmap threshold).
+std::size_t heap_bytes() {
+  const auto m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
+
+// The thread's CPU time (default) or wall time: on a machine shared with
+// other builds, wall time also counts the time slices other processes got.
+bool g_wall_clock = false;
+std::uint64_t elapsed_clock_ns() {
+  if (g_wall_clock) return hb::wall_ns();
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+class Stopwatch {
+ public:
+  std::uint64_t elapsed_ns() const { return elapsed_clock_ns() - start_; }
+
+ private:
+  std::uint64_t start_ = elapsed_clock_ns();
+};
+
+// Insert and expire run over all N keys this many times (fresh maps), so
+// that a measurement covers at least min_ops operations at small N.
+std::size_t rounds_for(std::size_t n, const Config& c) { return n >= c.min_ops ? 1 : (c.min_ops + n - 1) / n; }
 
 // The same keys, order and deadlines for every implementation.
 struct Workload {
@@ -92,21 +119,25 @@ struct WheelSide {
   std::unique_ptr<Map> make(Map::Options o) { return std::make_unique<Map>(timers, std::move(o)); }
   Duration ttl() const { return Duration(static_cast<Duration::rep>(cfg.timeout_ns)); }
   void step() { timers.run_for(std::chrono::milliseconds(1)); }
+  std::size_t rounds(const Workload& w) const { return rounds_for(w.keys.size(), cfg); }
 
   Sample insert(const Workload& w) {
-    auto map = make({.expire_after_write = ttl()});
-    const std::size_t before = heap_bytes();
-    hb::Stopwatch sw;
-    for (std::size_t i = 0, left = 0; i < w.keys.size(); ++i, --left) {
-      if (left == 0) {
-        step();
-        left = cfg.batch;
+    double ns = 0, bytes = 0;
+    for (std::size_t r = 0; r < rounds(w); ++r) {
+      auto map = make({.expire_after_write = ttl()});
+      const std::size_t before = heap_bytes();
+      Stopwatch sw;
+      for (std::size_t i = 0, left = 0; i < w.keys.size(); ++i, --left) {
+        if (left == 0) {
+          step();
+          left = cfg.batch;
+        }
+        map->insert(w.keys[i], i);
       }
-      map->insert(w.keys[i], i);
+      ns += static_cast<double>(sw.elapsed_ns());
+      if (r == 0) bytes = static_cast<double>(heap_bytes() - before) / static_cast<double>(w.keys.size());
     }
-    const double ns = static_cast<double>(sw.elapsed_ns());
-    const double bytes = static_cast<double>(heap_bytes() - before) / static_cast<double>(w.keys.size());
-    return {ns / static_cast<double>(w.keys.size()), bytes};
+    return {ns / static_cast<double>(rounds(w) * w.keys.size()), bytes};
   }
 
   Sample get_refresh(const Workload& w) {
@@ -114,7 +145,7 @@ struct WheelSide {
     for (std::size_t i = 0; i < w.keys.size(); ++i) map->insert(w.keys[i], i);
     const std::size_t ops = std::max(w.keys.size(), cfg.min_ops);
     std::uint64_t sum = 0;
-    hb::Stopwatch sw;
+    Stopwatch sw;
     for (std::size_t k = 0, at = 0, left = 0; k < ops; ++k, --left) {
       if (left == 0) {
         step();
@@ -129,18 +160,22 @@ struct WheelSide {
   }
 
   Sample expire(const Workload& w) {
-    auto map = make({});
-    for (std::size_t i = 0; i < w.keys.size(); ++i)
-      map->insert(w.keys[i], i, ttl() + Duration(static_cast<Duration::rep>(w.jitter[i])));
-    // Time jumps to the window (as a loop woken at the first deadline), then
-    // steps 1 ms at a time through it; every call is timed.
-    const Duration first = ttl() - std::chrono::milliseconds(1);
-    hb::Stopwatch sw;
-    timers.run_for(first);
-    for (std::uint64_t t = 0; t <= cfg.window_ns + kMs; t += kMs) step();
-    const double ns = static_cast<double>(sw.elapsed_ns());
-    if (!map->empty()) throw std::logic_error("expiring_map: " + std::to_string(map->size()) + " entries left after the window");
-    return {ns / static_cast<double>(w.keys.size())};
+    double ns = 0;
+    for (std::size_t r = 0; r < rounds(w); ++r) {
+      auto map = make({});
+      for (std::size_t i = 0; i < w.keys.size(); ++i)
+        map->insert(w.keys[i], i, ttl() + Duration(static_cast<Duration::rep>(w.jitter[i])));
+      // Time jumps to the window (as a loop woken at the first deadline), then
+      // steps 1 ms at a time through it; every call is timed.
+      const Duration first = ttl() - std::chrono::milliseconds(1);
+      Stopwatch sw;
+      timers.run_for(first);
+      for (std::uint64_t t = 0; t <= cfg.window_ns + kMs; t += kMs) step();
+      ns += static_cast<double>(sw.elapsed_ns());
+      if (!map->empty())
+        throw std::logic_error("expiring_map: " + std::to_string(map->size()) + " entries left after the window");
+    }
+    return {ns / static_cast<double>(rounds(w) * w.keys.size())};
   }
 
   const Config& cfg;
@@ -152,30 +187,34 @@ struct WheelSide {
 // TimerClock interface (as the wheel map does through its TimerService) and
 // runs its expiry once per virtual millisecond.
 struct HeapSide {
-  HeapSide(const Config& c, bool lazy) : cfg(c), lazy(lazy), clock(WheelSide::start()) {}
+  HeapSide(const Config& c, bool lazy_refresh) : cfg(c), lazy(lazy_refresh), clock(WheelSide::start()) {}
   const char* name() const { return lazy ? "heap4_lazy" : "heap4"; }
   std::uint64_t now() const {
     return static_cast<std::uint64_t>(static_cast<const heartwheel::TimerClock&>(clock).now().time_since_epoch().count());
   }
+  std::size_t rounds(const Workload& w) const { return rounds_for(w.keys.size(), cfg); }
   void step(hb::HeapMap& m) {
     clock.advance(std::chrono::milliseconds(1));
     m.expire(now());
   }
 
   Sample insert(const Workload& w) {
-    auto map = std::make_unique<hb::HeapMap>(lazy, cfg.timeout_ns);
-    const std::size_t before = heap_bytes();
-    hb::Stopwatch sw;
-    for (std::size_t i = 0, left = 0; i < w.keys.size(); ++i, --left) {
-      if (left == 0) {
-        step(*map);
-        left = cfg.batch;
+    double ns = 0, bytes = 0;
+    for (std::size_t r = 0; r < rounds(w); ++r) {
+      auto map = std::make_unique<hb::HeapMap>(lazy, cfg.timeout_ns);
+      const std::size_t before = heap_bytes();
+      Stopwatch sw;
+      for (std::size_t i = 0, left = 0; i < w.keys.size(); ++i, --left) {
+        if (left == 0) {
+          step(*map);
+          left = cfg.batch;
+        }
+        map->insert(w.keys[i], i, now(), cfg.timeout_ns);
       }
-      map->insert(w.keys[i], i, now(), cfg.timeout_ns);
+      ns += static_cast<double>(sw.elapsed_ns());
+      if (r == 0) bytes = static_cast<double>(heap_bytes() - before) / static_cast<double>(w.keys.size());
     }
-    const double ns = static_cast<double>(sw.elapsed_ns());
-    const double bytes = static_cast<double>(heap_bytes() - before) / static_cast<double>(w.keys.size());
-    return {ns / static_cast<double>(w.keys.size()), bytes};
+    return {ns / static_cast<double>(rounds(w) * w.keys.size()), bytes};
   }
 
   Sample get_refresh(const Workload& w) {
@@ -183,7 +222,7 @@ struct HeapSide {
     for (std::size_t i = 0; i < w.keys.size(); ++i) map->insert(w.keys[i], i, now(), cfg.timeout_ns);
     const std::size_t ops = std::max(w.keys.size(), cfg.min_ops);
     std::uint64_t sum = 0;
-    hb::Stopwatch sw;
+    Stopwatch sw;
     for (std::size_t k = 0, at = 0, left = 0; k < ops; ++k, --left) {
       if (left == 0) {
         step(*map);
@@ -198,16 +237,20 @@ struct HeapSide {
   }
 
   Sample expire(const Workload& w) {
-    auto map = std::make_unique<hb::HeapMap>(lazy, cfg.timeout_ns);
-    for (std::size_t i = 0; i < w.keys.size(); ++i)
-      map->insert(w.keys[i], i, now(), cfg.timeout_ns + w.jitter[i]);
-    hb::Stopwatch sw;
-    clock.advance(Duration(static_cast<Duration::rep>(cfg.timeout_ns - kMs)));
-    map->expire(now());
-    for (std::uint64_t t = 0; t <= cfg.window_ns + kMs; t += kMs) step(*map);
-    const double ns = static_cast<double>(sw.elapsed_ns());
-    if (map->size() != 0) throw std::logic_error(std::string(name()) + ": " + std::to_string(map->size()) + " entries left after the window");
-    return {ns / static_cast<double>(w.keys.size())};
+    double ns = 0;
+    for (std::size_t r = 0; r < rounds(w); ++r) {
+      auto map = std::make_unique<hb::HeapMap>(lazy, cfg.timeout_ns);
+      for (std::size_t i = 0; i < w.keys.size(); ++i)
+        map->insert(w.keys[i], i, now(), cfg.timeout_ns + w.jitter[i]);
+      Stopwatch sw;
+      clock.advance(Duration(static_cast<Duration::rep>(cfg.timeout_ns - kMs)));
+      map->expire(now());
+      for (std::uint64_t t = 0; t <= cfg.window_ns + kMs; t += kMs) step(*map);
+      ns += static_cast<double>(sw.elapsed_ns());
+      if (map->size() != 0)
+        throw std::logic_error(std::string(name()) + ": " + std::to_string(map->size()) + " entries left after the window");
+    }
+    return {ns / static_cast<double>(rounds(w) * w.keys.size())};
   }
 
   const Config& cfg;
@@ -277,10 +320,14 @@ int main(int argc, char** argv) {
   app.add_flag("--json", c.json, "Print JSON lines (one per impl, op and N, then the targets) instead of a table");
   app.add_option("--reps", c.reps, "Repetitions of each measurement; the best is reported (and the median in JSON)")
       ->capture_default_str()->check(CLI::Range(1, 100));
-  app.add_option("--min-ops", c.min_ops, "get_refresh: at least this many gets (rounds over the keys)")
+  app.add_option("--min-ops", c.min_ops, "At least this many operations per measurement (rounds over the keys)")
       ->capture_default_str()->check(CLI::Range(1, 1'000'000'000));
   app.add_option("--seed", c.seed, "Seed of the keys and their order")->capture_default_str();
+  std::string clock = "cpu";
+  app.add_option("--clock", clock, "What is timed: cpu (this thread's CPU time) or wall")
+      ->check(CLI::IsMember({"cpu", "wall"}))->capture_default_str();
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
+  g_wall_clock = clock == "wall";
   try {
     if (quick) {
       if (app.count("--n") == 0) sizes = "1M";
@@ -326,7 +373,8 @@ int main(int argc, char** argv) {
     for (const auto& r : rows)
       std::cout << nlohmann::json{{"bench", "expiring_map"}, {"impl", r.impl}, {"op", r.op}, {"n", r.n},
                                   {"ns_per_op", r.ns_per_op}, {"median_ns_per_op", r.median_ns_per_op},
-                                  {"bytes_per_entry", r.bytes_per_entry}, {"ratio_vs_expiring_map", r.ratio}}
+                                  {"bytes_per_entry", r.bytes_per_entry}, {"ratio_vs_expiring_map", r.ratio},
+                                  {"clock", g_wall_clock ? "wall" : "cpu"}}
                        .dump()
                 << '\n';
     for (const auto& v : verdicts)
@@ -337,9 +385,9 @@ int main(int argc, char** argv) {
                 << '\n';
     return 0;
   }
-  std::printf("heartwheel-expiring-map-bench: ns per operation (best of %d), virtual time 1 ms per %zu ops,\n"
+  std::printf("heartwheel-expiring-map-bench: ns per operation (%s time, best of %d), virtual time 1 ms per %zu ops,\n"
               "ttl %.0f s, wheel tick 1 ms. (x) = ratio to expiring_map; higher is slower than it.\n\n",
-              c.reps, c.batch, double(c.timeout_ns) / 1e9);
+              g_wall_clock ? "wall" : "CPU", c.reps, c.batch, double(c.timeout_ns) / 1e9);
   std::printf("%-12s %9s | %12s | %9s %7s | %10s %7s\n", "op", "N", "expiring_map", "heap4", "(x)", "heap4_lazy", "(x)");
   for (std::size_t n : c.sizes) {
     for (const char* op : kOps) {
