@@ -90,6 +90,8 @@ class ManualTimerService final : public TimerService {
                               TimePoint start = TimePoint{})
       : TimerService(clock_), clock_(start), wheel_(tick, start) {}
 
+  // The clock's time (a direct call; TimerService::now() reads the same clock).
+  TimePoint now() const noexcept { return clock_.now(); }
   void schedule_at(TimerEntry& entry, TimePoint deadline) noexcept override {
     wheel_.schedule_at(entry, deadline);
   }
