@@ -29,9 +29,10 @@
 // Losing the lock: on_lost(name, token, why) runs, once, when
 //   - a renewal finds the lock gone or another holder's (why: lock_lost);
 //   - the lease runs out before a renewal is confirmed: the process was
-//     frozen, or Redis did not answer (why: lock_lost), checked locally on the
-//     wheel, so a holder resumed after a freeze is told before it acts on
-//     the next loop turn;
+//     frozen, or Redis did not answer (why: lock_lost), checked locally on
+//     the wheel, so a holder resumed after a freeze is told within its first
+//     loop turns (held(name) is false at once: it compares the local lease
+//     with the clock, so check it before acting on the lock);
 //   - a renewal fails (why: its error: disconnected, timed_out, stopped,
 //     server_error), or the link is down when a renewal is due
 //     (why: disconnected).
