@@ -119,7 +119,7 @@ TEST_CASE("ws: with a retained buffer, later messages allocate nothing", "[ws][a
   CHECK(peer.messages == 101);
 }
 
-TEST_CASE("ExpiringMap: one allocation per entry; get, expiry and erase allocate nothing",
+TEST_CASE("ExpiringMap: one allocation per entry, and get, expiry and erase allocate nothing",
           "[expiring_map][alloc]") {
   heartwheel::ManualTimerService timers(1ms);
   heartwheel::ExpiringMap<std::uint64_t, std::uint64_t> map(
