@@ -31,6 +31,12 @@ class Category final : public std::error_category {
                "acknowledged it within wait_timeout (WAIT): a failover may lose it";
       case errc::too_many_redirects:
         return "Redis Cluster redirected the command more than max_redirects times";
+      case errc::already_locked:
+        return "this Lock already holds or waits for that lock (locks are not reentrant)";
+      case errc::lock_not_held:
+        return "this Lock neither holds nor waits for that lock";
+      case errc::lock_lost:
+        return "the lock is no longer ours: its lease ran out, or another holder has it";
     }
     return "unknown redis error " + std::to_string(value);
   }

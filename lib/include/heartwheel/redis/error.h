@@ -27,6 +27,10 @@ enum class errc {
                    // ClientOptions::wait_replicas acknowledge it in time: a failover may lose it
   too_many_redirects,  // Redis Cluster kept redirecting (MOVED / ASK) past
                        // ClusterOptions::max_redirects; the last error's text is in the Reply
+  // redis::Lock (lock.h).
+  already_locked,  // returned: this Lock already holds or waits for that name (not reentrant)
+  lock_not_held,   // returned by unlock(): this Lock neither holds nor waits for that name
+  lock_lost,       // the lock is no longer ours: its lease ran out, or another holder has it
 };
 
 const std::error_category& redis_category() noexcept;
