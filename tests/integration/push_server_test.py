@@ -167,7 +167,9 @@ def test_delete_cancels_204_then_404():
         ev = sse.messages(1, timeout=10)[0]
         assert ev["data"]["data"] == "now", ev  # the cancelled one never came
         assert http(s.port, "DELETE", "/publish/" + body["id"])[0] == 404
-        time.sleep(1.0)  # past the cancelled one's due time
+        # Past the cancelled one's due time: s held it in its wheel, and its
+        # claim found it gone.
+        s.read_stats(lambda st: st["delayed"]["claimed_elsewhere"] >= 1)
         publish(s.port, "c", "after")
         assert sse.messages(1)[0]["data"]["data"] == "after"
         sse.close()
@@ -212,7 +214,8 @@ def test_killed_node_claims_are_delivered_by_the_other_after_the_lease():
                 due = body["due_ms"]
             time.sleep(max(0, (due - 400 - now_ms()) / 1000))
             r.freeze()
-            time.sleep(max(0, (due + 600 - now_ms()) / 1000))  # A's claims are sent
+            # A's claims are sent (the warm-up's and the 20): they wait in Redis's socket.
+            a.read_stats(lambda st: st["delayed"]["fired"] >= 21)
             a.proc.send_signal(signal.SIGKILL)
             a.proc.wait(timeout=10)
             r.thaw()
@@ -233,31 +236,38 @@ def test_killed_node_claims_are_delivered_by_the_other_after_the_lease():
             assert waited >= 1.0, waited  # not before the lease (2 s from the claims) ran out
             st = b.read_stats(lambda st: st["delayed"]["acked"] == 20)
             assert st["delayed"]["requeued"] == 20, st["delayed"]
-            time.sleep(0.5)
-            assert r.command("HLEN", "heartwheel:push:data") == 0
+            deadline = time.monotonic() + 5
+            while r.command("HLEN", "heartwheel:push:data") != 0:  # deleted with the claims
+                assert time.monotonic() < deadline, r.command("HLEN", "heartwheel:push:data")
+                time.sleep(0.05)
             sse.close()
 
 
 def test_sse_heartbeats_and_a_dead_reader_closed_by_the_wheel():
-    with Redis() as r, node(r, "--sse-heartbeat", "200ms", "--send-timeout", "1s") as s:
+    with Redis() as r, node(r, "--sse-heartbeat", "200ms", "--send-timeout", "3s",
+                            "--max-message-size", "200000") as s:
         live = Sse(s.port, "hb")
         live.event()
-        time.sleep(1.0)
+        took = live.heartbeats(3)  # ": ping" every 200 ms of silence
+        assert took >= 0.5, took  # not sooner than 3 x 200 ms (less a tick or two)
         assert publish(s.port, "hb", 1)[0] == 202
         live.messages(1)
-        assert live.comments >= 3, live.comments  # ": ping" every 200 ms
         live.close()
         # A reader that stopped reading: its queue grows and makes no
         # progress; the slow-consumer rule ends its stream, and the
         # write-stall deadline closes the connection whose last bytes
-        # never leave.
+        # never leave. The queue must pass the 1 MiB high watermark before
+        # the send timeout runs out (3 s after the kernel's buffers fill):
+        # big pushes (150 kB; --max-message-size), so that a few suffice on
+        # a loaded machine too.
         dead = Sse(s.port, "hb", rcvbuf=4096)
         dead.event()
-        big = "x" * 60000
-        for _ in range(120):
+        big = "x" * 150000
+        for _ in range(50):
             assert publish(s.port, "hb", big)[0] == 202
         st = s.read_stats(lambda st: st["net"]["closed_by_reason"]["write_stall"] >= 1
-                          and st["sse"]["current"] == 0, timeout=20)
+                          and st["sse"]["current"] == 0
+                          and st["api"]["delivered"] == 51, timeout=20)  # 1 + the 50 big ones
         assert st["sse"]["slow_closes"] == 1, st["sse"]
         dead.close()
         again = Sse(s.port, "hb")  # the server serves on

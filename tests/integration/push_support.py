@@ -216,6 +216,25 @@ class Sse:
             if "id" in ev or "event" in ev and ev["event"] != "message":
                 return ev
 
+    def heartbeats(self, n, timeout=10):
+        """Reads until n comment lines (the server's heartbeats) have come in
+        all; an event before them is an error. Returns the seconds it took."""
+        start = time.monotonic()
+        while self.comments < n:
+            block, sep, rest = self.buf.partition(b"\n\n")
+            if sep:
+                lines = block.split(b"\n")
+                assert all(l.startswith(b":") for l in lines), "an event came first: %r" % block
+                self.comments += len(lines)
+                self.buf = rest
+                continue
+            left = start + timeout - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("%d of %d heartbeats within %.1f s" % (self.comments, n, timeout))
+            self.sock.settimeout(left)
+            self._recv()
+        return time.monotonic() - start
+
     def messages(self, n, timeout=10):
         """The next n publication events (skipping subscribed/reset ones)."""
         out = []
