@@ -245,7 +245,7 @@ def test_killed_node_claims_are_delivered_by_the_other_after_the_lease():
 
 def test_sse_heartbeats_and_a_dead_reader_closed_by_the_wheel():
     with Redis() as r, node(r, "--sse-heartbeat", "200ms", "--send-timeout", "3s",
-                            "--max-message-size", "200000") as s:
+                            "--max-message-size", "2000000") as s:
         live = Sse(s.port, "hb")
         live.event()
         took = live.heartbeats(3)  # ": ping" every 200 ms of silence
@@ -253,21 +253,24 @@ def test_sse_heartbeats_and_a_dead_reader_closed_by_the_wheel():
         assert publish(s.port, "hb", 1)[0] == 202
         live.messages(1)
         live.close()
-        # A reader that stopped reading: its queue grows and makes no
-        # progress; the slow-consumer rule ends its stream, and the
-        # write-stall deadline closes the connection whose last bytes
-        # never leave. The queue must pass the 1 MiB high watermark before
-        # the send timeout runs out (3 s after the kernel's buffers fill):
-        # big pushes (150 kB; --max-message-size), so that a few suffice on
-        # a loaded machine too.
-        dead = Sse(s.port, "hb", rcvbuf=4096)
+        # A reader that stopped reading: the slow-consumer rule ends its
+        # stream, and the write-stall deadline (--send-timeout: not one byte
+        # written for 3 s) closes the connection whose last bytes never
+        # leave. One push half again the 1 MiB high watermark makes the
+        # connection unwritable by itself (a small announced segment size
+        # keeps the kernel's share small: Sse's mss), and the stall deadline
+        # starts there; the next push, a small one, finds it unwritable and
+        # ends the stream. So the only race with the deadline is one small
+        # push going through, however slowly the server runs (-O0, a loaded
+        # machine). Many 60-150 kB pushes instead had to bring a megabyte
+        # through the server within the deadline, and lost at -O0.
+        dead = Sse(s.port, "hb", rcvbuf=4096, mss=536)
         dead.event()
-        big = "x" * 150000
-        for _ in range(50):
-            assert publish(s.port, "hb", big)[0] == 202
+        assert publish(s.port, "hb", "x" * (3 << 19))[0] == 202  # 1.5 MiB
+        assert publish(s.port, "hb", 3)[0] == 202
         st = s.read_stats(lambda st: st["net"]["closed_by_reason"]["write_stall"] >= 1
                           and st["sse"]["current"] == 0
-                          and st["api"]["delivered"] == 51, timeout=20)  # 1 + the 50 big ones
+                          and st["api"]["delivered"] == 3, timeout=20)  # 1, the big one, 3
         assert st["sse"]["slow_closes"] == 1, st["sse"]
         dead.close()
         again = Sse(s.port, "hb")  # the server serves on
