@@ -5,7 +5,7 @@
 #      find_package, with plain pkg-config, and with Meson dependency(); and
 #      tests/install/net (one layer: net) with find_package(... COMPONENTS
 #      net), pkg-config heartwheel-net and dependency('heartwheel-net'), whose
-#      link lines must name neither hiredis nor libcrypto;
+#      link lines must name neither hiredis nor libcrypto nor libssl;
 #   2. shared libraries (BUILD_SHARED_LIBS=ON): the consumer with find_package,
 #      checked to load libheartwheel-*.so from the prefix;
 #   3. Meson: heartwheel as a subproject of the consumer (only its library is
@@ -62,7 +62,7 @@ cmake_consumer() {
 }
 # Fails if a link line names a library that one layer must not bring.
 only_net() {
-  if grep -qE 'hiredis|crypto|heartwheel-(http|ws|rpc|redis|pubsub|push|metrics|testing)' <<<"$2"; then
+  if grep -qE 'hiredis|crypto|ssl|heartwheel-(http|ws|tls|rpc|redis|pubsub|push|metrics|testing)' <<<"$2"; then
     fail "$1 links more than net needs: $2"
   fi
   echo "$1 (net only): $2"
