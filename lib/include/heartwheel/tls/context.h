@@ -63,6 +63,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 struct ssl_st;      // OpenSSL's SSL
