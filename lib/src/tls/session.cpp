@@ -98,9 +98,23 @@ Session::Session(Session&& other) noexcept
       peer_closed_(other.peer_closed_),
       close_sent_(other.close_sent_) {}
 
+namespace {
+
+// Frees an SSL. An established connection that ends without close_notify
+// (the socket closed, the peer gone) keeps its session resumable: OpenSSL
+// would otherwise mark it "bad" in SSL_free and a client could not resume
+// with its ticket. TLS 1.1 and later allow that (RFC 5246 7.2.1); a fatal
+// alert has already made the session unresumable by then.
+void free_ssl(SSL* ssl, bool established) noexcept {
+  if (ssl && established) SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_SENT_SHUTDOWN);
+  SSL_free(ssl);
+}
+
+}  // namespace
+
 Session& Session::operator=(Session&& other) noexcept {
   if (this != &other) {
-    SSL_free(ssl_);
+    free_ssl(ssl_, state_ == State::established);
     ssl_ = std::exchange(other.ssl_, nullptr);
     error_ = other.error_;
     state_ = other.state_;
@@ -111,7 +125,7 @@ Session& Session::operator=(Session&& other) noexcept {
   return *this;
 }
 
-Session::~Session() { SSL_free(ssl_); }
+Session::~Session() { free_ssl(ssl_, state_ == State::established); }
 
 void Session::fail_with(FailureCause cause, std::uint32_t code) noexcept {
   state_ = State::failed;
