@@ -56,6 +56,29 @@ TEST_CASE("A client and a server session shake hands through memory and exchange
   CHECK(p.client.failures + p.server.failures == 0);
 }
 
+TEST_CASE("A handshake fed one byte at a time completes, and half a ClientHello just waits",
+          "[tls][session]") {
+  tls::Context server(server_options(certs().ec_one));
+  tls::Context client(client_options(certs().ec_one.certificate));
+  End c(tls::Session::client(client, "localhost"));
+  End s(tls::Session::server(server));
+  REQUIRE(c.session.start(c.out));
+  const std::string hello = std::exchange(c.out, {});
+  // Half of it: the server takes every byte and waits for the rest (the
+  // deadline for the rest is the caller's).
+  deliver(s, std::string_view(hello).substr(0, hello.size() / 2), 1);
+  CHECK(s.session.handshaking());
+  CHECK(s.out.empty());
+  CHECK(s.failures == 0);
+  deliver(s, std::string_view(hello).substr(hello.size() / 2), 1);
+  CHECK_FALSE(s.out.empty());  // ServerHello .. Finished
+  pump(c, s, 1);
+  CHECK(c.session.established());
+  CHECK(s.session.established());
+  CHECK(c.handshakes_done == 1);
+  CHECK(s.handshakes_done == 1);
+}
+
 TEST_CASE("Large writes arrive whole when their records come in small pieces", "[tls][session]") {
   Established e;
   Pair& p = e.p;
