@@ -70,8 +70,10 @@ TEST_CASE("A handshake fed one byte at a time completes, and half a ClientHello 
   CHECK(s.session.handshaking());
   CHECK(s.out.empty());
   CHECK(s.failures == 0);
+  CHECK(s.session.native_handle() == nullptr);  // no SSL object for half a record
   deliver(s, std::string_view(hello).substr(hello.size() / 2), 1);
   CHECK_FALSE(s.out.empty());  // ServerHello .. Finished
+  CHECK(s.session.native_handle() != nullptr);
   pump(c, s, 1);
   CHECK(c.session.established());
   CHECK(s.session.established());

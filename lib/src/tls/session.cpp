@@ -6,7 +6,9 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
+#include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -50,8 +52,8 @@ Session Session::server(const Context& context) {
   if (context.role() != Role::server) {
     throw std::invalid_argument("tls: Session::server needs a server Context");
   }
-  Session s(with_bio(context.new_ssl()));
-  SSL_set_accept_state(s.ssl_);
+  Session s(context, nullptr, State::first_record);
+  s.first_record_ = nullptr;
   return s;
 }
 
@@ -60,7 +62,7 @@ Session Session::client(const Context& context, std::string_view server_name,
   if (context.role() != Role::client) {
     throw std::invalid_argument("tls: Session::client needs a client Context");
   }
-  Session s(with_bio(context.new_ssl()));
+  Session s(context, with_bio(context.new_ssl()), State::handshaking);
   SSL* ssl = s.ssl_;
   SSL_set_connect_state(ssl);
   const std::string name(server_name);
@@ -90,14 +92,6 @@ Session Session::client(const Context& context, std::string_view server_name,
   return s;
 }
 
-Session::Session(Session&& other) noexcept
-    : ssl_(std::exchange(other.ssl_, nullptr)),
-      error_(other.error_),
-      state_(other.state_),
-      cause_(other.cause_),
-      peer_closed_(other.peer_closed_),
-      close_sent_(other.close_sent_) {}
-
 namespace {
 
 // Frees an SSL. An established connection that ends without close_notify
@@ -112,20 +106,37 @@ void free_ssl(SSL* ssl, bool established) noexcept {
 
 }  // namespace
 
+void Session::release() noexcept {
+  if (state_ == State::first_record) {
+    delete first_record_;
+  } else {
+    free_ssl(ssl_, state_ == State::established);
+  }
+  ssl_ = nullptr;
+}
+
+Session::Session(Session&& other) noexcept { *this = std::move(other); }
+
 Session& Session::operator=(Session&& other) noexcept {
   if (this != &other) {
-    free_ssl(ssl_, state_ == State::established);
-    ssl_ = std::exchange(other.ssl_, nullptr);
+    release();
+    if (other.state_ == State::first_record) {
+      first_record_ = std::exchange(other.first_record_, nullptr);
+    } else {
+      ssl_ = std::exchange(other.ssl_, nullptr);
+    }
+    context_ = std::exchange(other.context_, nullptr);
     error_ = other.error_;
     state_ = other.state_;
     cause_ = other.cause_;
     peer_closed_ = other.peer_closed_;
     close_sent_ = other.close_sent_;
+    other.state_ = State::handshaking;
   }
   return *this;
 }
 
-Session::~Session() { free_ssl(ssl_, state_ == State::established); }
+Session::~Session() { release(); }
 
 void Session::fail_with(FailureCause cause, std::uint32_t code) noexcept {
   state_ = State::failed;
@@ -148,7 +159,7 @@ void Session::fail(int ssl_error) noexcept {
 }
 
 bool Session::start(std::string& ciphertext_out) {
-  if (!ssl_ || state_ != State::handshaking || SSL_is_server(ssl_)) return state_ != State::failed;
+  if (!ssl() || state_ != State::handshaking || SSL_is_server(ssl_)) return state_ != State::failed;
   detail::BioIo io{nullptr, 0, &ciphertext_out};
   detail::BioScope scope(ssl_, io);
   ERR_clear_error();
@@ -163,10 +174,104 @@ bool Session::start(std::string& ciphertext_out) {
   return false;
 }
 
+namespace {
+
+// A TLS record header: type, version (2), length (2).
+constexpr std::size_t kRecordHeader = 5;
+constexpr unsigned char kHandshakeRecord = 22;
+// RFC 8446 5.1: a plaintext record is at most 2^14 bytes; OpenSSL judges
+// anything longer itself.
+constexpr std::size_t kMaxFirstRecord = kRecordHeader + (1u << 14);
+
+}  // namespace
+
+std::string* Session::make_server_ssl() noexcept {
+  std::string* gathered = std::exchange(first_record_, nullptr);
+  state_ = State::handshaking;
+  try {
+    ssl_ = with_bio(context_->new_ssl());
+    SSL_set_accept_state(ssl_);
+  } catch (...) {  // bad_alloc
+    ssl_ = nullptr;
+    fail_with(FailureCause::other, 0);
+  }
+  return gathered;
+}
+
+std::optional<std::size_t> Session::gather_first_record(std::string_view ciphertext) {
+  const std::string_view kept = first_record_ ? std::string_view(*first_record_) : std::string_view{};
+  const std::size_t have = kept.size() + ciphertext.size();
+  auto byte = [&](std::size_t i) {
+    return static_cast<unsigned char>(i < kept.size() ? kept[i] : ciphertext[i - kept.size()]);
+  };
+  std::size_t need = 0;  // the first record's length; 0: not a handshake record
+  const bool plausible = (have < 1 || byte(0) == kHandshakeRecord) && (have < 2 || byte(1) == 3);
+  if (plausible && have >= kRecordHeader) {
+    need = kRecordHeader + (std::size_t{byte(3)} << 8 | byte(4));
+    if (need > kMaxFirstRecord) need = 0;
+  }
+  if (plausible && (have < kRecordHeader || (need != 0 && have < need))) {
+    try {  // keep it all: the record is not complete yet
+      if (!first_record_) first_record_ = new std::string;
+      first_record_->append(ciphertext);
+    } catch (...) {
+      delete std::exchange(first_record_, nullptr);
+      state_ = State::handshaking;
+      ssl_ = nullptr;
+      fail_with(FailureCause::other, 0);
+    }
+    return std::nullopt;
+  }
+  // Complete (or not TLS at all: OpenSSL says why). Only the part of the
+  // record that was held back before is joined with its rest; the bytes of
+  // this call are read in place.
+  if (first_record_ && need != 0) {
+    const std::size_t take = need - kept.size();
+    first_record_->append(ciphertext.substr(0, take));
+    return take;
+  }
+  return 0;
+}
+
 FeedResult Session::feed(std::string_view ciphertext, std::span<char> plaintext_out,
                          std::string& ciphertext_out) {
+  if (!context_ || state_ == State::failed || plaintext_out.empty()) return {};
+  if (state_ != State::first_record) return feed_ssl(ciphertext, plaintext_out, ciphertext_out);
+  const std::optional<std::size_t> joined = gather_first_record(ciphertext);
+  if (!joined) {  // all of it kept, the record still incomplete (or out of memory)
+    return FeedResult{.consumed = ciphertext.size(), .failed = state_ == State::failed};
+  }
+  const std::size_t kept = *joined;
+  // The first record is complete, or the bytes are no TLS: make the SSL
+  // object and give it what was held back, then the rest of this call's.
+  std::unique_ptr<std::string> gathered(make_server_ssl());
   FeedResult r;
-  if (!ssl_ || state_ == State::failed || plaintext_out.empty()) return r;
+  if (state_ == State::failed) {
+    r.consumed = ciphertext.size();
+    r.failed = true;
+    return r;
+  }
+  if (gathered) {
+    // One record, all of it taken: on a server it cannot complete the
+    // handshake, so no plaintext comes of it.
+    r = feed_ssl(*gathered, plaintext_out, ciphertext_out);
+    r.consumed = kept;
+    if (r.failed) return r;
+  }
+  const FeedResult rest = feed_ssl(ciphertext.substr(kept), plaintext_out.subspan(r.plaintext),
+                                   ciphertext_out);
+  r.consumed += rest.consumed;
+  r.plaintext += rest.plaintext;
+  r.plaintext_out_full = r.plaintext == plaintext_out.size();
+  r.handshake_done |= rest.handshake_done;
+  r.peer_closed |= rest.peer_closed;
+  r.failed |= rest.failed;
+  return r;
+}
+
+FeedResult Session::feed_ssl(std::string_view ciphertext, std::span<char> plaintext_out,
+                             std::string& ciphertext_out) {
+  FeedResult r;
   detail::BioIo io{ciphertext.data(), ciphertext.size(), &ciphertext_out};
   detail::BioScope scope(ssl_, io);
   ERR_clear_error();
@@ -209,7 +314,7 @@ FeedResult Session::feed(std::string_view ciphertext, std::span<char> plaintext_
 }
 
 std::error_code Session::write(std::string_view plaintext, std::string& ciphertext_out) {
-  if (!ssl_ || state_ == State::failed || close_sent_) return make_error_code(errc::closed);
+  if (!ssl() || state_ == State::failed || close_sent_) return make_error_code(errc::closed);
   if (state_ == State::handshaking) return make_error_code(errc::invalid_argument);
   if (plaintext.empty()) return {};
   detail::BioIo io{nullptr, 0, &ciphertext_out};
@@ -225,7 +330,7 @@ std::error_code Session::write(std::string_view plaintext, std::string& cipherte
 }
 
 void Session::close(std::string& ciphertext_out) {
-  if (!ssl_ || state_ != State::established || close_sent_) return;
+  if (!ssl() || state_ != State::established || close_sent_) return;
   close_sent_ = true;
   detail::BioIo io{nullptr, 0, &ciphertext_out};
   detail::BioScope scope(ssl_, io);
@@ -239,10 +344,10 @@ std::string Session::message() const {
   return detail::describe(error_, ssl_);
 }
 
-bool Session::resumed() const noexcept { return ssl_ && SSL_session_reused(ssl_) == 1; }
+bool Session::resumed() const noexcept { return ssl() && SSL_session_reused(ssl_) == 1; }
 
 std::string_view Session::alpn() const noexcept {
-  if (!ssl_) return {};
+  if (!ssl()) return {};
   const unsigned char* data = nullptr;
   unsigned int len = 0;
   SSL_get0_alpn_selected(ssl_, &data, &len);
@@ -250,16 +355,16 @@ std::string_view Session::alpn() const noexcept {
 }
 
 std::string_view Session::server_name() const noexcept {
-  const char* name = ssl_ ? SSL_get_servername(ssl_, TLSEXT_NAMETYPE_host_name) : nullptr;
+  const char* name = ssl() ? SSL_get_servername(ssl_, TLSEXT_NAMETYPE_host_name) : nullptr;
   return name ? std::string_view(name) : std::string_view{};
 }
 
 std::string_view Session::version() const noexcept {
-  return ssl_ ? std::string_view(SSL_get_version(ssl_)) : std::string_view{};
+  return ssl() ? std::string_view(SSL_get_version(ssl_)) : std::string_view{};
 }
 
 std::string_view Session::cipher() const noexcept {
-  const SSL_CIPHER* c = ssl_ ? SSL_get_current_cipher(ssl_) : nullptr;
+  const SSL_CIPHER* c = ssl() ? SSL_get_current_cipher(ssl_) : nullptr;
   return c ? std::string_view(SSL_CIPHER_get_name(c)) : std::string_view{};
 }
 

@@ -24,7 +24,21 @@
 //   string the caller clears after handing it to the socket), which grows
 //   only while it is smaller than what one call produces.
 //   So a session allocates nothing per read or write beyond OpenSSL's own,
-//   and sizeof(Session) is two pointers' worth (the SSL object is OpenSSL's).
+//   and sizeof(Session) is three pointers' worth (the SSL object is OpenSSL's).
+//
+// A server's SSL object comes with the first record
+//   OpenSSL allocates everything a handshake needs at its first read (the
+//   SSL object, both record buffers, the handshake message buffer and a
+//   buffering BIO: ~70 KiB), whether or not the ClientHello is complete. So
+//   a server Session makes its SSL object only once the first record has
+//   fully arrived; until then it keeps the bytes of that record in a string
+//   of their size (nothing at all when they arrived in one piece, as they
+//   do from real clients). A peer that sends half a ClientHello and stalls
+//   holds that string, not an SSL object, until the caller's handshake
+//   deadline. Bytes that cannot start a TLS handshake record (plain HTTP,
+//   garbage) go to OpenSSL at once, which fails them with its own reason.
+//   Between flights (a server waiting for the client's Finished) the record
+//   buffers are released too; the handshake's own state stays.
 //
 // Life
 //   Server: Session::server(ctx), then feed() until handshake_done. Client:
@@ -48,6 +62,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -73,9 +88,12 @@ class Session {
  public:
   // An empty session: only assignment, destruction and valid() allowed.
   Session() noexcept = default;
-  // A server-side session of `context`'s current generation.
+  // A server-side session. Its SSL object is made, from the generation of
+  // `context` current then, when the first record has arrived (see above);
+  // making it allocates nothing. If that SSL_new fails, feed() fails the
+  // session (cause other).
   // Preconditions: context.role() == Role::server.
-  // Throws std::invalid_argument (wrong role), std::bad_alloc.
+  // Throws std::invalid_argument (wrong role).
   static Session server(const Context& context);
   // A client-side session. `server_name`: sent as SNI (unless it is an IP
   // address) and checked against the server's certificate (unless the
@@ -92,7 +110,7 @@ class Session {
   Session& operator=(Session&& other) noexcept;
   ~Session();
 
-  bool valid() const noexcept { return ssl_ != nullptr; }
+  bool valid() const noexcept { return context_ != nullptr; }
 
   // Client: appends the ClientHello to `ciphertext_out`. Server: nothing.
   // Call once, before the first feed(). Result: false if the session failed
@@ -122,7 +140,9 @@ class Session {
 
   // ---- state ------------------------------------------------------------------
   bool established() const noexcept { return state_ == State::established; }
-  bool handshaking() const noexcept { return state_ == State::handshaking; }
+  bool handshaking() const noexcept {
+    return state_ == State::handshaking || state_ == State::first_record;
+  }
   bool failed() const noexcept { return state_ == State::failed; }
   bool peer_closed() const noexcept { return peer_closed_; }  // close_notify came
   bool close_sent() const noexcept { return close_sent_; }
@@ -141,18 +161,39 @@ class Session {
   std::string_view cipher() const noexcept;   // "TLS_AES_128_GCM_SHA256", ...
 
   // The OpenSSL SSL object, for what this class does not wrap (the peer's
-  // certificate, ...). Do not do I/O on it.
-  ssl_st* native_handle() const noexcept { return ssl_; }
+  // certificate, ...); nullptr for a server before its first record. Do not
+  // do I/O on it.
+  ssl_st* native_handle() const noexcept { return ssl(); }
 
  private:
-  enum class State : std::uint8_t { handshaking, established, failed };
-  explicit Session(ssl_st* ssl) noexcept : ssl_(ssl) {}
+  enum class State : std::uint8_t { first_record, handshaking, established, failed };
+  Session(const Context& context, ssl_st* ssl, State state) noexcept
+      : ssl_(ssl), context_(&context), state_(state) {}
+  ssl_st* ssl() const noexcept { return state_ == State::first_record ? nullptr : ssl_; }
+  // Server, first_record: keeps `ciphertext` while the first record is
+  // incomplete (nullopt; failed if out of memory). Once it is complete, or
+  // the bytes are no handshake record: how many bytes of `ciphertext` it
+  // joined to the part held back (the rest is read in place); the caller
+  // then makes the SSL object.
+  std::optional<std::size_t> gather_first_record(std::string_view ciphertext);
+  // Server, first_record: makes the SSL object (state handshaking, or failed
+  // when out of memory) and returns the bytes gathered so far (or null).
+  std::string* make_server_ssl() noexcept;
+  FeedResult feed_ssl(std::string_view ciphertext, std::span<char> plaintext_out,
+                      std::string& ciphertext_out);
   // Records the failure behind an SSL call's result `rc` (its SSL_get_error)
   // and clears the thread's OpenSSL error queue.
   void fail(int ssl_error) noexcept;
   void fail_with(FailureCause cause, std::uint32_t code) noexcept;
+  void release() noexcept;  // frees what the session owns
 
-  ssl_st* ssl_ = nullptr;
+  // Which one is live depends on state_: first_record_ while first_record,
+  // ssl_ after (nullptr only if making it failed).
+  union {
+    ssl_st* ssl_ = nullptr;
+    std::string* first_record_;  // the first record's bytes so far, or null
+  };
+  const Context* context_ = nullptr;
   std::uint32_t error_ = 0;  // the packed OpenSSL error that failed it
   State state_ = State::handshaking;
   FailureCause cause_ = FailureCause::none;
