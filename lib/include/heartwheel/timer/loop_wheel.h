@@ -18,7 +18,7 @@
 //
 // Time. now() is max(uv_now(), CLOCK_MONOTONIC_COARSE): libuv's cached loop
 // time, unless the loop has stalled since it was cached, then the coarse
-// clock (a vDSO read, ~6 ns, no system call; at most one kernel jiffy, 1-4 ms,
+// clock (a vDSO read, no system call; at most one kernel jiffy, 1-4 ms,
 // behind real time). Activity stamps and relative timeouts use it, so they
 // are never older than what they stamp. Due entries are judged at the time
 // the loop's poll returned (uv_now() in the check phase), see "Stalls". The
