@@ -2,7 +2,8 @@
 """TLS on a heartwheel server, through real sockets and real TLS peers:
 Python's ssl module, `openssl s_client`, curl (issue 21).
 
-Usage: tls_server_test.py PATH/TO/heartwheel-echo [PATH/TO/heartwheel-http] [test-name ...]
+Usage: tls_server_test.py PATH/TO/heartwheel-echo [PATH/TO/heartwheel-http
+       [PATH/TO/heartwheel-chat]] [test-name ...]
 
 Certificates are made by the `openssl` command line in a temporary folder.
 Every server binds port 0 and prints its real port; every process started is
@@ -24,6 +25,7 @@ import time
 
 ECHO = None
 HTTP = None
+CHAT = None
 WATCHDOG_SECONDS = 150
 OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"
 TMP = None
@@ -345,12 +347,48 @@ def test_curl_https_to_http_server():
         assert "Re-using existing connection" in r.stderr or "Reusing existing connection" in r.stderr, r.stderr
 
 
+def test_chat_over_wss():
+    """heartwheel-chat over https and wss:// (python3-websockets): the page, echo both
+    ways, a large message, ping, close codes."""
+    if CHAT is None:
+        print("no heartwheel-chat given: skipped")
+        return
+    import asyncio
+    import urllib.request
+    import websockets
+    cert, key = make_cert("chat", "heartwheel-test")
+    ctx = client_context(cafile=cert, alpn=None)
+    with Server(CHAT, cert, key, "--max-message-size", str(1 << 20)) as srv:
+        page = urllib.request.urlopen("https://localhost:%d/" % srv.port, context=ctx,
+                                      timeout=20).read().decode()
+        assert "wss://" in page and "location.protocol" in page
+
+        async def go():
+            url = "wss://localhost:%d/echo" % srv.port
+            async with websockets.connect(url, ssl=ctx, max_size=None, ping_interval=None) as ws:
+                await ws.send("héllo")
+                assert await ws.recv() == "héllo"
+                big = os.urandom(1 << 20)
+                await ws.send(big)
+                assert await ws.recv() == big
+                pong = await ws.ping(b"hb")
+                await asyncio.wait_for(pong, 10)
+            ws = await websockets.connect(url, ssl=ctx, ping_interval=None)
+            await ws.close(4000, "bye")
+            assert ws.close_code == 4000, ws.close_code
+        asyncio.run(go())
+        closed = srv.final_stats()["net"]["closed_by_reason"]
+        assert sum(v for k, v in closed.items() if k.startswith("tls_")) == 0, closed
+
+
 def main():
-    global ECHO, HTTP, TMP
+    global ECHO, HTTP, CHAT, TMP
     args = sys.argv[1:]
     ECHO = args.pop(0)
     if args and os.path.sep in args[0]:
         HTTP = args.pop(0)
+    if args and os.path.sep in args[0]:
+        CHAT = args.pop(0)
     signal.signal(signal.SIGALRM, lambda *a: (_ for _ in ()).throw(AssertionError("watchdog")))
     signal.alarm(WATCHDOG_SECONDS)
     names = args or [n for n in globals() if n.startswith("test_")]
