@@ -136,7 +136,7 @@ TEST_CASE("Plain HTTP to the TLS port is closed as tls_protocol_error, unseen", 
   CHECK(f.app.closed == 0);
 }
 
-TEST_CASE("A polite close sends close_notify; the peer's close_notify is on_eof", "[tls][net]") {
+TEST_CASE("A polite close sends close_notify, and the peer's close_notify is on_eof", "[tls][net]") {
   Fixture f;
   SECTION("close_after_flush") {
     auto& peer = f.host.open(f.app);
