@@ -263,6 +263,41 @@ TEST_CASE("More layered deadlines at once than claimed slots: an assertion, else
 #endif
 }
 
+TEST_CASE("A cleared or fired layer deadline gives its slot back to the next kind",
+          "[connection][slots]") {
+  Host host;
+  Events events;  // keeps the connection open on every deadline
+  auto& peer = host.open(events);
+  Connection& conn = *peer.connection();
+  conn.set_timeout(Deadline::ping, 1s);  // fires first, below
+  conn.set_timeout(Deadline::pong_timeout, 20s);
+  conn.set_timeout(heartwheel::http::deadline::header_timeout, 30s);
+  conn.set_timeout(heartwheel::http::deadline::body_timeout, 40s);
+  conn.set_timeout(heartwheel::http::deadline::keepalive_timeout, 50s);
+  conn.set_timeout(heartwheel::ws::deadline::close_timeout, 60s);
+  // Every claimed slot is in use. A fired slot is free again: a seventh
+  // kind fits without an assertion and keeps its deadline.
+  host.run_for(1s);
+  REQUIRE(events.idle.size() == 1);
+  CHECK(events.idle[0].kind == Deadline::ping);
+  CHECK(conn.deadline(Deadline::ping) == heartwheel::kNever);
+  conn.set_timeout(kAuthExpiry, 2s);
+  CHECK(conn.deadline(kAuthExpiry) == host.now() + 2s);
+  // So is a cleared one: ping comes back in body_timeout's slot.
+  conn.clear_deadline(heartwheel::http::deadline::body_timeout);
+  CHECK(conn.deadline(heartwheel::http::deadline::body_timeout) == heartwheel::kNever);
+  conn.set_timeout(Deadline::ping, 3s);
+  CHECK(conn.deadline(Deadline::ping) == host.now() + 3s);
+  CHECK_FALSE(conn.closing());
+  // Both fire at their times, the others stay as they were.
+  host.run_for(3s);
+  REQUIRE(events.idle.size() == 3);
+  CHECK(events.idle[1].kind == kAuthExpiry);
+  CHECK(events.idle[2].kind == Deadline::ping);
+  CHECK(conn.deadline(heartwheel::ws::deadline::close_timeout) != heartwheel::kNever);
+  CHECK(peer.open());
+}
+
 TEST_CASE("An idle Connection stays in one 528-byte malloc chunk", "[memory]") {
   // The socket handle is 248 bytes of it, the deadline set (every timeout of
   // every layer, one wheel entry) 112; write queues exist only while bytes

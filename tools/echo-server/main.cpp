@@ -166,7 +166,8 @@ net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
   net::ServeOptions serving{
       .drain_timeout = setup.drain_timeout,
       .tick_interval = setup.stats_interval,
-      .tick = [&workers, &setup] {
+      .tick =
+          [&workers, &setup] {
             std::fprintf(stderr, "%s\n", net::to_json(total_of(workers, setup)).c_str());
           },
       .on_listening =

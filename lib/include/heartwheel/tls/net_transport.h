@@ -58,7 +58,7 @@
 namespace heartwheel::tls {
 
 // Numbers taken (lib/src/net/README.md, "Numbers taken"): kinds 24-27,
-// reasons 40-47 are tls's.
+// reasons 40-44 are tls's.
 namespace close_reason {
 inline constexpr net::CloseReason tls_handshake_timeout{40};
 inline constexpr net::CloseReason tls_protocol_error{41};
