@@ -206,10 +206,12 @@ def s_time(server, seconds, mode):
                         "-" + mode, "-time", str(seconds), "-www", "/"],
                        capture_output=True, text=True, timeout=seconds * 3 + 30)
     cpu = sum(cpu_seconds(p) for p in server.pids()) - cpu0
-    m = re.search(r"(\d+) connections in ([\d.]+)s", r.stdout)
+    # "N connections in T real seconds": whole seconds of wall time (the
+    # other line's seconds are the client's user CPU).
+    m = re.search(r"(\d+) connections in (\d+) real seconds", r.stdout)
     if not m:
         raise SystemExit("s_time: %s %s" % (r.stdout, r.stderr))
-    count, real = int(m.group(1)), float(m.group(2))
+    count, real = int(m.group(1)), max(1, int(m.group(2)))
     return {"handshakes": count, "seconds": real, "per_second": round(count / real),
             "server_cpu_s": round(cpu, 2),
             "per_server_cpu_second": round(count / cpu) if cpu > 0 else None}
@@ -237,7 +239,8 @@ def main():
             for cls, binary in ((Heartwheel, args.http), (Nginx, args.nginx)):
                 server = cls(binary, cert, key, tmp)
                 try:
-                    r = {"server": server.name, "key": key_kind}
+                    r = {"server": server.name, "key": key_kind,
+                         "load": round(os.getloadavg()[0], 1)}
                     if args.only != "memory":
                         r["full"] = s_time(server, args.seconds, "new")
                         if key_kind == "ecdsa":
