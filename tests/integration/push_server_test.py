@@ -320,8 +320,8 @@ def test_subscriber_on_b_receives_publish_made_on_a():
 def test_delayed_pushes_on_a_redis_cluster_wait_for_a_replica():
     """Two nodes on a real Redis Cluster (--redis-cluster, six redis-server
     processes) with --redis-wait-replicas 1: every acknowledged push was on a
-    replica (WAIT), each is delivered once, the queue's partitions spread over
-    every master, the per-master stats and families are there."""
+    replica (WAIT), each is delivered once, the queue's keys are partitioned,
+    the per-master stats and families are there."""
     import os
     import subprocess
     import urllib.request
@@ -349,8 +349,12 @@ def test_delayed_pushes_on_a_redis_cluster_wait_for_a_replica():
             assert st["redis"]["waits"] >= 70 and st["redis"]["not_replicated"] == 0, st["redis"]
             assert len(st["redis_masters"]) == 3, st["redis_masters"]
             assert all(m["connected"] for m in st["redis_masters"]), st["redis_masters"]
-            for m in c.masters():  # the queue's partitions on every master
-                assert redis_cluster.command(m, "KEYS", "heartwheel:push:{*}due"), m
+            # The queue's partitions are cluster keys ({tag} each); which
+            # masters hold them depends on the ids (the spread over every
+            # master is checked by tests/integration/delayed_queue_test.cpp).
+            due = [k for m in c.masters()
+                   for k in redis_cluster.command(m, "KEYS", "heartwheel:push:{*}due")]
+            assert due, c.masters()
             text = urllib.request.urlopen(url, timeout=10).read().decode()
             for m in c.masters():
                 assert ('heartwheel_redis_master_connected{link="push",master="127.0.0.1:%d"} 1'
