@@ -160,3 +160,21 @@ TEST_CASE("The clock bench prints the cost of the stall-proof stamp against the 
     CHECK(j.at(k).get<double>() > 0);
   CHECK(j.at("ratio_loopwheel_now_to_cached").get<double>() > 0);
 }
+
+TEST_CASE("auth bench verifies PyJWT's tokens and reports rates and allocations",
+          "[bench][smoke][auth]") {
+  const Run run = run_json(std::string(AUTH_BENCH) + " --duration 20ms --json");
+  REQUIRE(run.status == 0);
+  REQUIRE(run.lines.size() == 1);
+  const auto& j = run.lines[0];
+  CHECK(j.at("bench") == "auth");
+  for (const char* alg : {"hs256", "hs256_minimal", "rs256", "es256"}) {
+    INFO(alg);
+    CHECK(j.at(alg).at("verifications_per_second").get<double>() > 0);
+    CHECK(j.at(alg).at("token_bytes").get<int>() > 50);
+    CHECK(j.at(alg).at("new_calls_per_verification").get<double>() >= 0);
+  }
+  CHECK(j.at("policy_check").at("checks_per_second").get<double>() > 0);
+  // A permission check allocates nothing.
+  CHECK(j.at("policy_check").at("new_calls_per_check").get<double>() == 0);
+}

@@ -80,6 +80,9 @@ std::vector<Program> programs() {
        "'0'",
        {"--connect", "127.0.0.1:9"}},
 #endif
+#ifdef HEARTWHEEL_AUTH_BENCH_BIN
+      {"heartwheel-auth-bench", HEARTWHEEL_AUTH_BENCH_BIN, {"--duration", "0"}, "--duration"},
+#endif
 #ifdef HEARTWHEEL_HTTP_SESSION_BENCH_BIN
       {"heartwheel-http-session-bench",
        HEARTWHEEL_HTTP_SESSION_BENCH_BIN,

@@ -36,7 +36,7 @@ TEST_CASE("The API key loads from a file without its trailing newline", "[auth][
   CHECK_THROWS_WITH(ApiKey::from_string(""), Contains("empty"));
 }
 
-TEST_CASE("Authorization: apikey KEY is parsed; other schemes are not", "[auth][apikey]") {
+TEST_CASE("Authorization: apikey KEY is parsed, other schemes are not", "[auth][apikey]") {
   CHECK(parse_apikey_authorization("apikey abc") == std::optional<std::string_view>("abc"));
   CHECK(parse_apikey_authorization("ApiKey abc") == std::optional<std::string_view>("abc"));
   CHECK(parse_apikey_authorization("APIKEY \t abc  ") == std::optional<std::string_view>("abc"));

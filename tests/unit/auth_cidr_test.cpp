@@ -81,7 +81,7 @@ TEST_CASE("Prefixes that are not byte-aligned", "[auth][cidr]") {
   CHECK_FALSE(set.contains("2001:db8:8000::1"));
 }
 
-TEST_CASE("An empty set contains nothing; other families are never contained", "[auth][cidr]") {
+TEST_CASE("An empty set contains nothing, and other families are never contained", "[auth][cidr]") {
   const CidrSet empty;
   CHECK(empty.empty());
   CHECK_FALSE(has(empty, v4("127.0.0.1")));

@@ -45,7 +45,7 @@ TEST_CASE("Each key kind accepts exactly its algorithms", "[auth][key]") {
   CHECK(auth_test::key("ec256").describe() == "EC public key (P-256)");
 }
 
-TEST_CASE("Keys load from files; a secret's trailing newline is not part of it", "[auth][key]") {
+TEST_CASE("Keys load from files, and a secret's trailing newline is not part of it", "[auth][key]") {
   TempDir dir;
   const std::string secret = auth_test::vectors().at("keys").at("hmac");
   const TokenKey from_file = TokenKey::hmac_secret_file(dir.write("secret", secret + "\r\n"));

@@ -31,7 +31,7 @@ const char* kConfig = R"({"namespaces": [
 
 }  // namespace
 
-TEST_CASE("Channel names: printable ASCII, 1 to 255 bytes; namespace and user list parts",
+TEST_CASE("Channel names: printable ASCII, 1 to 255 bytes, with a namespace and a user list",
           "[auth][policy]") {
   CHECK(is_valid_channel_name("chat:lobby"));
   CHECK(is_valid_channel_name(std::string(255, 'a')));
@@ -165,7 +165,7 @@ TEST_CASE("User-limited channels admit only the listed users, whatever the names
   CHECK(policy.can_publish("open:#alice", kAlice).allowed());
 }
 
-TEST_CASE("A channel in an unknown namespace is unknown_channel; a bad name is bad_channel",
+TEST_CASE("A channel in an unknown namespace is unknown_channel, a bad name is bad_channel",
           "[auth][policy]") {
   const ChannelPolicy policy = ChannelPolicy::from_json(kConfig);
   for (const std::string channel : {"secret:x", "secret:#alice"}) {
@@ -194,7 +194,7 @@ TEST_CASE("A channel in an unknown namespace is unknown_channel; a bad name is b
   }
 }
 
-TEST_CASE("A namespace object needs only a name; the rest defaults", "[auth][policy]") {
+TEST_CASE("A namespace object needs only a name, the rest defaults", "[auth][policy]") {
   const ChannelPolicy policy = ChannelPolicy::from_json(R"({"namespaces":[{"name":""}]})");
   REQUIRE(policy.configured());
   const auto all = policy.namespaces();
@@ -262,7 +262,7 @@ TEST_CASE("Config errors name the file and the place", "[auth][policy]") {
                     Contains("namespace \"a:b\""));
 }
 
-TEST_CASE("The config loads from a file; missing and empty files are refused", "[auth][policy]") {
+TEST_CASE("The config loads from a file, missing and empty files are refused", "[auth][policy]") {
   auth_test::TempDir dir;
   const ChannelPolicy policy = ChannelPolicy::from_file(dir.write("channels.json", kConfig));
   CHECK(policy.namespaces().size() == 5);

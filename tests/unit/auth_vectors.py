@@ -18,6 +18,7 @@ for valid connection tokens the claims the verifier must read.
 import base64
 import datetime
 import json
+import random
 import sys
 
 try:
@@ -250,10 +251,130 @@ def make():
     add("sub_channel_not_string", "hmac", sign({"sub": "alice", "channel": 7}, "HS256", "hmac"),
         "malformed", kind="subscription")
 
+    random_payloads(vectors, secret)
+
     return {"generator": "tests/unit/auth_vectors.py, PyJWT " + jwt.__version__,
             "now": NOW, "leeway_seconds": 5, "subscription_channel": "private:room",
             "subscription_user": "alice", "keys": keys, "bad_keys": bad_keys,
             "other_secret": other_secret, "vectors": vectors}
+
+
+# Randomized payloads (a fixed seed, so --write is reproducible for these):
+# claims of the right and the wrong types, repeated claims, any JSON in info
+# and in unknown claims, escapes, non-ASCII, random whitespace. The expected
+# verdict and claims are computed here, by Python's json module and the rules
+# of token_verifier.h, independently of the C++ reader they test.
+STRING_PIECES = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\t", "\u0001", "\u001f", "\u007f",
+                 "\u00e9", "\u2028", "\U0001F600", "#", ":", ",", "{", "]"]
+KNOWN = ["sub", "exp", "nbf", "iat", "info", "channels"]
+
+
+def random_string(rng, max_pieces=6):
+    return "".join(rng.choice(STRING_PIECES) for _ in range(rng.randint(0, max_pieces)))
+
+
+def random_channel(rng):
+    alphabet = "abcxyz019:#,-_.!~"
+    return "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+
+
+def random_json(rng, depth=0):
+    kinds = ["int", "bigint", "float", "string", "bool", "null"]
+    if depth < 4:
+        kinds += ["list", "dict"]
+    kind = rng.choice(kinds)
+    if kind == "int":
+        return rng.randint(-1000, 1000)
+    if kind == "bigint":
+        return rng.choice([2**63 - 1, -2**63, 2**64 - 1, 10**30])
+    if kind == "float":
+        return rng.choice([0.5, -2.25, 1e300, -1e-300, 123456.789, 0.1])
+    if kind == "string":
+        return random_string(rng)
+    if kind == "bool":
+        return rng.random() < 0.5
+    if kind == "null":
+        return None
+    if kind == "list":
+        return [random_json(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    return {random_string(rng, 3) + str(i): random_json(rng, depth + 1)
+            for i in range(rng.randint(0, 4))}
+
+
+def is_number(v):
+    return type(v) in (int, float)  # not bool
+
+
+def valid_channel(v):
+    return isinstance(v, str) and 1 <= len(v.encode()) <= 255 and \
+        all(0x21 <= ord(c) <= 0x7e and c not in "\"\\" for c in v)
+
+
+def random_claim(rng, name):
+    """A value for claim `name`: mostly of its type, sometimes not."""
+    if rng.random() < 0.25:
+        return random_json(rng)
+    if name == "sub":
+        return random_string(rng)
+    if name in ("exp", "nbf", "iat"):
+        base = {"exp": NOW + HOUR, "nbf": NOW - HOUR, "iat": NOW}[name]
+        return base + rng.choice([0, 1, 59, 0.5, 7.25])
+    if name == "info":
+        return random_json(rng)
+    return [random_channel(rng) if rng.random() < 0.9 else random_json(rng)
+            for _ in range(rng.randint(0, 4))]
+
+
+def expected_verdict(pairs):
+    seen = set()
+    for k, _ in pairs:
+        if k in KNOWN:
+            if k in seen:
+                return "malformed", None
+            seen.add(k)
+    claims = dict(pairs)  # unknown repeated keys: ignored by the reader
+    if "sub" in claims and not isinstance(claims["sub"], str):
+        return "malformed", None
+    for t in ("exp", "nbf", "iat"):
+        if t in claims and not is_number(claims[t]):
+            return "malformed", None
+    if "channels" in claims and not (isinstance(claims["channels"], list) and
+                                     all(valid_channel(c) for c in claims["channels"])):
+        return "malformed", None
+    # exp and nbf at NOW with a 5 s leeway (NumericDates held within +-9e9 s).
+    def clamp(t):
+        return max(-9e9, min(9e9, t))
+    if "exp" in claims and NOW >= clamp(claims["exp"]) + 5:
+        return "expired", None
+    if "nbf" in claims and NOW < clamp(claims["nbf"]) - 5:
+        return "not_yet_valid", None
+    return "ok", {k: v for k, v in claims.items() if k in ("sub", "exp", "iat", "info", "channels")}
+
+
+def random_payloads(vectors, secret, count=150):
+    rng = random.Random(22)
+    jws = jwt.PyJWS()
+    ws = ["", " ", "\n", "\t ", "  "]
+    for i in range(count):
+        names = rng.sample(KNOWN, rng.randint(0, len(KNOWN)))
+        names += ["x" + random_string(rng, 2) for _ in range(rng.randint(0, 2))]  # unknown claims
+        if rng.random() < 0.15 and names:
+            names.append(rng.choice(names))  # a repeated key
+        rng.shuffle(names)
+        pairs = [(n, random_claim(rng, n) if n in KNOWN else random_json(rng)) for n in names]
+        ascii_only = rng.random() < 0.5
+        members = [rng.choice(ws) + json.dumps(k, ensure_ascii=ascii_only) + rng.choice(ws) + ":" +
+                   rng.choice(ws) + json.dumps(v, ensure_ascii=ascii_only) + rng.choice(ws)
+                   for k, v in pairs]
+        text = rng.choice(ws) + "{" + ",".join(members) + "}" + rng.choice(ws)
+        verdict, claims = expected_verdict(pairs)
+        token = jws.encode(text.encode(), secret, algorithm="HS256")
+        if claims is None:
+            vectors.append({"name": "random_%03d" % i, "key": "hmac", "token": token,
+                            "expect": verdict})
+        else:
+            vectors.append({"name": "random_%03d" % i, "key": "hmac", "token": token,
+                            "expect": verdict, "claims": claims})
 
 
 def pyjwt_key(data, name):

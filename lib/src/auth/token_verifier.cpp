@@ -80,6 +80,45 @@ TokenVerifier& TokenVerifier::operator=(TokenVerifier&&) noexcept = default;
 
 namespace {
 
+// The header: strict base64url of a JSON object whose alg the key accepts.
+// Every token one issuer signs with one key has the same header, byte for
+// byte, so the last accepted one is remembered and a token repeating it
+// skips the decode and the parse.
+Error check_header(std::string_view header, const TokenKey& key, detail::VerifyScratch& scratch,
+                   Alg& alg) {
+  if (!header.empty() && header == scratch.accepted_header) {
+    alg = scratch.accepted_alg;
+    return {};
+  }
+  if (header.empty() || !detail::base64url_decode(header, scratch.decoded))
+    return refuse(errc::malformed,
+                  "the header is not base64url (RFC 7515: no padding, no whitespace)");
+  detail::HeaderAlg header_alg;
+  if (Error e = detail::read_header(scratch.decoded, header_alg); !e.ok()) return e;
+  const std::string_view name = header_alg.name();
+  const auto accepted = [&] {
+    return key_kind_name(key.kind()) + " accepts " + std::string(key.algorithms());
+  };
+  const auto shown = [&] { return quoted(name) + (header_alg.truncated ? "..." : ""); };
+  if (name == "none")
+    return refuse(errc::wrong_algorithm,
+                  "alg \"none\" (an unsigned token) is never accepted; the configured " +
+                      accepted());
+  const auto parsed = header_alg.truncated ? std::nullopt : detail::parse_alg(name);
+  if (!parsed)
+    return refuse(errc::wrong_algorithm,
+                  "alg " + shown() + " is not supported; the configured " + accepted());
+  if (!key.accepts(name))
+    return refuse(errc::wrong_algorithm,
+                  "alg " + shown() + " does not match the configured " +
+                      key_kind_name(key.kind()) + ", which accepts " +
+                      std::string(key.algorithms()));
+  alg = *parsed;
+  scratch.accepted_header.assign(header);
+  scratch.accepted_alg = alg;
+  return {};
+}
+
 // Everything up to and including the signature (the first five rows of the
 // table in token_verifier.h). On success `token` holds the parts.
 Error check_signed(std::string_view text, const TokenKey& key, const VerifierOptions& options,
@@ -103,27 +142,8 @@ Error check_signed(std::string_view text, const TokenKey& key, const VerifierOpt
   token.signature = text.substr(dot2 + 1);
   token.signing_input = text.substr(0, dot2);
 
-  if (token.header.empty() || !detail::base64url_decode(token.header, scratch.decoded))
-    return refuse(errc::malformed,
-                  "the header is not base64url (RFC 7515: no padding, no whitespace)");
-  detail::HeaderAlg header_alg;
-  if (Error e = detail::read_header(scratch.decoded, header_alg); !e.ok()) return e;
-  const std::string_view alg_text = header_alg.name();
-  const std::string shown = quoted(alg_text) + (header_alg.truncated ? "..." : "");
-  if (alg_text == "none")
-    return refuse(errc::wrong_algorithm,
-                  "alg \"none\" (an unsigned token) is never accepted; the configured " +
-                      key_kind_name(key.kind()) + " accepts " +
-                      std::string(key.algorithms()));
-  const auto alg = header_alg.truncated ? std::nullopt : detail::parse_alg(alg_text);
-  if (!alg)
-    return refuse(errc::wrong_algorithm, "alg " + shown + " is not supported; the configured " +
-                                             key_kind_name(key.kind()) + " accepts " +
-                                             std::string(key.algorithms()));
-  if (!key.accepts(alg_text))
-    return refuse(errc::wrong_algorithm, "alg " + shown + " does not match the configured " +
-                                             key_kind_name(key.kind()) + ", which accepts " +
-                                             std::string(key.algorithms()));
+  Alg alg{};
+  if (Error e = check_header(token.header, key, scratch, alg); !e.ok()) return e;
 
   unsigned char signature[kMaxSignatureBytes];
   const std::size_t signature_size = detail::base64url_decoded_size(token.signature.size());
@@ -136,10 +156,10 @@ Error check_signed(std::string_view text, const TokenKey& key, const VerifierOpt
   if (!detail::base64url_decode(token.payload, scratch.decoded))
     return refuse(errc::malformed,
                   "the payload is not base64url (RFC 7515: no padding, no whitespace)");
-  if (!scratch.verify(*alg, token.signing_input, signature, signature_size))
+  if (!scratch.verify(alg, token.signing_input, signature, signature_size))
     return refuse(errc::bad_signature, "the signature does not verify with the configured " +
                                            key_kind_name(key.kind()) + " (alg " +
-                                           std::string(alg_text) + ")");
+                                           std::string(detail::alg_name(alg)) + ")");
   return {};
 }
 

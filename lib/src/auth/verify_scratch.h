@@ -33,6 +33,10 @@ class VerifyScratch {
               std::size_t signature_size);
 
   std::string decoded;  // the current part's bytes (header, then payload)
+  // The last header (base64url, as in the token) that passed every header
+  // check, and its alg: the next token from the same issuer repeats it.
+  std::string accepted_header;
+  Alg accepted_alg = Alg::HS256;
 
  private:
   bool verify_hmac(Alg alg, std::string_view input, const unsigned char* sig, std::size_t n);

@@ -1,7 +1,9 @@
 // heartwheel/auth/claims.h - what a verified token says.
 //
 // JWT times (exp, nbf, iat) are wall-clock instants (seconds since the Unix
-// epoch, RFC 7519 NumericDate, fractions allowed); WallTime carries them. A
+// epoch, RFC 7519 NumericDate, fractions allowed); WallTime carries them.
+// Values beyond +-9e9 s (the years 1684 and 2255) are held at that bound: the
+// system clock's nanoseconds end in 2262, and "far future" needs no more. A
 // program turns an expiry into a deadline on its steady clock with
 // TokenVerifier::time_left().
 //
