@@ -3,8 +3,10 @@
 // It touches each layer a consumer links: a bare TimingWheel, a LoopWheel on
 // a libuv loop, a net::Server on port 0 with an http::NetHandler (so the
 // llhttp compiled into the http layer is linked too), answered over loopback
-// by a raw libuv client. Prints "ok" and exits 0 when all of that worked;
+// by a raw libuv client, and the auth layer's API key (SHA-256 through the
+// libcrypto a static auth layer needs at this link). Prints "ok" and exits 0 when all of that worked;
 // otherwise says what failed and exits 1. Bounded: gives up after 10 s.
+#include <heartwheel/auth/api_key.h>
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/server.h>
@@ -67,6 +69,9 @@ int main() {
   if (answer.rfind("HTTP/1.1 200", 0) != 0 ||
       answer.find("hello from heartwheel") == std::string::npos)
     return fail(("unexpected answer: " + answer).c_str());
+  const auto key = hw::auth::ApiKey::from_string("consumer-key");
+  if (!key.matches("consumer-key") || key.matches("consumer-kez"))
+    return fail("auth::ApiKey does not match itself alone");
   std::puts("ok");
   return 0;
 }
