@@ -3,6 +3,7 @@
 // pubsub::Bus per process and one pubsub::Hub per worker loop; /echo is a
 // plain WebSocket echo. See README.md in this folder.
 #include <heartwheel/net/address.h>
+#include <heartwheel/net/serve.h>
 #include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub/bus.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
@@ -14,8 +15,8 @@
 #include "cli_program.h"
 #include "production.h"
 #include "protocol.h"
-#include "serve_loop.h"
 #include "stats_board.h"
+#include "uring_fanout.h"
 #include "worker.h"
 #include "ws_flags.h"
 
@@ -33,6 +34,7 @@ struct Flags {
   std::string redis, redis_prefix = "hw:", presence_ttl = "30s", redis_timeout = "5s";
   std::size_t redis_buffer = 1024;
   bool no_join_leave = false;
+  bool uring_fanout = false;
 };
 
 // Everything the flags decide, checked before anything starts.
@@ -50,6 +52,9 @@ Setup make_setup(const Flags& f) {
   chat::apply_ws_flags(f.ws, s.config);
   chat::apply_channel_flags(f.ws, !f.no_join_leave, s.bus);
   s.config.presence_events = s.bus.channel.join_leave;
+  if (f.uring_fanout && !chat::UringFanout::built())
+    throw std::invalid_argument("--uring-fanout: this build has no liburing (liburing-dev)");
+  s.config.uring_fanout = f.uring_fanout;
 
   if (!f.redis.empty()) {
     pubsub::RedisBrokerOptions r;
@@ -121,6 +126,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-join-leave", f.no_join_leave,
                "no join/leave pushes (presence counts are still answered): for channels with "
                "thousands of subscribers, where every join would reach every subscriber");
+  app.add_flag("--uring-fanout", f.uring_fanout,
+               "send each fan-out's frames to the subscribers in io_uring batches (256 sends per "
+               "system call) instead of one write() each; what the kernel does not take whole goes "
+               "to the normal queue (measured: docs/BENCHMARKS.md, \"The fan-out floor\")");
   app.add_option("--redis", f.redis,
                  "HOST:PORT of a Redis (7.0+) shared by several chat nodes: publications, history, "
                  "recovery and presence go through it (default: in-process only)");
@@ -162,20 +171,21 @@ int main(int argc, char** argv) {
       net::Workers workers(s.workers, [&](unsigned index) -> std::unique_ptr<net::Handler> {
         return std::make_unique<chat::Worker>(index, s.config, broker, roster, board);
       });
-      workers.start();
-      const auto endpoint = chat::start_metrics(metrics_at, workers, board, bus);
-      heartwheel::cli::announce_listening(s.listen.host, workers.port(),
-                                          endpoint ? endpoint->address() : std::string());
-
+      std::unique_ptr<heartwheel::metrics::Endpoint> endpoint;
       // Signals drain the workers (each WebSocket gets close 1001); the
-      // stats file is rewritten meanwhile.
-      heartwheel::cli::serve_until_signalled(
+      // stats file is rewritten meanwhile. Every worker's hub is gone
+      // before the bus when it returns.
+      net::serve(
           workers,
           {.program = "heartwheel-chat",
            .drain_timeout = s.drain_timeout,
            .tick_interval = f.ws.stats_json.empty() ? Duration{0} : s.config.stats_interval,
-           .tick = [&] { write_stats(f.ws.stats_json, board, workers, bus, redis.get(), f.ws); }});
-      workers.join();  // every worker's hub is gone before the bus
+           .tick = [&] { write_stats(f.ws.stats_json, board, workers, bus, redis.get(), f.ws); },
+           .on_listening = [&](net::Workers&) {
+             endpoint = chat::start_metrics(metrics_at, workers, board, bus);
+             heartwheel::cli::announce_listening(s.listen.host, workers.port(),
+                                                 endpoint ? endpoint->address() : std::string());
+           }});
       write_stats(f.ws.stats_json, board, workers, bus, redis.get(), f.ws);
       const chat::WorkerStats t = board.total();
       std::fprintf(stderr, "heartwheel-chat: stopped after %llu WebSocket connections\n",

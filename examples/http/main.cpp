@@ -8,6 +8,7 @@
 #include <heartwheel/metrics/net_metrics.h>
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
+#include <heartwheel/net/serve.h>
 #include <heartwheel/net/workers.h>
 
 #include <CLI/CLI.hpp>
@@ -21,7 +22,6 @@
 
 #include "cli_program.h"
 #include "server_flags.h"
-#include "serve_loop.h"
 #include "routes.h"
 
 namespace {
@@ -196,26 +196,25 @@ int main(int argc, char** argv) {
       h->set_publisher([&board, index](const http::SessionStats& s) { board.publish(index, s); });
       return h;
     });
-    workers.start();
     std::unique_ptr<metrics::Endpoint> endpoint;
-    if (metrics_options) {
-      endpoint = std::make_unique<metrics::Endpoint>(*metrics_options,
-                                                     [&workers, &board](metrics::TextWriter& out) {
-                                                       metrics::write(out, workers.total());
-                                                       metrics::write(out, board.total());
-                                                     });
-    }
-    heartwheel::cli::announce_listening(hp.host, workers.port(),
-                                        endpoint ? endpoint->address() : std::string());
-
     // Signals drain the workers (idle connections close, busy ones answer
     // with Connection: close); the stats file is rewritten meanwhile.
-    heartwheel::cli::serve_until_signalled(
-        workers, {.program = "heartwheel-http",
-                  .drain_timeout = drain_timeout,
-                  .tick_interval = f.stats_json.empty() ? Duration{0} : stats_interval,
-                  .tick = [&] { write_stats(f.stats_json, board, workers); }});
-    workers.join();
+    net::serve(workers,
+               {.program = "heartwheel-http",
+                .drain_timeout = drain_timeout,
+                .tick_interval = f.stats_json.empty() ? Duration{0} : stats_interval,
+                .tick = [&] { write_stats(f.stats_json, board, workers); },
+                .on_listening = [&](net::Workers&) {
+                  if (metrics_options) {
+                    endpoint = std::make_unique<metrics::Endpoint>(
+                        *metrics_options, [&workers, &board](metrics::TextWriter& out) {
+                          metrics::write(out, workers.total());
+                          metrics::write(out, board.total());
+                        });
+                  }
+                  heartwheel::cli::announce_listening(
+                      hp.host, workers.port(), endpoint ? endpoint->address() : std::string());
+                }});
     write_stats(f.stats_json, board, workers);
     const auto t = board.total();
     std::fprintf(stderr, "heartwheel-http: stopped after %llu requests\n",

@@ -6,6 +6,7 @@
 #include <heartwheel/metrics/net_metrics.h>
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
+#include <heartwheel/net/serve.h>
 #include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
 
@@ -18,7 +19,6 @@
 #include "node.h"
 #include "protocol.h"
 #include "push_metrics.h"
-#include "serve_loop.h"
 #include "server_flags.h"
 #include "stats_board.h"
 #include "ws_flags.h"
@@ -235,23 +235,24 @@ int main(int argc, char** argv) {
             nodes[index] = node.get();
             return node;
           });
-      workers.start();
       std::unique_ptr<heartwheel::metrics::Endpoint> endpoint;
-      if (metrics_options)
-        endpoint = std::make_unique<heartwheel::metrics::Endpoint>(
-            *metrics_options, [&workers, &board](heartwheel::metrics::TextWriter& out) {
-              heartwheel::metrics::write(out, workers.total());
-              pushsrv::write_metrics(out, board.total());
-            });
-      heartwheel::cli::announce_listening(s.listen.host, workers.port(),
-                                          endpoint ? endpoint->address() : std::string());
-      heartwheel::cli::serve_until_signalled(
+      // Every worker's hubs are gone before the broker when it returns.
+      net::serve(
           workers,
           {.program = "heartwheel-push",
            .drain_timeout = s.drain_timeout,
            .tick_interval = f.ws.stats_json.empty() ? Duration{0} : s.chat.stats_interval,
-           .tick = [&] { write_stats(f.ws.stats_json, chat_board, board, workers, broker); }});
-      workers.join();  // every worker's hubs are gone before the broker
+           .tick = [&] { write_stats(f.ws.stats_json, chat_board, board, workers, broker); },
+           .on_listening = [&](net::Workers&) {
+             if (metrics_options)
+               endpoint = std::make_unique<heartwheel::metrics::Endpoint>(
+                   *metrics_options, [&workers, &board](heartwheel::metrics::TextWriter& out) {
+                     heartwheel::metrics::write(out, workers.total());
+                     pushsrv::write_metrics(out, board.total());
+                   });
+             heartwheel::cli::announce_listening(s.listen.host, workers.port(),
+                                                 endpoint ? endpoint->address() : std::string());
+           }});
       write_stats(f.ws.stats_json, chat_board, board, workers, broker);
       const pushsrv::NodeStats n = board.total();
       std::fprintf(stderr,

@@ -7,12 +7,11 @@
 #include <heartwheel/metrics/rpc_metrics.h>
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
+#include <heartwheel/net/serve.h>
 #include <heartwheel/net/workers.h>
-#include <uv.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -23,7 +22,6 @@
 #include <vector>
 
 #include "cli_program.h"
-#include "serve_loop.h"
 #include "server_flags.h"
 #include "rpc_service.h"
 
@@ -76,60 +74,6 @@ Setup make_setup(const Config& c) {
   if (!c.metrics_listen.empty()) s.metrics = metrics::endpoint_at(c.metrics_listen);
   return s;
 }
-
-// The main thread's job while the workers serve: turn signals into a drain
-// (first signal: each worker's Server calls the handler's on_drain for every
-// connection) or a stop (second), and notice when the workers are done.
-// Its handlers are installed before the workers start, so a signal sent as
-// soon as "listening on" is printed already drains.
-class Control {
- public:
-  Control(net::Workers& workers, Duration drain_timeout)
-      : workers_(workers), drain_timeout_(drain_timeout) {
-    heartwheel::check_uv(uv_loop_init(&loop_), "uv_loop_init");
-    for (uv_signal_t* s : {&term_, &intr_}) {
-      heartwheel::check_uv(uv_signal_init(&loop_, s), "uv_signal_init");
-      s->data = this;
-      heartwheel::check_uv(uv_signal_start(s, &on_signal, s == &term_ ? SIGTERM : SIGINT), "uv_signal_start");
-    }
-    heartwheel::check_uv(uv_timer_init(&loop_, &poll_), "uv_timer_init");
-    poll_.data = this;
-  }
-  ~Control() {
-    for (auto* h : {reinterpret_cast<uv_handle_t*>(&term_), reinterpret_cast<uv_handle_t*>(&intr_),
-                    reinterpret_cast<uv_handle_t*>(&poll_)})
-      uv_close(h, nullptr);
-    uv_run(&loop_, UV_RUN_DEFAULT);
-    uv_loop_close(&loop_);
-  }
-  Control(const Control&) = delete;
-  Control& operator=(const Control&) = delete;
-
-  // Runs until every worker loop has ended.
-  void run() {
-    uv_timer_start(&poll_, [](uv_timer_t* t) {
-      if (!static_cast<Control*>(t->data)->workers_.running()) uv_stop(t->loop);
-    }, 20, 20);
-    uv_run(&loop_, UV_RUN_DEFAULT);
-  }
-
- private:
-  static void on_signal(uv_signal_t* h, int) {
-    auto* c = static_cast<Control*>(h->data);
-    if (++c->signals_ == 1) {
-      c->workers_.drain(c->drain_timeout_);
-    } else {
-      c->workers_.stop();
-    }
-  }
-
-  net::Workers& workers_;
-  Duration drain_timeout_;
-  int signals_ = 0;
-  uv_loop_t loop_;
-  uv_signal_t term_, intr_;
-  uv_timer_t poll_;
-};
 
 nlohmann::json counters_json(const rpcserver::WorkerCounters& c) {
   const heartwheel::rpc::NetHandlerStats& r = c.rpc;
@@ -213,22 +157,27 @@ int main(int argc, char** argv) {
     net::Workers workers(setup.workers, [&](unsigned index) -> std::unique_ptr<net::Handler> {
       return rpcserver::make_service(setup.service, counters[index]);
     });
-    Control control(workers, setup.drain_timeout);
-    workers.start();
-    const auto& host = setup.workers.server.host;
     std::unique_ptr<metrics::Endpoint> endpoint;
-    if (setup.metrics) {
-      endpoint = std::make_unique<metrics::Endpoint>(*setup.metrics,
-                                                     [&workers, &board](metrics::TextWriter& out) {
-                                                       metrics::write(out, workers.total());
-                                                       metrics::write(out, board.total());
-                                                     });
-    }
-    heartwheel::cli::announce_listening(host, workers.port(),
-                                        endpoint ? endpoint->address() : std::string());
-
-    control.run();
-    workers.join();  // after this the counters are ours to read
+    // The first SIGTERM/SIGINT drains (each worker's server calls the
+    // handler's on_drain for every connection), a second one stops; the
+    // watchers exist before the workers start, so a signal sent as soon as
+    // "listening on" is printed already drains. Nothing is said about the
+    // signals: this program's stderr stays as it was.
+    net::serve(workers, {.drain_timeout = setup.drain_timeout,
+                         .on_listening = [&](net::Workers&) {
+                           if (setup.metrics) {
+                             endpoint = std::make_unique<metrics::Endpoint>(
+                                 *setup.metrics, [&workers, &board](metrics::TextWriter& out) {
+                                   metrics::write(out, workers.total());
+                                   metrics::write(out, board.total());
+                                 });
+                           }
+                           heartwheel::cli::announce_listening(
+                               setup.workers.server.host, workers.port(),
+                               endpoint ? endpoint->address() : std::string());
+                         },
+                         .log = nullptr});
+    // The workers are joined: the counters are ours to read.
 
     rpcserver::WorkerCounters total;
     for (const auto& w : counters) total.merge(w);

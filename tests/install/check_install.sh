@@ -5,7 +5,9 @@
 #      find_package, with plain pkg-config, and with Meson dependency(); and
 #      tests/install/net (one layer: net) with find_package(... COMPONENTS
 #      net), pkg-config heartwheel-net and dependency('heartwheel-net'), whose
-#      link lines must name neither hiredis nor libcrypto;
+#      link lines must name neither hiredis nor libcrypto; and README.md's
+#      quick start (tests/quick_start/extract.py) with heartwheel-net's flags,
+#      run until it listens, then drained with SIGTERM;
 #   2. shared libraries (BUILD_SHARED_LIBS=ON): the consumer with find_package,
 #      checked to load libheartwheel-*.so from the prefix;
 #   3. Meson: heartwheel as a subproject of the consumer (only its library is
@@ -122,6 +124,29 @@ only_net "pkg-config --cflags --libs heartwheel-net" "$flags"
   fail "compiling with heartwheel-net's flags"
 run_consumer "$work/net-pkgconfig"
 
+step "README.md's quick start against heartwheel-net"
+# The snippet a user copies first: compiled with nothing but pkg-config's
+# flags, then run: it must listen, drain on SIGTERM and exit 0.
+python3 "$src/tests/quick_start/extract.py" "$src/README.md" "$work/quick_start.cpp" ||
+  fail "extracting README.md's quick start"
+# shellcheck disable=SC2086
+"${CXX:-c++}" -std=c++20 "$work/quick_start.cpp" -o "$work/quick-start" $flags ||
+  fail "compiling README.md's quick start with heartwheel-net's flags"
+"$work/quick-start" 0 >"$work/quick-start.out" 2>&1 &
+quick_pid=$!
+for _ in $(seq 100); do
+  grep -q '^listening on 127.0.0.1:' "$work/quick-start.out" && break
+  sleep 0.1
+done
+grep -q '^listening on 127.0.0.1:' "$work/quick-start.out" ||
+  { kill -KILL $quick_pid; fail "the quick start did not listen: $(cat "$work/quick-start.out")"; }
+kill -TERM $quick_pid
+quick_status=0
+wait $quick_pid || quick_status=$?
+[[ $quick_status == 0 ]] && grep -q '^served 0 connections$' "$work/quick-start.out" ||
+  fail "the quick start did not drain and exit 0 (status $quick_status): $(cat "$work/quick-start.out")"
+echo "README.md's quick start: built with heartwheel-net's flags, listened, drained"
+
 step "one layer: Meson dependency('heartwheel-net')"
 PKG_CONFIG_PATH=$pc_dir meson setup "$work/net-meson" "$consumer/net" --wrap-mode=nofallback >/dev/null ||
   fail "meson setup of the net consumer"
@@ -141,6 +166,9 @@ prefix=$work/shared
 cmake_consumer "$prefix" "$work/consumer-shared"
 readelf -d "$work/consumer-shared/consumer" | grep -q 'NEEDED.*libheartwheel-net\.so' ||
   fail "the consumer does not link libheartwheel-net.so"
+if ldd "$work/consumer-shared/consumer" | grep 'libheartwheel-.*not found'; then
+  fail "a layer's shared library is not found at run time"
+fi
 for lib in $(ldd "$work/consumer-shared/consumer" | awk '/libheartwheel-/ {print $3}'); do
   [[ $lib == "$prefix"/* ]] || fail "the consumer loads $lib, not from $prefix"
   echo "consumer loads $lib"

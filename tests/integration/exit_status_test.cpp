@@ -25,6 +25,9 @@ std::vector<Program> programs() {
 #ifdef HEARTWHEEL_ECHO_BIN
       {"heartwheel-echo", HEARTWHEEL_ECHO_BIN, {"--read-idle", "5x"}, "--read-idle"},
 #endif
+#ifdef HEARTWHEEL_ECHO_EXAMPLE_BIN
+      {"heartwheel-echo-example", HEARTWHEEL_ECHO_EXAMPLE_BIN, {"127.0.0.1:0", "5x"}, "'5x'"},
+#endif
 #ifdef HEARTWHEEL_HTTP_BIN
       {"heartwheel-http", HEARTWHEEL_HTTP_BIN, {"--tick", "0"}, "--tick"},
 #endif
@@ -82,6 +85,9 @@ std::vector<Program> programs() {
 #endif
 #ifdef HEARTWHEEL_AUTH_BENCH_BIN
       {"heartwheel-auth-bench", HEARTWHEEL_AUTH_BENCH_BIN, {"--duration", "0"}, "--duration"},
+#endif
+#ifdef HEARTWHEEL_FANOUT_FLOOR_BIN
+      {"heartwheel-fanout-floor", HEARTWHEEL_FANOUT_FLOOR_BIN, {"--subscribers", "0"}, "--subscribers"},
 #endif
 #ifdef HEARTWHEEL_HTTP_SESSION_BENCH_BIN
       {"heartwheel-http-session-bench",

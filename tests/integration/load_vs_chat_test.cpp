@@ -29,11 +29,15 @@ struct ChatRun {
 };
 
 // Starts heartwheel-chat (ping 1s, pong timeout 1s, tick 10ms, presence
-// events off), runs the harness against it with `extra` flags, stops the
-// server by PID.
-ChatRun run_against_chat(std::vector<std::string> extra) {
-  hwproc::Child server({HEARTWHEEL_CHAT_BIN, "--listen", "127.0.0.1:0", "--ping-interval", "1s",
-                        "--pong-timeout", "1s", "--tick", "10ms", "--no-join-leave"});
+// events off, plus `server_extra`), runs the harness against it with `extra`
+// flags, stops the server by PID.
+ChatRun run_against_chat(std::vector<std::string> extra, std::vector<std::string> server_extra = {}) {
+  std::vector<std::string> server_argv = {HEARTWHEEL_CHAT_BIN, "--listen", "127.0.0.1:0",
+                                          "--ping-interval",   "1s",       "--pong-timeout",
+                                          "1s",                "--tick",   "10ms",
+                                          "--no-join-leave"};
+  server_argv.insert(server_argv.end(), server_extra.begin(), server_extra.end());
+  hwproc::Child server(server_argv);
   const int port = server.wait_listening(10s);
   REQUIRE(port > 0);
   const std::string out = "/tmp/heartwheel-load-chat-" + std::to_string(::getpid()) + ".json";
@@ -115,4 +119,42 @@ TEST_CASE(
   CHECK(w["missing"] == 0);
   CHECK(w["duplicates"] == 0);
   CHECK(r["live_closed_by_server"] == 0);
+}
+
+TEST_CASE(
+    "With --uring-fanout every publication reaches every live subscriber once, in order, and "
+    "dead subscribers still go on time",
+    "[integration][load][chat][uring]") {
+  {  // A build without liburing refuses the flag (status 2): nothing to test.
+    hwproc::Child probe({HEARTWHEEL_CHAT_BIN, "--listen", "127.0.0.1:0", "--uring-fanout"},
+                        {.capture_stderr = true, .env = {}});
+    if (probe.wait_listening(10s) == 0) {
+      const auto status = probe.wait_exit(5s);
+      REQUIRE(status == 2);
+      REQUIRE(probe.errors().find("liburing") != std::string::npos);
+      WARN("heartwheel-chat was built without liburing: --uring-fanout not tested");
+      return;
+    }
+  }
+  // Two channels at 40/s: the batches carry both channels' frames and the
+  // harness checks every subscriber's offsets arrive each once, in order.
+  const ChatRun run = run_against_chat(
+      {"--connections", "300", "--processes", "2", "--channels", "2", "--publish-rate", "40",
+       "--publish-start", "1500ms", "--dead-fraction", "0.1", "--expect-idle-close", "2s",
+       "--idle-close-slack", "1500ms", "--expect-delivery", "--duration", "7s"},
+      {"--uring-fanout"});
+  const auto& r = run.report;
+  const auto& w = r["ws"];
+  INFO(r.dump(2).substr(0, 4000));
+  CHECK(run.status == 0);
+  CHECK(w["subscribed"] == 300);
+  CHECK(u(w["publish_acks"]) >= 100);
+  CHECK(w["live_subscribers_at_end"] == 270);
+  CHECK(w["delivered"] == w["expected"]);
+  CHECK(w["missing"] == 0);
+  CHECK(w["duplicates"] == 0);
+  CHECK(r["dead"]["closed"] == 30);
+  CHECK(r["dead"]["closed_early"] == 0);
+  CHECK(r["live_closed_by_server"] == 0);
+  CHECK(r["expectations_met"] == true);
 }

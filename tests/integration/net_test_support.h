@@ -4,6 +4,7 @@
 
 #include <heartwheel/timer/loop_wheel.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -46,6 +47,29 @@ inline int connect_blocking(int port) {
   timeval tv{5, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   return fd;
+}
+
+// Writes "ping" on a blocking client socket and reads it back: true if echoed.
+inline bool echo_once(int fd) {
+  if (::write(fd, "ping", 4) != 4) return false;
+  char buf[8];
+  std::size_t got = 0;
+  while (got < 4) {
+    const ssize_t n = ::read(fd, buf + got, sizeof buf - got);
+    if (n <= 0) return false;
+    got += static_cast<std::size_t>(n);
+  }
+  return std::string(buf, 4) == "ping";
+}
+
+// Reads until EOF (the server closed): true if it did within the receive timeout.
+inline bool wait_closed(int fd) {
+  char buf[64];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) return true;
+    if (n < 0) return errno == ECONNRESET;
+  }
 }
 
 // A loop plus its wheel. run_until() never hangs: it gives up at `limit`.

@@ -19,28 +19,6 @@ struct Echo : net::Handler {
   void on_data(net::Connection& c, std::string_view d) override { c.write(d); }
 };
 
-bool echo_once(int fd) {
-  if (::write(fd, "ping", 4) != 4) return false;
-  char buf[8];
-  std::size_t got = 0;
-  while (got < 4) {
-    const ssize_t n = ::read(fd, buf + got, sizeof buf - got);
-    if (n <= 0) return false;
-    got += static_cast<std::size_t>(n);
-  }
-  return std::string(buf, 4) == "ping";
-}
-
-// Reads until EOF (the server closed): true if it did within the receive timeout.
-bool wait_closed(int fd) {
-  char buf[64];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n == 0) return true;
-    if (n < 0) return errno == ECONNRESET;
-  }
-}
-
 #ifdef HEARTWHEEL_ECHO_BIN
 // Times the threads of `pid` blocked and woke up again (voluntary context
 // switches): each is one epoll_wait that returned, with or without work.

@@ -10,7 +10,7 @@
 // The timed loops do no division: a 64-bit DIV takes longer on this
 // machine than the operations measured, and one per operation (`i % batch`,
 // `k % n`) bounded every row from below and hid differences between stores
-// (docs/BENCHMARKS.md, "schedule (seq)").
+// (docs/bench-history/timer-core.md, "The last deadline's slot").
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""heartwheel-chat vs a Node.js `ws` broadcast server (node-chat.js), same
-load, same run.
+"""heartwheel-chat vs a Node.js `ws` broadcast server (node-chat.js) vs the
+kernel's floor (heartwheel-fanout-floor), same load, same run.
 
 For each server in turn (interleaved: heartwheel, node, heartwheel, node, ...
 for --rounds rounds, so a change in the machine's load hits both), start it,
@@ -11,15 +11,20 @@ publisher at R/s, answering pings), sample the server from /proc and report:
                            the load) / subscribers
   CPU per delivered msg   server utime+stime from the first publication to the
                            end of the run (the deliveries' tail included) /
-                           messages delivered
+                           messages delivered; also user and system apart
   fan-out latency         publish write -> receipt, p50/p99/max (the harness's
                            delivery_us histogram)
 
-and the ratios heartwheel / node. Prints JSON on stdout (and --json FILE).
+and the ratios heartwheel / node. Each round first runs heartwheel-fanout-floor
+(tools/fanout-floor: the same N, one frame of --frame-bytes written to every
+socket with one write() each, and with io_uring batches) and reports each
+server's user and system CPU per delivered message against that floor's.
+Prints JSON on stdout (and --json FILE).
 
 Usage: tools/ws-compare/run.py [--connections 10000] [--rate 2] [--duration 30]
        [--settle 8] [--rounds 1] [--build-dir build] [--json FILE]
-Needs build/bin/heartwheel-chat, build/bin/heartwheel-load, node and
+Needs build/bin/heartwheel-chat, build/bin/heartwheel-load,
+build/bin/heartwheel-fanout-floor (unless --no-floor), node and
 /usr/share/nodejs/ws (tools/install-deps). Every process it starts runs in
 its own process group and is stopped by that group id.
 Exit status: 0 done, 1 a server or the harness failed, 2 usage error."""
@@ -39,12 +44,13 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def proc_sample(pid):
+    """(rss bytes, utime + stime s, utime s, stime s) of one process."""
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    cpu_s = (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+    user_s, system_s = int(fields[11]) / TICKS, int(fields[12]) / TICKS
     with open("/proc/%d/statm" % pid) as f:
         rss = int(f.read().split()[1]) * PAGE
-    return rss, cpu_s
+    return rss, user_s + system_s, user_s, system_s
 
 
 def open_files(pid):
@@ -81,10 +87,12 @@ def stop(p):
 
 
 def measure(kind, args, bins):
-    if kind == "heartwheel":
+    if kind.startswith("heartwheel"):
         cmd = [bins["chat"], "--listen", "127.0.0.1:0", "--workers", "1", "--no-join-leave",
                "--ping-interval", "%ds" % args.ping_interval, "--pong-timeout", "8s",
-               "--history-size", "100"]
+               "--history-size", "100"] + args.chat_arg
+        if kind == "heartwheel_uring":
+            cmd.append("--uring-fanout")
         env = None
     else:
         cmd = ["node", os.path.join(HERE, "node-chat.js"), "--port", "0",
@@ -93,7 +101,7 @@ def measure(kind, args, bins):
     server, port = start(cmd, env)
     try:
         time.sleep(0.5)
-        rss0, _ = proc_sample(server.pid)
+        rss0 = proc_sample(server.pid)[0]
         out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
         publish_start = args.connections / args.connect_rate + 2.0
         load = subprocess.Popen(
@@ -107,8 +115,9 @@ def measure(kind, args, bins):
         t0 = time.monotonic()
         samples = []
         while load.poll() is None:
-            samples.append((time.monotonic() - t0,) + proc_sample(server.pid) +
-                           (open_files(server.pid),))
+            rss, cpu_s, user_s, system_s = proc_sample(server.pid)
+            samples.append((time.monotonic() - t0, rss, cpu_s, open_files(server.pid),
+                            user_s, system_s))
             time.sleep(0.2)
         stdout, stderr = load.communicate()
         if load.returncode not in (0, 3):
@@ -135,6 +144,7 @@ def measure(kind, args, bins):
     subscribers = w["live_subscribers_at_end"] or args.connections
     delivered = w["delivered"]
     cpu = last[2] - first[2]
+    user, system = last[4] - first[4], last[5] - first[5]
     d = w["delivery_us"]
     return {
         "server": kind,
@@ -151,9 +161,91 @@ def measure(kind, args, bins):
         "duplicates": w["duplicates"],
         "cpu_from_first_publication_s": round(cpu, 3),
         "cpu_per_delivered_message_us": round(cpu * 1e6 / max(1, delivered), 3),
+        "user_per_delivered_message_us": round(user * 1e6 / max(1, delivered), 3),
+        "system_per_delivered_message_us": round(system * 1e6 / max(1, delivered), 3),
         "latency_us": {"p50": d["p50"], "p99": d["p99"], "max": d["max"], "count": d["count"]},
         "live_closed_by_server": report["live_closed_by_server"],
     }
+
+
+def measure_floor(args, bins):
+    """heartwheel-fanout-floor at the same N: one run entry per mode
+    (server "floor_write", "floor_uring", ...)."""
+    cmd = [bins["floor"], "--subscribers", str(args.connections),
+           "--messages", str(args.floor_messages), "--frame-bytes", str(args.frame_bytes),
+           "--rounds", "1", "--interval", "%dms" % args.floor_interval_ms]
+    if args.floor_modes:
+        cmd += ["--modes", args.floor_modes]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError("heartwheel-fanout-floor failed (%d): %s" % (p.returncode,
+                                                                        p.stderr[-2000:]))
+    runs = []
+    for line in p.stdout.splitlines():
+        j = json.loads(line)
+        if j.get("summary"):
+            continue
+        runs.append({
+            "server": "floor_" + j["mode"],
+            "subscribers": j["subscribers"],
+            "delivered": j["delivered"],
+            "frame_bytes": j["frame_bytes"],
+            "cpu_per_delivered_message_us": j["cpu_us_per_message"],
+            "user_per_delivered_message_us": j["user_us_per_message"],
+            "system_per_delivered_message_us": j["system_us_per_message"],
+            "syscalls_per_message": j["syscalls_per_message"],
+            "short_sends": j["short_sends"],
+            "batch": j.get("batch"),
+        })
+    return runs
+
+
+def fanout_table(runs, target_user_us):
+    """User, system and total CPU per delivered message of every kind of run
+    (means over the rounds), each with its ratios to the write() floor, and
+    the target on heartwheel's user part."""
+    kinds = []
+    for r in runs:
+        if r["server"] not in kinds:
+            kinds.append(r["server"])
+    kinds.sort(key=lambda k: (k != "floor_write", not k.startswith("floor_")))  # the floor first
+
+    def mean(kind, key):
+        vals = [r[key] for r in runs if r["server"] == kind]
+        return sum(vals) / len(vals)
+
+    keys = (("user", "user_per_delivered_message_us"),
+            ("system", "system_per_delivered_message_us"),
+            ("total", "cpu_per_delivered_message_us"))
+    floor = {k: mean("floor_write", key) for k, key in keys} if "floor_write" in kinds else None
+    table = {}
+    for kind in kinds:
+        row = {"%s_us" % k: round(mean(kind, key), 3) for k, key in keys}
+        if floor:
+            for k, _ in keys:
+                row["%s_ratio_to_floor" % k] = (round(row["%s_us" % k] / floor[k], 3)
+                                                if floor[k] else None)
+        table[kind] = row
+    hw_user = table["heartwheel"]["user_us"] if "heartwheel" in table else None
+    target = {"heartwheel_user_us_per_message": hw_user, "at_most_us": target_user_us,
+              "met": hw_user is not None and hw_user <= target_user_us}
+    return table, target
+
+
+def print_table(table, target):
+    """The fan-out table as Markdown on stderr (docs/bench-history/fanout-floor.md)."""
+    out = ["| CPU per delivered message | user | system | total | user / floor | "
+           "system / floor | total / floor |", "|---|---|---|---|---|---|---|"]
+    for kind, row in table.items():
+        ratios = [row.get("%s_ratio_to_floor" % k) for k in ("user", "system", "total")]
+        out.append("| %s | %.2f us | %.2f us | %.2f us | %s |" % (
+            kind, row["user_us"], row["system_us"], row["total_us"],
+            " | ".join("-" if r is None else "%.2f" % r for r in ratios)))
+    out.append("target: heartwheel user <= %.2f us: %s (%s us)" % (
+        target["at_most_us"], "met" if target["met"] else "NOT met",
+        target["heartwheel_user_us_per_message"]))
+    print("\n".join(out), file=sys.stderr)
 
 
 def main():
@@ -168,6 +260,22 @@ def main():
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--json")
+    ap.add_argument("--no-floor", action="store_true", help="skip heartwheel-fanout-floor")
+    ap.add_argument("--floor-messages", type=int, default=10,
+                    help="publications the floor sends per mode per round")
+    ap.add_argument("--floor-interval-ms", type=int, default=100,
+                    help="pause between the floor's publications")
+    ap.add_argument("--floor-modes", default="",
+                    help="the floor's --modes (default: all it was built with)")
+    ap.add_argument("--frame-bytes", type=int, default=100,
+                    help="the floor's frame (heartwheel-chat's publication frame under "
+                         "heartwheel-load is about 100 bytes)")
+    ap.add_argument("--chat-arg", action="append", default=[],
+                    help="one more heartwheel-chat argument (repeat for several)")
+    ap.add_argument("--with-uring-fanout", action="store_true",
+                    help="also run heartwheel-chat --uring-fanout each round (heartwheel_uring)")
+    ap.add_argument("--target-user-us", type=float, default=1.0,
+                    help="the target on heartwheel's user CPU per delivered message")
     args = ap.parse_args()
     if args.connections > 15000 or args.connections < 1:
         ap.error("--connections must be 1..15000 (one server process, one harness process)")
@@ -175,6 +283,8 @@ def main():
         ap.error("--duration too short for the ramp, the publish window and the tail")
     bins = {"chat": os.path.join(args.build_dir, "bin", "heartwheel-chat"),
             "load": os.path.join(args.build_dir, "bin", "heartwheel-load")}
+    if not args.no_floor:
+        bins["floor"] = os.path.join(args.build_dir, "bin", "heartwheel-fanout-floor")
     for b in bins.values():
         if not os.access(b, os.X_OK):
             ap.error("%s is missing: build it first" % b)
@@ -184,15 +294,22 @@ def main():
     runs = []
     try:
         for _ in range(args.rounds):
-            for kind in ("heartwheel", "node"):
+            if not args.no_floor:
+                for r in measure_floor(args, bins):
+                    runs.append(r)
+                    print(json.dumps(r), file=sys.stderr)
+            kinds = ["heartwheel"] + (["heartwheel_uring"] if args.with_uring_fanout else [])
+            for kind in kinds + ["node"]:
                 runs.append(measure(kind, args, bins))
                 print(json.dumps(runs[-1]), file=sys.stderr)
     except RuntimeError as e:
         print("ws-compare: error: %s" % e, file=sys.stderr)
         return 1
 
+    servers = [r for r in runs if not r["server"].startswith("floor_")]
+
     def mean(kind, key, sub=None):
-        vals = [r[key][sub] if sub else r[key] for r in runs if r["server"] == kind]
+        vals = [r[key][sub] if sub else r[key] for r in servers if r["server"] == kind]
         return sum(vals) / len(vals)
 
     summary = {}
@@ -202,10 +319,14 @@ def main():
         hw, nd = mean("heartwheel", key, sub), mean("node", key, sub)
         summary[name] = {"heartwheel": round(hw, 3), "node": round(nd, 3),
                          "ratio_heartwheel_to_node": round(hw / nd, 3) if nd else None}
+    table, target = fanout_table(runs, args.target_user_us)
     result = {"connections": args.connections, "publish_rate": args.rate,
               "duration_s": args.duration, "rounds": args.rounds,
+              "chat_args": args.chat_arg,
               "loadavg": open("/proc/loadavg").read().split()[:3],
-              "summary": summary, "runs": runs}
+              "summary": summary, "fanout_table": table,
+              "target_user_us": target, "runs": runs}
+    print_table(table, target)
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:

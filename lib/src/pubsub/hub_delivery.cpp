@@ -90,6 +90,13 @@ void Hub::fan_out(LocalChannel& ch, bool presence, Call&& call) noexcept {
   }
   cursor_ = nullptr;
   fanning_ = nullptr;
+  if (options_.after_fan_out) {
+    try {
+      options_.after_fan_out();
+    } catch (...) {
+      ++stats_.subscriber_errors;
+    }
+  }
   ch.stats.merge(counted);
   stats_.delivery.merge(counted);
   release_if_empty(&ch);  // everyone may have left during the walk

@@ -17,7 +17,7 @@
 //                                metrics::write(out, workers.total());
 //                              });
 //   std::printf("metrics on %s\n", endpoint.address().c_str());
-// (examples/echo/main.cpp also serves a pre-forked server's processes from
+// (tools/echo-server/main.cpp also serves a pre-forked server's processes from
 // heartwheel/metrics/shared_slots.h.)
 //
 // Freshness: the collector decides. net::Workers publishes each worker's
@@ -47,7 +47,7 @@ struct EndpointOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0: the kernel picks one (read it back with port())
   // Listen with SO_REUSEPORT so several processes can serve one port (each
-  // answers with the same merged counters; see examples/echo).
+  // answers with the same merged counters; see tools/echo-server).
   bool reuse_port = false;
   std::string path = "/metrics";
   std::size_t max_connections = 64;  // scrapers beyond it are reset

@@ -18,7 +18,7 @@
 //
 // Baseline backend: use_uv_timer() makes it arm one uv_timer_t of its own
 // instead of the wheel entry (libuv's timer heap, run BEFORE I/O polling).
-// Kept only to compare against; see examples/echo --timers uv.
+// Kept only to compare against; see heartwheel-echo --timers uv (tools/echo-server).
 //
 // Threads: the TimerService's thread only.
 // Re-entrancy: on_deadline_event may call any method, including

@@ -75,6 +75,8 @@ class Workers {
   // The shared port (valid after start()).
   int port() const noexcept { return port_; }
   unsigned size() const noexcept { return static_cast<unsigned>(workers_.size()); }
+  // The options in force (reuse_port forced on with several threads).
+  const WorkersOptions& options() const noexcept { return options_; }
 
   // Asks every worker to drain (Server::drain) with `timeout`; each loop ends
   // when its connections are gone. Any thread, also a signal-handling loop.

@@ -35,6 +35,7 @@
 namespace chat {
 
 class Client;
+class UringFanout;
 
 // The settings every worker shares (read-only while they run).
 struct Config {
@@ -42,6 +43,7 @@ struct Config {
   heartwheel::ws::NetHandlerOptions ws;
   std::size_t history_size = 0;  // the default and largest `limit` of a history request
   bool presence_events = true;   // join/leave pushes (--presence-events)
+  bool uring_fanout = false;     // --uring-fanout: a fan-out's sends in io_uring batches
   heartwheel::Duration stats_interval = std::chrono::seconds(1);
   // Optional: routes tried before chat's own, on the worker's loop thread
   // (heartwheel-push adds its HTTP API this way). Returns true when it took
@@ -119,6 +121,7 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   heartwheel::pubsub::Broker& broker_;
   Roster& roster_;
   StatsBoard& board_;
+  std::unique_ptr<UringFanout> uring_;            // --uring-fanout; outlives the hub
   std::unique_ptr<heartwheel::pubsub::Hub> hub_;  // from the first connection on
   uv_timer_t* stats_timer_ = nullptr;             // heap: freed in its close callback
   ChatStats stats_;

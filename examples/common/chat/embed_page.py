@@ -15,7 +15,7 @@ def main():
     if ")" + DELIMITER + '"' in page:
         sys.exit("embed_page.py: the page contains the raw-string delimiter )%s\"" % DELIMITER)
     out = (
-        "// Generated from examples/chat/chat.html by embed_page.py: do not edit.\n"
+        "// Generated from examples/common/chat/chat.html by embed_page.py: do not edit.\n"
         "#include <string_view>\n\n"
         "namespace chat {\n"
         "extern const std::string_view kPage;\n"

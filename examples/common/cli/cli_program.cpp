@@ -2,6 +2,7 @@
 #include "cli_program.h"
 
 #include <heartwheel/common/duration_parse.h>
+#include <heartwheel/net/serve.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -69,6 +70,14 @@ void write_file_atomically(const std::string& path, std::string_view text) {
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     throw std::runtime_error("cannot rename " + tmp + " to " + path);
+}
+
+void announce_listening(std::string_view host, int port, std::string_view metrics_address) {
+  net::announce("listening", host, port);
+  if (metrics_address.empty()) return;
+  std::printf("metrics on %.*s\n", static_cast<int>(metrics_address.size()),
+              metrics_address.data());
+  std::fflush(stdout);
 }
 
 int run(const CLI::App& app, const std::function<int()>& body) {

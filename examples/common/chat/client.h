@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "protocol.h"
+#include "uring_fanout.h"
 
 namespace chat {
 
@@ -41,13 +42,15 @@ class Client final : public heartwheel::pubsub::Subscriber {
   }
   ~Client() override = default;  // ~Subscriber unsubscribes what is left
 
+  // With --uring-fanout the worker's batch takes the frame when it can
+  // (uring_fanout.h); it is sent when the hub's walk of the channel ends.
   heartwheel::pubsub::DeliveryOutcome on_publication(const heartwheel::pubsub::Publication&,
                                                      const heartwheel::pubsub::Frame& f) override {
-    return outcome(ws.deliver(f));
+    return deliver(f);
   }
   heartwheel::pubsub::DeliveryOutcome on_presence(const heartwheel::pubsub::PresenceEvent&,
                                                   const heartwheel::pubsub::Frame& f) override {
-    return outcome(ws.deliver(f));
+    return deliver(f);
   }
 
   // The channels subscribed (for the roster), as one string of names each
@@ -101,6 +104,11 @@ class Client final : public heartwheel::pubsub::Subscriber {
   heartwheel::ws::Connection& ws;
 
  private:
+  heartwheel::pubsub::DeliveryOutcome deliver(const heartwheel::pubsub::Frame& f) {
+    if (UringFanout* batch = UringFanout::current(); batch != nullptr && batch->take(ws, f))
+      return heartwheel::pubsub::DeliveryOutcome::delivered;
+    return outcome(ws.deliver(f));
+  }
   static heartwheel::pubsub::DeliveryOutcome outcome(heartwheel::ws::Delivery d) noexcept {
     using heartwheel::pubsub::DeliveryOutcome;
     switch (d) {

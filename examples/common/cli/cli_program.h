@@ -61,6 +61,11 @@ Duration parse_duration_flag(std::string_view flag, std::string_view text);
 // escapes it is printed with failure() and gives kExitFailure.
 int run(const CLI::App& app, const std::function<int()>& body);
 
+// net::announce("listening", host, port), then "metrics on ADDRESS" unless
+// `metrics_address` is empty (a metrics::Endpoint's address(), formatted):
+// every server program's stdout, which scripts and tests wait for.
+void announce_listening(std::string_view host, int port, std::string_view metrics_address = {});
+
 // Replaces the file at `path` with `text` by writing PATH.tmp and renaming it,
 // so a reader (a test, a dashboard polling --stats-json) never sees half a
 // file. Throws std::runtime_error naming the file when either step fails.
