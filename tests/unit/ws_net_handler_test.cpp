@@ -47,6 +47,14 @@ struct EchoApp final : ws::Application {
     closes.push_back(info);
     std::erase(open, &c);
   }
+  net::DeadlineAction on_deadline(ws::Connection& c, net::DeadlineEvent event) override {
+    deadlines.push_back(event.kind);
+    if (close_code == 0) return net::DeadlineAction::close;
+    (void)c.close(close_code, "token expired");
+    return net::DeadlineAction::keep;
+  }
+  std::uint16_t close_code = 0;  // on_deadline: 0 lets the slot close TCP
+  std::vector<net::Deadline> deadlines;
   std::vector<ws::Connection*> open;
   std::vector<ws::CloseInfo> closes;
 };
@@ -232,6 +240,38 @@ TEST_CASE("A server close waits for the peer's answer, at most close_timeout", "
     CHECK(peer.close_reason() == net::CloseReason::close_timeout);
     CHECK(f.ws.stats().close_timeouts == 1);
     CHECK(f.ws.stats().pings_sent == 0);  // no pings while the close handshake runs
+  }
+}
+
+TEST_CASE("A slot the application set on the connection reaches Application::on_deadline",
+          "[ws][net][close]") {
+  Fixture f(timing(10s, 3s, 2s));
+  Peer& peer = f.connect();
+  net::Connection& conn = f.app.open.at(0)->net();
+  SECTION("keep: the application closes with a code of its own") {
+    f.app.close_code = 3000;
+    conn.set_timeout(net::Deadline::keepalive_timeout, 1s);
+    f.host.run_for(999ms);
+    CHECK(f.app.deadlines.empty());
+    f.host.run_for(1ms);
+    REQUIRE(f.app.deadlines == std::vector<net::Deadline>{net::Deadline::keepalive_timeout});
+    CHECK(peer.received() ==
+          server_frame(ws::Opcode::close, ws_test::bytes({0x0b, 0xb8}) + "token expired"));
+    peer.send(client_close(3000));
+    f.host.run_for(1ms);
+    CHECK_FALSE(peer.open());
+    CHECK(f.last_close().code == 3000);
+  }
+  SECTION("close (the default): TCP closes with the slot's reason") {
+    conn.set_timeout(net::Deadline::keepalive_timeout, 1s);
+    f.host.run_for(1s);
+    CHECK(f.app.deadlines.size() == 1);
+    CHECK_FALSE(peer.open());
+    CHECK(peer.close_reason() == net::CloseReason::keepalive_timeout);
+  }
+  SECTION("the layer's own slots do not reach it") {
+    f.host.run_for(15s);  // a ping went out; the peer is silent: pong_timeout
+    CHECK(f.app.deadlines.empty());
   }
 }
 

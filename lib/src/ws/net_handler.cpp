@@ -96,8 +96,8 @@ net::DeadlineAction NetHandler::on_deadline(net::Connection& conn, net::Deadline
     case Deadline::close_timeout:
       ++stats_.close_timeouts;  // closed with reason close_timeout
       return net::DeadlineAction::close;
-    default:
-      return net::DeadlineAction::close;  // the application's idle policy, max age, ...
+    default:  // the application's own slots, its idle policy, max age, ...
+      return app_.on_deadline(*c, event);
   }
 }
 
