@@ -24,10 +24,11 @@
 // null: version 1 of the protocol, unchanged (any origin unless
 // --allowed-origin is given).
 //
-// The deadline: one slot of the connection's deadline set, kAuthDeadline,
-// holds the connect timeout until the connect and then the token's expiry;
-// the WebSocket layer hands it to the Worker (ws::Application::on_deadline),
-// which closes with 3008 or 3000 "token expired". Bounded like every deadline: the wheel fires due slots a
+// The deadlines: two kinds of this program's (below) on the connection's
+// deadline set, the connect timeout until the connect and then the token's
+// expiry; the WebSocket layer hands them to the Worker
+// (ws::Application::on_deadline), which closes with 3008 or 3000 "token
+// expired". Bounded like every deadline: the wheel fires due slots a
 // bounded number per loop turn, so 100k tokens expiring in one second do not
 // stall the loop.
 //
@@ -42,7 +43,7 @@
 #include <heartwheel/auth/token_verifier.h>
 #include <heartwheel/common/time.h>
 #include <heartwheel/http/message.h>
-#include <heartwheel/net/deadline.h>
+#include <heartwheel/net/names.h>
 
 #include <chrono>
 #include <memory>
@@ -57,12 +58,32 @@ class App;
 
 namespace chat {
 
-// The slot of the connect timeout and of the token's expiry. net's slots are
-// a fixed list today: of the protocol slots, HTTP's keep-alive slot is
-// unused once the connection is a WebSocket (set only after the upgrade). It becomes a
-// deadline kind of its own once net's kinds are an open registry.
-inline constexpr heartwheel::net::Deadline kAuthDeadline =
-    heartwheel::net::Deadline::keepalive_timeout;
+// The connection's deadline kinds (heartwheel/net/names.h; numbers listed in
+// lib/src/net/README.md, "Numbers taken"): the connect timeout until the
+// connect, then the token's expiry (one of the two is set at a time). The
+// WebSocket layer hands them to Worker::on_deadline (ws::Application), which
+// closes with a WebSocket close frame (3008, 3000) and returns keep; the
+// reasons below name the TCP close only if that close handshake is cut short
+// by an application returning close instead.
+namespace close_reason {
+inline constexpr heartwheel::net::CloseReason connect_timeout{44};
+inline constexpr heartwheel::net::CloseReason token_expired{45};
+}  // namespace close_reason
+namespace deadline {
+inline constexpr heartwheel::net::Deadline connect_timeout{28};
+inline constexpr heartwheel::net::Deadline token_expiry{30};
+}  // namespace deadline
+namespace detail {
+inline constexpr heartwheel::net::CloseReasonName kAuthReasonNames[] = {
+    {close_reason::connect_timeout, "connect_timeout"},
+    {close_reason::token_expired, "token_expired"},
+};
+inline constexpr heartwheel::net::DeadlineName kAuthDeadlineNames[] = {
+    {deadline::connect_timeout, "connect_timeout", close_reason::connect_timeout},
+    {deadline::token_expiry, "token_expiry", close_reason::token_expired},
+};
+inline const heartwheel::net::NameRegistrar kAuthNames{kAuthReasonNames, kAuthDeadlineNames};
+}  // namespace detail
 
 // Close codes (docs/chat-protocol.md): a refused or expired token, and no
 // connect in time.

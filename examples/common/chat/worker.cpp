@@ -143,7 +143,7 @@ void Worker::open_chat(ws::Connection& conn, const std::optional<std::string>& n
   conn.set_user_data(client);
   ++stats_.chat_connections;
   if (auth_ && auth_->settings().authenticating()) {  // version 2: the connect comes first
-    conn.net().set_timeout(kAuthDeadline, auth_->settings().connect_timeout);
+    conn.net().set_timeout(deadline::connect_timeout, auth_->settings().connect_timeout);
     return;
   }
   const Json hello = {{"connect",

@@ -53,9 +53,8 @@ void Worker::connect(Client& client, std::string_view text) {
   if (left && left->count() <= 0) return refuse("the token expired");
 
   client.set_user(claims.user, user_info(client.id(), claims.user, claims.info));
-  conn.net().set_deadline(kAuthDeadline,
-                          left ? heartwheel::deadline_after(conn.net().timers().now(), *left)
-                               : heartwheel::kNever);
+  conn.net().clear_deadline(deadline::connect_timeout);
+  if (left) conn.net().set_timeout(deadline::token_expiry, *left);
   Json reply = {{"client", client.id()},
                 {"user", claims.user},
                 {"worker", index_},
@@ -87,8 +86,10 @@ void Worker::refresh(Client& client, const Json& id, const Json& req, const Repl
     return;
   }
   net::Connection& conn = client.ws.net();
-  conn.set_deadline(kAuthDeadline, left ? heartwheel::deadline_after(conn.timers().now(), *left)
-                                        : heartwheel::kNever);
+  if (left)
+    conn.set_timeout(deadline::token_expiry, *left);
+  else
+    conn.clear_deadline(deadline::token_expiry);
   reply(ok_reply(id, left ? ",\"expires_in_ms\":" + std::to_string(to_millis(*left)) : ""));
 }
 
@@ -126,13 +127,15 @@ bool Worker::permitted(Client& client, const Json& id, const std::string& op,
 
 net::DeadlineAction Worker::on_deadline(ws::Connection& conn, net::DeadlineEvent event) {
   auto* client = static_cast<Client*>(conn.user_data());
-  if (event.kind != kAuthDeadline || client == nullptr || !auth_) return net::DeadlineAction::close;
-  if (client->connected()) {
+  if (client == nullptr || !auth_) return net::DeadlineAction::close;
+  if (event.kind == deadline::token_expiry) {
     ++stats_.errors["token_expired"];
     (void)conn.close(kCloseUnauthorized, "token expired");
-  } else {
+  } else if (event.kind == deadline::connect_timeout) {
     ++stats_.errors["connect_timeout"];
     (void)conn.close(kCloseConnectTimeout, "no connect in time");
+  } else {
+    return net::DeadlineAction::close;  // the server's idle policy, max age, ...
   }
   return net::DeadlineAction::keep;  // the close handshake has its own timeout
 }
