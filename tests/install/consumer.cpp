@@ -3,14 +3,16 @@
 // It touches each layer a consumer links: a bare TimingWheel, a LoopWheel on
 // a libuv loop, a net::Server on port 0 with an http::NetHandler (so the
 // llhttp compiled into the http layer is linked too), answered over loopback
-// by a raw libuv client, and the auth layer's API key (SHA-256 through the
-// libcrypto a static auth layer needs at this link). Prints "ok" and exits 0 when all of that worked;
+// by a raw libuv client; a TLS client session's ClientHello (so libssl, private
+// to the tls layer, is linked); and the auth layer's API key (SHA-256 through
+// the libcrypto a static auth layer needs at this link). Prints "ok" and exits 0 when all of that worked;
 // otherwise says what failed and exits 1. Bounded: gives up after 10 s.
 #include <heartwheel/auth/api_key.h>
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/server.h>
 #include <heartwheel/timer/timing_wheel.h>
+#include <heartwheel/tls/session.h>
 #include <uv.h>
 
 #include <cstdio>
@@ -72,6 +74,16 @@ int main() {
   const auto key = hw::auth::ApiKey::from_string("consumer-key");
   if (!key.matches("consumer-key") || key.matches("consumer-kez"))
     return fail("auth::ApiKey does not match itself alone");
+
+  // A TLS client's first flight, in memory.
+  hw::tls::ContextOptions tls_options;
+  tls_options.role = hw::tls::Role::client;
+  tls_options.insecure = true;
+  hw::tls::Context tls_context(tls_options);
+  hw::tls::Session session = hw::tls::Session::client(tls_context, "localhost");
+  std::string hello;
+  if (!session.start(hello) || hello.size() < 5 || hello[0] != 0x16)
+    return fail("no TLS ClientHello");
   std::puts("ok");
   return 0;
 }

@@ -66,8 +66,8 @@ namespace chat {
 // reasons below name the TCP close only if that close handshake is cut short
 // by an application returning close instead.
 namespace close_reason {
-inline constexpr heartwheel::net::CloseReason connect_timeout{44};
-inline constexpr heartwheel::net::CloseReason token_expired{45};
+inline constexpr heartwheel::net::CloseReason connect_timeout{45};
+inline constexpr heartwheel::net::CloseReason token_expired{46};
 }  // namespace close_reason
 namespace deadline {
 inline constexpr heartwheel::net::Deadline connect_timeout{28};
