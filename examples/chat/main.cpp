@@ -34,6 +34,7 @@ namespace ws = heartwheel::ws;
 
 struct Flags {
   chat::WsFlags ws;  // the WebSocket server flags heartwheel-push shares
+  chat::AuthFlags auth;  // tokens, channel permissions, origins (auth_gate.h)
   std::string redis, redis_prefix = "hw:", presence_ttl = "30s", redis_timeout = "5s";
   std::size_t redis_buffer = 1024;
   chat::RedisClusterFlags redis_cluster;  // --redis-cluster, --redis-wait-replicas
@@ -59,6 +60,7 @@ Setup make_setup(const Flags& f) {
   if (f.uring_fanout && !chat::UringFanout::built())
     throw std::invalid_argument("--uring-fanout: this build has no liburing (liburing-dev)");
   s.config.uring_fanout = f.uring_fanout;
+  s.config.auth = chat::make_auth_settings(f.auth);
 
   if (chat::redis_wanted(f.redis, f.redis_cluster)) {
     pubsub::RedisBrokerOptions r;
@@ -125,6 +127,7 @@ int main(int argc, char** argv) {
   chat::add_ws_flags(
       app, f.ws, "worker threads, each with its own loop, wheel and pub/sub hub (SO_REUSEPORT)");
   chat::add_production_flags(app, production);
+  chat::add_auth_flags(app, f.auth);
   app.add_flag("--no-join-leave", f.no_join_leave,
                "no join/leave pushes (presence counts are still answered): for channels with "
                "thousands of subscribers, where every join would reach every subscriber");

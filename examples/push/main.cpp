@@ -45,6 +45,8 @@ struct Flags {
               load_interval = "1s", lease = "30s", reap_interval = "1s", takeover_grace = "2s",
               max_delay = "720h", sse_heartbeat = "15s";
   heartwheel::cli::ServerFlags server;
+  chat::AuthFlags auth;  // tokens, channel rules, origins (examples/common/chat/auth_gate.h)
+  std::string api_key_file;
 };
 
 struct Setup {
@@ -120,6 +122,14 @@ Setup make_setup(const Flags& f) {
   c.http.send_timeout = parse_duration_flag("--send-timeout", f.send_timeout);
   c.http.max_body_bytes = f.ws.max_message_size + 4096;  // the JSON around the data: 413 beyond
 
+  c.auth = chat::make_auth_settings(f.auth);
+  if (!f.api_key_file.empty()) {
+    try {
+      s.node.api_key = heartwheel::auth::ApiKey::from_file(f.api_key_file);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(std::string("--api-key-file: ") + e.what());
+    }
+  }
   s.listen = chat::apply_workers_flags(f.ws, c, s.workers);
   heartwheel::cli::apply_server_flags(f.server, s.workers.server);
   s.workers.server.validate();
@@ -149,7 +159,8 @@ void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
       {"publish_accepted", n.publish_accepted},       {"publish_refused", n.publish_refused},
       {"publish_unavailable", n.publish_unavailable}, {"cancels_done", n.cancels_done},
       {"cancels_missed", n.cancels_missed},           {"delivered", n.delivered},
-      {"deliver_refused", n.deliver_refused}};
+      {"deliver_refused", n.deliver_refused},        {"unauthorized", n.publish_unauthorized},
+      {"sse_refused", n.sse_refused}};
   j["ws_protocol"] = {{"connections", c.chat.chat_connections},
                       {"requests", c.chat.requests},
                       {"errors", c.chat.errors}};
@@ -194,6 +205,10 @@ void add_flags(CLI::App& app, Flags& f) {
       "HOST:PORT to serve GET /metrics on (Prometheus text format, every worker "
       "merged; port 0: pick one, printed as 'metrics on HOST:PORT'); off when not given");
   heartwheel::cli::add_server_flags(app, f.server);
+  chat::add_auth_flags(app, f.auth);
+  app.add_option("--api-key-file", f.api_key_file,
+                 "POST /publish and DELETE /publish/ID need the header 'Authorization: apikey "
+                 "KEY' with the key in FILE (else 401); default: open");
 }
 
 }  // namespace

@@ -31,6 +31,8 @@ void NodeStats::merge(const NodeStats& o) {
   publish_accepted += o.publish_accepted;
   publish_refused += o.publish_refused;
   publish_unavailable += o.publish_unavailable;
+  publish_unauthorized += o.publish_unauthorized;
+  sse_refused += o.sse_refused;
   cancels_done += o.cancels_done;
   cancels_missed += o.cancels_missed;
   delivered += o.delivered;
@@ -76,7 +78,8 @@ Node::Node(unsigned index, heartwheel::LoopWheel& wheel, const NodeConfig& node,
              [this](const push::DelayedPush& p, push::DeliveredCallback done) {
                deliver(p, std::move(done));
              }),
-      chat_(index, chat, broker, roster, chat_board) {
+      chat_(index, chat, broker, roster, chat_board),
+      auth_(node.api_key ? &*node.api_key : nullptr, chat.auth.get()) {
   redis_.start();
   queue_.start();
 }
@@ -107,6 +110,15 @@ NodeStats Node::stats() const {
 
 bool Node::route(const http::Request& req, http::Responder& r) {
   const std::string_view path = req.path();
+  if (path == "/publish" || path.substr(0, 9) == "/publish/") {
+    if (const auto refused = auth_.check_publish(req)) {
+      ++stats_.publish_unauthorized;
+      http::Response no = json_response(401, error_json(refused->code, refused->message));
+      no.headers.push_back({"WWW-Authenticate", "apikey"});
+      r.respond(std::move(no));
+      return true;
+    }
+  }
   if (path == "/publish") {
     if (req.method != "POST")
       r.respond(not_allowed("POST"));
@@ -184,6 +196,11 @@ void Node::open_sse(const http::Request& req, http::Responder r) {
   const auto channel = req.query_param("channel");
   if (!channel || channel->empty()) {
     r.respond(json_response(400, error_json("bad_request", "GET /sse?channel=NAME")));
+    return;
+  }
+  if (const auto refused = auth_.check_sse(req, *channel)) {
+    ++stats_.sse_refused;
+    r.respond(json_response(refused->status, error_json(refused->code, refused->message)));
     return;
   }
   std::optional<std::uint64_t> last;

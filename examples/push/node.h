@@ -19,9 +19,11 @@
 #include <heartwheel/redis/client.h>
 
 #include <memory>
-#include <vector>
+#include <optional>
 #include <unordered_map>
+#include <vector>
 
+#include "push_auth.h"
 #include "sse.h"
 #include "worker.h"
 
@@ -33,6 +35,8 @@ struct NodeConfig {
   heartwheel::push::DelayedQueueOptions delayed;
   SseOptions sse;
   heartwheel::Duration max_delay = std::chrono::hours(24 * 30);
+  // --api-key-file: POST and DELETE /publish need it (push_auth.h).
+  std::optional<heartwheel::auth::ApiKey> api_key;
 };
 
 // What one node counts beyond chat's counters (merged over workers).
@@ -46,6 +50,8 @@ struct NodeStats {
   std::uint64_t publish_accepted = 0;     // 202
   std::uint64_t publish_refused = 0;      // 400
   std::uint64_t publish_unavailable = 0;  // 503: Redis down or slow
+  std::uint64_t publish_unauthorized = 0; // 401: no or wrong API key (POST and DELETE)
+  std::uint64_t sse_refused = 0;          // 401/403: SSE token or channel rules
   std::uint64_t cancels_done = 0;         // 204
   std::uint64_t cancels_missed = 0;       // 404
   std::uint64_t delivered = 0;            // pushes handed to the bus
@@ -104,6 +110,7 @@ class Node final : public heartwheel::net::Handler {
   heartwheel::redis::Client redis_;
   heartwheel::push::DelayedQueue queue_;
   chat::Worker chat_;
+  PushAuth auth_;
   // After chat_: destroyed before the hub they subscribe through.
   std::unordered_map<SseStream*, std::unique_ptr<SseStream>> streams_;
 };
