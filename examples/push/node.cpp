@@ -1,6 +1,7 @@
 // See node.h.
 #include "node.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "api.h"
@@ -11,9 +12,21 @@ namespace http = heartwheel::http;
 namespace pubsub = heartwheel::pubsub;
 namespace push = heartwheel::push;
 
-void NodeStats::merge(const NodeStats& o) noexcept {
+void NodeStats::merge(const NodeStats& o) {
   delayed.merge(o.delayed);
   redis.merge(o.redis);
+  for (const heartwheel::redis::MasterStats& m : o.redis_masters) {
+    auto mine = std::find_if(redis_masters.begin(), redis_masters.end(),
+                             [&](const auto& x) { return x.address == m.address; });
+    if (mine == redis_masters.end()) {
+      redis_masters.push_back(m);
+      continue;
+    }
+    mine->slots = std::max(mine->slots, m.slots);
+    mine->connected = mine->connected && m.connected;
+    mine->pending += m.pending;
+    mine->link.merge(m.link);
+  }
   sse.merge(o.sse);
   publish_accepted += o.publish_accepted;
   publish_refused += o.publish_refused;
@@ -88,6 +101,7 @@ NodeStats Node::stats() const {
   NodeStats s = stats_;
   s.delayed = queue_.stats();
   s.redis = redis_.stats();
+  s.redis_masters = redis_.masters();
   return s;
 }
 

@@ -19,6 +19,7 @@
 #include <heartwheel/redis/client.h>
 
 #include <memory>
+#include <vector>
 #include <unordered_map>
 
 #include "sse.h"
@@ -38,6 +39,9 @@ struct NodeConfig {
 struct NodeStats {
   heartwheel::push::DelayedQueueStats delayed{.queues = 0};
   heartwheel::redis::LinkStats redis{.links = 0};
+  // --redis-cluster: each master as the nodes' links see it, by address
+  // (connected: every node's connection to it is open; the rest summed).
+  std::vector<heartwheel::redis::MasterStats> redis_masters;
   SseStats sse;
   std::uint64_t publish_accepted = 0;     // 202
   std::uint64_t publish_refused = 0;      // 400
@@ -48,7 +52,7 @@ struct NodeStats {
   std::uint64_t deliver_refused =
       0;  // the broker refused one (Redis unavailable): left to the lease
 
-  void merge(const NodeStats& o) noexcept;
+  void merge(const NodeStats& o);
 };
 
 class Node final : public heartwheel::net::Handler {
