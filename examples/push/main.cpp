@@ -40,7 +40,7 @@ struct Flags {
   // Redis and the delayed queue.
   std::string redis_timeout = "2s", key_prefix = "heartwheel:push:", window = "60s",
               load_interval = "1s", lease = "30s", reap_interval = "1s", takeover_grace = "2s",
-              max_delay = "720h", sse_heartbeat = "15s";
+              max_delay = "168h", sse_heartbeat = "15s";
   heartwheel::cli::ServerFlags server;
 };
 

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "api.h"
+#include "caller.h"
 
 namespace pushsrv {
 
@@ -107,7 +108,7 @@ bool Node::route(const http::Request& req, http::Responder& r) {
     else if (id.empty())
       r.respond(json_response(404, error_json("not_found", "no such push")));
     else
-      cancel(id, std::move(r));
+      cancel(id, caller_of(req), std::move(r));
     return true;
   }
   if (path == "/sse") {
@@ -132,7 +133,7 @@ void Node::publish(const http::Request& req, http::Responder r) {
   // Responders are move-only; the callback is a std::function.
   auto answer = std::make_shared<http::Responder>(std::move(r));
   const std::error_code refused = queue_.schedule(
-      std::move(p.channel), std::move(p.data), due,
+      std::move(p.channel), std::move(p.data), due, caller_of(req).key_id,
       [this, answer](std::error_code ec, const push::DelayedPush& stored) {
         if (ec) {
           ++stats_.publish_unavailable;
@@ -148,10 +149,11 @@ void Node::publish(const http::Request& req, http::Responder r) {
   }
 }
 
-void Node::cancel(std::string_view id, http::Responder r) {
+void Node::cancel(std::string_view id, const Caller& caller, http::Responder r) {
   auto answer = std::make_shared<http::Responder>(std::move(r));
+  // Another key's push answers 404 like an unknown one: no probing for ids.
   const std::error_code refused =
-      queue_.cancel(id, [this, answer](std::error_code ec, bool cancelled) {
+      queue_.cancel(id, caller.cancel_owner(), [this, answer](std::error_code ec, bool cancelled) {
         if (ec) {
           answer->respond(unavailable(ec));
         } else if (cancelled) {

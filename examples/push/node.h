@@ -21,6 +21,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "caller.h"
 #include "sse.h"
 #include "worker.h"
 
@@ -86,7 +87,7 @@ class Node final : public heartwheel::net::Handler {
 
  private:
   void publish(const heartwheel::http::Request& req, heartwheel::http::Responder r);
-  void cancel(std::string_view id, heartwheel::http::Responder r);
+  void cancel(std::string_view id, const Caller& caller, heartwheel::http::Responder r);
   void open_sse(const heartwheel::http::Request& req, heartwheel::http::Responder r);
   void deliver(const heartwheel::push::DelayedPush& push, heartwheel::push::DeliveredCallback done);
   void end_streams() noexcept;
