@@ -57,6 +57,7 @@ Node::Node(unsigned index, heartwheel::LoopWheel& wheel, const NodeConfig& node,
            const chat::Config& chat, pubsub::Broker& broker, chat::Roster& roster,
            chat::StatsBoard& chat_board)
     : config_(node),
+      chat_config_(chat),
       broker_(broker),
       hub_(broker, hub_options(wheel.loop())),
       redis_(wheel, node.redis),
@@ -122,7 +123,8 @@ bool Node::route(const http::Request& req, http::Responder& r) {
 }
 
 void Node::publish(const http::Request& req, http::Responder r) {
-  auto parsed = parse_publish(req.body, broker_.limits(), config_.max_delay);
+  auto parsed =
+      parse_publish(req.body, broker_.limits(), config_.max_delay, chat_config_.max_json_depth);
   if (const auto* bad = std::get_if<ApiError>(&parsed)) {
     ++stats_.publish_refused;
     r.respond(json_response(bad->status, error_json(bad->code, bad->message)));

@@ -32,7 +32,7 @@ struct NodeConfig {
   heartwheel::redis::ClientOptions redis;
   heartwheel::push::DelayedQueueOptions delayed;
   SseOptions sse;
-  heartwheel::Duration max_delay = std::chrono::hours(24 * 30);
+  heartwheel::Duration max_delay = std::chrono::hours(24 * 7);
 };
 
 // What one node counts beyond chat's counters (merged over workers).
@@ -93,6 +93,7 @@ class Node final : public heartwheel::net::Handler {
   void end_streams() noexcept;
 
   const NodeConfig& config_;
+  const chat::Config& chat_config_;
   heartwheel::pubsub::Broker& broker_;
   NodeStats stats_;
   // This node's own hub (besides chat's, made at the first connection):

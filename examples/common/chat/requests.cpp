@@ -3,6 +3,7 @@
 // not a request, gets an error reply; the connection stays open.
 #include <heartwheel/pubsub/limits.h>
 
+#include "bounded_json.h"
 #include "client.h"
 #include "protocol.h"
 #include "worker.h"
@@ -61,11 +62,16 @@ void Worker::handle(Client& client, std::string_view text) {
   const Reply reply = [this, key = client.key(), slot](std::string r) {
     fill_reply(key, slot, std::move(r));
   };
-  Json req = Json::parse(text, nullptr, false);
-  if (req.is_discarded()) {
+  heartwheel::cli::BoundedJson parsed = heartwheel::cli::parse_bounded_json(text, config_.max_json_depth);
+  if (parsed.status == heartwheel::cli::BoundedJson::Status::too_deep)
+    return reply(error(nullptr, "too_deep",
+                       "the frame nests arrays and objects more than " +
+                           std::to_string(config_.max_json_depth) + " deep"));
+  if (parsed.status != heartwheel::cli::BoundedJson::Status::ok) {
     ++stats_.bad_json;
     return reply(error(nullptr, "bad_json", "the frame is not JSON"));
   }
+  const Json req = std::move(parsed.value);
   if (!req.is_object()) return reply(error(nullptr, "bad_request", "a request is a JSON object"));
   const Json id = req.contains("id") ? req["id"] : Json(nullptr);
   const auto op = req.find("op");

@@ -29,6 +29,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "bounded_json.h"
 #include "roster.h"
 #include "stats_board.h"
 
@@ -42,6 +43,7 @@ struct Config {
   heartwheel::http::SessionOptions http;
   heartwheel::ws::NetHandlerOptions ws;
   std::size_t history_size = 0;  // the default and largest `limit` of a history request
+  std::size_t max_json_depth = heartwheel::cli::kDefaultMaxJsonDepth;  // --max-json-depth: deeper requests are refused (too_deep)
   bool presence_events = true;   // join/leave pushes (--presence-events)
   bool uring_fanout = false;     // --uring-fanout: a fan-out's sends in io_uring batches
   heartwheel::Duration stats_interval = std::chrono::seconds(1);

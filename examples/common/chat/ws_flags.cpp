@@ -30,6 +30,11 @@ void add_ws_flags(CLI::App& app, WsFlags& f, const std::string& workers_help) {
                  "largest WebSocket message accepted (bigger: close 1009); also the largest "
                  "publication's data")
       ->capture_default_str();
+  app.add_option("--max-json-depth", f.max_json_depth,
+                 "deepest nesting of arrays and objects in a request (deeper: refused while "
+                 "parsing, error too_deep)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{10000}));
   app.add_option("--history-size", f.history_size,
                  "publications kept per channel for recovery and history (0: none)")
       ->capture_default_str();
@@ -70,6 +75,7 @@ void apply_ws_flags(const WsFlags& f, Config& c) {
                                 "'");
   w.validate();
   c.history_size = f.history_size;
+  c.max_json_depth = f.max_json_depth;
   c.stats_interval = parse_duration_flag("--stats-interval", f.stats_interval);
   if (c.stats_interval.count() <= 0)
     throw std::invalid_argument("--stats-interval must be positive");
