@@ -146,7 +146,7 @@ void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
       {"deliver_refused", n.deliver_refused}};
   j["ws_protocol"] = {{"connections", c.chat.chat_connections},
                       {"requests", c.chat.requests},
-                      {"errors", c.chat.errors}};
+                      {"errors", c.chat.errors}, {"limits", c.chat.limits}};
   heartwheel::cli::write_file_atomically(path, j.dump(2) + '\n');
 }
 

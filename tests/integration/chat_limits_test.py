@@ -75,5 +75,70 @@ def test_80000_deep_message_gets_an_error_and_the_process_lives():
         assert st["chat"]["errors"]["too_deep"] == 3, st["chat"]
 
 
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+async def fill_history(s, channel, count, size):
+    async with websockets.connect(s.url("/ws?name=filler"), ping_interval=None) as ws:
+        await ws.recv()
+        blob = "x" * size
+        for i in range(count):
+            await ws.send(json.dumps({"id": i + 1, "op": "publish", "channel": channel,
+                                      "data": blob}))
+            assert (await recv_reply(ws, i + 1))["ok"]
+
+
+def test_never_read_clients_asking_for_history_keep_rss_bounded():
+    """The attack: history of 100 x 60 KB (6 MB per reply); 5 clients that never
+    read send 9 history requests each. It made the server queue 239 MiB.
+    Now a reply holds at most --max-reply-bytes (1 MiB: the newest that fit,
+    "truncated":true) and replies count against --max-queued-bytes (1 MiB)
+    like publications: the server's extra RSS stays under 64 MiB."""
+    from chat_support import RawClient, TEXT
+    with Server(SERVER_BINARY) as s:
+        asyncio.run(fill_history(s, "big", 100, 60000))
+
+        async def read_one():
+            async with websockets.connect(s.url("/ws?name=reader"), ping_interval=None,
+                                          max_size=None) as ws:
+                await ws.recv()
+                await ws.send(json.dumps({"id": 1, "op": "history", "channel": "big"}))
+                return await recv_reply(ws, 1)
+        hist = asyncio.run(read_one())
+        assert hist["truncated"] is True and hist["limit"] == len(hist["publications"]), \
+            {k: v for k, v in hist.items() if k != "publications"}
+        assert 10 <= hist["limit"] < 100, hist["limit"]
+        assert len(json.dumps(hist)) <= 1 << 20
+        # The newest ones, in order.
+        offsets = [p["offset"] for p in hist["publications"]]
+        assert offsets == list(range(101 - len(offsets), 101)), offsets[:3]
+
+        before = rss_kib(s.proc.pid)
+        clients = [RawClient(s.port, "/ws?name=sink%d" % i, rcvbuf=4096) for i in range(5)]
+        for c in clients:
+            for i in range(9):
+                try:
+                    c.send(TEXT, json.dumps({"id": i, "op": "history", "channel": "big"}))
+                except OSError:
+                    break  # closed as a slow consumer: that is the point
+        st = s.read_stats(lambda st: sum(st["chat"]["limits"].values()) >= 5, timeout=20)
+        peak = rss_kib(s.proc.pid)
+        extra_mib = (peak - before) / 1024.0
+        print("extra RSS under the never-read attack: %.1f MiB (before %d KiB, after %d KiB); "
+              "limits %s" % (extra_mib, before, peak, st["chat"]["limits"]))
+        assert extra_mib < 64, extra_mib
+        assert st["chat"]["limits"].get("reply_slow_consumer", 0) >= 5, st["chat"]["limits"]
+        for c in clients:
+            c.sock.close()
+        # Still serving.
+        assert asyncio.run(read_one())["truncated"] is True
+        assert s.proc.poll() is None
+
+
 if __name__ == "__main__":
     run_tests(globals(), sys.argv)

@@ -35,6 +35,17 @@ void add_ws_flags(CLI::App& app, WsFlags& f, const std::string& workers_help) {
                  "parsing, error too_deep)")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{10000}));
+  app.add_option("--max-reply-bytes", f.max_reply_bytes,
+                 "largest history, presence or recovery list in one reply: history keeps the "
+                 "newest that fit (\"truncated\":true), a recovery that does not fit is "
+                 "\"recovered\":false")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{4096}, std::size_t{1} << 30));
+  app.add_option("--max-requests-in-flight", f.max_requests_in_flight,
+                 "per connection: requests waiting for their replies; more are refused "
+                 "(limit_exceeded)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{100000}));
   app.add_option("--history-size", f.history_size,
                  "publications kept per channel for recovery and history (0: none)")
       ->capture_default_str();
@@ -76,6 +87,8 @@ void apply_ws_flags(const WsFlags& f, Config& c) {
   w.validate();
   c.history_size = f.history_size;
   c.max_json_depth = f.max_json_depth;
+  c.max_reply_bytes = f.max_reply_bytes;
+  c.max_requests_in_flight = f.max_requests_in_flight;
   c.stats_interval = parse_duration_flag("--stats-interval", f.stats_interval);
   if (c.stats_interval.count() <= 0)
     throw std::invalid_argument("--stats-interval must be positive");
