@@ -140,5 +140,56 @@ def test_never_read_clients_asking_for_history_keep_rss_bounded():
         assert s.proc.poll() is None
 
 
+def test_max_channels_and_max_history_bytes_bound_what_publishes_hold():
+    """The attack: publications of 60 KB to ever new channels, each kept with
+    history (it added 117 MiB in 3.7 s). Now the channels are capped
+    (--max-channels: limit_exceeded, counted) and so is the history memory
+    (--max-history-bytes: the oldest publications of the largest channels
+    go first, and a recovery that needed them says recovered: false)."""
+    async def go(s):
+        async with websockets.connect(s.url("/ws?name=many"), ping_interval=None) as ws:
+            await ws.recv()
+            rid = 0
+            codes = []
+            for i in range(60):
+                rid += 1
+                await ws.send(json.dumps({"id": rid, "op": "publish", "channel": "u%d" % i,
+                                          "data": "x" * 40000}))
+                r = await recv_reply(ws, rid)
+                codes.append(r["error"]["code"] if "error" in r else "ok")
+            assert codes[:50] == ["ok"] * 50, codes
+            assert codes[50:] == ["limit_exceeded"] * 10, codes
+            rid += 1
+            await ws.send(json.dumps({"id": rid, "op": "subscribe", "channel": "new-one"}))
+            assert (await recv_reply(ws, rid))["error"]["code"] == "limit_exceeded"
+            # An existing channel still works, and is the largest now: its oldest
+            # publications go first once the history budget (2.5 MB) is passed.
+            for k in range(20):
+                rid += 1
+                await ws.send(json.dumps({"id": rid, "op": "publish", "channel": "u0",
+                                          "data": "y" * 40000}))
+                assert (await recv_reply(ws, rid))["ok"]
+            rid += 1
+            await ws.send(json.dumps({"id": rid, "op": "history", "channel": "u0"}))
+            hist = await recv_reply(ws, rid)
+            rid += 1
+            await ws.send(json.dumps({"id": rid, "op": "subscribe", "channel": "u0",
+                                      "since": {"offset": 0, "epoch": hist["epoch"]}}))
+            sub = await recv_reply(ws, rid)
+            assert sub["ok"] and sub["recovered"] is False, sub
+            return hist
+
+    with Server(SERVER_BINARY, "--max-channels", "50", "--max-history-bytes", "2500000") as s:
+        hist = asyncio.run(go(s))
+        st = s.read_stats(lambda st: st["pubsub"]["bus"]["channels_refused"] >= 11)
+        bus = st["pubsub"]["bus"]
+        assert bus["channels"] <= 50, bus
+        assert bus["history_bytes"] <= 2500000, bus
+        assert bus["history_evictions"] > 0, bus
+        assert st["chat"]["errors"]["limit_exceeded"] == 11, st["chat"]["errors"]
+        # u0 lost its oldest; the other channels kept theirs (one each).
+        assert hist["publications"][0]["offset"] > 1, [p["offset"] for p in hist["publications"]]
+
+
 if __name__ == "__main__":
     run_tests(globals(), sys.argv)

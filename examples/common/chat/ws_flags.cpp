@@ -46,6 +46,16 @@ void add_ws_flags(CLI::App& app, WsFlags& f, const std::string& workers_help) {
                  "(limit_exceeded)")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{100000}));
+  app.add_option("--max-channels", f.max_channels,
+                 "channels the in-process bus holds at once (with subscribers or history); a "
+                 "publish or subscribe that needs one more: limit_exceeded")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40));
+  app.add_option("--max-history-bytes", f.max_history_bytes,
+                 "data bytes of every channel's history together (in-process bus); past it the "
+                 "oldest publications of the largest histories go first")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 50));
   app.add_option("--history-size", f.history_size,
                  "publications kept per channel for recovery and history (0: none)")
       ->capture_default_str();
@@ -101,6 +111,8 @@ void apply_channel_flags(const WsFlags& f, bool join_leave, heartwheel::pubsub::
   if (f.history_size > 0 && bus.channel.history_ttl.count() <= 0)
     throw std::invalid_argument("--history-ttl must be positive when --history-size is not 0");
   bus.limits.max_data_bytes = f.max_message_size;  // what fits in a message may be published
+  bus.max_channels = f.max_channels;
+  bus.max_history_bytes = f.max_history_bytes;
   bus.validate();
 }
 

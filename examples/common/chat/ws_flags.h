@@ -37,14 +37,16 @@ struct WsFlags {
               drain_timeout = "10s", tick = "10ms", stats_interval = "1s";
   std::size_t max_message_size = 64 * 1024, history_size = 100, max_queued_bytes = 1 << 20,
               max_json_depth = heartwheel::cli::kDefaultMaxJsonDepth,
-              max_reply_bytes = std::size_t{1} << 20, max_requests_in_flight = 32;
+              max_reply_bytes = std::size_t{1} << 20, max_requests_in_flight = 32,
+              max_channels = 100000, max_history_bytes = std::size_t{256} << 20;
   std::string slow_consumer = "close";
   std::string stats_json;
 };
 
 // Registers --listen, --workers (with `workers_help`), --ping-interval,
 // --pong-timeout, --close-timeout, --max-message-size, --max-json-depth,
-// --max-reply-bytes, --max-requests-in-flight, --history-size,
+// --max-reply-bytes, --max-requests-in-flight, --max-channels,
+// --max-history-bytes, --history-size,
 // --history-ttl, --slow-consumer, --max-queued-bytes, --drain-timeout, --tick,
 // --stats-json and --stats-interval.
 void add_ws_flags(CLI::App& app, WsFlags& flags, const std::string& workers_help);
