@@ -1,6 +1,7 @@
 // See api.h.
 #include "api.h"
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "bounded_json.h"
@@ -57,6 +58,19 @@ std::variant<PublishRequest, ApiError> parse_publish(std::string_view body,
     out.delay_ms = delay->get<std::int64_t>();
   }
   return out;
+}
+
+bool is_json_content_type(const std::string* value) {
+  if (value == nullptr) return false;
+  std::string_view v(*value);
+  v = v.substr(0, v.find(';'));
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  constexpr std::string_view kJson = "application/json";
+  if (v.size() != kJson.size()) return false;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(v[i])) != kJson[i]) return false;
+  return true;
 }
 
 std::string_view id_from_path(std::string_view path) {

@@ -35,6 +35,10 @@ std::variant<PublishRequest, ApiError> parse_publish(std::string_view body,
                                                      heartwheel::Duration max_delay,
                                                      std::size_t max_depth);
 
+// True for "application/json", with any parameters ("; charset=utf-8") and
+// in any case; false for anything else or no header.
+bool is_json_content_type(const std::string* value);
+
 // {"error":{"code":C,"message":M}}
 std::string error_json(std::string_view code, std::string_view message);
 // {"id":ID,"due_ms":N}

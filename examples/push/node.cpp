@@ -123,6 +123,14 @@ bool Node::route(const http::Request& req, http::Responder& r) {
 }
 
 void Node::publish(const http::Request& req, http::Responder r) {
+  // Only JSON: a cross-site form (text/plain, urlencoded, multipart) can
+  // post without a CORS preflight; application/json cannot.
+  if (!is_json_content_type(req.header("Content-Type"))) {
+    ++stats_.publish_refused;
+    r.respond(json_response(415, error_json("unsupported_media_type",
+                                            "POST /publish takes Content-Type: application/json")));
+    return;
+  }
   auto parsed =
       parse_publish(req.body, broker_.limits(), config_.max_delay, chat_config_.max_json_depth);
   if (const auto* bad = std::get_if<ApiError>(&parsed)) {
@@ -171,6 +179,7 @@ void Node::cancel(std::string_view id, const Caller& caller, http::Responder r) 
 }
 
 void Node::open_sse(const http::Request& req, http::Responder r) {
+  r.clear_deadline();  // a stream: the request timeout bounded only its arrival
   const auto channel = req.query_param("channel");
   if (!channel || channel->empty()) {
     r.respond(json_response(400, error_json("bad_request", "GET /sse?channel=NAME")));

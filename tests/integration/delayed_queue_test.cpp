@@ -345,7 +345,7 @@ TEST_CASE("Delayed queue options are validated with the field named", "[push][de
 }
 
 TEST_CASE("A push scheduled with an owner is cancelled only by that owner or an admin, and is "
-          "delivered with its owner; ids are random UUIDv4s",
+          "delivered with its owner, and ids are random UUIDv4s",
           "[push][delayed][redis]") {
   hwproc::Watchdog dog(Ms(60000));
   RedisServer server;
