@@ -19,7 +19,7 @@ endif()
 add_library(llhttp OBJECT ${LLHTTP_SRC_DIR}/api.c ${LLHTTP_SRC_DIR}/http.c ${LLHTTP_SRC_DIR}/llhttp.c)
 target_include_directories(llhttp SYSTEM PUBLIC ${LLHTTP_INCLUDE_DIR})
 set_target_properties(llhttp PROPERTIES C_STANDARD 99 POSITION_INDEPENDENT_CODE ON)
-target_compile_options(llhttp PRIVATE -w)
+target_compile_options(llhttp PRIVATE -w ${HEARTWHEEL_LIBRARY_FLAG_LIST})
 
 # The minimum libuv is also written into the installed package (cmake/Package.cmake).
 set(HEARTWHEEL_LIBUV_VERSION 1.44)

@@ -38,7 +38,7 @@ using StatsBoard = metrics::WorkerBoard<http::SessionStats>;
 nlohmann::json to_json(const http::SessionStats& s) {
   // Close reasons spelled as everywhere else (net::to_string): one naming style.
   nlohmann::json closed = nlohmann::json::object();
-  for (std::size_t i = 0; i < net::kCloseReasonCount; ++i)
+  for (std::size_t i = 0; i < s.closed_by_reason.size(); ++i)
     if (s.closed_by_reason[i] != 0)
       closed[net::to_string(static_cast<net::CloseReason>(i))] = s.closed_by_reason[i];
   return {{"sessions", s.sessions},

@@ -81,8 +81,9 @@ nlohmann::json summary(const rpcclient::RpcClient& client) {
   const auto& f = client.rpc_stats();
   const auto& n = client.net_stats();
   nlohmann::json closed;
-  for (std::size_t r = 0; r < net::kCloseReasonCount; ++r)
-    closed[net::to_string(static_cast<net::CloseReason>(r))] = n.closed_by_reason[r];
+  for (std::size_t r = 0; r < n.closed_by_reason.size(); ++r)
+    if (net::is_named(static_cast<net::CloseReason>(r)))
+      closed[net::to_string(static_cast<net::CloseReason>(r))] = n.closed_by_reason[r];
   const auto connects = client.connects();
   return {
       {"calls_started", s.started},

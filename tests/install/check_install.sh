@@ -15,8 +15,8 @@
 # The library builds have examples, tools and tests off (40-60 s each on 2 idle
 # cores without ccache); with HEARTWHEEL_INSTALL_FROM_BUILD=DIR (as ctest runs
 # it) step 1 installs the already built DIR instead of building the library
-# again. HEARTWHEEL_INSTALL_QUICK=1 runs step 1 only (tools/run-tests without
-# --all: steps 2 and 3 build the library twice more). Exits 0 only if every
+# again. HEARTWHEEL_INSTALL_QUICK=1 runs step 1 only (tools/run-tests sets it
+# unless --all: steps 2 and 3 build the library twice more). Exits 0 only if every
 # way worked.
 #
 # Usage: check_install.sh SOURCE_DIR WORK_DIR [CMAKE_ARG...]

@@ -1,6 +1,7 @@
 // Runs the benchmarks with tiny sizes and --json, and checks that every line
 // parses and carries the fields docs/BENCHMARKS.md and scripts rely on. The
-// paths of the executables come from the build (TIMER_BENCH, IDLE_BENCH, PUBSUB_BENCH).
+// paths of the executables come from the build (TIMER_BENCH, IDLE_BENCH, PUBSUB_BENCH,
+// CLOCK_BENCH, EXPIRING_MAP_BENCH).
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -159,4 +160,32 @@ TEST_CASE("The clock bench prints the cost of the stall-proof stamp against the 
   for (const char* k : {"cached_uv_now_ns", "loopwheel_now_ns", "hrtime_ns"})
     CHECK(j.at(k).get<double>() > 0);
   CHECK(j.at("ratio_loopwheel_now_to_cached").get<double>() > 0);
+}
+
+TEST_CASE("The expiring map bench prints each impl, op and N with its ratio, then the targets",
+          "[bench][smoke]") {
+  const Run run = run_json(std::string(EXPIRING_MAP_BENCH) + " --json --n 2000 --reps 1 --min-ops 5000");
+  REQUIRE(run.status == 0);
+  std::set<std::string> impls, ops;
+  std::size_t targets = 0;
+  for (const auto& j : run.lines) {
+    REQUIRE(j.at("bench") == "expiring_map");
+    if (j.contains("target")) {
+      ++targets;
+      REQUIRE(j.at("target") == "at_least_as_fast_as_heap");
+      REQUIRE(j.at("met").is_boolean());
+      REQUIRE(j.at("value").get<double>() > 0);
+      continue;
+    }
+    impls.insert(j.at("impl").get<std::string>());
+    ops.insert(j.at("op").get<std::string>());
+    REQUIRE(j.at("n") == 2000);
+    REQUIRE(j.at("ns_per_op").get<double>() > 0);
+    REQUIRE(j.at("median_ns_per_op").get<double>() > 0);
+    REQUIRE(j.at("bytes_per_entry").get<double>() > 0);
+    REQUIRE(j.at("ratio_vs_expiring_map").get<double>() > 0);
+  }
+  CHECK(impls == std::set<std::string>{"expiring_map", "heap4", "heap4_lazy"});
+  CHECK(ops == std::set<std::string>{"insert", "get_refresh", "expire"});
+  CHECK(targets == 3);
 }

@@ -3,6 +3,7 @@
 #include <heartwheel/net/connector.h>
 #include <heartwheel/net/heartbeat.h>
 #include <heartwheel/net/server.h>
+#include <heartwheel/net/slot_heartbeat.h>
 #include <netinet/tcp.h>
 
 #include "net_test_support.h"
@@ -13,7 +14,10 @@ using net::CloseReason;
 namespace {
 
 struct ClientRecorder : net::Handler {
-  void on_open(net::Connection&) override { ++opened; }
+  void on_open(net::Connection& c) override {
+    ++opened;
+    if (open_hook) open_hook(c);
+  }
   void on_data(net::Connection& c, std::string_view d) override {
     received.append(d);
     if (data_hook) data_hook(c, d);
@@ -28,6 +32,7 @@ struct ClientRecorder : net::Handler {
   int opened = 0, closed = 0;
   CloseReason last_reason = CloseReason::local;
   std::string received;
+  std::function<void(net::Connection&)> open_hook;
   std::function<void(net::Connection&, std::string_view)> data_hook;
   std::function<net::DeadlineAction(net::Connection&, net::DeadlineEvent)> deadline_hook;
 };
@@ -100,7 +105,7 @@ TEST_CASE("A client reconnects with backoff and jitter when the server restarts 
   CHECK(client.stats().connect_failures >= 5);
 }
 
-TEST_CASE("Client heartbeats measure RTT, detect a dead server by read idle and reconnect",
+TEST_CASE("Client heartbeats get answers, detect a dead server by its silence and reconnect",
           "[net][connector][heartbeat]") {
   TestLoop t(5ms);
   // The server answers PING with PONG while `alive`, then goes silent.
@@ -112,26 +117,34 @@ TEST_CASE("Client heartbeats measure RTT, detect a dead server by read idle and 
   net::Server server(*t.wheel, server_rec, net::ServerOptions{});
   REQUIRE_FALSE(server.listen());
 
-  net::Heartbeat hb({.interval = 50ms, .miss_limit = 3, .jitter = 0.2},
-                    [](net::Connection& c) { c.write("PING"); });
+  const net::HeartbeatConfig hb{.interval = 50ms, .miss_limit = 3, .jitter = 0.2};
   net::ConnectorOptions co;
   co.port = server.port();
-  co.connection = hb.connection_options();
   co.backoff_initial = 20ms;
   ClientRecorder client_rec;
-  // The protocol keeps the heartbeat state; this test ends at the reconnect,
-  // so one state serves its one connection.
-  net::HeartbeatState state;
+  // The protocol keeps the heartbeat state (start() resets it for each
+  // connection): pings on the connection's ping deadline, a dead peer found
+  // by its pong_timeout deadline (net::SlotHeartbeat).
+  net::SlotHeartbeat beat;
+  Duration ping_sent{-1};
+  Duration rtt{-1};
+  client_rec.open_hook = [&](net::Connection& c) { beat.start(c, hb); };
   client_rec.data_hook = [&](net::Connection& c, std::string_view d) {
-    if (d == "PONG") hb.on_pong(c, state);
+    beat.note_read(c);
+    if (d == "PONG" && ping_sent.count() >= 0) rtt = hr_now() - ping_sent;
   };
   client_rec.deadline_hook = [&](net::Connection& c, net::DeadlineEvent e) {
-    return hb.on_deadline(c, e, state);
+    if (e.kind != net::Deadline::ping) return net::DeadlineAction::close;  // pong_timeout
+    if (beat.ping_due(c, hb)) {
+      ping_sent = hr_now();
+      c.write("PING");
+    }
+    return net::DeadlineAction::keep;
   };
   net::Connector client(*t.wheel, client_rec, co);
   client.start();
-  REQUIRE(t.run_until([&] { return client.connected() && state.last_rtt.count() >= 0; }));
-  CHECK(state.last_rtt < 100ms);
+  REQUIRE(t.run_until([&] { return client.connected() && rtt.count() >= 0; }));
+  CHECK(rtt < 100ms);
 #ifdef TCP_USER_TIMEOUT
   {  // the kernel gives up on unacknowledged data after the heartbeat timeout too
     uv_os_fd_t fd;
@@ -147,7 +160,7 @@ TEST_CASE("Client heartbeats measure RTT, detect a dead server by read idle and 
   alive = false;  // the server stops answering (and sends nothing else)
   const Duration silent_from = hr_now();
   REQUIRE(t.run_until([&] { return client_rec.closed == 1; }));
-  CHECK(client_rec.last_reason == CloseReason::read_idle);
+  CHECK(client_rec.last_reason == CloseReason::pong_timeout);
   CHECK(hr_now() - silent_from <= 150ms + 60ms + 200ms);
   REQUIRE(t.run_until([&] { return client_rec.opened == 2; }));  // reconnected
   client.stop();

@@ -61,6 +61,9 @@ std::vector<Program> programs() {
 #ifdef HEARTWHEEL_TIMER_BENCH_BIN
       {"heartwheel-timer-bench", HEARTWHEEL_TIMER_BENCH_BIN, {"--n", "0"}, "'0'"},
 #endif
+#ifdef HEARTWHEEL_EXPIRING_MAP_BENCH_BIN
+      {"heartwheel-expiring-map-bench", HEARTWHEEL_EXPIRING_MAP_BENCH_BIN, {"--n", "0"}, "'0'"},
+#endif
 #ifdef HEARTWHEEL_IDLE_BENCH_BIN
       {"heartwheel-idle-bench", HEARTWHEEL_IDLE_BENCH_BIN, {"--tick", "0"}, "--tick"},
 #endif

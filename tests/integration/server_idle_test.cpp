@@ -3,6 +3,8 @@
 // documented.
 #include <heartwheel/net/server.h>
 
+#include "uv_idle_baseline.h"
+
 #include "net_test_support.h"
 
 using namespace hwtest;
@@ -158,12 +160,17 @@ TEST_CASE("A request deadline fires request_timeout unless the request ends firs
 TEST_CASE("Eager refresh and the uv_timer baseline close silent peers like lazy refresh",
           "[net][idle]") {
   const auto refresh = GENERATE(net::RefreshMode::lazy, net::RefreshMode::eager);
-  const auto backend = GENERATE(net::TimerBackend::wheel, net::TimerBackend::uv_timer);
+  const bool uv = GENERATE(false, true);  // heartwheel-echo --timers uv (tools/bench-common)
   TestLoop t(5ms);
   Recorder rec;
   net::ServerOptions o = options_with({.read_idle = 150ms, .refresh = refresh});
-  o.connection.timers = backend;
-  net::Server server(*t.wheel, rec, o);
+  heartwheel::bench::UvIdleBaseline baseline(o.connection.idle, 1);
+  std::unique_ptr<net::Handler> wrapped;
+  if (uv) {
+    o.connection.idle = baseline.net_policy();
+    wrapped = baseline.wrap(rec);
+  }
+  net::Server server(*t.wheel, uv ? *wrapped : rec, o);
   REQUIRE_FALSE(server.listen());
   RawClient silent(&t.loop, server.port());
   RawClient chatty(&t.loop, server.port());
@@ -177,6 +184,18 @@ TEST_CASE("Eager refresh and the uv_timer baseline close silent peers like lazy 
   CHECK_FALSE(chatty.closed);
   const auto& first = rec.conns.begin()->second;
   CHECK(first.closed_at - first.opened_at >= 149ms);
+  CHECK(first.reason == net::CloseReason::read_idle);
+  REQUIRE(first.idle.size() == 1);
+  CHECK(first.idle[0].kind == net::Deadline::read_idle);
+  CHECK(first.idle[0].first);
+  if (uv) {
+    CHECK(t.wheel->wheel().stats().scheduled == 0);  // no connection used the wheel
+    // Its own counters, as heartwheel-echo reports them.
+    baseline.publish(0, *wrapped);
+    const net::LoopSnapshot s = baseline.add_to({});
+    CHECK(s.net.idle_events[static_cast<std::size_t>(net::Deadline::read_idle)] == 1);
+    CHECK(s.net.timer_fires() >= 1);
+  }
 }
 
 TEST_CASE("Mass expiry is spread over loop iterations by the wheel's budget", "[net][idle]") {

@@ -1,9 +1,11 @@
 // Its own test binary, because it replaces the global operator new.
 // Proves that schedule, cancel, reschedule and expiry allocate nothing, and
 // that a WebSocket session copies a single-frame message into one buffer
-// allocated once, by counting calls to the global operator new in this test
-// binary.
+// allocated once, and that an ExpiringMap entry is one allocation, by
+// counting calls to the global operator new in this test binary.
+#include <heartwheel/timer/expiring_map.h>
 #include <heartwheel/timer/timing_wheel.h>
+#include <heartwheel/timer/virtual_clock.h>
 #include <heartwheel/ws/session.h>
 
 #include <atomic>
@@ -115,4 +117,24 @@ TEST_CASE("ws: with a retained buffer, later messages allocate nothing", "[ws][a
   for (int i = 0; i < 100; ++i) session.feed(wire);
   CHECK(g_allocations.load() - before == 0);
   CHECK(peer.messages == 101);
+}
+
+TEST_CASE("ExpiringMap: one allocation per entry, and get, expiry and erase allocate nothing",
+          "[expiring_map][alloc]") {
+  heartwheel::ManualTimerService timers(1ms);
+  heartwheel::ExpiringMap<std::uint64_t, std::uint64_t> map(
+      timers, {.expire_after_write = 1s, .expire_after_access = 100ms, .maximum_size = 5000});
+  map.reserve(4096);  // the bucket array, once
+  const std::size_t before = g_allocations.load();
+  for (std::uint64_t k = 0; k < 4000; ++k) map.insert(k, k);
+  CHECK(g_allocations.load() - before == 4000);  // the entry: links, wheel entry, key, value
+  const std::size_t inserted = g_allocations.load();
+  for (int round = 0; round < 5; ++round) {
+    for (std::uint64_t k = 0; k < 4000; k += 2) REQUIRE(map.get(k));
+    timers.run_for(60ms);  // re-arms on the way, expires the odd keys at 100 ms
+  }
+  for (std::uint64_t k = 0; k < 4000; k += 4) map.erase(k);
+  map.assign(2, 20);  // a replacement reuses its entry
+  CHECK(map.size() == 1000);
+  CHECK(g_allocations.load() - inserted == 0);
 }

@@ -1,12 +1,19 @@
-// Connection write path on a manual clock (heartwheel::testing::Host): write
-// idle counts bytes the kernel took, not bytes queued; the stall timeout and
-// drop accounting.
+// Connection on a manual clock (heartwheel::testing::Host): the write path
+// (write idle counts bytes the kernel took, not bytes queued; the stall
+// timeout and drop accounting), the deadlines layers set by kind, and the
+// size of an idle connection.
 #include <heartwheel/common/error.h>
+#include <heartwheel/http/deadlines.h>
 #include <heartwheel/net/connection.h>
+#include <heartwheel/net/names.h>
 #include <heartwheel/testing/host.h>
+#include <heartwheel/ws/deadlines.h>
 
 #include <catch2/catch.hpp>
 
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -32,6 +39,14 @@ struct Events final : Handler {
   CloseReason reason = CloseReason::local;
   std::uint64_t dropped = 0;
 };
+
+// A layer of this test, as a layer above net would define it: a kind and
+// the reason it closes with, in the layers' ranges, registered before main.
+constexpr Deadline kAuthExpiry{29};
+constexpr CloseReason kAuthExpired{58};
+constexpr CloseReasonName kTestReasons[] = {{kAuthExpired, "auth_expired"}};
+constexpr DeadlineName kTestKinds[] = {{kAuthExpiry, "auth_expiry", kAuthExpired}};
+const NameRegistrar kTestNames{kTestReasons, kTestKinds};
 
 // Writes until the socket pair is full and the rest queues.
 std::size_t fill(Connection& c) {
@@ -173,4 +188,122 @@ TEST_CASE("A per-connection idle policy overrides the server's and re-arms at on
   host.run_for(1ms);
   CHECK(peer.close_reason() == CloseReason::read_idle);
   CHECK(events.reason == CloseReason::read_idle);
+}
+
+TEST_CASE("A layer's deadline kind fires through the connection and closes with its reason",
+          "[connection][slots]") {
+  Host host;
+  Events events;
+  events.keep = false;
+  auto& peer = host.open(events);
+  Connection* conn = peer.connection();
+  conn->set_timeout(kAuthExpiry, 2s);
+  conn->set_timeout(Deadline::ping, 5s);  // another layer's, beside it
+  CHECK(conn->deadline(kAuthExpiry) == host.now() + 2s);
+  CHECK(conn->next_timer_deadline() == host.now() + 2s);
+  host.run_for(2s);
+  REQUIRE(events.idle.size() == 1);
+  CHECK(events.idle[0].kind == kAuthExpiry);
+  CHECK(peer.close_reason() == kAuthExpired);
+  CHECK(host.stats().idle_events[29] == 1);
+  CHECK(host.stats().closed(kAuthExpired) == 1);
+}
+
+namespace {
+// Six layered deadlines at once (every claimed slot), then a seventh kind.
+void overfill(Connection& conn) {
+  conn.set_timeout(Deadline::ping, 1s);
+  conn.set_timeout(Deadline::pong_timeout, 2s);
+  conn.set_timeout(heartwheel::http::deadline::header_timeout, 3s);
+  conn.set_timeout(heartwheel::http::deadline::body_timeout, 4s);
+  conn.set_timeout(heartwheel::http::deadline::keepalive_timeout, 5s);
+  conn.set_timeout(heartwheel::ws::deadline::close_timeout, 6s);
+  REQUIRE_FALSE(conn.closing());
+  conn.set_timeout(kAuthExpiry, 7s);
+}
+}  // namespace
+
+TEST_CASE("More layered deadlines at once than claimed slots: an assertion, else closed as error",
+          "[connection][slots]") {
+#ifndef NDEBUG
+  // Debug builds stop at the programming error.
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    std::signal(SIGABRT, SIG_DFL);  // not Catch2's handler: die of it
+    ::close(STDERR_FILENO);         // the assertion's message is expected
+    Events events;
+    Host host;
+    overfill(*host.open(events).connection());
+    ::_exit(0);  // not reached
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGABRT);
+#else
+  // Release builds never run on without the deadline: the connection closes.
+  struct Why final : Handler {
+    void on_data(Connection&, std::string_view) override {}
+    void on_close(Connection&, CloseReason r, std::error_code e) override {
+      reason = r;
+      error = e;
+    }
+    CloseReason reason = CloseReason::local;
+    std::error_code error;
+  } why;  // outlives the host
+  Host host;
+  auto& peer = host.open(why);
+  overfill(*peer.connection());
+  CHECK(peer.connection()->closing());
+  host.poll();
+  CHECK_FALSE(peer.open());
+  CHECK(why.reason == CloseReason::error);
+  CHECK(why.error == heartwheel::make_error_code(heartwheel::errc::limit_reached));
+#endif
+}
+
+TEST_CASE("A cleared or fired layer deadline gives its slot back to the next kind",
+          "[connection][slots]") {
+  Host host;
+  Events events;  // keeps the connection open on every deadline
+  auto& peer = host.open(events);
+  Connection& conn = *peer.connection();
+  conn.set_timeout(Deadline::ping, 1s);  // fires first, below
+  conn.set_timeout(Deadline::pong_timeout, 20s);
+  conn.set_timeout(heartwheel::http::deadline::header_timeout, 30s);
+  conn.set_timeout(heartwheel::http::deadline::body_timeout, 40s);
+  conn.set_timeout(heartwheel::http::deadline::keepalive_timeout, 50s);
+  conn.set_timeout(heartwheel::ws::deadline::close_timeout, 60s);
+  // Every claimed slot is in use. A fired slot is free again: a seventh
+  // kind fits without an assertion and keeps its deadline.
+  host.run_for(1s);
+  REQUIRE(events.idle.size() == 1);
+  CHECK(events.idle[0].kind == Deadline::ping);
+  CHECK(conn.deadline(Deadline::ping) == heartwheel::kNever);
+  conn.set_timeout(kAuthExpiry, 2s);
+  CHECK(conn.deadline(kAuthExpiry) == host.now() + 2s);
+  // So is a cleared one: ping comes back in body_timeout's slot.
+  conn.clear_deadline(heartwheel::http::deadline::body_timeout);
+  CHECK(conn.deadline(heartwheel::http::deadline::body_timeout) == heartwheel::kNever);
+  conn.set_timeout(Deadline::ping, 3s);
+  CHECK(conn.deadline(Deadline::ping) == host.now() + 3s);
+  CHECK_FALSE(conn.closing());
+  // Both fire at their times, the others stay as they were.
+  host.run_for(3s);
+  REQUIRE(events.idle.size() == 3);
+  CHECK(events.idle[1].kind == kAuthExpiry);
+  CHECK(events.idle[2].kind == Deadline::ping);
+  CHECK(conn.deadline(heartwheel::ws::deadline::close_timeout) != heartwheel::kNever);
+  CHECK(peer.open());
+}
+
+TEST_CASE("An idle Connection stays in one 528-byte malloc chunk", "[memory]") {
+  // The socket handle is 248 bytes of it, the deadline set (every timeout of
+  // every layer, one wheel entry) 112; write queues exist only while bytes
+  // are pending, reads share one buffer per loop thread, and protocol state
+  // (heartbeats included) lives in the protocol's handler.
+  CHECK(sizeof(uv_tcp_t) == 248);
+  CHECK(sizeof(Connection) <= 520);  // malloc adds 8: one 528-byte chunk
+  WARN("sizeof(Connection) = " << sizeof(Connection));
 }

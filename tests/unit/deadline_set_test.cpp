@@ -1,6 +1,6 @@
 // A connection's deadline set on a hand-driven clock: one timer entry covers
-// read, write, all idle, request deadlines, max age and the protocol slots,
-// with lazy or eager refresh.
+// read, write, all idle, request deadlines, max age and the claimed slots of
+// the layers above, with lazy or eager refresh.
 #include <heartwheel/net/deadline_timer.h>
 #include <heartwheel/timer/virtual_clock.h>
 
@@ -43,6 +43,12 @@ class Probe final : public DeadlineTimer {
 };
 
 TimePoint at(Duration d) { return TimePoint{} + d; }
+
+// Kinds of imaginary layers (a handshake, a token's expiry, a close wait):
+// the set keeps any number from kFirstClaimedDeadline on, named or not.
+constexpr Deadline kHandshake{24};
+constexpr Deadline kTokenExpiry{25};
+constexpr Deadline kCloseWait{26};
 
 }  // namespace
 
@@ -204,9 +210,10 @@ TEST_CASE("A zero policy arms nothing", "[idle]") {
 }
 
 TEST_CASE("The deadline set stays small", "[idle][memory]") {
-  CHECK(sizeof(DeadlineSet) <= 112);  // policy, open time, 3 anchors, 8 absolute slots, flags
-  CHECK(sizeof(DeadlineTimer) <=
-        184);  // vtable, entry, service, set, armed deadline, baseline timer, flags
+  // policy, open time, 3 anchors, request and write stall, 6 claimed slots
+  // (a deadline and a one-byte kind each), flags
+  CHECK(sizeof(DeadlineSet) <= 112);
+  CHECK(sizeof(DeadlineTimer) <= 176);  // vtable, entry, service, set, armed deadline, flags
 }
 
 TEST_CASE("Timer lateness is measured against the unrounded deadline", "[idle]") {
@@ -222,23 +229,24 @@ TEST_CASE("Timer lateness is measured against the unrounded deadline", "[idle]")
   CHECK(p.lateness[0] == 5ms);  // at most one tick late, by design
 }
 
-// ---- protocol slots (issue: one deadline set per connection) ----------------
+// ---- claimed slots (issues: one deadline set per connection; net knows no
+// protocol) --------------------------------------------------------------------
 
 TEST_CASE("A protocol slot fires once at its deadline and is then clear", "[idle][slots]") {
   ManualTimerService timers(1ms);
   IdlePolicy off{};
   Probe p(timers);
   p.start_deadlines(off);
-  p.set_timeout(Deadline::header_timeout, 40ms);
-  CHECK(p.deadline(Deadline::header_timeout) == at(40ms));
+  p.set_timeout(kHandshake, 40ms);
+  CHECK(p.deadline(kHandshake) == at(40ms));
   CHECK(timers.wheel().size() == 1);  // one entry for the whole set
   timers.run_for(39ms);
   CHECK(p.fired.empty());
   timers.run_for(1ms);
   REQUIRE(p.fired.size() == 1);
-  CHECK(p.fired[0].event.kind == Deadline::header_timeout);
+  CHECK(p.fired[0].event.kind == kHandshake);
   CHECK(p.fired[0].at == at(40ms));
-  CHECK(p.deadline(Deadline::header_timeout) == heartwheel::kNever);
+  CHECK(p.deadline(kHandshake) == heartwheel::kNever);
   timers.run_for(1h);
   CHECK(p.fired.size() == 1);
   CHECK(timers.wheel().empty());
@@ -249,12 +257,12 @@ TEST_CASE("Moving a slot earlier re-arms at once, later only stores (lazy)", "[i
   IdlePolicy off{};
   Probe p(timers);
   p.start_deadlines(off);
-  p.set_timeout(Deadline::body_timeout, 100ms);
+  p.set_timeout(kHandshake, 100ms);
   CHECK(p.armed_for() == at(100ms));
-  p.set_timeout(Deadline::body_timeout, 30ms);  // earlier: the entry moves
+  p.set_timeout(kHandshake, 30ms);  // earlier: the entry moves
   CHECK(p.armed_for() == at(30ms));
   timers.run_for(10ms);
-  p.set_timeout(Deadline::body_timeout, 50ms);  // later (60 ms): the entry stays at 30 ms
+  p.set_timeout(kHandshake, 50ms);  // later (60 ms): the entry stays at 30 ms
   CHECK(p.armed_for() == at(30ms));
   const auto scheduled_before = timers.wheel().stats().scheduled;
   timers.run_for(20ms);  // fires at 30, finds nothing due, re-arms for 60
@@ -263,7 +271,7 @@ TEST_CASE("Moving a slot earlier re-arms at once, later only stores (lazy)", "[i
   CHECK(timers.wheel().stats().scheduled == scheduled_before + 1);
   timers.run_for(30ms);
   REQUIRE(p.fired.size() == 1);
-  CHECK(p.fired[0].event.kind == Deadline::body_timeout);
+  CHECK(p.fired[0].event.kind == kHandshake);
   CHECK(p.fired[0].at == at(60ms));
 }
 
@@ -272,11 +280,11 @@ TEST_CASE("Eager refresh moves the entry on every slot change", "[idle][slots]")
   IdlePolicy eager{.refresh = RefreshMode::eager};
   Probe p(timers);
   p.start_deadlines(eager);
-  p.set_timeout(Deadline::keepalive_timeout, 30ms);
+  p.set_timeout(kTokenExpiry, 30ms);
   CHECK(p.armed_for() == at(30ms));
-  p.set_timeout(Deadline::keepalive_timeout, 80ms);
+  p.set_timeout(kTokenExpiry, 80ms);
   CHECK(p.armed_for() == at(80ms));
-  p.clear_deadline(Deadline::keepalive_timeout);
+  p.clear_deadline(kTokenExpiry);
   CHECK(p.armed_for() == heartwheel::kNever);
   CHECK(timers.wheel().empty());
 }
@@ -295,18 +303,18 @@ TEST_CASE("A cleared slot does not fire (lazy: the entry wakes once and disarms)
   CHECK(timers.wheel().empty());
 }
 
-TEST_CASE("Two slots due in the same tick both fire, in slot order", "[idle][slots]") {
+TEST_CASE("Two slots due in the same tick both fire, in kind order", "[idle][slots]") {
   ManualTimerService timers(10ms);
   IdlePolicy policy{.read_idle = 50ms};
   Probe p(timers);
   p.start_deadlines(policy);
-  p.set_timeout(Deadline::close_timeout, 43ms);  // rounds up to the 50 ms tick
+  p.set_timeout(kCloseWait, 43ms);  // rounds up to the 50 ms tick
   p.set_timeout(Deadline::pong_timeout, 47ms);
   timers.run_for(50ms);
   REQUIRE(p.fired.size() == 3);
   CHECK(p.fired[0].event.kind == Deadline::read_idle);
   CHECK(p.fired[1].event.kind == Deadline::pong_timeout);
-  CHECK(p.fired[2].event.kind == Deadline::close_timeout);
+  CHECK(p.fired[2].event.kind == kCloseWait);
   CHECK(timers.wheel().size() == 1);  // read idle repeats; still one entry
 }
 
@@ -341,7 +349,7 @@ TEST_CASE("A slot set into the past from its own expiry cannot spin", "[idle][sl
   // the rest come at later advances, each after the loop polled again.
   timers.wheel().advance(at(5ms));
   CHECK(calls >= 1);
-  CHECK(calls <= 2 * static_cast<int>(kDeadlineCount));
+  CHECK(calls <= 2 * static_cast<int>(DeadlineSet::kSlots));
   CHECK(p.armed_for() <= at(5ms));  // still due: it runs at the next advance
 }
 
@@ -350,16 +358,86 @@ TEST_CASE("Protocol slots and idle slots share the entry and the earliest wins",
   IdlePolicy policy{.read_idle = 200ms};
   Probe p(timers);
   p.start_deadlines(policy);
-  p.set_timeout(Deadline::header_timeout, 50ms);
+  p.set_timeout(kHandshake, 50ms);
   CHECK(p.armed_for() == at(50ms));
   p.begin_request(30ms);
   CHECK(p.armed_for() == at(30ms));
   timers.run_for(200ms);
   REQUIRE(p.fired.size() == 3);
   CHECK(p.fired[0].event.kind == Deadline::request_timeout);
-  CHECK(p.fired[1].event.kind == Deadline::header_timeout);
+  CHECK(p.fired[1].event.kind == kHandshake);
   CHECK(p.fired[2].event.kind == Deadline::read_idle);
   CHECK(p.in_request());  // a request stays in flight until ended
+}
+
+TEST_CASE("Kinds claim free slots, give them back when cleared or fired", "[idle][slots]") {
+  IdlePolicy off{};
+  DeadlineSet set;
+  set.start(off, TimePoint{});
+  CHECK(set.claimed() == 0);
+  CHECK(set.set(kHandshake, at(30ms)));
+  CHECK(set.set(Deadline::ping, at(20ms)));
+  CHECK(set.set(kTokenExpiry, at(10ms)));
+  CHECK(set.claimed() == 3);
+  CHECK(set.set(kHandshake, at(40ms)));  // moved in its own slot
+  CHECK(set.claimed() == 3);
+  CHECK(set.at(kHandshake) == at(40ms));
+  CHECK(set.next_deadline() == at(10ms));
+  set.clear(Deadline::ping);
+  CHECK(set.claimed() == 2);
+  CHECK(set.at(Deadline::ping) == heartwheel::kNever);
+  const auto e = set.take_due(at(10ms));
+  REQUIRE(e);
+  CHECK(e->kind == kTokenExpiry);
+  CHECK(set.claimed() == 1);  // a fired kind gives its slot back
+  CHECK_FALSE(set.take_due(at(10ms)));
+  CHECK(set.next_deadline() == at(40ms));
+  // Clearing a kind that holds no slot is a no-op.
+  set.clear(kCloseWait);
+  CHECK(set.claimed() == 1);
+}
+
+TEST_CASE("Due claimed slots come out by kind number, whatever the claim order",
+          "[idle][slots]") {
+  DeadlineSet set;
+  IdlePolicy off{};
+  set.start(off, TimePoint{});
+  REQUIRE(set.set(kCloseWait, at(5ms)));
+  REQUIRE(set.set(kHandshake, at(7ms)));
+  REQUIRE(set.set(Deadline::pong_timeout, at(9ms)));
+  std::vector<Deadline> order;
+  while (const auto e = set.take_due(at(10ms))) order.push_back(e->kind);
+  CHECK(order == std::vector<Deadline>{Deadline::pong_timeout, kHandshake, kCloseWait});
+}
+
+TEST_CASE("A full set refuses a new kind and changes nothing, moving and clearing still work",
+          "[idle][slots]") {
+  ManualTimerService timers(1ms);
+  IdlePolicy off{};
+  Probe p(timers);
+  p.start_deadlines(off);
+  // Every claimed slot taken: net's two heartbeat kinds and four layers'.
+  REQUIRE(p.set_timeout(Deadline::ping, 10ms));
+  REQUIRE(p.set_timeout(Deadline::pong_timeout, 20ms));
+  for (std::uint8_t k = 24; k < 28; ++k) REQUIRE(p.set_timeout(Deadline{k}, 30ms + k * 1ms));
+  CHECK(p.deadlines().claimed() == DeadlineSet::kClaimedSlots);
+  CHECK_FALSE(p.set_timeout(Deadline{28}, 5ms));  // no room
+  CHECK(p.deadline(Deadline{28}) == heartwheel::kNever);
+  CHECK(p.armed_for() == at(10ms));  // not moved by the refused deadline
+  // The absolute slots of net's own are fixed, never refused.
+  p.begin_request(100ms);
+  CHECK(p.set_deadline(Deadline::write_stall, at(200ms)));
+  CHECK(p.set_timeout(Deadline::ping, 15ms));  // a kind in a slot may move
+  CHECK(p.set_deadline(Deadline{28}, heartwheel::kNever));  // clearing is never refused
+  p.clear_deadline(Deadline{24});
+  CHECK(p.set_timeout(Deadline{28}, 5ms));  // a slot is free again
+  timers.run_for(300ms);
+  std::vector<Deadline> kinds;
+  for (const auto& f : p.fired) kinds.push_back(f.event.kind);
+  CHECK(kinds == std::vector<Deadline>{Deadline{28}, Deadline::ping, Deadline::pong_timeout,
+                                       Deadline{25}, Deadline{26}, Deadline{27},
+                                       Deadline::request_timeout, Deadline::write_stall});
+  CHECK(p.deadlines().claimed() == 0);
 }
 
 // ---- "never" (issue: deadline arithmetic overflows) ------------------------
@@ -371,9 +449,9 @@ TEST_CASE("A huge timeout means never instead of wrapping into the past", "[idle
   Probe p(timers);
   p.start_deadlines(policy);
   p.begin_request(Duration::max());
-  p.set_timeout(Deadline::header_timeout, Duration::max());
+  p.set_timeout(kHandshake, Duration::max());
   CHECK(p.deadline(Deadline::read_idle) == heartwheel::kNever);
-  CHECK(p.deadline(Deadline::header_timeout) == heartwheel::kNever);
+  CHECK(p.deadline(kHandshake) == heartwheel::kNever);
   CHECK(p.armed_for() == heartwheel::kNever);
   timers.run_for(24h);
   CHECK(p.fired.empty());

@@ -269,13 +269,13 @@ TEST_CASE("HTTP closes with the connection's close reasons, one enum for every l
   kept.send("GET / HTTP/1.1\r\n\r\n");
   slow.send("GET / HTTP/1.1\r\n");
   f.host.run_for(1001ms);
-  CHECK(silent.close_reason() == net::CloseReason::keepalive_timeout);  // first byte: quiet
-  CHECK(slow.close_reason() == net::CloseReason::header_timeout);
+  CHECK(silent.close_reason() == http::close_reason::keepalive_timeout);  // first byte: quiet
+  CHECK(slow.close_reason() == http::close_reason::header_timeout);
   CHECK(kept.open());
   f.host.run_for(1000ms);
-  CHECK(kept.close_reason() == net::CloseReason::keepalive_timeout);
+  CHECK(kept.close_reason() == http::close_reason::keepalive_timeout);
   CHECK(f.host.stats()
-            .closed_by_reason[static_cast<std::size_t>(net::CloseReason::keepalive_timeout)] == 2);
+            .closed_by_reason[static_cast<std::size_t>(http::close_reason::keepalive_timeout)] == 2);
   CHECK(f.http.stats().first_byte_timeouts == 1);
   CHECK(f.http.stats().keepalive_timeouts == 1);
   CHECK(f.http.stats().header_timeouts == 1);

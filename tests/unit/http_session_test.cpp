@@ -675,7 +675,7 @@ TEST_CASE("Slots that are not the session's are left to the owner", "[http][time
   CHECK(h.session->on_deadline(net::Deadline::read_idle) == net::DeadlineAction::close);
   CHECK(h.session->on_deadline(net::Deadline::max_age) == net::DeadlineAction::close);
   // A stale slot of its own (already moved on) changes nothing.
-  CHECK(h.session->on_deadline(net::Deadline::header_timeout) == net::DeadlineAction::keep);
+  CHECK(h.session->on_deadline(http::deadline::header_timeout) == net::DeadlineAction::keep);
   CHECK(h.session->on_deadline(net::Deadline::request_timeout) == net::DeadlineAction::keep);
   CHECK_FALSE(h.closed());
 }
@@ -695,7 +695,7 @@ TEST_CASE("Pipelined requests from one read are answered pipeline_burst per loop
   // per turn) until 64 KiB wait unparsed, then TCP pushes back.
   CHECK(h.transport.reading);
   // A request waiting for its turn is not idleness: no keep-alive close.
-  CHECK(h.transport.deadline(net::Deadline::keepalive_timeout) == heartwheel::kNever);
+  CHECK(h.transport.deadline(http::deadline::keepalive_timeout) == heartwheel::kNever);
   h.transport.give_turn();
   CHECK(h.responses().size() == 4);
   CHECK(h.transport.yields == 2);

@@ -36,7 +36,7 @@ TEST_CASE("Header timeout: 408 and close when headers are not complete in time",
   CHECK(rs[0].header("connection") == "close");
   CHECK(h.closed());
   CHECK(h.stats.header_timeouts == 1);
-  CHECK(h.session->close_reason() == CloseReason::header_timeout);
+  CHECK(h.session->close_reason() == http::close_reason::header_timeout);
 }
 
 TEST_CASE("A client trickling one byte at a time does not push the header timeout back",
@@ -173,7 +173,7 @@ TEST_CASE("Keep-alive timeout closes an idle kept-alive connection quietly", "[h
   CHECK(h.closed());
   CHECK(h.transport.out.size() == bytes);  // nothing written: a quiet close
   CHECK(h.stats.keepalive_timeouts == 1);
-  CHECK(h.session->close_reason() == CloseReason::keepalive_timeout);
+  CHECK(h.session->close_reason() == http::close_reason::keepalive_timeout);
 }
 
 TEST_CASE("Each new request restarts nothing but its own timeouts: keep-alive re-arms after it",
@@ -225,17 +225,17 @@ TEST_CASE("A zero timeout is off", "[http][timeout]") {
 TEST_CASE("One wheel entry covers every deadline of a session", "[http][timeout]") {
   Harness h;
   h.start();
-  CHECK(h.transport.deadline(net::Deadline::keepalive_timeout) == TimePoint{} + 10s);  // first byte
+  CHECK(h.transport.deadline(http::deadline::keepalive_timeout) == TimePoint{} + 10s);  // first byte
   h.feed("POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\nab");
-  CHECK(h.transport.deadline(net::Deadline::keepalive_timeout) == kNever);
-  CHECK(h.transport.deadline(net::Deadline::header_timeout) == kNever);
-  CHECK(h.transport.deadline(net::Deadline::body_timeout) == TimePoint{} + 10s);
+  CHECK(h.transport.deadline(http::deadline::keepalive_timeout) == kNever);
+  CHECK(h.transport.deadline(http::deadline::header_timeout) == kNever);
+  CHECK(h.transport.deadline(http::deadline::body_timeout) == TimePoint{} + 10s);
   CHECK(h.transport.deadline(net::Deadline::request_timeout) == TimePoint{} + 30s);
   CHECK(h.timers.wheel().size() == 1);  // body + request deadline, one entry
   h.feed("cde");
-  CHECK(h.transport.deadline(net::Deadline::body_timeout) == kNever);
+  CHECK(h.transport.deadline(http::deadline::body_timeout) == kNever);
   CHECK(h.transport.deadline(net::Deadline::request_timeout) == kNever);
-  CHECK(h.transport.deadline(net::Deadline::keepalive_timeout) == TimePoint{} + 5s);
+  CHECK(h.transport.deadline(http::deadline::keepalive_timeout) == TimePoint{} + 5s);
   CHECK(h.timers.wheel().size() == 1);
 }
 

@@ -120,6 +120,19 @@ TEST_CASE("LoopWheel rejects a tick below one millisecond", "[loop_wheel]") {
   CHECK_THROWS_AS(LoopWheel(&l.loop, {.tick = 100us}), std::invalid_argument);
 }
 
+TEST_CASE("A LoopWheel is a TimerService on its loop's clock", "[loop_wheel][clock]") {
+  Loop l;
+  LoopWheel driver(&l.loop, {.tick = 1ms});
+  const heartwheel::TimerService& service = driver;
+  CHECK(&service.clock() == &driver.clock());
+  CHECK(driver.clock().loop() == &l.loop);
+  CHECK(driver.clock().now() >= driver.clock().loop_time());
+  CHECK(service.now() >= driver.clock().loop_time());
+  // The loop sleeps in its poll: no thread sleeps on its clock.
+  heartwheel::LoopClock clock(&l.loop);
+  CHECK_THROWS_AS(clock.make_sleeper(), std::logic_error);
+}
+
 TEST_CASE("now() is never older than real time after the loop stalled", "[loop][stall]") {
   Loop l;
   LoopWheel driver(&l.loop, {.tick = 1ms});

@@ -171,19 +171,26 @@ TEST_CASE("The net families keep their names and list every close reason and dea
   CHECK(has_line(text, "heartwheel_timer_lateness_seconds_count 1"));
   CHECK(has_line(text, "heartwheel_wheel_entries 4"));
   CHECK(has_line(text, "heartwheel_loop_stalls_total 1"));
-  for (std::size_t i = 0; i < heartwheel::net::kCloseReasonCount; ++i) {
-    const std::string reason =
-        heartwheel::net::to_string(static_cast<heartwheel::net::CloseReason>(i));
-    CHECK(text.find("heartwheel_connections_closed_total{reason=\"" + reason + "\"}") !=
-          std::string::npos);
+  // Every named number (net's own and the layers' registered ones), and
+  // nothing else.
+  for (std::size_t i = 0; i < heartwheel::net::kCloseReasonCapacity; ++i) {
+    const auto reason = static_cast<heartwheel::net::CloseReason>(i);
+    const bool listed = text.find("heartwheel_connections_closed_total{reason=\"" +
+                                  std::string(heartwheel::net::to_string(reason)) + "\"}") !=
+                        std::string::npos;
+    CHECK(listed == heartwheel::net::is_named(reason));
   }
-  for (std::size_t i = 0; i < heartwheel::net::kDeadlineCount; ++i) {
+  for (std::size_t i = 0; i < heartwheel::net::kDeadlineCapacity; ++i) {
     const auto kind = static_cast<heartwheel::net::Deadline>(i);
     const bool listed =
         text.find("heartwheel_idle_events_total{kind=\"" +
                   std::string(heartwheel::net::to_string(kind)) + "\"}") != std::string::npos;
-    CHECK(listed == (kind != heartwheel::net::Deadline::write_stall));  // never delivered
+    // write_stall is never delivered.
+    CHECK(listed == (heartwheel::net::is_named(kind) && kind != heartwheel::net::Deadline::write_stall));
   }
+  // The layers' names, as dashboards read them.
+  CHECK(has_line(text, "heartwheel_connections_closed_total{reason=\"header_timeout\"} 0"));
+  CHECK(has_line(text, "heartwheel_idle_events_total{kind=\"keepalive_timeout\"} 0"));
 }
 
 TEST_CASE("The PROXY protocol and overload counters are exported, the scale as the smallest loop's",

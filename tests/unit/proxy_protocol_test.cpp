@@ -577,3 +577,13 @@ TEST_CASE("Addresses format as ip:port, [ip6]:port and unix:path", "[proxy]") {
   un.sun_family = AF_UNIX;
   CHECK(ProxyHeader::format_proxy_address(ss) == "unix:@");  // abstract, empty name
 }
+
+TEST_CASE("The parser's size is what proxy_protocol.h says (x86-64)", "[proxy][memory]") {
+  // The figures the header gives for deciding where the parser lives.
+  if (sizeof(void*) == 8) {
+    CHECK(sizeof(ProxyHeaderParser) <= 1280);
+    CHECK(sizeof(ProxyHeader) <= 704);
+  }
+  WARN("sizeof(ProxyHeaderParser) = " << sizeof(ProxyHeaderParser)
+                                      << ", sizeof(ProxyHeader) = " << sizeof(ProxyHeader));
+}

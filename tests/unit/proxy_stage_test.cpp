@@ -177,7 +177,7 @@ TEST_CASE("Bytes behind the header reach on_data even when on_open paused readin
   CHECK(f.app.data == "earlylater");
 }
 
-TEST_CASE("The header timeout is the header_timeout slot and idle slots still run",
+TEST_CASE("The header timeout is the proxy_header_timeout deadline and idle slots still run",
           "[net][proxy]") {
   App app;
   net::ConnectionOptions options;
@@ -185,13 +185,13 @@ TEST_CASE("The header timeout is the header_timeout slot and idle slots still ru
   testing::Host host(options);
   host.set_proxy_protocol(10s);
   auto& peer = host.open(app);
-  CHECK(peer.connection()->deadline(net::Deadline::header_timeout) == host.now() + 10s);
+  CHECK(peer.connection()->deadline(net::Deadline::proxy_header_timeout) == host.now() + 10s);
   host.run_for(1s);  // read idle is shorter than the header timeout
   CHECK(peer.close_reason() == CloseReason::read_idle);
   CHECK(app.closed == 0);
   auto& ok = host.open(app);
   ok.send("PROXY UNKNOWN\r\n");
-  CHECK(ok.connection()->deadline(net::Deadline::header_timeout) == kNever);  // cleared
+  CHECK(ok.connection()->deadline(net::Deadline::proxy_header_timeout) == kNever);  // cleared
   CHECK(app.opened == 1);
 }
 

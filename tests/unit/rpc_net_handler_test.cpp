@@ -266,7 +266,7 @@ TEST_CASE("A PING from the peer is answered with a PONG carrying its id and payl
   CHECK(handler.stats().pings_received == 1);
 }
 
-TEST_CASE("Heartbeat options are validated like net::Heartbeat's", "[rpc][handler][heartbeat]") {
+TEST_CASE("Heartbeat options are validated like net::HeartbeatConfig's", "[rpc][handler][heartbeat]") {
   NetHandlerOptions o;
   o.heartbeat = {.interval = 1s, .timeout = 1500ms};
   CHECK_THROWS_WITH(NetHandler{o}, Catch::Contains("under twice the interval"));

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "model_require.h"
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -18,13 +20,6 @@ using heartwheel::TimePoint;
 using heartwheel::TimerEntry;
 using heartwheel::TimingWheel;
 
-// REQUIRE costs more than a wheel operation; this keeps millions of checks cheap.
-// The failing step is printed with the message.
-static std::size_t g_op = 0;
-#define MODEL_REQUIRE(cond)                                  \
-  do {                                                       \
-    if (!(cond)) FAIL(#cond << " at op " << g_op);           \
-  } while (0)
 
 namespace {
 
@@ -164,7 +159,7 @@ void run_model(std::uint64_t seed, std::size_t entries, std::size_t ops, Duratio
   INFO("seed " << seed << " entries " << entries << " tick " << tick.count() << "ns");
   Model<Pad> m(seed, entries, tick, order);
   for (std::size_t op = 0; op < ops; ++op) {
-    g_op = op;
+    g_model_op = op;
     const std::size_t id = m.rng() % entries;
     switch (m.rng() % 10) {
       case 0: case 1: case 2: case 3:

@@ -429,6 +429,24 @@ TEST_CASE("ManualTimerService schedules relative to its own clock", "[wheel][clo
   CHECK(p.fired_at[0] == TimePoint{} + 5s + 100ms);
 }
 
+TEST_CASE("ManualTimerService is a TimerService on a VirtualClock", "[wheel][clock]") {
+  heartwheel::ManualTimerService timers(1ms, TimePoint{} + 1s);
+  const heartwheel::TimerService& service = timers;
+  CHECK(&service.clock() == &timers.clock());  // one clock: the service's time is the clock's
+  CHECK(service.now() == TimePoint{} + 1s);
+  Probe p;
+  p.wheel = &timers.wheel();
+  timers.schedule(p, 10ms);
+  // Moving the clock moves the time, not the wheel: what is due runs at the
+  // next run_for(), at the clock's time.
+  timers.clock().advance(50ms);
+  CHECK(service.now() == TimePoint{} + 1050ms);
+  CHECK(p.fired_at.empty());
+  timers.run_for(0ms);
+  REQUIRE(p.fired_at.size() == 1);
+  CHECK(p.fired_at[0] == TimePoint{} + 1050ms);
+}
+
 TEST_CASE("A TimerService delay of Duration::max() saturates instead of wrapping into the past",
           "[wheel][never]") {
   heartwheel::ManualTimerService timers(std::chrono::milliseconds(1),

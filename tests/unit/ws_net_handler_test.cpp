@@ -229,7 +229,7 @@ TEST_CASE("A server close waits for the peer's answer, at most close_timeout", "
     REQUIRE(peer.open());
     f.host.run_for(1ms);
     CHECK_FALSE(peer.open());
-    CHECK(peer.close_reason() == net::CloseReason::close_timeout);
+    CHECK(peer.close_reason() == heartwheel::ws::close_reason::close_timeout);
     CHECK(f.ws.stats().close_timeouts == 1);
     CHECK(f.ws.stats().pings_sent == 0);  // no pings while the close handshake runs
   }

@@ -28,6 +28,7 @@
 
 #include "cli_program.h"
 #include "server_flags.h"
+#include "uv_idle_baseline.h"
 
 namespace metrics = heartwheel::metrics;
 namespace net = heartwheel::net;
@@ -62,6 +63,9 @@ struct Setup {
   Duration drain_timeout{};
   Duration stats_interval{};
   std::optional<metrics::EndpointOptions> metrics;  // --metrics-listen
+  // --timers uv: one uv_timer_t per connection (tools/bench-common) keeps
+  // the idle timeouts; net's own are off.
+  std::shared_ptr<heartwheel::bench::UvIdleBaseline> uv_baseline;
 };
 
 Setup make_setup(const Config& c) {
@@ -80,7 +84,10 @@ Setup make_setup(const Config& c) {
   co.idle.max_age = parse_duration_flag("--max-age", c.max_age);
   co.idle.jitter = parse_duration_flag("--jitter", c.jitter);
   co.idle.refresh = c.refresh == "eager" ? net::RefreshMode::eager : net::RefreshMode::lazy;
-  co.timers = c.timers == "uv" ? net::TimerBackend::uv_timer : net::TimerBackend::wheel;
+  if (c.timers == "uv") {
+    s.uv_baseline = std::make_shared<heartwheel::bench::UvIdleBaseline>(co.idle, c.workers);
+    co.idle = s.uv_baseline->net_policy();
+  }
   co.write.high_watermark = c.high_watermark;
   co.write.low_watermark = c.high_watermark / 4;
   co.write.max_queued_bytes = std::max(co.write.max_queued_bytes, c.high_watermark);
@@ -122,6 +129,12 @@ net::LoopSnapshot merge_slots(const metrics::SharedSlots<net::LoopSnapshot>& slo
   return total;
 }
 
+// The workers' counters, with the uv baseline's own (--timers uv).
+net::LoopSnapshot total_of(const net::Workers& workers, const Setup& setup) {
+  net::LoopSnapshot total = workers.total();
+  return setup.uv_baseline ? setup.uv_baseline->add_to(total) : total;
+}
+
 // Runs the workers of this process until a signal drained them (net::serve).
 // Calls `on_ready(port, endpoint)` once every worker listens (endpoint: the
 // metrics endpoint, or null without --metrics-listen). Returns the final
@@ -129,12 +142,19 @@ net::LoopSnapshot merge_slots(const metrics::SharedSlots<net::LoopSnapshot>& slo
 net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
                         const std::function<void(int, const metrics::Endpoint*)>& on_ready) {
   net::WorkersOptions options = setup.workers;
-  if (plan.slots) {
-    options.on_publish = [&plan](unsigned worker, const net::LoopSnapshot& s, net::Handler&) {
-      plan.slots->store(plan.first_slot + worker, s);
+  auto* uv = setup.uv_baseline.get();
+  if (plan.slots || uv) {
+    options.on_publish = [&plan, uv](unsigned worker, const net::LoopSnapshot& s, net::Handler& h) {
+      if (uv) uv->publish(worker, h);
+      if (plan.slots)
+        plan.slots->store(plan.first_slot + worker, uv ? uv->add_to(s, static_cast<int>(worker)) : s);
     };
   }
-  net::Workers workers(options, [](unsigned) { return std::make_unique<EchoHandler>(); });
+  net::Workers workers(options, [uv](unsigned) -> std::unique_ptr<net::Handler> {
+    auto echo = std::make_unique<EchoHandler>();
+    if (uv) return uv->wrap(std::move(echo));
+    return echo;
+  });
   // net::serve waits for the signals on this thread (its watchers exist
   // before any worker accepts), drains on the first, stops on a second, and
   // prints the statistics line every --stats-interval meanwhile. It says
@@ -143,21 +163,24 @@ net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
   net::ServeOptions serving{
       .drain_timeout = setup.drain_timeout,
       .tick_interval = setup.stats_interval,
-      .tick = [&workers] { std::fprintf(stderr, "%s\n", net::to_json(workers.total()).c_str()); },
+      .tick =
+          [&workers, &setup] {
+            std::fprintf(stderr, "%s\n", net::to_json(total_of(workers, setup)).c_str());
+          },
       .on_listening =
           [&](net::Workers& w) {
             if (setup.metrics) {
               endpoint = std::make_unique<metrics::Endpoint>(
-                  *setup.metrics, [&w, &plan](metrics::TextWriter& out) {
-                    metrics::write(out, plan.slots ? merge_slots(*plan.slots) : w.total());
+                  *setup.metrics, [&w, &plan, &setup](metrics::TextWriter& out) {
+                    metrics::write(out, plan.slots ? merge_slots(*plan.slots) : total_of(w, setup));
                   });
             }
             on_ready(w.port(), endpoint.get());
           },
       .log = nullptr};
-  const auto total = net::serve(workers, serving);
+  net::serve(workers, serving);
   endpoint.reset();
-  return total;
+  return total_of(workers, setup);
 }
 
 // Binds (without listening) a SO_REUSEPORT socket on host:port in the

@@ -40,7 +40,7 @@ struct NetHandler::Conn final : Transport {
     // Keep-alive (and the wait for a first byte) is the idle time between
     // messages: under overload it shrinks like the server's idle timeouts
     // (net/overload.h), scaled when it starts.
-    if (slot == net::Deadline::keepalive_timeout && when != kNever) {
+    if (slot == deadline::keepalive_timeout && when != kNever) {
       const TimePoint now = conn->timers().now();
       if (when > now) when = deadline_after(now, conn->scale_idle_timeout(when - now));
     }

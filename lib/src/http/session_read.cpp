@@ -20,17 +20,18 @@ constexpr std::size_t kTurnReadAhead = 64 * 1024;
 using detail::Exchange;
 using net::CloseReason;
 using net::Deadline;
+namespace reason = http::close_reason;
 
 // The slot each read phase keeps its deadline in. The phases are exclusive,
 // so at most one of the three slots is set at a time.
 Deadline Session::slot_of(ReadPhase phase) noexcept {
   switch (phase) {
     case ReadPhase::kHeaders:
-      return Deadline::header_timeout;
+      return deadline::header_timeout;
     case ReadPhase::kBody:
-      return Deadline::body_timeout;
+      return deadline::body_timeout;
     default:
-      return Deadline::keepalive_timeout;  // first byte, keep-alive
+      return deadline::keepalive_timeout;  // first byte, keep-alive
   }
 }
 
@@ -345,22 +346,22 @@ void Session::enter_idle() {
 
 net::DeadlineAction Session::on_deadline(Deadline slot) {
   const Call call(*this);
-  switch (slot) {
-    case Deadline::keepalive_timeout:
-      if (read_phase_ == ReadPhase::kFirstByte || read_phase_ == ReadPhase::kKeepalive)
-        on_read_deadline(read_phase_);
-      return net::DeadlineAction::keep;
-    case Deadline::header_timeout:
-    case Deadline::body_timeout:
-      if (read_phase_ != ReadPhase::kNone && slot_of(read_phase_) == slot)
-        on_read_deadline(read_phase_);
-      return net::DeadlineAction::keep;
-    case Deadline::request_timeout:
-      on_request_timeout();
-      return net::DeadlineAction::keep;
-    default:
-      return net::DeadlineAction::close;  // not ours (an IdlePolicy, max age, ...)
+  // An if-chain, not a switch: HTTP's kinds are values beyond net's enumerators.
+  if (slot == deadline::keepalive_timeout) {
+    if (read_phase_ == ReadPhase::kFirstByte || read_phase_ == ReadPhase::kKeepalive)
+      on_read_deadline(read_phase_);
+    return net::DeadlineAction::keep;
   }
+  if (slot == deadline::header_timeout || slot == deadline::body_timeout) {
+    if (read_phase_ != ReadPhase::kNone && slot_of(read_phase_) == slot)
+      on_read_deadline(read_phase_);
+    return net::DeadlineAction::keep;
+  }
+  if (slot == Deadline::request_timeout) {
+    on_request_timeout();
+    return net::DeadlineAction::keep;
+  }
+  return net::DeadlineAction::close;  // not ours (an IdlePolicy, max age, ...)
 }
 
 void Session::on_read_deadline(ReadPhase phase) {
@@ -369,19 +370,19 @@ void Session::on_read_deadline(ReadPhase phase) {
   switch (phase) {
     case ReadPhase::kFirstByte:
       ++stats_->first_byte_timeouts;
-      close(Transport::CloseMode::kAfterFlush, CloseReason::keepalive_timeout);
+      close(Transport::CloseMode::kAfterFlush, reason::keepalive_timeout);
       break;
     case ReadPhase::kKeepalive:
       ++stats_->keepalive_timeouts;
-      close(Transport::CloseMode::kAfterFlush, CloseReason::keepalive_timeout);
+      close(Transport::CloseMode::kAfterFlush, reason::keepalive_timeout);
       break;
     case ReadPhase::kHeaders:
       ++stats_->header_timeouts;
-      fail(408, CloseReason::header_timeout);
+      fail(408, reason::header_timeout);
       break;
     case ReadPhase::kBody:
       ++stats_->body_timeouts;
-      fail(408, CloseReason::body_timeout);
+      fail(408, reason::body_timeout);
       break;
     case ReadPhase::kNone:
       break;

@@ -1,5 +1,6 @@
-// A counter family of connections closed by net::CloseReason, every reason
-// written (zeros included), as the net and WebSocket writers both need it.
+// A counter family of connections closed by net::CloseReason, every named
+// reason written (zeros included), as the net and WebSocket writers both
+// need it.
 // Internal to lib/src/metrics.
 #pragma once
 
@@ -13,10 +14,12 @@
 namespace heartwheel::metrics {
 
 inline void write_close_reasons(TextWriter& out, std::string_view name, std::string_view help,
-                                const std::array<std::uint64_t, net::kCloseReasonCount>& closed) {
+                                const net::CloseReasonCounts& closed) {
   out.family(name, Type::counter, help);
-  for (std::size_t i = 0; i < net::kCloseReasonCount; ++i)
-    out.sample(closed[i], {{"reason", net::to_string(static_cast<net::CloseReason>(i))}});
+  for (std::size_t i = 0; i < closed.size(); ++i) {
+    const auto reason = static_cast<net::CloseReason>(i);
+    if (net::is_named(reason)) out.sample(closed[i], {{"reason", net::to_string(reason)}});
+  }
 }
 
 }  // namespace heartwheel::metrics

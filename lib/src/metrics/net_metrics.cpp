@@ -24,9 +24,10 @@ void write_connections(TextWriter& out, const net::NetStats& n) {
   out.family("heartwheel_idle_events_total", Type::counter,
              "Deadline events delivered to handlers, by deadline slot (idle timeouts, "
              "protocol deadlines).");
-  for (std::size_t i = 0; i < net::kDeadlineCount; ++i) {
+  for (std::size_t i = 0; i < n.idle_events.size(); ++i) {
     const auto kind = static_cast<net::Deadline>(i);
-    if (kind == net::Deadline::write_stall) continue;  // handled inside net, never delivered
+    // write_stall is handled inside net, never delivered.
+    if (!net::is_named(kind) || kind == net::Deadline::write_stall) continue;
     out.sample(n.idle_events[i], {{"kind", net::to_string(kind)}});
   }
   out.counter("heartwheel_accept_errors_total", "Failed accepts.", n.accept_errors);

@@ -13,6 +13,9 @@
 #include <heartwheel/net/activity_list.h>
 #include <heartwheel/net/address.h>
 
+#include <heartwheel/net/detail/connection_host.h>
+#include <heartwheel/net/names.h>
+
 #include "connection_extras.h"
 #include "connection_guarded.h"
 #include "random.h"
@@ -60,12 +63,6 @@ int Connection::open() noexcept {
   const ConnectionOptions& o = host_->connection_options();
   if (o.tcp_nodelay) uv_tcp_nodelay(&tcp_, 1);
   if (o.tcp_user_timeout.count() > 0) set_tcp_user_timeout(o.tcp_user_timeout);
-  if (o.timers == TimerBackend::uv_timer) {
-    if (const int rc = use_uv_timer(loop()); rc < 0) {
-      close(CloseReason::error, uv_error(rc));
-      return rc;
-    }
-  }
   start_deadlines(o.idle, detail::random_up_to(o.idle.jitter));
   reading_ = true;
   if (const int rc = uv_read_start(reinterpret_cast<uv_stream_t*>(&tcp_), &on_alloc, &on_read);
@@ -149,10 +146,16 @@ void Connection::set_write_policy(const WritePolicy& policy) {
   schedule_write_check();
 }
 
-void Connection::set_deadline(Deadline slot, TimePoint when) noexcept {
-  assert(slot >= Deadline::header_timeout && slot <= Deadline::close_timeout &&
-         "set_deadline takes protocol slots");
-  DeadlineTimer::set_deadline(slot, when);
+void Connection::set_deadline(Deadline kind, TimePoint when) noexcept {
+  assert(DeadlineSet::is_claimed(kind) && kind != Deadline::proxy_header_timeout &&
+         "set_deadline takes claimed kinds: a layer's, ping or pong_timeout");
+  assert(is_named(kind) && "a layer's deadline kind needs a registered name (names.h)");
+  if (DeadlineTimer::set_deadline(kind, when)) return;
+  // Every claimed slot is held by other kinds: more layered deadlines at
+  // once than DeadlineSet::kClaimedSlots. Never keep running without the
+  // timeout the layer asked for (connection.h).
+  assert(!"more layered deadlines at once than DeadlineSet::kClaimedSlots");
+  close(CloseReason::error, make_error_code(errc::limit_reached));
 }
 
 void Connection::end_request() noexcept {
@@ -233,7 +236,8 @@ void Connection::on_deadline_event(DeadlineEvent event, TimePoint now) {
     check_write_progress(now);
     return;
   }
-  ++stats().idle_events[static_cast<std::size_t>(event.kind)];
+  if (const auto i = static_cast<std::size_t>(event.kind); i < kDeadlineCapacity)
+    ++stats().idle_events[i];
   DeadlineAction action = DeadlineAction::close;
   if (!guarded([&] { action = handler_->on_deadline(*this, event); })) return;
   if (action == DeadlineAction::close && !closing_) close(close_reason_for(event.kind));
@@ -273,7 +277,9 @@ void Connection::finish_close(CloseReason reason, std::error_code error, bool rs
   stop_deadlines();
   if (reading_) uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
   reading_ = false;
-  ++stats().closed_by_reason[static_cast<std::size_t>(reason)];
+  assert(is_named(reason) && "a layer's close reason needs a registered name (names.h)");
+  if (const auto i = static_cast<std::size_t>(reason); i < kCloseReasonCapacity)
+    ++stats().closed_by_reason[i];
   auto* handle = reinterpret_cast<uv_handle_t*>(&tcp_);
   if (rst && uv_tcp_close_reset(&tcp_, &on_closed) == 0) return;
   uv_close(handle, &on_closed);

@@ -86,7 +86,7 @@ int Connection::begin_proxy_stage(Duration timeout) noexcept {
     return UV_ENOMEM;
   }
   handler_ = &Gate::instance();
-  DeadlineTimer::set_timeout(Deadline::header_timeout, timeout);
+  DeadlineTimer::set_timeout(Deadline::proxy_header_timeout, timeout);
   return 0;
 }
 
@@ -116,7 +116,7 @@ void Connection::feed_proxy(std::string_view data) {
   ProxyProtocolStats& ps = stats().proxy;
   ++(info.version == 1 ? ps.v1 : ps.v2);
   if (info.command == ProxyCommand::local) ++ps.local;
-  DeadlineTimer::clear_deadline(Deadline::header_timeout);
+  DeadlineTimer::clear_deadline(Deadline::proxy_header_timeout);
   handler_ = x.app_handler;
   x.app_handler = nullptr;
   admit_and_open(data.substr(r.consumed));
@@ -127,7 +127,7 @@ void Connection::Gate::on_data(Connection& conn, std::string_view data) {
 }
 
 DeadlineAction Connection::Gate::on_deadline(Connection& conn, DeadlineEvent event) {
-  if (event.kind == Deadline::header_timeout && conn.in_proxy_stage()) {
+  if (event.kind == Deadline::proxy_header_timeout && conn.in_proxy_stage()) {
     ++conn.stats().proxy.timeouts;
     conn.close(CloseReason::proxy_header_timeout);
     return DeadlineAction::keep;

@@ -38,10 +38,10 @@ std::error_code Connection::write(SharedBytes bytes) {
   return write_parts(&view, 1, &bytes);
 }
 
-std::error_code Connection::write(std::string_view head, SharedBytes body) {
-  if (!body) return make_error_code(errc::invalid_argument);
-  const std::string_view parts[] = {head, std::string_view(*body)};
-  return write_parts(parts, 2, &body);
+std::error_code Connection::write(std::string_view head, SharedBytes rest) {
+  if (!rest) return make_error_code(errc::invalid_argument);
+  const std::string_view parts[] = {head, std::string_view(*rest)};
+  return write_parts(parts, 2, &rest);
 }
 
 std::error_code Connection::write_parts(const std::string_view* parts, std::size_t count,

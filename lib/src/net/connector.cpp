@@ -70,7 +70,7 @@ Connector::~Connector() {
   abandon_attempt();
   if (conn_) {
     --stats_->current;  // abandoned: connection_closed() will not run for it
-    conn_->abandon();
+    abandon_connection(*conn_);
     conn_ = nullptr;
   }
 }
@@ -98,7 +98,7 @@ void Connector::abandon_attempt() noexcept {
   wheel_.cancel(timer_);
   if (!attempt_) return;
   attempt_->owner = nullptr;
-  attempt_->conn->abandon();  // libuv then cancels the connect request
+  abandon_connection(*attempt_->conn);  // libuv then cancels the connect request
   attempt_ = nullptr;
 }
 
@@ -109,7 +109,7 @@ void Connector::on_timer() {
     Attempt* a = attempt_;
     attempt_ = nullptr;
     a->owner = nullptr;
-    a->conn->abandon();  // libuv then cancels the connect request
+    abandon_connection(*a->conn);  // libuv then cancels the connect request
     attempt_failed(make_error_code(errc::timed_out));
     return;
   }
@@ -122,7 +122,7 @@ void Connector::attempt() {
     attempt_failed(ec);
     return;
   }
-  auto* c = new Connection(*this, handler_, next_id_++);
+  auto* c = make_connection(handler_, next_id_++);
   if (const int rc = uv_tcp_init(wheel_.loop(), c->handle()); rc < 0) {
     delete c;
     attempt_failed(uv_error(rc));
@@ -143,7 +143,7 @@ void Connector::attempt() {
     rc = uv_tcp_connect(&a->req, c->handle(), reinterpret_cast<const sockaddr*>(&ss), &on_connect);
   if (rc < 0) {
     delete a;
-    c->abandon();
+    abandon_connection(*c);
     attempt_failed(uv_error(rc));
     return;
   }
@@ -160,7 +160,7 @@ void Connector::on_connect(uv_connect_t* req, int status) {
   self->attempt_ = nullptr;
   self->wheel_.cancel(self->timer_);
   if (status < 0) {
-    c->abandon();
+    abandon_connection(*c);
     self->attempt_failed(uv_error(status));
     return;
   }
@@ -172,7 +172,7 @@ void Connector::on_connect(uv_connect_t* req, int status) {
   ++st.accepted;
   if (++st.current > st.peak) st.peak = st.current;
   self->conn_ = c;
-  c->open();
+  open_connection(*c);
 }
 
 void Connector::attempt_failed(std::error_code ec) {

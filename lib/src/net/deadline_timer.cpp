@@ -1,5 +1,5 @@
 // See heartwheel/net/deadline_timer.h. The one place where a connection's
-// deadlines meet a timer: the wheel entry, or the uv_timer_t baseline.
+// deadlines meet a timer: its wheel entry.
 #include <heartwheel/net/deadline_timer.h>
 #include <heartwheel/timer/timing_wheel.h>
 
@@ -21,13 +21,6 @@ void DeadlineTimer::stop_deadlines() noexcept {
   // wheel (its owner went away first), and then it is never armed.
   if (armed()) timers_->cancel(*this);
   armed_for_ = kNever;
-  if (uv_timer_) {
-    // The handle outlives us until libuv's close callback frees it.
-    uv_timer_->data = nullptr;
-    uv_close(reinterpret_cast<uv_handle_t*>(uv_timer_),
-             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
-    uv_timer_ = nullptr;
-  }
 }
 
 void DeadlineTimer::set_idle_policy_ref(const IdlePolicy& policy) noexcept {
@@ -43,10 +36,10 @@ void DeadlineTimer::policy_changed() noexcept {
     rearm_if_earlier();
 }
 
-void DeadlineTimer::set_deadline(Deadline slot, TimePoint when) noexcept {
-  assert(DeadlineSet::is_absolute(slot) && "idle slots follow the IdlePolicy");
-  set_.set(slot, when);
-  if (stopped_) return;
+bool DeadlineTimer::set_deadline(Deadline kind, TimePoint when) noexcept {
+  assert(DeadlineSet::is_absolute(kind) && "idle slots follow the IdlePolicy");
+  if (!set_.set(kind, when)) return false;
+  if (stopped_) return true;
   // Later or cleared: lazy keeps the armed time (the entry fires, finds the
   // slot not due and re-arms); eager moves the entry now. The entry is never
   // armed later than the set's next deadline, so only a slot set before the
@@ -55,6 +48,7 @@ void DeadlineTimer::set_deadline(Deadline slot, TimePoint when) noexcept {
     rearm();
   else if (when < armed_for_)
     rearm_if_earlier();
+  return true;
 }
 
 void DeadlineTimer::begin_request(Duration timeout) noexcept {
@@ -68,32 +62,12 @@ void DeadlineTimer::end_request() noexcept {
   if (!stopped_ && set_.policy().refresh == RefreshMode::eager) rearm();
 }
 
-int DeadlineTimer::use_uv_timer(uv_loop_t* loop) noexcept {
-  if (uv_timer_) return 0;
-  auto* t = new uv_timer_t;
-  const int rc = uv_timer_init(loop, t);
-  if (rc < 0) {
-    delete t;
-    return rc;
-  }
-  t->data = this;
-  uv_timer_ = t;
-  return 0;
-}
-
 void DeadlineTimer::on_entry(TimerEntry& entry) {
   auto& self = static_cast<DeadlineTimer&>(entry);
   // The wheel's time, not the service's: under LoopWheel it is when the
   // loop's poll returned, so bytes that arrived since then (unread yet) can
   // not make a slot look overdue. See loop_wheel.h, "Stalls".
   self.fire(self.timers_->wheel().now());
-}
-
-void DeadlineTimer::on_uv_timer(uv_timer_t* timer) {
-  if (timer->data) {
-    auto* self = static_cast<DeadlineTimer*>(timer->data);
-    self->fire(self->timers_->now());
-  }
 }
 
 void DeadlineTimer::fire(TimePoint now) {
@@ -105,7 +79,7 @@ void DeadlineTimer::fire(TimePoint now) {
   // Bounded: a handler that sets the firing slot again at or before `now`
   // gets it at the next expiry (the wheel runs entries re-armed into the
   // past on its next advance), not in an endless loop here.
-  for (std::size_t n = 0; !stopped_ && n < 2 * kDeadlineCount; ++n) {
+  for (std::size_t n = 0; !stopped_ && n < 2 * DeadlineSet::kSlots; ++n) {
     const auto event = set_.take_due(now);
     if (!event) break;
     on_deadline_event(*event, now);
@@ -129,15 +103,6 @@ void DeadlineTimer::rearm_if_earlier() noexcept {
 
 void DeadlineTimer::arm(TimePoint due) noexcept {
   armed_for_ = due;
-  if (uv_timer_) {
-    if (due == kNever) {
-      uv_timer_stop(uv_timer_);
-      return;
-    }
-    const Duration delay = due - timers_->now();
-    uv_timer_start(uv_timer_, &on_uv_timer, to_uv_millis_ceil(delay), 0);
-    return;
-  }
   if (due == kNever) {
     timers_->cancel(*this);
   } else {

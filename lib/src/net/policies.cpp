@@ -1,4 +1,4 @@
-// Names, validation and merging for the net layer's plain value types.
+// Validation and merging for the net layer's plain value types (names: names.cpp).
 #include <heartwheel/net/close_reason.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/net/deadline.h>
@@ -12,92 +12,6 @@
 #include <string>
 
 namespace heartwheel::net {
-
-const char* to_string(CloseReason reason) noexcept {
-  switch (reason) {
-    case CloseReason::read_idle:
-      return "read_idle";
-    case CloseReason::write_idle:
-      return "write_idle";
-    case CloseReason::all_idle:
-      return "all_idle";
-    case CloseReason::request_timeout:
-      return "request_timeout";
-    case CloseReason::max_age:
-      return "max_age";
-    case CloseReason::header_timeout:
-      return "header_timeout";
-    case CloseReason::body_timeout:
-      return "body_timeout";
-    case CloseReason::keepalive_timeout:
-      return "keepalive_timeout";
-    case CloseReason::pong_timeout:
-      return "pong_timeout";
-    case CloseReason::close_timeout:
-      return "close_timeout";
-    case CloseReason::write_stall:
-      return "write_stall";
-    case CloseReason::peer_closed:
-      return "peer_closed";
-    case CloseReason::protocol_close:
-      return "protocol_close";
-    case CloseReason::protocol_error:
-      return "protocol_error";
-    case CloseReason::error:
-      return "error";
-    case CloseReason::slow_consumer:
-      return "slow_consumer";
-    case CloseReason::limit:
-      return "limit";
-    case CloseReason::ip_limit:
-      return "ip_limit";
-    case CloseReason::overload:
-      return "overload";
-    case CloseReason::proxy_header_timeout:
-      return "proxy_header_timeout";
-    case CloseReason::proxy_header_invalid:
-      return "proxy_header_invalid";
-    case CloseReason::drain:
-      return "drain";
-    case CloseReason::local:
-      return "local";
-  }
-  return "unknown";
-}
-
-CloseReason close_reason_for(Deadline kind) noexcept {
-  switch (kind) {
-    case Deadline::read_idle:
-      return CloseReason::read_idle;
-    case Deadline::write_idle:
-      return CloseReason::write_idle;
-    case Deadline::all_idle:
-      return CloseReason::all_idle;
-    case Deadline::request_timeout:
-      return CloseReason::request_timeout;
-    case Deadline::max_age:
-      return CloseReason::max_age;
-    case Deadline::header_timeout:
-      return CloseReason::header_timeout;
-    case Deadline::body_timeout:
-      return CloseReason::body_timeout;
-    case Deadline::keepalive_timeout:
-      return CloseReason::keepalive_timeout;
-    case Deadline::ping:
-      return CloseReason::local;
-    case Deadline::pong_timeout:
-      return CloseReason::pong_timeout;
-    case Deadline::close_timeout:
-      return CloseReason::close_timeout;
-    case Deadline::write_stall:
-      return CloseReason::write_stall;
-  }
-  return CloseReason::local;
-}
-
-const char* to_string(Deadline kind) noexcept {
-  return kind == Deadline::ping ? "ping" : to_string(close_reason_for(kind));
-}
 
 namespace {
 void require_non_negative(Duration d, const char* what) {

@@ -63,7 +63,7 @@ Server::~Server() {
   close_protection();  // gives back every connection's per-address count
   while (Connection* c = list_.front()) {
     list_.remove(*c);
-    c->abandon();
+    abandon_connection(*c);
   }
 }
 
@@ -220,7 +220,7 @@ void Server::on_turn_start(uv_idle_t* idle) {
 }
 
 void Server::accept_one() noexcept {
-  auto* c = new Connection(*this, handler_, next_id_++);
+  auto* c = make_connection(handler_, next_id_++);
   if (const int rc = uv_tcp_init(loop(), c->handle()); rc < 0) {
     ++stats_.accept_errors;
     delete c;
@@ -241,7 +241,7 @@ void Server::accept_one() noexcept {
     c->close(CloseReason::error, uv_error(rc));
     return;
   }
-  c->open();
+  open_connection(*c);
 }
 
 void Server::reject_one() noexcept {
@@ -285,7 +285,7 @@ void Server::on_resume_timer(uv_timer_t* timer) {
 void Server::connection_closed(Connection& conn) noexcept {
   list_.remove(conn);
   if (conn.close_reason() == CloseReason::overload && dropping_ > 0) --dropping_;
-  if (limiter_) limiter_->release(conn.host_ip_slot);
+  if (limiter_) limiter_->release(ip_slot(conn));
   stats_.current = list_.size();
   delete &conn;
   update_pressure();
@@ -293,13 +293,13 @@ void Server::connection_closed(Connection& conn) noexcept {
 }
 
 void Server::for_each_connection(const std::function<void(Connection&)>& visit) {
-  for (Connection* c = list_.front(); c; c = c->next_in_host) visit(*c);
+  for (Connection* c = list_.front(); c; c = list_.next(*c)) visit(*c);
 }
 
 namespace {
 std::vector<Connection*> snapshot(Connection* head) {
   std::vector<Connection*> all;
-  for (Connection* c = head; c; c = c->next_in_host) all.push_back(c);
+  for (Connection* c = head; c; c = ActivityList<Connection>::next(*c)) all.push_back(c);
   return all;
 }
 }  // namespace

@@ -50,9 +50,9 @@ void Server::close_protection() noexcept {
   detail::close_timer(memory_timer_);
   if (sweeper_.armed()) wheel_.cancel(sweeper_);
   if (limiter_)
-    for (Connection* c = list_.front(); c; c = c->next_in_host) {
-      limiter_->release(c->host_ip_slot);
-      c->host_ip_slot = 0;
+    for (Connection* c = list_.front(); c; c = list_.next(*c)) {
+      limiter_->release(ip_slot(*c));
+      ip_slot(*c) = 0;
     }
 }
 
@@ -66,7 +66,7 @@ bool Server::admit(Connection& conn, CloseReason& refusal) noexcept {
       refusal = CloseReason::ip_limit;
       return false;
     }
-    conn.host_ip_slot = a.handle;
+    ip_slot(conn) = a.handle;
     return true;
   } catch (...) {  // bad_alloc: refuse rather than serve uncounted
     refusal = CloseReason::error;
@@ -140,7 +140,7 @@ void Server::sweep() noexcept {
     const TimePoint step = list_.sweep(
         now, timeout, granularity, budget, [](Connection& c) { return c.last_read(); },
         [this](Connection& c) {
-          c.reschedule_deadlines();
+          reschedule_deadlines(c);
           ++stats_.overload.swept;
         });
     next = std::min(next, step);
@@ -155,12 +155,12 @@ Connection* Server::idlest() noexcept {
   Connection* c = list_.back();
   for (std::size_t probe = 0; c && probe < kDropProbe; ++probe) {
     ++stats_.overload.drop_probes;
-    Connection* newer = c->prev_in_host;
+    Connection* newer = list_.prev(*c);
     if (!c->closing() && !c->in_request()) {
       if (now - c->last_read() >= min_idle) return c;
       // It read more recently than its place says (the order is coarse):
       // put it at the front so the next probe does not meet it again.
-      list_.touch(*c, static_cast<std::uint16_t>(c->host_activity_gen + 1));
+      list_.touch(*c, static_cast<std::uint16_t>(list_.generation(*c) + 1));
     }
     c = newer;
   }
@@ -172,7 +172,7 @@ void Server::drop(Connection& victim) noexcept {
   // It stays listed until its close callback (the next loop iteration); at
   // the front it is not met again by the next newcomers of this burst, which
   // look from the back.
-  list_.touch(victim, static_cast<std::uint16_t>(victim.host_activity_gen + 1));
+  list_.touch(victim, static_cast<std::uint16_t>(list_.generation(victim) + 1));
   victim.close(CloseReason::overload);
 }
 

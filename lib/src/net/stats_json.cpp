@@ -34,15 +34,21 @@ std::string to_json(const LoopSnapshot& s) {
     << ",\"accept_errors\":" << n.accept_errors << ",\"fd_exhausted\":" << n.fd_exhausted
     << ",\"accept_pauses\":" << n.accept_pauses << ",\"accept_deferrals\":" << n.accept_deferrals
     << ",\"connect_failures\":" << n.connect_failures << ",\"closed_by_reason\":{";
-  for (std::size_t i = 0; i < kCloseReasonCount; ++i) {
-    o << (i ? "," : "") << '"' << to_string(static_cast<CloseReason>(i))
-      << "\":" << n.closed_by_reason[i];
+  const char* sep = "";
+  for (std::size_t i = 0; i < kCloseReasonCapacity; ++i) {
+    const auto reason = static_cast<CloseReason>(i);
+    if (!is_named(reason)) continue;
+    o << sep << '"' << to_string(reason) << "\":" << n.closed_by_reason[i];
+    sep = ",";
   }
   o << "},\"idle_events\":{";
-  for (std::size_t i = 0; i < kDeadlineCount; ++i) {
+  sep = "";
+  for (std::size_t i = 0; i < kDeadlineCapacity; ++i) {
     const auto kind = static_cast<Deadline>(i);
-    if (kind == Deadline::write_stall) continue;  // handled inside net, never delivered
-    o << (i ? "," : "") << '"' << to_string(kind) << "\":" << n.idle_events[i];
+    // write_stall is handled inside net, never delivered.
+    if (!is_named(kind) || kind == Deadline::write_stall) continue;
+    o << sep << '"' << to_string(kind) << "\":" << n.idle_events[i];
+    sep = ",";
   }
   o << "},\"bytes_read\":" << n.bytes_read << ",\"bytes_written\":" << n.bytes_written
     << ",\"bytes_dropped\":" << n.bytes_dropped

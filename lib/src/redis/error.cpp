@@ -26,6 +26,12 @@ class Category final : public std::error_category {
         return "Redis connection lost before the reply (the command may or may not have run)";
       case errc::server_error:
         return "Redis answered with an error";
+      case errc::already_locked:
+        return "this Lock already holds or waits for that lock (locks are not reentrant)";
+      case errc::lock_not_held:
+        return "this Lock neither holds nor waits for that lock";
+      case errc::lock_lost:
+        return "the lock is no longer ours: its lease ran out, or another holder has it";
     }
     return "unknown redis error " + std::to_string(value);
   }

@@ -42,7 +42,7 @@ Peer& Host::open(net::Handler& handler) {
     throw std::system_error(errno, std::generic_category(), "testing::Host: socketpair");
   peers_.push_back(std::unique_ptr<Peer>(new Peer(*this, sv[1])));
   Peer& peer = *peers_.back();
-  auto* conn = new net::Connection(*this, handler, next_id_++);
+  auto* conn = make_connection(handler, next_id_++);
   int rc = uv_tcp_init(&loop_, conn->handle());
   if (rc < 0) {
     delete conn;
@@ -58,7 +58,7 @@ Peer& Host::open(net::Handler& handler) {
     ::close(sv[0]);
     conn->close(net::CloseReason::error, uv_error(rc));
   } else {
-    conn->open();  // on failure it is already closing, with the reason set
+    open_connection(*conn);  // on failure it is already closing, with the reason set
   }
   poll();
   return peer;

@@ -2,7 +2,6 @@
 // expiry runs in the check phase and the timer is re-armed in prepare.
 #include <heartwheel/common/error.h>
 #include <heartwheel/timer/loop_wheel.h>
-#include <time.h>
 
 #include <algorithm>
 #include <bit>
@@ -19,7 +18,11 @@ struct LoopWheel::Handles {
 };
 
 LoopWheel::LoopWheel(uv_loop_t* loop, Options options)
-    : loop_(loop), options_(options), wheel_(options.tick, from_uv_millis(uv_now(loop))) {
+    : TimerService(clock_),
+      loop_(loop),
+      clock_(loop),
+      options_(options),
+      wheel_(options.tick, clock_.loop_time()) {
   if (options.tick < std::chrono::milliseconds(1))
     throw std::invalid_argument(
         "LoopWheel: tick must be at least 1ms (libuv timers count milliseconds)");
@@ -75,19 +78,11 @@ void LoopWheel::rearm() {
   wake_at(*next);
 }
 
-TimePoint LoopWheel::now() const noexcept {
-  const TimePoint cached = from_uv_millis(uv_now(loop_));
-  timespec ts;
-  if (::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0) return cached;
-  const TimePoint coarse{std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec)};
-  return std::max(cached, coarse);
-}
-
 std::size_t LoopWheel::run_due() {
   // The poll's return time, not now(): bytes that arrived since (during a
   // stall in this iteration's callbacks) are read by the next poll before
   // anything is judged against a later time.
-  const TimePoint t = from_uv_millis(uv_now(loop_));
+  const TimePoint t = clock_.loop_time();
   const auto next = wheel_.next_deadline();
   if (!next || *next > t) return 0;
   const std::size_t fired = wheel_.advance(t, options_.max_fired_per_iteration);

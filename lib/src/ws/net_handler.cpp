@@ -87,18 +87,13 @@ void NetHandler::on_data(net::Connection& conn, std::string_view data) {
 net::DeadlineAction NetHandler::on_deadline(net::Connection& conn, net::DeadlineEvent event) {
   Connection* c = of(conn);
   if (c == nullptr) return net::DeadlineAction::close;
-  switch (event.kind) {
-    case Deadline::ping:
-      return on_ping_due(*c);
-    case Deadline::pong_timeout:
-      ++stats_.pong_timeouts;  // closed with reason pong_timeout
-      return net::DeadlineAction::close;
-    case Deadline::close_timeout:
-      ++stats_.close_timeouts;  // closed with reason close_timeout
-      return net::DeadlineAction::close;
-    default:
-      return net::DeadlineAction::close;  // the application's idle policy, max age, ...
-  }
+  if (event.kind == Deadline::ping) return on_ping_due(*c);
+  if (event.kind == Deadline::pong_timeout)
+    ++stats_.pong_timeouts;  // closed with reason pong_timeout
+  else if (event.kind == deadline::close_timeout)
+    ++stats_.close_timeouts;  // closed with ws's reason close_timeout
+  // Those two, and the application's idle policy, max age, ...: close.
+  return net::DeadlineAction::close;
 }
 
 net::DeadlineAction NetHandler::on_ping_due(Connection& c) {
@@ -122,13 +117,13 @@ void NetHandler::arm_close_timeout(Connection& c) {
   // While the close handshake runs no pings go out; its timeout bounds the wait.
   conn.clear_deadline(Deadline::ping);
   conn.clear_deadline(Deadline::pong_timeout);
-  conn.set_timeout(Deadline::close_timeout, options_.close_timeout);
+  conn.set_timeout(deadline::close_timeout, options_.close_timeout);
 }
 
 void NetHandler::finish_timers(net::Connection& conn) noexcept {
   conn.clear_deadline(Deadline::ping);
   conn.clear_deadline(Deadline::pong_timeout);
-  conn.clear_deadline(Deadline::close_timeout);
+  conn.clear_deadline(deadline::close_timeout);
 }
 
 void NetHandler::on_writable(net::Connection& conn, bool writable) {

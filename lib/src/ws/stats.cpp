@@ -45,9 +45,13 @@ std::string to_json(const Stats& s) {
   std::ostringstream o;
   o << "{\"handshakes_refused\":" << s.handshakes_refused << ",\"opened\":" << s.opened
     << ",\"current\":" << s.current << ",\"closed_by_reason\":{";
-  for (std::size_t i = 0; i < net::kCloseReasonCount; ++i)
-    o << (i ? "," : "") << '"' << net::to_string(static_cast<net::CloseReason>(i))
-      << "\":" << s.closed_by_reason[i];
+  const char* sep = "";
+  for (std::size_t i = 0; i < s.closed_by_reason.size(); ++i) {
+    const auto reason = static_cast<net::CloseReason>(i);
+    if (!net::is_named(reason)) continue;
+    o << sep << '"' << net::to_string(reason) << "\":" << s.closed_by_reason[i];
+    sep = ",";
+  }
   o << "},\"messages_received\":" << s.messages_received << ",\"messages_sent\":" << s.messages_sent
     << ",\"shared_sent\":" << s.shared_sent << ",\"pings_sent\":" << s.pings_sent
     << ",\"pongs_received\":" << s.pongs_received << ",\"pings_received\":" << s.pings_received

@@ -64,6 +64,7 @@
 // the same session.
 #pragma once
 
+#include <heartwheel/http/deadlines.h>
 #include <heartwheel/http/message.h>
 #include <heartwheel/http/responder.h>
 #include <heartwheel/http/session_options.h>
@@ -270,8 +271,8 @@ class Session {
   std::unique_ptr<detail::Parser> parser_;
 
   // Request order; the front is the answer on the wire. A vector, not a
-  // deque: it allocates nothing until the first request (an empty deque
-  // costs ~600 bytes per idle connection).
+  // deque: it allocates nothing until the first request (an empty
+  // std::deque allocates its map and a first block on every idle connection).
   std::vector<std::shared_ptr<detail::Exchange>> queue_;
   std::shared_ptr<detail::Exchange> receiving_;  // being parsed (also in queue_)
   // Unparsed bytes while reading is paused, from pending_pos_ on (an offset,

@@ -38,7 +38,7 @@ struct SessionStats {
   std::uint64_t upgrades = 0;  // connections handed to another protocol (Responder::upgrade)
   // Sessions ended, by reason: the session's own decision, or the
   // connection's reason when the connection closed first.
-  std::array<std::uint64_t, net::kCloseReasonCount> closed_by_reason{};
+  net::CloseReasonCounts closed_by_reason{};
 
   std::uint64_t responses_total() const noexcept {
     std::uint64_t n = 0;

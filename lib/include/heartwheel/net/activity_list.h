@@ -52,6 +52,11 @@ class ActivityList {
   Node* back() const noexcept { return tail_; }   // silent longest
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
+  // The node after `n` (toward the back, read longer ago) / before it.
+  static Node* next(const Node& n) noexcept { return n.next_in_host; }
+  static Node* prev(const Node& n) noexcept { return n.prev_in_host; }
+  // The generation `n` is stamped with.
+  static std::uint16_t generation(const Node& n) noexcept { return n.host_activity_gen; }
 
   // Adds a new node at the front, stamped with `gen`.
   void push_front(Node& n, std::uint16_t gen) noexcept {

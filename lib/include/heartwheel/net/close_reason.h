@@ -1,14 +1,25 @@
 // heartwheel/net/close_reason.h - why a connection was closed.
 //
 // Every connection closes with exactly one reason, whatever protocol runs on
-// it (echo, HTTP, RPC, WebSocket): one enum for every layer. Servers count
-// closes per reason (NetStats::closed_by_reason, the metric
+// it. Servers count closes per reason (NetStats::closed_by_reason, the metric
 // heartwheel_connections_closed_total{reason}) and hand the reason to
-// Handler::on_close. A deadline that closes a connection closes it with the
-// reason of the same name (close_reason_for in deadline.h).
+// Handler::on_close.
+//
+// An open set of small numbers. The enumerators below are net's own reasons
+// (0 .. kLayerCloseReasonFirst - 1). A layer above net (a protocol, a
+// transport stage) defines its own reasons as CloseReason values in the
+// range [kLayerCloseReasonFirst, kCloseReasonCapacity), picked once and
+// listed in lib/src/net/README.md ("Numbers taken"), and registers a name for
+// each (names.h): the name is the reason's spelling in JSON statistics and
+// metric labels, so a dashboard reads reason="..." whichever process counted
+// it. Fixed numbers make the counters of pre-forked processes merge by index
+// whatever each process ran first; registration refuses a number or a name
+// that is already taken, at program start.
+//
 // Threads: plain values, any thread.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -16,22 +27,18 @@ namespace heartwheel::net {
 
 enum class CloseReason : std::uint8_t {
   // Deadlines (see deadline.h).
-  read_idle,          // nothing read for IdlePolicy::read_idle
-  write_idle,         // nothing written for IdlePolicy::write_idle
-  all_idle,           // neither read nor written for IdlePolicy::all_idle
-  request_timeout,    // a request deadline passed (Connection::begin_request)
-  max_age,            // the connection lived IdlePolicy::max_age
-  header_timeout,     // a message head (HTTP headers, PROXY header) did not arrive in time
-  body_timeout,       // a message body stopped making progress
-  keepalive_timeout,  // idle between messages (HTTP keep-alive, before the first request)
-  pong_timeout,       // a heartbeat ping went unanswered
-  close_timeout,      // the peer did not finish a close handshake in time
-  write_stall,  // the peer stopped reading: no write progress, or too slow (HTTP send timeout)
+  read_idle,        // nothing read for IdlePolicy::read_idle
+  write_idle,       // nothing written for IdlePolicy::write_idle
+  all_idle,         // neither read nor written for IdlePolicy::all_idle
+  request_timeout,  // a request deadline passed (Connection::begin_request)
+  max_age,          // the connection lived IdlePolicy::max_age
+  write_stall,      // the peer stopped reading: no write progress, or too slow
+  pong_timeout,     // a heartbeat ping went unanswered (slot_heartbeat.h)
   // The peer, the protocol, the application.
   peer_closed,     // the peer sent FIN (after our pending bytes were flushed) or reset
-  protocol_close,  // the protocol ended it normally (HTTP Connection: close, a WebSocket close)
-  protocol_error,  // the peer sent bytes the protocol refuses (HTTP 400/413/431, WebSocket 1002)
-  error,           // socket error or handler exception
+  protocol_close,  // the protocol ended it normally (e.g. an HTTP "Connection: close")
+  protocol_error,  // the peer sent bytes the protocol refuses (e.g. an HTTP 400)
+  error,           // socket error, handler exception, or a programming error (deadline.h)
   slow_consumer,   // a subscriber fell behind its queued-bytes limit (policy close)
   // Admission and shutdown.
   limit,                 // over ServerOptions::max_connections (accepted, then closed)
@@ -43,10 +50,23 @@ enum class CloseReason : std::uint8_t {
   local,                 // the application closed it (Connection::close) or stopped the server
 };
 
-inline constexpr std::size_t kCloseReasonCount = 23;
+// net's own reasons are 0 .. kNetCloseReasons - 1.
+inline constexpr std::size_t kNetCloseReasons = 19;
+// The first number a layer above net may take for a reason of its own.
+inline constexpr std::uint8_t kLayerCloseReasonFirst = 32;
+// Every reason is below this: the size of the per-reason counters.
+inline constexpr std::size_t kCloseReasonCapacity = 64;
+// Closes counted by reason number (NetStats::closed_by_reason and the
+// layers' own), so the counters of any two processes merge index by index.
+using CloseReasonCounts = std::array<std::uint64_t, kCloseReasonCapacity>;
 
-// "read_idle", "peer_closed", ...: the spelling used in JSON statistics and
-// metric labels.
+// "read_idle", "peer_closed", a registered layer's "header_timeout", ...:
+// the spelling in JSON statistics and metric labels; "unknown" for a number
+// nobody named. Lock-free: one atomic load for a layer's reason.
 const char* to_string(CloseReason reason) noexcept;
+
+// True for net's own reasons and the registered ones: those the statistics
+// writers list (zeros included).
+bool is_named(CloseReason reason) noexcept;
 
 }  // namespace heartwheel::net

@@ -3,11 +3,12 @@
 //
 // What it is
 //   A Connection owns a uv_tcp_t and ONE timer entry (through DeadlineTimer)
-//   that covers every deadline of the connection and of the protocol on it:
+//   that covers every deadline of the connection and of the layers on it:
 //   read/write/all idle, the request deadline, the maximum age, the write-stall
-//   checks and the protocol slots (header, body, keep-alive, ping, pong, close
-//   handshake; see deadline.h). Protocols set, move and clear slots; they own
-//   no wheel entries of their own. Reads go into the loop's shared read
+//   checks and the claimed slots that the layers above set by kind (a
+//   message head's timeout, a heartbeat's ping and pong, a close handshake;
+//   see deadline.h). Layers set, move and clear deadlines; they own no wheel
+//   entries of their own. Reads go into the loop's shared read
 //   buffer (one per thread, never one per connection); writes go straight to
 //   the socket when it takes them (uv_try_write) and are queued otherwise, in
 //   a write queue allocated only while bytes are pending. Bytes written with
@@ -20,12 +21,13 @@
 // PROXY protocol (ServerOptions::proxy_protocol)
 //   Behind a proxy, every connection starts with a PROXY header (v1 or v2,
 //   proxy_protocol.h). While it is awaited an internal handler owns the
-//   connection: the bytes go to a ProxyHeaderParser (1,280 bytes, allocated
-//   for the stage only) and the header_timeout slot is the header's
-//   deadline (closed as proxy_header_timeout). Once the header is complete
-//   the parser is freed, the header is kept (64 bytes for its addresses; a
-//   whole ProxyHeader, ~700 bytes, only when it had TLVs or UNIX addresses,
-//   or once proxy_header() is called), the slot is cleared, and
+//   connection: the bytes go to a ProxyHeaderParser (allocated for the
+//   stage only; its size is in proxy_protocol.h) and the
+//   proxy_header_timeout deadline bounds the wait (closed as
+//   proxy_header_timeout). Once the header is complete the parser is freed,
+//   the header is kept (64 bytes for its addresses; a whole ProxyHeader only
+//   when it had TLVs or UNIX addresses, or once proxy_header() is called),
+//   the deadline is cleared, and
 //   the application's handler gets on_open, then on_data with whatever
 //   followed the header in the same read (also when on_open paused
 //   reading). A malformed header closes the connection as
@@ -37,9 +39,10 @@
 //   (the per-address limit).
 //
 // Ownership and lifetime
-//   Created by a Server (accepted) or a Connector (connected); never by the
-//   application. Destroyed by the library right after Handler::on_close
-//   returns. A pointer to a Connection is valid until then.
+//   Created by a Server (accepted), a Connector (connected) or a
+//   testing::Host; never by the application (the constructor is theirs
+//   only: detail/connection_host.h). Destroyed by the library right after
+//   Handler::on_close returns. A pointer to a Connection is valid until then.
 //
 // Threads: the connection's loop thread only, for every method.
 // Re-entrancy: every method may be called from any Handler callback of this
@@ -66,17 +69,10 @@
 
 namespace heartwheel::net {
 
-// Which timer a connection's idle tracking uses.
-enum class TimerBackend : std::uint8_t {
-  wheel,     // the loop's shared timing wheel (one 32-byte entry per connection)
-  uv_timer,  // one uv_timer_t per connection: the baseline, for comparisons only
-};
-
 // Settings every connection of one server (or connector) shares.
 struct ConnectionOptions {
   IdlePolicy idle;
   WritePolicy write;
-  TimerBackend timers = TimerBackend::wheel;
   bool tcp_nodelay = true;
   // TCP_USER_TIMEOUT (Linux): unacknowledged data older than this makes the
   // kernel drop the connection. 0 = leave the system default.
@@ -96,52 +92,11 @@ struct ProxyHeader;
 using SharedBytes = std::shared_ptr<const std::string>;
 
 namespace detail {
-// What a Connection needs from whoever made it (Server or Connector).
-class ConnectionHost {
- public:
-  virtual const ConnectionOptions& connection_options() const noexcept = 0;
-  virtual NetStats& net_stats() noexcept = 0;
-  virtual TimerService& timer_service() noexcept = 0;
-  virtual uv_loop_t* host_loop() const noexcept = 0;
-  // The connection finished closing (on_close ran). The host unlinks it and
-  // deletes it.
-  virtual void connection_closed(Connection& conn) noexcept = 0;
-  // A connection ended its request (Connection::end_request); drain uses it.
-  virtual void request_ended(Connection& /*conn*/) noexcept {}
-  // True while the host drains (Server::drain).
-  virtual bool host_draining() const noexcept { return false; }
-  // How long a new connection may take to send its PROXY header; zero (the
-  // default): no header is expected.
-  virtual Duration proxy_header_timeout() const noexcept { return Duration{0}; }
-  // The connection's client address is known (at open(), or once its PROXY
-  // header came). False refuses it: it is reset with `refusal` and its
-  // handler never hears of it.
-  virtual bool admit(Connection& /*conn*/, CloseReason& /*refusal*/) noexcept { return true; }
-  // The connection read in activity generation `generation`, another than
-  // the one it is stamped with (only when activity_shift() != 0).
-  virtual void connection_active(Connection& /*conn*/, std::uint16_t /*generation*/) noexcept {}
-  // `timeout` as the host scales idle timeouts under pressure (overload.h).
-  virtual Duration scale_idle_timeout(Duration timeout) const noexcept { return timeout; }
-  // log2 of the activity granularity in nanoseconds; 0 = no activity order.
-  unsigned activity_shift() const noexcept { return activity_shift_; }
-  // Connection::call_next_turn: queue `conn` for a later turn and call
-  // turn_arrived(conn) then; false: this host has no turns. forget_turn: the
-  // queued connection is closing (on_closed), drop it from the queue.
-  virtual bool defer_to_next_turn(Connection& /*conn*/) noexcept { return false; }
-  virtual void forget_turn(Connection& /*conn*/) noexcept {}
-
- protected:
-  ~ConnectionHost() = default;
-  static void turn_arrived(Connection& conn) noexcept;
-  unsigned activity_shift_ = 0;
-};
+class ConnectionHost;  // Server, Connector, testing::Host (detail/connection_host.h)
 }  // namespace detail
 
 class Connection final : private DeadlineTimer {
  public:
-  // Internal: made by Server/Connector. The caller then uv_accept()s or
-  // uv_tcp_connect()s into handle() and calls open().
-  Connection(detail::ConnectionHost& host, Handler& handler, std::uint64_t id);
   ~Connection() override;
 
   // ---- identity -------------------------------------------------------------
@@ -160,7 +115,7 @@ class Connection final : private DeadlineTimer {
   // The PROXY header this connection began with, once complete; nullptr
   // without one (the server does not expect one, or it is not in yet).
   // Valid until on_close returns. See proxy_protocol.h for the fields.
-  // A header without TLVs is kept compact and made whole (~700 bytes) on
+  // A header without TLVs is kept compact and made whole (a ProxyHeader) on
   // the first call; nullptr if that allocation fails.
   const ProxyHeader* proxy_header() const noexcept;
 
@@ -190,11 +145,11 @@ class Connection final : private DeadlineTimer {
   // Cost: no allocation when the socket takes it all; otherwise one queue
   // segment (the queue itself if none was pending).
   std::error_code write(SharedBytes bytes);
-  // Sends `head` (copied if it has to wait) and then the shared `body`
+  // Sends `head` (copied if it has to wait) and then the shared `rest`
   // (queued by reference, as above), as one writev when the socket takes
-  // them: a response head and a body many connections send (a cached file,
-  // a static asset). Same errors as write(SharedBytes).
-  std::error_code write(std::string_view head, SharedBytes body);
+  // them: e.g. a response head and a body many connections send (a cached
+  // file, a static asset). Same errors as write(SharedBytes).
+  std::error_code write(std::string_view head, SharedBytes rest);
   // Bytes accepted by write() that the kernel has not taken yet.
   std::size_t queued_bytes() const noexcept;
   // False above the high watermark until back at the low watermark.
@@ -238,23 +193,32 @@ class Connection final : private DeadlineTimer {
   void end_request() noexcept;
   bool in_request() const noexcept { return DeadlineTimer::in_request(); }
 
-  // ---- protocol deadlines -----------------------------------------------------
-  // Sets a protocol slot (header_timeout .. close_timeout, see deadline.h):
-  // Handler::on_deadline gets {slot} once `when` passes; kNever clears it.
-  // O(1) and allocation-free: a store, plus one wheel operation only when the
-  // new deadline is earlier than the one the connection's entry is armed for.
-  // Setting a slot from its own on_deadline call is allowed.
-  // Preconditions: a protocol slot (request_timeout goes through
-  // begin_request; the idle slots follow the IdlePolicy; write_stall is the
-  // write path's).
-  void set_deadline(Deadline slot, TimePoint when) noexcept;
+  // ---- layered deadlines -----------------------------------------------------
+  // Sets a deadline of a claimed kind (a layer's, or net's ping and
+  // pong_timeout; deadline.h): Handler::on_deadline gets {kind} once `when`
+  // passes; kNever clears it. The kind takes one of the connection's
+  // DeadlineSet::kClaimedSlots claimed slots while set and gives it back when
+  // cleared or when it passes. O(1) and allocation-free: a scan of the
+  // claimed kinds and a store, plus one wheel operation only when the new
+  // deadline is earlier than the one the connection's entry is armed for.
+  // Setting a kind from its own on_deadline call is allowed.
+  // Preconditions: DeadlineSet::is_claimed(kind) (request_timeout goes
+  // through begin_request; the idle kinds follow the IdlePolicy; write_stall
+  // is the write path's; proxy_header_timeout the PROXY stage's) and the
+  // kind is named (names.h).
+  // Every claimed slot taken by other kinds: a programming error (more
+  // layered deadlines at once than a connection has room for). Debug builds
+  // assert; otherwise the deadline is not kept and the connection closes with
+  // CloseReason::error and errc::limit_reached (on_close says so), so a
+  // timeout is never silently lost.
+  void set_deadline(Deadline kind, TimePoint when) noexcept;
   // The same, `timeout` from now (saturating; a timeout <= 0 clears it).
-  void set_timeout(Deadline slot, Duration timeout) noexcept {
-    set_deadline(slot, deadline_after(timers().now(), timeout));
+  void set_timeout(Deadline kind, Duration timeout) noexcept {
+    set_deadline(kind, deadline_after(timers().now(), timeout));
   }
-  void clear_deadline(Deadline slot) noexcept { set_deadline(slot, kNever); }
-  // When `slot` is due (kNever if clear or off); any slot.
-  TimePoint deadline(Deadline slot) const noexcept { return DeadlineTimer::deadline(slot); }
+  void clear_deadline(Deadline kind) noexcept { set_deadline(kind, kNever); }
+  // When `kind` is due (kNever if clear or off); any kind.
+  TimePoint deadline(Deadline kind) const noexcept { return DeadlineTimer::deadline(kind); }
 
   // ---- policies -------------------------------------------------------------
   // The policies in force (the host's, unless overridden here).
@@ -292,8 +256,33 @@ class Connection final : private DeadlineTimer {
   TimePoint opened_at() const noexcept { return deadlines().opened_at(); }
   // When the last read was stamped (at open, plus any jitter, before one).
   TimePoint last_read() const noexcept { return deadlines().read_anchor(); }
+  // When the last write progress was stamped (the same rule).
+  TimePoint last_write() const noexcept { return deadlines().write_anchor(); }
+  // True while the PROXY header is awaited.
+  bool in_proxy_stage() const noexcept;
 
-  // ---- internal (Server / Connector) -----------------------------------------
+ private:
+  struct WriteQueue;
+  struct Overrides;
+  struct Extras;
+  struct Gate;
+  friend struct WriteQueue;
+  // Its host makes, opens and abandons it, and keeps the fields below.
+  friend class detail::ConnectionHost;
+  template <class Node>
+  friend class ActivityList;
+
+  // The host's fields. The two small ones come first among the data
+  // members: they fill DeadlineTimer's tail padding and cost no size
+  // (sizeof(Connection) is checked in tests/unit/connection_test.cpp).
+  std::uint16_t host_activity_gen = 0;  // ActivityList's generation stamp
+  std::uint32_t host_ip_slot = 0;       // IpLimiter handle (0 = none)
+  Connection* next_in_host = nullptr;   // the host's intrusive list
+  Connection* prev_in_host = nullptr;
+
+  // Made by a host (ConnectionHost::make_connection), which then
+  // uv_accept()s or uv_tcp_connect()s into handle() and calls open().
+  Connection(detail::ConnectionHost& host, Handler& handler, std::uint64_t id);
   // Starts reading and the idle timers, calls on_open. Returns a libuv error
   // (then the connection is already closing with CloseReason::error).
   int open() noexcept;
@@ -304,23 +293,6 @@ class Connection final : private DeadlineTimer {
   // in place (overload scaling): moves its timer earlier if a slot is now
   // due sooner than it is armed for (later ones are found when it fires).
   void reschedule_deadlines() noexcept;
-  // True while the PROXY header is awaited.
-  bool in_proxy_stage() const noexcept;
-  // The host's fields. The two small ones come first among the data
-  // members: they fill DeadlineTimer's tail padding and cost no size
-  // (sizeof(Connection) is checked in tests/unit/heartbeat_test.cpp).
-  std::uint16_t host_activity_gen = 0;  // ActivityList's generation stamp
-  std::uint32_t host_ip_slot = 0;       // IpLimiter handle (0 = none)
-  Connection* next_in_host = nullptr;   // the host's intrusive list
-  Connection* prev_in_host = nullptr;
-
- private:
-  struct WriteQueue;
-  struct Overrides;
-  struct Extras;
-  struct Gate;
-  friend struct WriteQueue;
-  friend class detail::ConnectionHost;  // turn_arrived
 
   void on_deadline_event(DeadlineEvent event, TimePoint now) override;
   void check_write_progress(TimePoint now);

@@ -12,10 +12,10 @@
 // descriptor or connection limit accepts and closes at once, so does a proxy
 // whose backend is down) counts as one more failed attempt, so a fleet of
 // clients backs off from such a server instead of reconnecting every
-// backoff_initial (measured: 15 clients, ~290 connects a second, forever;
-// docs/BENCHMARKS.md "reconnect storm"). With a Heartbeat's
-// connection_options the client pings when write-idle and detects a dead
-// server by read idle; the close (read_idle) then triggers a reconnect.
+// backoff_initial forever (docs/BENCHMARKS.md, "reconnect storm"). With a
+// SlotHeartbeat (slot_heartbeat.h) in its handler the client pings a quiet
+// server and finds a dead one by its pong_timeout deadline; that close then
+// triggers a reconnect.
 //
 // Many Connectors (the load harness: thousands per loop) can share one
 // options object and one NetStats through the shared_ptr constructor; then a
@@ -35,6 +35,7 @@
 
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/connection.h>
+#include <heartwheel/net/detail/connection_host.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/stats.h>
 

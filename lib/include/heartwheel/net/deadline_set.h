@@ -1,12 +1,19 @@
 // heartwheel/net/deadline_set.h - every deadline of one connection, as plain
 // state with time passed in (no socket, no timer, no clock).
 //
-// One set answers "what is due next" for all of a connection's slots (see
-// deadline.h): the idle slots, computed from an anchor and the IdlePolicy,
-// and the absolute slots the layers set (request, header, body, keep-alive,
-// ping, pong, close, write stall). The owner keeps ONE timer entry armed at
-// next_deadline(); that is why a connection costs one 32-byte wheel entry
-// however many protocols and timeouts run on it.
+// One set answers "what is due next" for all of a connection's deadlines
+// (see deadline.h). net's own kinds have fixed slots: the idle ones,
+// computed from an anchor and the IdlePolicy, max_age from the open time,
+// and the absolute request_timeout and write_stall. Every other kind (net's
+// PROXY header and heartbeat, and every layer's) is kept in one of
+// kClaimedSlots claimed slots, each a kind and a deadline: set() takes a free
+// one for a kind that has none, clear() and the kind's event give it back.
+// A connection running PROXY -> TLS -> HTTP -> WebSocket holds a handful of
+// such deadlines at once (a handshake, one HTTP read phase, a ping and its
+// pong, an auth token's expiry beside them), and no layer needs to know the
+// others' slots. The owner keeps ONE timer entry armed at next_deadline();
+// that is why a connection costs one 32-byte wheel entry however many
+// layers and timeouts run on it.
 //
 // Anchors: each idle slot has an anchor; its event is due at anchor + timeout.
 // Activity moves the anchor to `now` (never backwards, so a jittered first
@@ -14,8 +21,15 @@
 // Netty's repeat-every-interval behaviour with first == false. Absolute slots
 // hold a deadline (kNever = clear); an event clears its slot.
 //
-// Cost: every operation is O(1) and allocation-free (next_deadline compares
-// the 12 slots). Size: 112 bytes. Threads: the owner's thread only.
+// Full: set() of a kind that holds no slot while all kClaimedSlots are taken
+// changes nothing and returns false. More layered deadlines at once than the
+// set has room for is a programming error; Connection::set_deadline asserts
+// and closes the connection (connection.h).
+//
+// Cost: every operation is O(1) and allocation-free (set() and at() scan the
+// kClaimedSlots kinds, next_deadline compares every slot). Size: 112 bytes
+// (checked in tests/unit/deadline_set_test.cpp). Threads: the owner's thread
+// only.
 #pragma once
 
 #include <heartwheel/net/deadline.h>
@@ -23,6 +37,7 @@
 #include <heartwheel/common/time.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -30,9 +45,15 @@ namespace heartwheel::net {
 
 class DeadlineSet {
  public:
+  // Claimed slots: deadlines of kinds from kFirstClaimedDeadline on, at once.
+  static constexpr std::size_t kClaimedSlots = 6;
+  // Every slot: three idle, max_age, request_timeout, write_stall, claimed.
+  static constexpr std::size_t kSlots = 6 + kClaimedSlots;
+
   // Starts at `now` with `policy` (kept by pointer: it must outlive the set
   // or be replaced with set_policy). The first idle deadlines are pushed back
-  // by `jitter_offset` (>= 0). Every absolute slot is cleared.
+  // by `jitter_offset` (>= 0). Every absolute slot is cleared and every
+  // claimed slot freed.
   void start(const IdlePolicy& policy, TimePoint now,
              Duration jitter_offset = Duration{0}) noexcept;
 
@@ -52,29 +73,42 @@ class DeadlineSet {
     flags_ |= kFirstWrite | kFirstAll;
   }
 
-  // True for the slots set(), clear() and at() accept as absolute deadlines:
-  // request_timeout and header_timeout .. write_stall. (The idle slots and
+  // True for the kinds kept in a claimed slot.
+  static constexpr bool is_claimed(Deadline kind) noexcept {
+    return kind >= kFirstClaimedDeadline &&
+           static_cast<std::size_t>(kind) < kDeadlineCapacity;
+  }
+  // True for the kinds set(), clear() and at() accept as absolute deadlines:
+  // request_timeout, write_stall and the claimed kinds. (The idle slots and
   // max_age follow from the policy.)
-  static constexpr bool is_absolute(Deadline slot) noexcept {
-    return slot == Deadline::request_timeout || slot >= Deadline::header_timeout;
+  static constexpr bool is_absolute(Deadline kind) noexcept {
+    return kind == Deadline::request_timeout || kind == Deadline::write_stall ||
+           is_claimed(kind);
   }
 
-  // Sets an absolute slot to `when` (kNever clears it). O(1): one store.
-  // Precondition: is_absolute(slot).
-  void set(Deadline slot, TimePoint when) noexcept { abs_[index(slot)] = when; }
-  void clear(Deadline slot) noexcept { set(slot, kNever); }
-  // When `slot` is due: the absolute deadline, or anchor + timeout for an idle
-  // slot, or open + max_age (kNever when off or already fired).
-  TimePoint at(Deadline slot) const noexcept;
+  // Sets `kind` to `when`; kNever clears it and frees its claimed slot. A
+  // claimed kind without a slot takes a free one. O(1): a scan of the
+  // claimed kinds and a store. Precondition: is_absolute(kind).
+  // Returns false, changing nothing, when `kind` needs a slot and every
+  // claimed slot is taken (never for request_timeout / write_stall, or to
+  // clear), or when the precondition does not hold.
+  bool set(Deadline kind, TimePoint when) noexcept;
+  void clear(Deadline kind) noexcept { set(kind, kNever); }
+  // When `kind` is due: the absolute deadline (kNever if it holds no slot),
+  // or anchor + timeout for an idle slot, or open + max_age (kNever when off
+  // or already fired). Any kind.
+  TimePoint at(Deadline kind) const noexcept;
+  // Claimed slots in use.
+  std::size_t claimed() const noexcept;
 
   // A request is in flight until end_request(). The request_timeout slot
   // holds its deadline (kNever: in flight without one; drain still waits).
   void begin_request(TimePoint deadline) noexcept {
-    set(Deadline::request_timeout, deadline);
+    request_ = deadline;
     flags_ |= kInRequest;
   }
   void end_request() noexcept {
-    clear(Deadline::request_timeout);
+    request_ = kNever;
     flags_ &= static_cast<std::uint8_t>(~kInRequest);
   }
   bool in_request() const noexcept { return (flags_ & kInRequest) != 0; }
@@ -85,7 +119,7 @@ class DeadlineSet {
   // Takes one due event at `now` and updates the state as if it was
   // delivered; nullopt when nothing (else) is due. Order: write_stall (so
   // write progress counts before write idle is judged), read, write, all
-  // idle, then the absolute slots in enum order, max_age last.
+  // idle, request_timeout, the claimed slots by kind number, max_age last.
   std::optional<DeadlineEvent> take_due(TimePoint now) noexcept;
 
   TimePoint opened_at() const noexcept { return opened_; }
@@ -95,15 +129,8 @@ class DeadlineSet {
  private:
   static constexpr std::uint8_t kFirstRead = 1, kFirstWrite = 2, kFirstAll = 4, kInRequest = 8,
                                 kAgeFired = 16;
-  // Absolute slots, stored in enum order after request_timeout.
-  static constexpr std::size_t kAbsolute =
-      kDeadlineCount - static_cast<std::size_t>(Deadline::header_timeout) + 1;
-  static constexpr std::size_t index(Deadline slot) noexcept {
-    return slot == Deadline::request_timeout
-               ? 0
-               : static_cast<std::size_t>(slot) -
-                     static_cast<std::size_t>(Deadline::header_timeout) + 1;
-  }
+  // A free claimed slot holds this kind (an idle kind is never claimed) and kNever.
+  static constexpr Deadline kFree = Deadline::read_idle;
   TimePoint idle_due(TimePoint anchor, Duration timeout) const noexcept {
     return deadline_after(anchor, timeout);
   }
@@ -113,7 +140,10 @@ class DeadlineSet {
   TimePoint read_anchor_{};
   TimePoint write_anchor_{};
   TimePoint all_anchor_{};
-  std::array<TimePoint, kAbsolute> abs_{};
+  TimePoint request_ = kNever;
+  TimePoint write_stall_ = kNever;
+  std::array<TimePoint, kClaimedSlots> claimed_at_{};
+  std::array<Deadline, kClaimedSlots> claimed_kind_{};
   std::uint8_t flags_ = 0;
 };
 

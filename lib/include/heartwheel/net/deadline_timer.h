@@ -16,10 +16,6 @@
 // wait unread in the kernel is never judged idle past the last poll. See
 // loop_wheel.h, "Stalls".
 //
-// Baseline backend: use_uv_timer() makes it arm one uv_timer_t of its own
-// instead of the wheel entry (libuv's timer heap, run BEFORE I/O polling).
-// Kept only to compare against; see heartwheel-echo --timers uv (tools/echo-server).
-//
 // Threads: the TimerService's thread only.
 // Re-entrancy: on_deadline_event may call any method, including
 // stop_deadlines() and setting the slot that is firing; after
@@ -29,7 +25,6 @@
 #include <heartwheel/net/deadline_set.h>
 #include <heartwheel/timer/timer_entry.h>
 #include <heartwheel/timer/timer_service.h>
-#include <uv.h>
 
 namespace heartwheel::net {
 
@@ -67,14 +62,16 @@ class DeadlineTimer : private TimerEntry {
     if (set_.policy().refresh == RefreshMode::eager) rearm();
   }
 
-  // Sets an absolute slot (DeadlineSet::is_absolute) to `when`; kNever clears.
-  void set_deadline(Deadline slot, TimePoint when) noexcept;
+  // Sets an absolute kind (DeadlineSet::is_absolute) to `when`; kNever
+  // clears it. False, changing nothing, when the kind needs a claimed slot
+  // and none is free (DeadlineSet::set).
+  bool set_deadline(Deadline kind, TimePoint when) noexcept;
   // The same, `timeout` from now (saturating; <= 0 clears the slot).
-  void set_timeout(Deadline slot, Duration timeout) noexcept {
-    set_deadline(slot, deadline_after(timers_->now(), timeout));
+  bool set_timeout(Deadline kind, Duration timeout) noexcept {
+    return set_deadline(kind, deadline_after(timers_->now(), timeout));
   }
-  void clear_deadline(Deadline slot) noexcept { set_deadline(slot, kNever); }
-  TimePoint deadline(Deadline slot) const noexcept { return set_.at(slot); }
+  void clear_deadline(Deadline kind) noexcept { set_deadline(kind, kNever); }
+  TimePoint deadline(Deadline kind) const noexcept { return set_.at(kind); }
 
   // Starts a request: a request_timeout event fires `timeout` from now unless
   // end_request() comes first. A zero timeout marks a request in flight with
@@ -84,10 +81,6 @@ class DeadlineTimer : private TimerEntry {
   void end_request() noexcept;
   bool in_request() const noexcept { return set_.in_request(); }
 
-  // Switches to the uv_timer_t baseline backend. Call before start_deadlines().
-  // Returns a libuv error code (0 on success).
-  int use_uv_timer(uv_loop_t* loop) noexcept;
-
   TimerService& timers() const noexcept { return *timers_; }
   const DeadlineSet& deadlines() const noexcept { return set_; }
   // The time the timer is armed for (kNever if none).
@@ -95,16 +88,15 @@ class DeadlineTimer : private TimerEntry {
 
  protected:
   // One call per due slot, write_stall included, with the time the slot was
-  // judged due at. Runs on the timer's thread, from the wheel's expiry (check
-  // phase) or the baseline's uv_timer_t.
+  // judged due at. Runs on the timer's thread, from the wheel's expiry
+  // (under LoopWheel: the check phase).
   virtual void on_deadline_event(DeadlineEvent event, TimePoint now) = 0;
-  // The timer fired `lateness` after the deadline it was armed for (either
-  // backend), before any event of this round. For statistics.
+  // The timer fired `lateness` after the deadline it was armed for, before
+  // any event of this round. For statistics.
   virtual void on_timer_fired(Duration /*lateness*/) {}
 
  private:
   static void on_entry(TimerEntry& entry);
-  static void on_uv_timer(uv_timer_t* timer);
   void fire(TimePoint now);
   void rearm() noexcept;
   void rearm_if_earlier() noexcept;
@@ -113,7 +105,6 @@ class DeadlineTimer : private TimerEntry {
   TimerService* timers_;
   DeadlineSet set_;
   TimePoint armed_for_ = kNever;
-  uv_timer_t* uv_timer_ = nullptr;
   bool stopped_ = false;
   bool firing_ = false;
 };

@@ -24,9 +24,8 @@
 //   wait in the kernel's listen queue until the next turn. Without the bound
 //   libuv accepts until the queue is empty, and a flood of new connections
 //   (each arriving with requests to answer) fills one turn with their work
-//   while the open connections' requests wait behind it: 15,000 slow readers
-//   held a normal client for seconds that way (docs/BENCHMARKS.md,
-//   "slowhttptest"). nginx (multi_accept off) takes one per event, Netty 16
+//   while the open connections' requests wait behind it (a flood of slow
+//   readers against a normal client: docs/BENCHMARKS.md, "slowhttptest"). nginx (multi_accept off) takes one per event, Netty 16
 //   per read. Each turn that used up its budget is counted in
 //   accept_deferrals.
 //
@@ -72,6 +71,7 @@
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/activity_list.h>
 #include <heartwheel/net/connection.h>
+#include <heartwheel/net/detail/connection_host.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/ip_limiter.h>
 #include <heartwheel/net/overload.h>

@@ -61,8 +61,10 @@ struct NetStats {
   std::uint64_t accept_pauses = 0;     // times accepting stopped for ServerOptions::accept_pause
   std::uint64_t accept_deferrals = 0;  // loop turns that used up ServerOptions::accept_batch
   std::uint64_t connect_failures = 0;  // client: failed connect attempts
-  std::array<std::uint64_t, kCloseReasonCount> closed_by_reason{};
-  std::array<std::uint64_t, kDeadlineCount> idle_events{};  // deadline events delivered, by slot
+  // By number: net's reasons and kinds and every layer's (close_reason.h,
+  // deadline.h), so counters of any process merge index by index.
+  CloseReasonCounts closed_by_reason{};
+  std::array<std::uint64_t, kDeadlineCapacity> idle_events{};  // deadline events delivered, by kind
   std::uint64_t bytes_read = 0;
   std::uint64_t bytes_written = 0;
   std::uint64_t bytes_dropped = 0;  // refused by the queue cap or queued at close
@@ -116,8 +118,8 @@ struct LoopSnapshot {
 };
 
 // The statistics as one JSON object (the schema is in lib/src/net/README.md):
-// connections_accepted, connections_current, closed_by_reason{...all reasons},
-// idle_events{...}, bytes_*, wheel{...}, expiry_lateness_ms{max, mean},
+// connections_accepted, connections_current, closed_by_reason{...every named
+// reason, zeros included}, idle_events{...every named kind}, bytes_*, wheel{...}, expiry_lateness_ms{max, mean},
 // loop{iterations, stalls, stall_ms{total, max}, lag_ms{mean}},
 // proxy_protocol{v1, v2, local, invalid, timeouts}, overload{idle_scale, ...}.
 std::string to_json(const LoopSnapshot& snapshot);

@@ -23,6 +23,10 @@ enum class errc {
   // Given to a command's callback.
   disconnected,  // the connection dropped after the command was sent: it may or may not have run
   server_error,  // Redis answered with an error reply; its text is in the Reply
+  // redis::Lock (lock.h).
+  already_locked,  // returned: this Lock already holds or waits for that name (not reentrant)
+  lock_not_held,   // returned by unlock(): this Lock neither holds nor waits for that name
+  lock_lost,       // the lock is no longer ours: its lease ran out, or another holder has it
 };
 
 const std::error_category& redis_category() noexcept;

@@ -29,8 +29,8 @@
 //   while every call has the same timeout) that re-implements what the wheel
 //   already does in O(1). The wheel is the loop's structure for many
 //   independent deadlines, so each call keeps its intrusive entry
-//   (tools/rpc-calls-bench: 2-4.5x cheaper per call than a hash map and a
-//   uv_timer_t per call, up to 1M calls in flight).
+//   (tools/rpc-calls-bench compares it with a hash map and a uv_timer_t per
+//   call, up to 1M calls in flight: docs/BENCHMARKS.md).
 //
 // Why ids carry the slot (instead of a hash map id -> call)
 //   Call records live in a pool of fixed chunks (their TimerEntry must not

@@ -37,6 +37,7 @@
 #pragma once
 
 #include <heartwheel/net/connection.h>
+#include <heartwheel/net/detail/connection_host.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/stats.h>
 #include <heartwheel/common/time.h>

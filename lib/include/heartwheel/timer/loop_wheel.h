@@ -16,13 +16,12 @@
 // run per loop iteration; the rest run in the following iterations, with I/O
 // polled (non-blocking) in between.
 //
-// Time. now() is max(uv_now(), CLOCK_MONOTONIC_COARSE): libuv's cached loop
-// time, unless the loop has stalled since it was cached, then the coarse
-// clock (a vDSO read, ~6 ns, no system call; at most one kernel jiffy, 1-4 ms,
-// behind real time). Activity stamps and relative timeouts use it, so they
-// are never older than what they stamp. Due entries are judged at the time
-// the loop's poll returned (uv_now() in the check phase), see "Stalls". The
-// tick should be >= 1 ms.
+// Time. The wheel reads a LoopClock (loop_clock.h): now() is max(uv_now(),
+// CLOCK_MONOTONIC_COARSE), libuv's cached loop time unless the loop has
+// stalled since it was cached. Activity stamps and relative timeouts use it,
+// so they are never older than what they stamp. Due entries are judged at the
+// time the loop's poll returned (uv_now() in the check phase), see "Stalls".
+// The tick should be >= 1 ms.
 //
 // Stalls (a slow callback, a page-fault storm, SIGSTOP, a VM or container
 // freeze). Whatever stalls the loop and wherever in an iteration it happens:
@@ -48,6 +47,7 @@
 #pragma once
 
 #include <heartwheel/common/time.h>
+#include <heartwheel/timer/loop_clock.h>
 #include <heartwheel/timer/timer_service.h>
 #include <heartwheel/timer/timing_wheel.h>
 #include <uv.h>
@@ -101,8 +101,10 @@ class LoopWheel final : public TimerService {
   LoopWheel& operator=(const LoopWheel&) = delete;
 
   // The current time: the loop's cached time, or later if the loop stalled
-  // since it was cached (see "Time" above).
-  TimePoint now() const noexcept override;
+  // since it was cached (see "Time" above). A direct call, as the clock's
+  // type is final; TimerService::now() reads the same clock.
+  TimePoint now() const noexcept { return clock_.now(); }
+  const LoopClock& clock() const noexcept { return clock_; }
 
   // Arm or move `entry` to fire `delay` from now() / at `deadline`. O(1).
   void schedule(TimerEntry& entry, Duration delay) noexcept {
@@ -141,6 +143,7 @@ class LoopWheel final : public TimerService {
   static constexpr unsigned kMaxSkips = 2;
 
   uv_loop_t* loop_;
+  LoopClock clock_;
   Options options_;
   TimingWheel wheel_;
   Handles* handles_;

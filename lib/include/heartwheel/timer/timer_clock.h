@@ -1,29 +1,47 @@
-// heartwheel/timer/timer_clock.h - the clock a timer thread reads and sleeps on.
+// heartwheel/timer/timer_clock.h - the clock: the one way heartwheel reads time.
 //
 // What it is
-//   HashedWheelTimer's worker thread reads the time and sleeps until its next
-//   deadline through a TimerClock, so tests can drive it by hand. Two clocks:
-//   - SteadyTimerClock (below, the default): std::chrono::steady_clock, and a
-//     condition variable's timed wait.
-//   - VirtualClock (virtual_clock.h): time moves only when a test calls
-//     advance(); a sleeping worker wakes when the clock reaches its wake-up
-//     time, and advance() returns once every worker has caught up. Timer
-//     tests then neither sleep nor depend on the machine's load.
-//   Event loops do not use this: LoopWheel reads libuv's loop time, and
-//   TimingWheel itself takes `now` as a parameter.
+//   Everything in heartwheel that needs the time reads it through a
+//   TimerClock: the loop's TimerService (timer_service.h: LoopWheel in
+//   production, ManualTimerService in tests) and HashedWheelTimer's worker
+//   thread. TimingWheel itself never reads a clock: its driver passes `now`.
+//   A clock does two things:
+//   - now(): the current time, monotonic;
+//   - make_sleeper(): how one thread sleeps until a time on this clock, and
+//     how other threads wake it (only timers with a thread of their own
+//     sleep; an event loop sleeps in its poll).
+//   Three clocks:
+//     clock             now()                                  sleeping           where
+//     ----------------  -------------------------------------  -----------------  ---------------
+//     SteadyTimerClock  std::chrono::steady_clock              a timed cv wait    below; the default
+//     LoopClock         libuv's cached loop time, or the       no (the loop       loop_clock.h; LoopWheel's
+//                       coarse clock after a stall             polls)
+//     VirtualClock      moves only when a test advances it     until advanced     virtual_clock.h; tests
+//   So a test swaps real time for hand-advanced time in one place: a
+//   ManualTimerService (a TimerService on a VirtualClock) for loop code, a
+//   VirtualClock in HashedWheelTimer::Options::clock for the threaded timer.
 //
 // Ownership
-//   A timer holds its clock by shared_ptr, so the clock outlives every
-//   thread that sleeps on it. A Sleeper is made by the clock for one thread;
-//   its owner keeps it (shared_ptr) until that thread is gone.
+//   A HashedWheelTimer holds its clock by shared_ptr, so the clock outlives
+//   every thread that sleeps on it. A TimerService holds its clock by
+//   reference, the clock being a member of the service (LoopWheel,
+//   ManualTimerService). A Sleeper is made by the clock for one thread; its
+//   owner keeps it (shared_ptr) until that thread is gone.
 //
 // Threads
-//   now(): any thread. make_sleeper(): any thread. A Sleeper: wake() from any
+//   now(): any thread, unless the clock says otherwise (LoopClock: its
+//   loop's thread). make_sleeper(): any thread. A Sleeper: wake() from any
 //   thread; begin(), sleep_until() and end() from the one thread that sleeps.
+//
+// Cost
+//   now() is one virtual call (none where the caller holds the final type,
+//   as LoopWheel::now() does): SteadyTimerClock and LoopClock read a vDSO
+//   clock, VirtualClock an atomic.
 //
 // Writing a clock
 //   now() must be monotonic. sleep_until(d) must not return before wake() was
-//   called (since its last return) or now() >= d; it may return late.
+//   called (since its last return) or now() >= d; it may return late. A
+//   clock no thread can sleep on throws std::logic_error from make_sleeper().
 #pragma once
 
 #include <condition_variable>
@@ -55,10 +73,11 @@ class TimerClock {
   };
 
   virtual ~TimerClock() = default;
-  // The current time, monotonic. Any thread.
+  // The current time, monotonic. Any thread (unless the clock says otherwise).
   virtual TimePoint now() const noexcept = 0;
   // A sleeper for one thread, made before that thread starts.
-  // Throws std::bad_alloc.
+  // Throws std::bad_alloc, or std::logic_error if no thread can sleep on
+  // this clock.
   virtual std::shared_ptr<Sleeper> make_sleeper() = 0;
 };
 

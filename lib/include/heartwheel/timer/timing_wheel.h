@@ -62,10 +62,9 @@
 //   prefetch of each way's next node): 8 misses are in flight instead of one.
 //   An entry's way is a hash of its 4 KiB page, so entries that share a page
 //   stay neighbours in one list and cancel/unlink touches the same lines as
-//   with a single list. Measured at 1M entries (docs/BENCHMARKS.md, timer
-//   bench): mass expiry 48-55 ns per fired entry instead of 291-298, about
-//   5x faster than the 4-ary heap (which was faster before); cancel and
-//   refresh unchanged or faster, schedule of a new entry unchanged. Costs:
+//   with a single list. What it buys at 1M entries (mass expiry several
+//   times cheaper per fired entry; cancel, refresh and schedule unchanged)
+//   is measured in docs/BENCHMARKS.md (timer bench). Costs:
 //   64 KiB of slot heads per wheel (8 KiB before); an unlink that empties
 //   its way reads the slot's 8 heads (two cache lines) to know whether the
 //   occupancy bit goes; and entries due on the same tick run in no
@@ -245,8 +244,8 @@ class TimingWheel {
     detail::ListNode& head = last_.slot->ways[way_for(entry)];
     detail::ListNode* tail = head.prev;
     // This order keeps the two stores into the entry apart (tail->next may
-    // alias them): merged, GCC builds them in a vector register, which cost
-    // about 0.3 ns per call here.
+    // alias them): merged, GCC builds them in a vector register, which costs
+    // more per call (docs/BENCHMARKS.md).
     entry.prev = tail;
     tail->next = &entry;
     entry.next = &head;

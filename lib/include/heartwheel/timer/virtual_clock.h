@@ -1,23 +1,26 @@
 // heartwheel/timer/virtual_clock.h - hand-driven time for tests.
 //
-// Advance time by hand instead of sleeping, for the project's own tests and
-// for users testing their handlers. Two ways to use it:
-//   - A wheel driven on the test's own thread: run_for(wheel, d) walks the
-//     wheel through every deadline on the way, so each callback sees now()
-//     equal to (or one tick after) its own deadline, as it would under a real
-//     driver with zero latency. ManualTimerService (below) bundles a wheel
-//     with a VirtualClock behind the TimerService interface, so connection
-//     and HTTP code runs unchanged in tests.
+// A VirtualClock is a TimerClock (timer_clock.h) whose time moves only when
+// the test moves it: advance time by hand instead of sleeping, for the
+// project's own tests and for users testing their handlers. The same clock
+// serves both kinds of timer:
+//   - Loop code (anything taking a TimerService&: connections, HTTP
+//     sessions, ExpiringMap): ManualTimerService (below) is a TimerService
+//     on a VirtualClock. Its run_for(d) walks its wheel through every
+//     deadline on the way, so each callback sees now() equal to its own
+//     deadline (rounded up to the tick), as it would under a real driver
+//     with zero latency. VirtualClock::run_for(wheel, d) does the same for
+//     a bare TimingWheel.
 //   - Timers with a thread of their own (HashedWheelTimer with
-//     Options::clock set to this clock): they sleep on the clock (it is a
-//     TimerClock, see timer_clock.h). advance(d) moves time to each wake-up
-//     time a sleeping worker asked for on the way, and at each step waits
-//     until every worker has caught up: it is asleep again, waiting for a
-//     later time, or it has finished. So when advance() returns, every task
-//     due by the new time has run (tasks handed to an executor: have been
-//     handed over), each having seen now() at its own tick: the results do
-//     not depend on the machine's speed or load. advance(0) only waits for
-//     the workers to catch up, e.g. after new_timeout() from the test.
+//     Options::clock set to this clock): they sleep on the clock.
+//     advance(d) moves time to each wake-up time a sleeping worker asked for
+//     on the way, and at each step waits until every worker has caught up:
+//     it is asleep again, waiting for a later time, or it has finished. So
+//     when advance() returns, every task due by the new time has run (tasks
+//     handed to an executor: have been handed over), each having seen now()
+//     at its own tick: the results do not depend on the machine's speed or
+//     load. advance(0) only waits for the workers to catch up, e.g. after
+//     new_timeout() from the test.
 //
 // Threads
 //   now(): any thread. advance() and run_for(): the test's thread, or a task
@@ -77,21 +80,31 @@ class VirtualClock final : public TimerClock {
   std::vector<std::weak_ptr<VirtualSleeper>> sleepers_;  // guarded by sleepers_mutex_
 };
 
+// A TimerService on a VirtualClock: a wheel whose time moves only in
+// run_for(). Threads: the test's thread (as any TimerService: one thread).
 class ManualTimerService final : public TimerService {
  public:
+  // tick: the wheel's (> 0, else std::invalid_argument); start: the clock's
+  // and the wheel's initial time.
   explicit ManualTimerService(Duration tick = std::chrono::milliseconds(1),
                               TimePoint start = TimePoint{})
-      : clock_(start), wheel_(tick, start) {}
+      : TimerService(clock_), clock_(start), wheel_(tick, start) {}
 
-  TimePoint now() const noexcept override { return clock_.now(); }
+  // The clock's time (a direct call; TimerService::now() reads the same clock).
+  TimePoint now() const noexcept { return clock_.now(); }
   void schedule_at(TimerEntry& entry, TimePoint deadline) noexcept override {
     wheel_.schedule_at(entry, deadline);
   }
   bool cancel(TimerEntry& entry) noexcept override { return wheel_.cancel(entry); }
   const TimingWheel& wheel() const noexcept override { return wheel_; }
   TimingWheel& wheel() noexcept { return wheel_; }
+  // The clock now() reads. Moving it by hand (clock().advance()) moves the
+  // time without running the wheel: due entries run at the next run_for().
+  VirtualClock& clock() noexcept { return clock_; }
+  const VirtualClock& clock() const noexcept { return clock_; }
 
   // Advances time by d, firing everything due on the way, in deadline order.
+  // Returns the callbacks run. Throws std::invalid_argument if d < 0.
   std::size_t run_for(Duration d) { return clock_.run_for(wheel_, d); }
 
  private:

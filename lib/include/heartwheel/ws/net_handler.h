@@ -74,6 +74,7 @@
 #include <heartwheel/net/handler.h>
 #include <heartwheel/common/time.h>
 #include <heartwheel/ws/connection.h>
+#include <heartwheel/ws/deadlines.h>
 #include <heartwheel/ws/handshake.h>
 #include <heartwheel/ws/session.h>
 #include <heartwheel/ws/stats.h>

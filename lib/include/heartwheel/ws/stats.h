@@ -25,7 +25,7 @@ struct Stats {
   std::uint64_t handshakes_refused = 0;  // upgrade requests answered 400/403/405/426
   std::uint64_t opened = 0;              // connections that became WebSocket connections
   std::uint64_t current = 0;             // open now (a gauge; merged: summed)
-  std::array<std::uint64_t, net::kCloseReasonCount> closed_by_reason{};  // net::CloseReason
+  net::CloseReasonCounts closed_by_reason{};  // by net::CloseReason
 
   // Traffic.
   std::uint64_t messages_received = 0;
