@@ -191,5 +191,17 @@ def test_max_channels_and_max_history_bytes_bound_what_publishes_hold():
         assert hist["publications"][0]["offset"] > 1, [p["offset"] for p in hist["publications"]]
 
 
+def test_page_headers_forbid_framing_sniffing_and_foreign_loads():
+    from chat_support import http_get
+    with Server(SERVER_BINARY) as s:
+        status, headers, _ = http_get(s.port, "/")
+    assert status == 200
+    csp = headers["content-security-policy"]
+    for part in ("default-src 'none'", "frame-ancestors 'none'", "connect-src 'self'"):
+        assert part in csp, csp
+    assert headers["x-content-type-options"] == "nosniff", headers
+    assert headers["x-frame-options"] == "DENY", headers
+
+
 if __name__ == "__main__":
     run_tests(globals(), sys.argv)
