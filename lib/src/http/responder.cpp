@@ -46,6 +46,15 @@ TimePoint Responder::deadline() const noexcept {
   return exchange_ ? exchange_->request.deadline : kNever;
 }
 
+void Responder::clear_deadline() noexcept {
+  if (!active()) return;
+  exchange_->request.deadline = kNever;
+  Session& s = *exchange_->session;
+  // The one request slot is set for the oldest exchange: if that is this one,
+  // set it again without a deadline (a second begin_request replaces it).
+  if (s.timed_seq_ == exchange_->seq) s.transport_->begin_request(Duration{0});
+}
+
 const std::string& Responder::error() const noexcept {
   static const std::string none;
   return exchange_ ? exchange_->error : none;

@@ -44,6 +44,8 @@ void BusStats::merge(const BusStats& o) noexcept {
   epochs += o.epochs;
   channels_freed += o.channels_freed;
   bad_channel_options += o.bad_channel_options;
+  channels_refused += o.channels_refused;
+  history_evictions += o.history_evictions;
 }
 
 namespace {
@@ -83,7 +85,9 @@ std::string to_json(const BusStats& s) {
     << ",\"history_publications\":" << s.history_publications
     << ",\"history_bytes\":" << s.history_bytes << ",\"publications\":" << s.publications
     << ",\"epochs\":" << s.epochs << ",\"channels_freed\":" << s.channels_freed
-    << ",\"bad_channel_options\":" << s.bad_channel_options << '}';
+    << ",\"bad_channel_options\":" << s.bad_channel_options
+    << ",\"channels_refused\":" << s.channels_refused
+    << ",\"history_evictions\":" << s.history_evictions << '}';
   return o.str();
 }
 

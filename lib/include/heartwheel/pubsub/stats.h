@@ -60,6 +60,8 @@ struct BusStats {
   std::uint64_t epochs = 0;                // channel states made (each a new epoch)
   std::uint64_t channels_freed = 0;        // channel states freed
   std::uint64_t bad_channel_options = 0;   // channel_options results replaced by the default
+  std::uint64_t channels_refused = 0;      // new channels refused at BusOptions::max_channels
+  std::uint64_t history_evictions = 0;     // publications dropped for max_history_bytes
 
   void merge(const BusStats& other) noexcept;
 };
