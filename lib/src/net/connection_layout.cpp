@@ -35,7 +35,7 @@ std::vector<ConnectionHost::LayoutRow> ConnectionHost::connection_layout() {
       {"write queue and side block pointers", counters_end, pointers_end - counters_end, false},
       {"error, close reason, flags (+ padding)", pointers_end, sizeof(C) - pointers_end, false},
       {"WriteQueue (only while bytes are queued)", 0, sizeof(C::WriteQueue), true},
-      {"Extras (overrides, PROXY info, dropped bytes: only when used)", 0, sizeof(C::Extras), true},
+      {"Extras (overrides, PROXY info, transport stage, dropped bytes: only when used)", 0, sizeof(C::Extras), true},
       {"Overrides (a per-connection policy)", 0, sizeof(C::Overrides), true},
       {"ProxyHeaderParser (only while a PROXY header is awaited)", 0, sizeof(ProxyHeaderParser),
        true},
