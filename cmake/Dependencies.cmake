@@ -2,9 +2,9 @@
 #   libuv1-dev (pkg-config), node-llhttp (C sources, compiled here), catch2 2.13,
 #   libcli11-dev (command lines), nlohmann-json3-dev (JSON output), libssl-dev
 #   (libcrypto: SHA-1 and base64 for the WebSocket handshake, Redis script
-#   SHA-1s), libhiredis-dev (the Redis link's RESP reader and encoder).
+#   SHA-1s; libssl: the tls layer), libhiredis-dev (the Redis link's RESP reader and encoder).
 # What a consumer of the installed library needs is only libuv and threads, and
-# libcrypto and hiredis when the library is static
+# libssl, libcrypto and hiredis when the library is static
 # (cmake/heartwheelConfig.cmake.in); the rest is private to this build.
 
 # llhttp ships as C sources without a library; build it once, as C99, with its
@@ -19,15 +19,16 @@ endif()
 add_library(llhttp OBJECT ${LLHTTP_SRC_DIR}/api.c ${LLHTTP_SRC_DIR}/http.c ${LLHTTP_SRC_DIR}/llhttp.c)
 target_include_directories(llhttp SYSTEM PUBLIC ${LLHTTP_INCLUDE_DIR})
 set_target_properties(llhttp PROPERTIES C_STANDARD 99 POSITION_INDEPENDENT_CODE ON)
-target_compile_options(llhttp PRIVATE -w)
+target_compile_options(llhttp PRIVATE -w ${HEARTWHEEL_LIBRARY_FLAG_LIST})
 
 # The minimum libuv is also written into the installed package (cmake/Package.cmake).
 set(HEARTWHEEL_LIBUV_VERSION 1.44)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBUV REQUIRED IMPORTED_TARGET libuv>=${HEARTWHEEL_LIBUV_VERSION})
-# Private to the library: only lib/src/ws/handshake_key.cpp and lib/src/redis/script.cpp
-# include OpenSSL.
+# Private to the library: lib/src/ws/handshake_key.cpp, lib/src/redis/script.cpp
+# (libcrypto) and lib/src/tls (libssl and libcrypto) include OpenSSL.
 pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto>=3.0)
+pkg_check_modules(LIBSSL REQUIRED IMPORTED_TARGET libssl>=3.0)
 # Private to the library: lib/src/redis/reader.cpp and command.cpp use
 # hiredis's RESP reader and command encoder (never its connections).
 pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis>=0.14)

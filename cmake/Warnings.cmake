@@ -16,8 +16,9 @@ endif()
 # Applies heartwheel_options to `target` as PRIVATE flags, without a link edge:
 # a static library's PRIVATE links still appear (as $<LINK_ONLY:...>) in its
 # exported interface, which would make consumers of the installed package
-# need a target that is not installed.
+# need a target that is not installed. Then HEARTWHEEL_LIBRARY_FLAGS.
 function(heartwheel_private_options target)
-  target_compile_options(${target} PRIVATE $<TARGET_PROPERTY:heartwheel_options,INTERFACE_COMPILE_OPTIONS>)
+  target_compile_options(${target} PRIVATE $<TARGET_PROPERTY:heartwheel_options,INTERFACE_COMPILE_OPTIONS>
+                         ${HEARTWHEEL_LIBRARY_FLAG_LIST})
   target_link_options(${target} PRIVATE $<TARGET_PROPERTY:heartwheel_options,INTERFACE_LINK_OPTIONS>)
 endfunction()

@@ -4,6 +4,7 @@
 // plain WebSocket echo. See README.md in this folder.
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/serve.h>
+#include <heartwheel/tls/net_transport.h>
 #include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub/bus.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_program.h"
+#include "tls_flags.h"
 #include "production.h"
 #include "protocol.h"
 #include "stats_board.h"
@@ -172,6 +174,8 @@ int main(int argc, char** argv) {
         return std::make_unique<chat::Worker>(index, s.config, broker, roster, board);
       });
       std::unique_ptr<heartwheel::metrics::Endpoint> endpoint;
+      const heartwheel::cli::SighupReload reload(  // --tls-cert: reloaded on SIGHUP
+          heartwheel::tls::server_context(s.workers.server.transport.get()), "heartwheel-chat");
       // Signals drain the workers (each WebSocket gets close 1001); the
       // stats file is rewritten meanwhile. Every worker's hub is gone
       // before the bus when it returns.

@@ -9,6 +9,7 @@
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/serve.h>
+#include <heartwheel/tls/net_transport.h>
 #include <heartwheel/net/workers.h>
 
 #include <CLI/CLI.hpp>
@@ -197,6 +198,8 @@ int main(int argc, char** argv) {
       return h;
     });
     std::unique_ptr<metrics::Endpoint> endpoint;
+    const heartwheel::cli::SighupReload reload(  // --tls-cert: certificates reloaded on SIGHUP
+        heartwheel::tls::server_context(wo.server.transport.get()), "heartwheel-http");
     // Signals drain the workers (idle connections close, busy ones answer
     // with Connection: close); the stats file is rewritten meanwhile.
     net::serve(workers,

@@ -7,6 +7,7 @@
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/serve.h>
+#include <heartwheel/tls/net_transport.h>
 #include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
 
@@ -236,6 +237,8 @@ int main(int argc, char** argv) {
             return node;
           });
       std::unique_ptr<heartwheel::metrics::Endpoint> endpoint;
+      const heartwheel::cli::SighupReload reload(  // --tls-cert: reloaded on SIGHUP
+          heartwheel::tls::server_context(s.workers.server.transport.get()), "heartwheel-push");
       // Every worker's hubs are gone before the broker when it returns.
       net::serve(
           workers,

@@ -8,6 +8,7 @@
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/serve.h>
+#include <heartwheel/tls/net_transport.h>
 #include <heartwheel/net/workers.h>
 
 #include <CLI/CLI.hpp>
@@ -158,6 +159,9 @@ int main(int argc, char** argv) {
       return rpcserver::make_service(setup.service, counters[index]);
     });
     std::unique_ptr<metrics::Endpoint> endpoint;
+    const heartwheel::cli::SighupReload reload(  // --tls-cert: certificates reloaded on SIGHUP
+        heartwheel::tls::server_context(setup.workers.server.transport.get()),
+        "heartwheel-rpc-server");
     // The first SIGTERM/SIGINT drains (each worker's server calls the
     // handler's on_drain for every connection), a second one stops; the
     // watchers exist before the workers start, so a signal sent as soon as

@@ -5,7 +5,7 @@
 #      find_package, with plain pkg-config, and with Meson dependency(); and
 #      tests/install/net (one layer: net) with find_package(... COMPONENTS
 #      net), pkg-config heartwheel-net and dependency('heartwheel-net'), whose
-#      link lines must name neither hiredis nor libcrypto; and README.md's
+#      link lines must name neither hiredis nor libcrypto nor libssl; and README.md's
 #      quick start (tests/quick_start/extract.py) with heartwheel-net's flags,
 #      run until it listens, then drained with SIGTERM;
 #   2. shared libraries (BUILD_SHARED_LIBS=ON): the consumer with find_package,
@@ -15,8 +15,8 @@
 # The library builds have examples, tools and tests off (40-60 s each on 2 idle
 # cores without ccache); with HEARTWHEEL_INSTALL_FROM_BUILD=DIR (as ctest runs
 # it) step 1 installs the already built DIR instead of building the library
-# again. HEARTWHEEL_INSTALL_QUICK=1 runs step 1 only (tools/run-tests without
-# --all: steps 2 and 3 build the library twice more). Exits 0 only if every
+# again. HEARTWHEEL_INSTALL_QUICK=1 runs step 1 only (tools/run-tests sets it
+# unless --all: steps 2 and 3 build the library twice more). Exits 0 only if every
 # way worked.
 #
 # Usage: check_install.sh SOURCE_DIR WORK_DIR [CMAKE_ARG...]
@@ -64,7 +64,7 @@ cmake_consumer() {
 }
 # Fails if a link line names a library that one layer must not bring.
 only_net() {
-  if grep -qE 'hiredis|crypto|heartwheel-(http|ws|rpc|redis|pubsub|push|metrics|testing)' <<<"$2"; then
+  if grep -qE 'hiredis|crypto|ssl|heartwheel-(http|ws|tls|rpc|redis|pubsub|push|metrics|testing)' <<<"$2"; then
     fail "$1 links more than net needs: $2"
   fi
   echo "$1 (net only): $2"

@@ -3,12 +3,14 @@
 // It touches each layer a consumer links: a bare TimingWheel, a LoopWheel on
 // a libuv loop, a net::Server on port 0 with an http::NetHandler (so the
 // llhttp compiled into the http layer is linked too), answered over loopback
-// by a raw libuv client. Prints "ok" and exits 0 when all of that worked;
+// by a raw libuv client; a TLS client session's ClientHello (so libssl, private
+// to the tls layer, is linked). Prints "ok" and exits 0 when all of that worked;
 // otherwise says what failed and exits 1. Bounded: gives up after 10 s.
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/server.h>
 #include <heartwheel/timer/timing_wheel.h>
+#include <heartwheel/tls/session.h>
 #include <uv.h>
 
 #include <cstdio>
@@ -67,6 +69,16 @@ int main() {
   if (answer.rfind("HTTP/1.1 200", 0) != 0 ||
       answer.find("hello from heartwheel") == std::string::npos)
     return fail(("unexpected answer: " + answer).c_str());
+
+  // A TLS client's first flight, in memory.
+  hw::tls::ContextOptions tls_options;
+  tls_options.role = hw::tls::Role::client;
+  tls_options.insecure = true;
+  hw::tls::Context tls_context(tls_options);
+  hw::tls::Session session = hw::tls::Session::client(tls_context, "localhost");
+  std::string hello;
+  if (!session.start(hello) || hello.size() < 5 || hello[0] != 0x16)
+    return fail("no TLS ClientHello");
   std::puts("ok");
   return 0;
 }

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "eventually.h"
 #include "process_support.h"
 
 using namespace std::chrono_literals;
@@ -106,13 +107,17 @@ struct Proxied {
   std::string stats = dir.file("echo.json");
   std::unique_ptr<hwproc::Child> echo, haproxy;
   int v1_port = 0, v2_port = 0;
+  int metrics_port = 0;  // the echo's /metrics
 
   explicit Proxied(std::vector<std::string> echo_args) {
-    echo_args.insert(echo_args.begin(), {HEARTWHEEL_ECHO_BIN, "--listen", "127.0.0.1:0",
-                                         "--proxy-protocol", "--stats-json", stats});
+    echo_args.insert(echo_args.begin(),
+                     {HEARTWHEEL_ECHO_BIN, "--listen", "127.0.0.1:0", "--proxy-protocol",
+                      "--stats-json", stats, "--metrics-listen", "127.0.0.1:0"});
     echo = std::make_unique<hwproc::Child>(echo_args);
     const int echo_port = echo->wait_listening(Ms(10000));
     REQUIRE(echo_port > 0);
+    metrics_port = echo->wait_metrics();
+    REQUIRE(metrics_port > 0);
     const auto ports = free_ports(2);
     v1_port = ports[0];
     v2_port = ports[1];
@@ -177,7 +182,16 @@ TEST_CASE("Behind HAProxy send-proxy and send-proxy-v2 the echo answers what fol
 TEST_CASE("HAProxy check-send-proxy health checks arrive as v1 headers and v2 LOCAL",
           "[integration][proxy][haproxy]") {
   Proxied p({});
-  hwproc::sleep_for(Ms(1000));  // ~10 checks per backend
+  // Checks every 100 ms per backend: wait until a few of each came.
+  const auto scraped = [&p](const std::string& sample) {
+    return hwproc::scrape(p.metrics_port, sample).value_or(0);
+  };
+  CHECK(hwtest::eventually(
+      [&] {
+        return scraped("heartwheel_proxy_local_headers_total") >= 3 &&
+               scraped("heartwheel_proxy_headers_total{version=\"1\"}") >= 4;
+      },
+      Ms(10000), Ms(50)));
   const json s = p.stop();
   INFO(s.dump(2).substr(0, 3000));
   // Only the two ready probes were client traffic; the rest are checks.

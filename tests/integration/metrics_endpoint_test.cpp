@@ -6,13 +6,13 @@
 #include <heartwheel/metrics/net_metrics.h>
 #include <heartwheel/net/workers.h>
 
+#include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <stdexcept>
 #include <string>
 #include <system_error>
-#include <thread>
 
 #include "net_test_support.h"
 
@@ -107,6 +107,10 @@ TEST_CASE("A server's connection metrics do not count the endpoint's own connect
   net::WorkersOptions wo;
   wo.threads = 2;
   wo.publish_interval = 20ms;
+  std::array<std::atomic<int>, 2> publishes{};
+  wo.on_publish = [&publishes](unsigned worker, const net::LoopSnapshot&, net::Handler&) {
+    ++publishes[worker];
+  };
   net::Workers workers(wo, [](unsigned) { return std::make_unique<Echo>(); });
   workers.start();
   metrics::Endpoint endpoint(
@@ -117,16 +121,20 @@ TEST_CASE("A server's connection metrics do not count the endpoint's own connect
     REQUIRE(text.find("\nheartwheel_loops 2\n") != std::string::npos);
     CHECK(text.find("\nheartwheel_connections_accepted_total 0\n") != std::string::npos);
     CHECK(text.find("\nheartwheel_connections_open 0\n") != std::string::npos);
-    std::this_thread::sleep_for(30ms);  // past a publish: scrapes would show by now
+    // Two more publishes of each worker: a counted scrape would show by now
+    // (the first may have copied the counters before the scrape ended).
+    const int seen[2] = {publishes[0], publishes[1]};
+    REQUIRE(hwtest::eventually(
+        [&] { return publishes[0] >= seen[0] + 2 && publishes[1] >= seen[1] + 2; }));
   }
   const int client = hwtest::connect_blocking(workers.port());
   std::string text;
-  for (int i = 0; i < 200; ++i) {  // published every 20 ms; up to 4 s on a loaded machine
-    text = scrape();
-    if (text.find("\nheartwheel_connections_open 1\n") != std::string::npos) break;
-    std::this_thread::sleep_for(20ms);
-  }
-  CHECK(text.find("\nheartwheel_connections_open 1\n") != std::string::npos);
+  CHECK(hwtest::eventually(  // published every 20 ms
+      [&] {
+        text = scrape();
+        return text.find("\nheartwheel_connections_open 1\n") != std::string::npos;
+      },
+      5s, 20ms));
   CHECK(text.find("\nheartwheel_connections_accepted_total 1\n") != std::string::npos);
   ::close(client);
   workers.stop();

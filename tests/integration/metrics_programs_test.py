@@ -335,7 +335,14 @@ def test_scrapes_are_not_counted_as_connections():
             assert m["heartwheel_connections_accepted_total"] == 0, m
             assert m["heartwheel_connections_open"] == 0, m
             assert m["heartwheel_bytes_read_total"] == 0, m
-            time.sleep(0.3)  # past publishes: a counted scrape would show by now
+        # Two publishes after the scrapes (each shows a new loop iteration
+        # count): a counted scrape would show by now.
+        seen = {m["heartwheel_loop_iterations_total"]}
+        m = s.wait_for(lambda m: seen.add(m["heartwheel_loop_iterations_total"]) or len(seen) >= 3,
+                       "two publishes after the scrapes")
+        assert m["heartwheel_connections_accepted_total"] == 0, m
+        assert m["heartwheel_connections_open"] == 0, m
+        assert m["heartwheel_bytes_read_total"] == 0, m
         sock = connect(s.port)
         echo_round_trip(sock)
         m = s.wait_for(lambda m: m["heartwheel_connections_accepted_total"] == 1, "1 connection")

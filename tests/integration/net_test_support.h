@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "eventually.h"
+
 namespace hwtest {
 
 using namespace std::chrono_literals;
@@ -47,6 +49,31 @@ inline int connect_blocking(int port) {
   timeval tv{5, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   return fd;
+}
+
+// The listening sockets on loopback `port` (one per SO_REUSEPORT listener)
+// and the connections waiting in their accept queues, as the kernel reports
+// them in /proc/net/tcp (a listening socket's rx_queue column is its accept
+// queue). For tests that wait until the kernel holds what they set up.
+struct ListenState {
+  int listeners = 0;
+  long waiting = 0;
+};
+inline ListenState listen_state(int port) {
+  std::ifstream in("/proc/net/tcp");
+  std::string line;
+  std::getline(in, line);  // the column names
+  ListenState state;
+  while (std::getline(in, line)) {
+    // "  0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 ..."
+    std::istringstream fields(line);
+    std::string slot, local, remote, st, queues;
+    fields >> slot >> local >> remote >> st >> queues;
+    if (st != "0A" || std::stoi(local.substr(local.find(':') + 1), nullptr, 16) != port) continue;
+    ++state.listeners;
+    state.waiting += std::stol(queues.substr(queues.find(':') + 1), nullptr, 16);
+  }
+  return state;
 }
 
 // Writes "ping" on a blocking client socket and reads it back: true if echoed.

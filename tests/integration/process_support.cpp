@@ -126,6 +126,12 @@ int Child::wait_listening(Ms limit) {
   return std::atoi(line->substr(line->rfind(':') + 1).c_str());
 }
 
+int Child::wait_metrics(Ms limit) {
+  const auto line = wait_for_line("metrics on ", limit);
+  if (!line) return 0;
+  return std::atoi(line->substr(line->rfind(':') + 1).c_str());
+}
+
 void Child::signal(int sig) {
   if (!exited_) ::kill(pid_, sig);
 }
@@ -191,6 +197,16 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+std::optional<double> scrape(int port, const std::string& sample) {
+  RawSocket s(port);
+  s.send("GET /metrics HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+  s.read_for(Ms(5000));
+  const std::string& text = s.received();
+  const auto at = text.find("\n" + sample + " ");
+  if (at == std::string::npos) return std::nullopt;
+  return std::strtod(text.c_str() + at + sample.size() + 2, nullptr);
 }
 
 std::string read_file(const std::string& path) {

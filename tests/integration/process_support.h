@@ -48,6 +48,9 @@ class Child {
   std::optional<std::string> wait_for_line(const std::string& prefix, Ms limit);
   // "listening on 127.0.0.1:PORT" -> PORT, or 0 if it did not come in `limit`.
   int wait_listening(Ms limit = Ms(5000));
+  // The same for "metrics on 127.0.0.1:PORT", the line a server started with
+  // --metrics-listen 127.0.0.1:0 prints after "listening on".
+  int wait_metrics(Ms limit = Ms(5000));
   void signal(int sig);
   // Waits for the exit (reading stdout meanwhile). Returns the exit status
   // (128 + signal when killed), or nullopt if it is still running at `limit`.
@@ -91,6 +94,12 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// One sample of a GET /metrics on loopback `port` (Prometheus text format):
+// `sample` is the metric's name with its labels as the text writes them
+// (`x_total{type="request"}`). Its value, or nullopt when the scrape has no
+// such sample or failed.
+std::optional<double> scrape(int port, const std::string& sample);
 
 // Reads a whole file ("" if missing).
 std::string read_file(const std::string& path);

@@ -167,7 +167,9 @@ def test_delete_cancels_204_then_404():
         ev = sse.messages(1, timeout=10)[0]
         assert ev["data"]["data"] == "now", ev  # the cancelled one never came
         assert http(s.port, "DELETE", "/publish/" + body["id"])[0] == 404
-        time.sleep(1.0)  # past the cancelled one's due time
+        # Past the cancelled one's due time: s held it in its wheel, and its
+        # claim found it gone.
+        s.read_stats(lambda st: st["delayed"]["claimed_elsewhere"] >= 1)
         publish(s.port, "c", "after")
         assert sse.messages(1)[0]["data"]["data"] == "after"
         sse.close()
@@ -212,7 +214,8 @@ def test_killed_node_claims_are_delivered_by_the_other_after_the_lease():
                 due = body["due_ms"]
             time.sleep(max(0, (due - 400 - now_ms()) / 1000))
             r.freeze()
-            time.sleep(max(0, (due + 600 - now_ms()) / 1000))  # A's claims are sent
+            # A's claims are sent (the warm-up's and the 20): they wait in Redis's socket.
+            a.read_stats(lambda st: st["delayed"]["fired"] >= 21)
             a.proc.send_signal(signal.SIGKILL)
             a.proc.wait(timeout=10)
             r.thaw()
@@ -233,31 +236,41 @@ def test_killed_node_claims_are_delivered_by_the_other_after_the_lease():
             assert waited >= 1.0, waited  # not before the lease (2 s from the claims) ran out
             st = b.read_stats(lambda st: st["delayed"]["acked"] == 20)
             assert st["delayed"]["requeued"] == 20, st["delayed"]
-            time.sleep(0.5)
-            assert r.command("HLEN", "heartwheel:push:data") == 0
+            deadline = time.monotonic() + 5
+            while r.command("HLEN", "heartwheel:push:data") != 0:  # deleted with the claims
+                assert time.monotonic() < deadline, r.command("HLEN", "heartwheel:push:data")
+                time.sleep(0.05)
             sse.close()
 
 
 def test_sse_heartbeats_and_a_dead_reader_closed_by_the_wheel():
-    with Redis() as r, node(r, "--sse-heartbeat", "200ms", "--send-timeout", "1s") as s:
+    with Redis() as r, node(r, "--sse-heartbeat", "200ms", "--send-timeout", "3s",
+                            "--max-message-size", "2000000") as s:
         live = Sse(s.port, "hb")
         live.event()
-        time.sleep(1.0)
+        took = live.heartbeats(3)  # ": ping" every 200 ms of silence
+        assert took >= 0.5, took  # not sooner than 3 x 200 ms (less a tick or two)
         assert publish(s.port, "hb", 1)[0] == 202
         live.messages(1)
-        assert live.comments >= 3, live.comments  # ": ping" every 200 ms
         live.close()
-        # A reader that stopped reading: its queue grows and makes no
-        # progress; the slow-consumer rule ends its stream, and the
-        # write-stall deadline closes the connection whose last bytes
-        # never leave.
-        dead = Sse(s.port, "hb", rcvbuf=4096)
+        # A reader that stopped reading: the slow-consumer rule ends its
+        # stream, and the write-stall deadline (--send-timeout: not one byte
+        # written for 3 s) closes the connection whose last bytes never
+        # leave. One push half again the 1 MiB high watermark makes the
+        # connection unwritable by itself (a small announced segment size
+        # keeps the kernel's share small: Sse's mss), and the stall deadline
+        # starts there; the next push, a small one, finds it unwritable and
+        # ends the stream. So the only race with the deadline is one small
+        # push going through, however slowly the server runs (-O0, a loaded
+        # machine). Many 60-150 kB pushes instead had to bring a megabyte
+        # through the server within the deadline, and lost at -O0.
+        dead = Sse(s.port, "hb", rcvbuf=4096, mss=536)
         dead.event()
-        big = "x" * 60000
-        for _ in range(120):
-            assert publish(s.port, "hb", big)[0] == 202
+        assert publish(s.port, "hb", "x" * (3 << 19))[0] == 202  # 1.5 MiB
+        assert publish(s.port, "hb", 3)[0] == 202
         st = s.read_stats(lambda st: st["net"]["closed_by_reason"]["write_stall"] >= 1
-                          and st["sse"]["current"] == 0, timeout=20)
+                          and st["sse"]["current"] == 0
+                          and st["api"]["delivered"] == 3, timeout=20)  # 1, the big one, 3
         assert st["sse"]["slow_closes"] == 1, st["sse"]
         dead.close()
         again = Sse(s.port, "hb")  # the server serves on

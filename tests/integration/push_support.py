@@ -160,10 +160,17 @@ class Sse:
     """GET /sse?channel=C as HTTP/1.0 (a close-delimited body: no chunked
     coding to undo); events parsed as they come."""
 
-    def __init__(self, port, channel, last_event_id=None, timeout=10, rcvbuf=None):
+    def __init__(self, port, channel, last_event_id=None, timeout=10, rcvbuf=None, mss=None):
+        """rcvbuf: a small receive buffer, for a reader that stops reading.
+        mss: the segment size this end announces; a small one keeps the
+        server's send buffer small (on loopback's 64 kB segments the kernel
+        sizes it at megabytes), so what the reader does not take queues in
+        the server's own write queue at once."""
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if rcvbuf:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        if mss:
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss)
         self.sock.settimeout(timeout)
         self.sock.connect(("127.0.0.1", port))
         extra = "Last-Event-ID: %s\r\n" % last_event_id if last_event_id is not None else ""
@@ -215,6 +222,25 @@ class Sse:
                 return ev
             if "id" in ev or "event" in ev and ev["event"] != "message":
                 return ev
+
+    def heartbeats(self, n, timeout=10):
+        """Reads until n comment lines (the server's heartbeats) have come in
+        all; an event before them is an error. Returns the seconds it took."""
+        start = time.monotonic()
+        while self.comments < n:
+            block, sep, rest = self.buf.partition(b"\n\n")
+            if sep:
+                lines = block.split(b"\n")
+                assert all(l.startswith(b":") for l in lines), "an event came first: %r" % block
+                self.comments += len(lines)
+                self.buf = rest
+                continue
+            left = start + timeout - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("%d of %d heartbeats within %.1f s" % (self.comments, n, timeout))
+            self.sock.settimeout(left)
+            self._recv()
+        return time.monotonic() - start
 
     def messages(self, n, timeout=10):
         """The next n publication events (skipping subscribed/reset ones)."""

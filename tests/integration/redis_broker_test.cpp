@@ -278,8 +278,12 @@ TEST_CASE("after a Redis restart the nodes reconnect and deliveries resume in a 
   // While Redis is down a publish waits in the link's buffer (up to the
   // command timeout, 3 s here) ...
   std::optional<pubsub::PublishResult> during;
+  const auto publishes = a.stats().publishes;
   hub_a.publish("r", "during", {}, [&](pubsub::PublishResult x) { during = x; });
-  std::this_thread::sleep_for(200ms);
+  wait_for(
+      {&hub_a, &hub_b},
+      [&] { return a.stats().publishes == publishes + 1 && a.stats().link.buffered >= 1; },
+      "the publish to wait in the link's buffer");
   hub_a.poll();
   CHECK_FALSE(during.has_value());
   redis.restart();

@@ -27,7 +27,8 @@ TEST_CASE("A loop turn accepts at most accept_batch connections, the rest wait a
   REQUIRE_FALSE(server.listen());
   std::vector<int> fds;
   for (int i = 0; i < 10; ++i) fds.push_back(connect_blocking(server.port()));
-  ::usleep(20000);                 // the handshakes are complete: all 10 wait in the listen queue
+  // The handshakes are complete: all 10 wait in the listen queue.
+  REQUIRE(eventually([&] { return listen_state(server.port()).waiting == 10; }));
   uv_run(&t.loop, UV_RUN_NOWAIT);  // one turn
   if (batch == 0) {
     CHECK(server.connection_count() == 10);

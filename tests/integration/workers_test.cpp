@@ -8,6 +8,8 @@
 #include <fstream>
 #include <thread>
 
+#include <poll.h>
+
 #include "net_test_support.h"
 
 using namespace hwtest;
@@ -20,6 +22,15 @@ struct Echo : net::Handler {
 };
 
 #ifdef HEARTWHEEL_ECHO_BIN
+// Whether the server closed `fd` (end of stream or reset), without waiting.
+bool closed_now(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 0) != 1) return false;
+  char c;
+  const ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
 // Times the threads of `pid` blocked and woke up again (voluntary context
 // switches): each is one epoll_wait that returned, with or without work.
 long wakeups(pid_t pid) {
@@ -49,7 +60,8 @@ TEST_CASE("Worker threads share one port, each with its own wheel", "[net][worke
   for (int i = 0; i < 40; ++i) fds.push_back(connect_blocking(workers.port()));
   for (int fd : fds) CHECK(echo_once(fd));
   for (int fd : fds) CHECK(wait_closed(fd));  // read idle, in whichever worker holds it
-  std::this_thread::sleep_for(100ms);         // one more publish
+  // Published every 20 ms: the first publish that shows every close.
+  REQUIRE(eventually([&] { return workers.total().net.closed(CloseReason::read_idle) == 40; }));
   const auto snaps = workers.snapshots();
   REQUIRE(snaps.size() == 2);
   for (const auto& s : snaps) {
@@ -194,7 +206,8 @@ TEST_CASE("The prefork parent restarts a worker process that dies while serving"
   }
   REQUIRE(after.size() == 2);
   CHECK(std::find(after.begin(), after.end(), before[0]) == after.end());
-  std::this_thread::sleep_for(100ms);  // the new child listens
+  // The new child listens: two SO_REUSEPORT listeners on the port again.
+  REQUIRE(eventually([&] { return listen_state(echo.port).listeners == 2; }));
   for (int i = 0; i < 20; ++i) {
     const int fd = connect_blocking(echo.port);
     CHECK(echo_once(fd));
@@ -211,7 +224,9 @@ TEST_CASE("Out of descriptors, the server sheds connections without spinning and
   EchoProcess echo({"--read-idle", "0"}, 48);
   std::vector<int> fds;
   for (int i = 0; i < 80; ++i) fds.push_back(connect_blocking(echo.port));
-  std::this_thread::sleep_for(200ms);
+  // 48 descriptors hold fewer than 48 connections: at least 32 of the 80 are
+  // shed. Once they have been, the server has met the flood.
+  REQUIRE(eventually([&] { return std::count_if(fds.begin(), fds.end(), closed_now) >= 32; }));
   const Duration cpu_before = echo.cpu_time();
   std::this_thread::sleep_for(500ms);
   // A busy loop would burn ~500 ms of CPU here.
@@ -221,11 +236,16 @@ TEST_CASE("Out of descriptors, the server sheds connections without spinning and
   CHECK(served > 0);
   CHECK(served < 80);
   for (int fd : fds) ::close(fd);
-  std::this_thread::sleep_for(200ms);
-  // Descriptors are back: a new client is served.
-  const int again = connect_blocking(echo.port);
-  CHECK(echo_once(again));
-  ::close(again);
+  // Descriptors come back as the server reads the closes: a new client is
+  // served (one that comes too early is shed like the others).
+  CHECK(eventually(
+      [&] {
+        const int again = connect_blocking(echo.port);
+        const bool echoed = echo_once(again);
+        ::close(again);
+        return echoed;
+      },
+      5s, 20ms));
   CHECK(echo.stop(SIGTERM) == 0);
   // libuv's reserve-descriptor trick sheds silently: the shed peers were
   // never accepted by the server, they just saw their connection closed.

@@ -1,5 +1,5 @@
 // heartwheel::testing::Host, the public way to test a handler on a virtual
-// clock. The first case is the example in README.md, verbatim.
+// clock. The first case is the example in lib/src/testing/README.md, verbatim.
 #include <heartwheel/testing/host.h>
 
 #include <catch2/catch.hpp>

@@ -10,6 +10,7 @@
 #include <heartwheel/net/prefork.h>
 #include <heartwheel/net/serve.h>
 #include <heartwheel/net/workers.h>
+#include <heartwheel/tls/net_transport.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -66,6 +67,7 @@ struct Setup {
   // --timers uv: one uv_timer_t per connection (tools/bench-common) keeps
   // the idle timeouts; net's own are off.
   std::shared_ptr<heartwheel::bench::UvIdleBaseline> uv_baseline;
+  std::shared_ptr<heartwheel::tls::Context> tls;  // --tls-cert: reloaded on SIGHUP
 };
 
 Setup make_setup(const Config& c) {
@@ -76,6 +78,7 @@ Setup make_setup(const Config& c) {
   so.host = hp.host;
   so.port = hp.port;
   heartwheel::cli::apply_server_flags(c.server, so);
+  s.tls = heartwheel::tls::server_context(so.transport.get());
   so.backlog = c.backlog;
   auto& co = so.connection;
   co.idle.read_idle = parse_duration_flag("--read-idle", c.read_idle);
@@ -303,6 +306,7 @@ int main(int argc, char** argv) {
   const std::string host = setup.workers.server.host;
   return heartwheel::cli::run(app, [&] {
     if (c.processes <= 1) {
+      const heartwheel::cli::SighupReload reload(setup.tls, "heartwheel-echo");
       const auto total = serve(setup, {}, [&](int port, const metrics::Endpoint* endpoint) {
         net::announce("listening", host, port);
         if (endpoint) net::announce("metrics", setup.metrics->host, endpoint->port());
@@ -327,6 +331,7 @@ int main(int argc, char** argv) {
         [&](net::PreforkChild& child) {
           ::close(reserve_fd);
           if (metrics_fd >= 0) ::close(metrics_fd);
+          const heartwheel::cli::SighupReload reload(setup.tls, "heartwheel-echo");
           MetricsPlan plan;
           if (slots) {
             plan.slots = &*slots;

@@ -184,7 +184,19 @@ void add_options(CLI::App& app, LoadOptions& o) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 100000u));
   add_duration(app, "--connect-timeout", o.connect_timeout,
-               "Give up a connect attempt after this long");
+               "Give up a connect attempt (with --tls: and its handshake) after this long");
+  app.add_flag("--tls", o.tls,
+               "Every connection speaks TLS (1.2/1.3, ALPN http/1.1); the report's "
+               "tls_handshake_us histogram times each handshake from the TCP connect");
+  app.add_option("--tls-ca", o.tls_ca,
+                 "With --tls: trust the certificates in this PEM file (default: the system's)");
+  app.add_flag("--tls-insecure", o.tls_insecure,
+               "With --tls: do not verify the server's certificate");
+  app.add_flag("--tls-resume", o.tls_resume,
+               "With --tls: each connection offers the newest session ticket of its target "
+               "(resumed handshakes; counted in tls_resumed)");
+  app.add_option("--tls-server-name", o.tls_server_name,
+                 "With --tls: the name sent (SNI) and checked (default: the target's host)");
   add_duration(app, "-d,--duration", o.duration, "Length of the run from start, ramp included");
   add_duration(
       app, "--grace", o.grace,
@@ -346,6 +358,10 @@ void validate(const LoadOptions& o) {
   if (o.duration <= std::chrono::nanoseconds{0})
     throw std::invalid_argument("--duration must be positive");
   o.reconnect.validate();
+  if (!o.tls && (!o.tls_ca.empty() || o.tls_insecure || o.tls_resume || !o.tls_server_name.empty()))
+    throw std::invalid_argument("--tls-ca, --tls-insecure, --tls-resume and --tls-server-name need --tls");
+  if (o.tls_insecure && !o.tls_ca.empty())
+    throw std::invalid_argument("give --tls-ca or --tls-insecure, not both");
   if (o.reconnect.enabled && o.mode == Mode::ws)
     throw std::invalid_argument(
         "--auto-reconnect is not for --mode ws (its --reconnect F drops and recovers subscribers)");

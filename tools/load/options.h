@@ -80,6 +80,14 @@ struct LoadOptions {
   bool quiet = false;
   bool linger_reset = false;  // close with RST at the end (no TIME_WAIT)
   ReconnectOptions reconnect;  // --auto-reconnect and its backoff (reconnect.h)
+  // --tls (tls_conn.cpp): every connection speaks TLS; the connect timeout
+  // covers the handshake too. Verified against tls_ca (empty: the system's
+  // store) unless tls_insecure; tls_resume offers the last session's ticket.
+  bool tls = false;
+  std::string tls_ca;
+  bool tls_insecure = false;
+  bool tls_resume = false;
+  std::string tls_server_name;  // SNI and the name checked; empty: the target's host
 };
 
 // Registers every flag on `app`, writing into `options`.

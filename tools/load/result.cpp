@@ -47,6 +47,8 @@ void counters(A& r, B& o, F&& f) {
   f("not_recovered", r.not_recovered, o.not_recovered);
   f("recovered_publications", r.recovered_publications, o.recovered_publications);
   f("unsubscribed_at_end", r.unsubscribed_at_end, o.unsubscribed_at_end);
+  f("tls_handshakes", r.tls_handshakes, o.tls_handshakes);
+  f("tls_resumed", r.tls_resumed, o.tls_resumed);
 }
 
 template <class A, class B, class F>
@@ -64,6 +66,7 @@ void histograms(A& r, B& o, F&& f) {
   f("latency_us", r.latency_us, o.latency_us);
   f("heartbeat_rtt_us", r.heartbeat_rtt_us, o.heartbeat_rtt_us);
   f("connect_us", r.connect_us, o.connect_us);
+  f("tls_handshake_us", r.tls_handshake_us, o.tls_handshake_us);
   f("dead_close_ms", r.dead_close_ms, o.dead_close_ms);
   f("delivery_us", r.delivery_us, o.delivery_us);
 }

@@ -67,6 +67,8 @@ struct LoadResult {
   std::uint64_t recovered = 0;               // resubscribes answered recovered: true
   std::uint64_t not_recovered = 0;           // ... recovered: false
   std::uint64_t recovered_publications = 0;  // publications that came in those replies
+  std::uint64_t tls_handshakes = 0;  // --tls: handshakes completed (resumed ones included)
+  std::uint64_t tls_resumed = 0;     // ... of them resumed with a ticket (--tls-resume)
   std::uint64_t unsubscribed_at_end =
       0;                    // live subscribers open at the end without a subscribe reply
   stats::Histogram rtt_us;  // write -> echo/response, from the actual send time
@@ -75,6 +77,7 @@ struct LoadResult {
   stats::Histogram latency_us;  // intended send time -> response (wrk2, no coordinated omission)
   stats::Histogram heartbeat_rtt_us;  // PING -> PONG
   stats::Histogram connect_us;        // connect() -> connected
+  stats::Histogram tls_handshake_us;  // --tls: connected -> handshake done
   stats::Histogram dead_close_ms;     // last send of a dead connection -> server closed it
   stats::Histogram delivery_us;       // ws: publish request written -> publication received
   ReconnectStats reconnect;           // --auto-reconnect (reconnect.h)

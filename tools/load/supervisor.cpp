@@ -147,6 +147,13 @@ void print_summary(const nlohmann::json& r) {
       dead["close_after_ms"]["max"].get<unsigned long long>(),
       dead["closed_early"].get<unsigned long long>(), dead["closed_late"].get<unsigned long long>(),
       r["live_closed_by_server"].get<unsigned long long>());
+  if (r.value("tls_handshakes", 0ULL) > 0) {
+    const auto& h = r["tls_handshake_us"];
+    std::printf("tls: %llu handshakes (%llu resumed); handshake_us: p50 %llu p99 %llu max %llu\n",
+                r["tls_handshakes"].get<unsigned long long>(),
+                r["tls_resumed"].get<unsigned long long>(), h["p50"].get<unsigned long long>(),
+                h["p99"].get<unsigned long long>(), h["max"].get<unsigned long long>());
+  }
   if (r.contains("ws")) {
     const auto& w = r["ws"];
     const auto& d = w["delivery_us"];

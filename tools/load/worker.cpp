@@ -75,6 +75,7 @@ Worker::Worker(const LoadOptions& options, ProcessShare share, int report_fd)
   check_uv(uv_loop_init(&loop_), "uv_loop_init");
   loop_.data = this;
   wheel_.emplace(&loop_, LoopWheel::Options{options.tick, 20000});
+  if (options.tls) tls_setup();
   conns_ = std::make_unique<Conn[]>(share.connections);
   for (std::uint64_t j = 0; j < share.connections; ++j) {
     Conn& c = conns_[j];
@@ -254,7 +255,10 @@ void Worker::on_connect(uv_connect_t* req, int status) {
   if (status < 0) return w.connect_failed(c, status);
   w.result_.connect_us.record((uv_hrtime() - c.next_send_ns) / 1000);
   const bool first_attempt = !c.was_open && c.failures == 0;
-  w.on_open(c);
+  if (w.tls_)
+    w.tls_start(c);  // on_open once the handshake is done
+  else
+    w.on_open(c);
   if (first_attempt && counted(c)) w.note_resolved();
   if (w.pending_ < w.options_.max_pending_connects && w.started_ < w.share_.connections) w.ramp();
 }
@@ -267,8 +271,10 @@ void Worker::on_open(Conn& c) {
   c.state = Conn::State::open;
   wheel_->cancel(c);
   uv_tcp_nodelay(&c.tcp, 1);
-  int rc =
-      uv_read_start(reinterpret_cast<uv_stream_t*>(&c.tcp), &Worker::on_alloc, &Worker::on_read);
+  // With --tls it has been reading since its handshake began.
+  int rc = c.tls ? 0
+                 : uv_read_start(reinterpret_cast<uv_stream_t*>(&c.tcp), &Worker::on_alloc,
+                                 &Worker::on_read);
   if (rc < 0) {
     ++result_.errors[std::string("read_start:") + uv_err_name(rc)];
     return close_conn(c);
@@ -334,8 +340,14 @@ void Worker::on_read(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
   Worker& w = *c.worker;
   if (nread > 0) {
     w.result_.bytes_received += static_cast<std::uint64_t>(nread);
-    w.on_data(c, reinterpret_cast<const std::uint8_t*>(buf->base), static_cast<std::size_t>(nread));
+    const auto* data = reinterpret_cast<const std::uint8_t*>(buf->base);
+    if (c.tls)
+      w.tls_data(c, data, static_cast<std::size_t>(nread));
+    else
+      w.on_data(c, data, static_cast<std::size_t>(nread));
   } else if (nread < 0) {
+    if (c.state == Conn::State::connecting)  // the server left during the TLS handshake
+      return w.connect_failed(c, static_cast<int>(nread));
     if (nread == UV_EOF) w.finish_http(c);
     w.server_closed(c, "read", static_cast<int>(nread));
   }
@@ -369,6 +381,16 @@ void Worker::protocol_error(Conn& c, const char* what) {
 }
 
 void Worker::send_bytes(Conn& c, const std::uint8_t* data, std::size_t len) {
+  if (!c.tls) return send_raw(c, data, len);
+  // Before encrypting: a record dropped after it was made would break the stream.
+  if (c.tcp.write_queue_size > kMaxWriteBacklog) {
+    ++result_.sends_dropped;
+    return;
+  }
+  tls_send(c, std::string_view(reinterpret_cast<const char*>(data), len));
+}
+
+void Worker::send_raw(Conn& c, const std::uint8_t* data, std::size_t len) {
   auto* stream = reinterpret_cast<uv_stream_t*>(&c.tcp);
   std::size_t done = 0;
   if (c.tcp.write_queue_size == 0) {
@@ -426,6 +448,7 @@ void Worker::on_closed(uv_handle_t* h) {
   Conn& c = *static_cast<Conn*>(h->data);
   c.state = Conn::State::closed;
   free_http(c);
+  tls_free(c);
   if (c.ws) c.worker->ws_closed(c);
   c.worker->retry_later(c);
 }

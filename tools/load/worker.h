@@ -36,6 +36,11 @@
 
 struct llhttp__internal_s;
 
+namespace heartwheel::tls {
+class Context;
+class Session;
+}  // namespace heartwheel::tls
+
 namespace heartwheel::load {
 
 class Worker;
@@ -68,6 +73,7 @@ struct Conn final : TimerEntry {
   std::uint8_t rx_buf[16] = {};               // header or stamp bytes being assembled
   struct llhttp__internal_s* http = nullptr;  // http mode only
   WsConn* ws = nullptr;                       // ws mode only, kept across reconnects
+  tls::Session* tls = nullptr;                // --tls: from connect to close
 };
 
 class Worker {
@@ -138,6 +144,13 @@ class Worker {
   bool write_line(const std::string& line);
   std::uint64_t elapsed_ms() const noexcept;
   void note_resolved();
+  // --tls (tls_conn.cpp)
+  void tls_setup();
+  void tls_start(Conn& c);  // TCP connected: the ClientHello
+  void tls_data(Conn& c, const std::uint8_t* data, std::size_t len);
+  void tls_send(Conn& c, std::string_view plaintext);
+  static void tls_free(Conn& c);
+  void send_raw(Conn& c, const std::uint8_t* data, std::size_t len);
   // --auto-reconnect (worker_reconnect.cpp)
   void attempt_started(Conn& c);
   void attempt_failed(Conn& c, const char* error);
@@ -169,6 +182,8 @@ class Worker {
   std::uint64_t down_ = 0;             // --auto-reconnect: lost connections not open again yet
   std::mt19937_64 jitter_rng_;         // --auto-reconnect: jitter
   std::string http_request_;
+  std::shared_ptr<tls::Context> tls_;  // --tls
+  std::string tls_out_;                // ciphertext of one feed or write
   // ws mode: one handshake for every connection (the same key: the server
   // cannot tell, and no connection stores its own), the expected accept, the
   // publishers (worker 0: one per target), per (target, channel) the epoch

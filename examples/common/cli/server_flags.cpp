@@ -66,6 +66,7 @@ void add_server_flags(CLI::App& app, ServerFlags& f) {
   app.add_option("--overload-min-timeout", f.overload_min_timeout,
                  "the floor as a duration (instead of --overload-min-scale)")
       ->capture_default_str();
+  add_tls_flags(app, f.tls);
 }
 
 void apply_server_flags(const ServerFlags& f, net::ServerOptions& so) {
@@ -78,6 +79,7 @@ void apply_server_flags(const ServerFlags& f, net::ServerOptions& so) {
   if (f.proxy_protocol && so.proxy_header_timeout.count() <= 0)
     refuse("--proxy-header-timeout must be positive");
   so.max_connections_per_ip = f.max_connections_per_ip;
+  if (auto tls = make_tls(f.tls)) so.transport = tls->transport;
   net::OverloadOptions& o = so.overload;
   o.drop_idle_at_limit = f.drop_idle_at_limit;
   o.drop_idle_after = parse_duration_flag("--drop-idle-after", f.drop_idle_after);

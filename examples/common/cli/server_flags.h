@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <string>
 
+#include "tls_flags.h"
+
 namespace CLI {
 class App;
 }
@@ -40,16 +42,21 @@ struct ServerFlags {
   std::size_t overload_memory_saturation = 0;
   double overload_min_scale = 1.0;
   std::string overload_min_timeout = "0";
+  TlsFlags tls;  // --tls-cert, --tls-key, --tls-handshake-timeout (tls_flags.h)
 };
 
 // Registers --max-connections, --accept-batch, --resume-batch, --proxy-protocol, --proxy-header-timeout,
 // --max-connections-per-ip, --drop-idle-at-limit, --drop-idle-after,
 // --overload-start, --overload-saturation, --overload-memory-start,
-// --overload-memory-saturation, --overload-min-scale, --overload-min-timeout.
+// --overload-memory-saturation, --overload-min-scale, --overload-min-timeout,
+// --tls-cert, --tls-key, --tls-handshake-timeout.
+// A program with --tls-cert reloads its certificates on SIGHUP with
+// `SighupReload reload(tls::server_context(options.transport.get()), NAME)`.
 void add_server_flags(CLI::App& app, ServerFlags& flags);
 
 // Writes the flags into `options` (max_connections, accept_batch, resume_batch, proxy_protocol,
-// max_connections_per_ip, overload). Throws std::invalid_argument naming the
+// max_connections_per_ip, overload, transport: TLS with --tls-cert; a
+// certificate file that cannot be used throws tls::ContextError naming it). Throws std::invalid_argument naming the
 // flag: a bad duration, one of a start/saturation pair without the other,
 // --overload-min-scale with --overload-min-timeout, thresholds without a
 // floor or a floor without thresholds, --drop-idle-at-limit without

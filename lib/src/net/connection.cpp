@@ -85,6 +85,12 @@ void Connection::admit_and_open(std::string_view rest) noexcept {
     reset(refusal);
     return;
   }
+  if (host_) {
+    if (TransportFactory* factory = host_->transport_factory()) {
+      begin_transport(*factory, rest);  // on_open once the transport is ready
+      return;
+    }
+  }
   if (!guarded([&] { handler_->on_open(*this); }) || closing_) return;
   if (!rest.empty()) guarded([&] { handler_->on_data(*this, rest); });
 }
@@ -185,6 +191,10 @@ void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf
       const auto gen = activity_generation(c->last_read(), c->host_->activity_shift());
       if (gen != c->host_activity_gen) c->host_->connection_active(*c, gen);
     }
+    if (c->transport_) {  // TLS: the transport decodes and delivers
+      c->guarded([&] { c->extra_->transport->on_bytes(*c, std::string_view(buf->base, n)); });
+      return;
+    }
     c->guarded([&] { c->handler_->on_data(*c, std::string_view(buf->base, n)); });
     return;
   }
@@ -259,6 +269,8 @@ void Connection::reset(CloseReason reason) noexcept {
 
 void Connection::close_after_flush(CloseReason reason) noexcept {
   if (closing_ || flush_then_close_) return;
+  if (transport_) transport_closing(true);  // e.g. close_notify, flushed with the rest
+  if (closing_) return;
   if (queued_bytes() == 0) {
     close(reason);
     return;
@@ -269,6 +281,9 @@ void Connection::close_after_flush(CloseReason reason) noexcept {
 }
 
 void Connection::finish_close(CloseReason reason, std::error_code error, bool rst) noexcept {
+  // Politely (close_notify) if the socket takes it now and nothing queued
+  // would have to go first; never for a reset.
+  if (transport_ && !rst && !flush_then_close_ && queued_bytes() == 0) transport_closing(false);
   closing_ = true;
   flush_then_close_ = false;
   reason_ = reason;

@@ -1,10 +1,11 @@
 // What a Connection keeps behind its one "rarely used" pointer (extra_):
-// per-connection policy overrides and the PROXY protocol stage. Private to
+// per-connection policy overrides, the PROXY protocol stage and the transport. Private to
 // the net layer (connection.cpp, connection_proxy.cpp).
 #pragma once
 
 #include <heartwheel/net/connection.h>
 #include <heartwheel/net/proxy_protocol.h>
+#include <heartwheel/net/transport.h>
 #include <netinet/in.h>
 
 #include <memory>
@@ -39,10 +40,11 @@ struct Connection::Extras {
   ProxyInfo proxy;
   mutable std::unique_ptr<ProxyHeader> header;  // see ProxyInfo
   Handler* app_handler = nullptr;               // the host's handler, while Gate stands in
+  std::unique_ptr<Transport> transport;         // the transport stage (transport.h)
 };
 
 // The handler of a connection the application has not been given yet: its
-// PROXY header is awaited, or the host refused it. Stateless (one instance
+// PROXY header is awaited, its transport is not ready, or the host refused it. Stateless (one instance
 // for every connection and thread).
 struct Connection::Gate final : Handler {
   void on_data(Connection& conn, std::string_view data) override;

@@ -132,10 +132,18 @@ DeadlineAction Connection::Gate::on_deadline(Connection& conn, DeadlineEvent eve
     conn.close(CloseReason::proxy_header_timeout);
     return DeadlineAction::keep;
   }
+  if (static_cast<std::uint8_t>(event.kind) >= kLayerDeadlineFirst && conn.in_transport_stage()) {
+    conn.extra_->transport->on_deadline(conn, event);  // its handshake's deadline
+    return DeadlineAction::keep;
+  }
   return DeadlineAction::close;  // an idle slot, max age: as for any connection
 }
 
 void Connection::Gate::on_eof(Connection& conn) {
+  if (conn.in_transport_stage()) {
+    conn.extra_->transport->on_eof(conn);
+    return;
+  }
   // A FIN before the header is complete: a header cut short is malformed;
   // no byte at all is a peer that left (a plain TCP health check).
   if (conn.in_proxy_stage() && conn.extra_->parser->header_bytes() > 0) {

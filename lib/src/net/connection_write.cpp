@@ -11,6 +11,7 @@
 #include <memory>
 #include <new>
 
+#include "connection_extras.h"
 #include "connection_guarded.h"
 #include "write_queue.h"
 
@@ -53,6 +54,13 @@ std::error_code Connection::write(std::string_view head, SharedBytes rest) {
 
 std::error_code Connection::write_parts(const std::string_view* parts, std::size_t count,
                                         const SharedBytes* shared) {
+  // A transport transforms the bytes (no shared buffer survives that).
+  if (transport_ && !closing()) return extra_->transport->write(*this, parts, count);
+  return write_socket(parts, count, shared);
+}
+
+std::error_code Connection::write_socket(const std::string_view* parts, std::size_t count,
+                                         const SharedBytes* shared) {
   std::size_t total = 0;
   for (std::size_t i = 0; i < count; ++i) total += parts[i].size();
   if (closing()) {

@@ -38,6 +38,14 @@
 //   socket's own then), and so does every use the server makes of them
 //   (the per-address limit).
 //
+// Transport stage (ServerOptions::transport, e.g. TLS)
+//   After the PROXY header and admission, a transport (transport.h) may
+//   stand between the socket and the handler for the connection's whole
+//   life: the handler gets on_open once the transport is ready (a TLS
+//   handshake done), reads the bytes the transport delivers, and write()
+//   goes through the transport. A connection whose stage fails is never
+//   seen by the application (as for a PROXY header).
+//
 // Ownership and lifetime
 //   Created by a Server (accepted), a Connector (connected) or a
 //   testing::Host; never by the application (the constructor is theirs
@@ -84,12 +92,16 @@ struct ConnectionOptions {
 
 class Connection;
 struct ProxyHeader;
+class TransportFactory;
 
 // An immutable buffer shared by reference (e.g. one encoded publication that
 // many connections send): Connection::write(SharedBytes) keeps a reference
 // until the bytes are written instead of copying them. The same type as
 // ws::SharedFrame and pubsub::Frame.
 using SharedBytes = std::shared_ptr<const std::string>;
+
+class Transport;
+class TransportIo;
 
 namespace detail {
 class ConnectionHost;  // Server, Connector, testing::Host (detail/connection_host.h)
@@ -269,6 +281,10 @@ class Connection final : private DeadlineTimer {
   TimePoint last_write() const noexcept { return deadlines().write_anchor(); }
   // True while the PROXY header is awaited.
   bool in_proxy_stage() const noexcept;
+  // The connection's transport (transport.h), or nullptr; in its stage (not
+  // ready yet) while in_transport_stage().
+  Transport* transport() const noexcept;
+  bool in_transport_stage() const noexcept;
 
  private:
   struct WriteQueue;
@@ -276,6 +292,7 @@ class Connection final : private DeadlineTimer {
   struct Extras;
   struct Gate;
   friend struct WriteQueue;
+  friend class TransportIo;
   // Its host makes, opens and abandons it, and keeps the fields below.
   friend class detail::ConnectionHost;
   template <class Node>
@@ -313,8 +330,11 @@ class Connection final : private DeadlineTimer {
   static void on_closed(uv_handle_t* handle);
   // The write path (connection_write.cpp). `shared`, when given, is the
   // buffer the last part views: its unwritten rest is queued by reference.
+  // Through the transport if there is one, else write_socket.
   std::error_code write_parts(const std::string_view* parts, std::size_t count,
                               const SharedBytes* shared = nullptr);
+  std::error_code write_socket(const std::string_view* parts, std::size_t count,
+                               const SharedBytes* shared = nullptr);
   void handle_eof() noexcept;
   void start_write() noexcept;
   void after_progress() noexcept;
@@ -331,6 +351,9 @@ class Connection final : private DeadlineTimer {
   int begin_proxy_stage(Duration timeout) noexcept;
   void feed_proxy(std::string_view data);
   void admit_and_open(std::string_view rest) noexcept;
+  // connection_transport.cpp
+  void begin_transport(TransportFactory& factory, std::string_view rest) noexcept;
+  void transport_closing(bool queue) noexcept;
 
   uv_tcp_t tcp_;
   detail::ConnectionHost* host_;
@@ -357,6 +380,7 @@ class Connection final : private DeadlineTimer {
   bool opened_ : 1 = false;
   bool drain_watch_ : 1 = false;  // notify_when_drained()
   bool turn_wait_ : 1 = false;    // call_next_turn(): in the host's queue
+  bool transport_ : 1 = false;    // extra_->transport is set
 };
 
 }  // namespace heartwheel::net

@@ -38,6 +38,7 @@
 #include <heartwheel/net/detail/connection_host.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/stats.h>
+#include <heartwheel/net/transport.h>
 
 namespace heartwheel::net {
 
@@ -61,6 +62,10 @@ struct ConnectorOptions {
   // Called after each failed attempt with the error and the delay before the
   // next one (Duration{-1}: no next attempt). Optional.
   std::function<void(std::error_code, Duration)> on_connect_error;
+  // A transport every connection runs through (transport.h): TLS
+  // (heartwheel/tls/net_transport.h). Null: plain. The handler's on_open
+  // comes once the transport is ready (the handshake done).
+  std::shared_ptr<TransportFactory> transport;
 
   // Throws std::invalid_argument naming the bad field.
   void validate() const;
@@ -113,6 +118,9 @@ class Connector final : private detail::ConnectionHost {
   TimerService& timer_service() noexcept override { return wheel_; }
   uv_loop_t* host_loop() const noexcept override { return wheel_.loop(); }
   void connection_closed(Connection& conn) noexcept override;
+  TransportFactory* transport_factory() const noexcept override {
+    return options_->transport.get();
+  }
 
   static void on_connect(uv_connect_t* req, int status);
   void attempt();

@@ -76,6 +76,7 @@
 #include <heartwheel/net/ip_limiter.h>
 #include <heartwheel/net/overload.h>
 #include <heartwheel/net/stats.h>
+#include <heartwheel/net/transport.h>
 #include <heartwheel/timer/timer_entry.h>
 
 namespace heartwheel::net {
@@ -107,6 +108,9 @@ struct ServerOptions {
   // connection.h, "PROXY protocol".
   bool proxy_protocol = false;
   Duration proxy_header_timeout = std::chrono::seconds(5);
+  // A transport every connection runs through (transport.h), after the
+  // PROXY header: TLS (heartwheel/tls/net_transport.h). Null: plain.
+  std::shared_ptr<TransportFactory> transport;
   // Open connections per client address; 0 = no limit. Counted in
   // `ip_limiter` when set (share one between servers for one count: Workers
   // does), else in the server's own. Over it: reset at once (ip_limit).
@@ -180,6 +184,7 @@ class Server final : private detail::ConnectionHost {
   Duration proxy_header_timeout() const noexcept override {
     return options_.proxy_protocol ? options_.proxy_header_timeout : Duration{0};
   }
+  TransportFactory* transport_factory() const noexcept override { return options_.transport.get(); }
   bool admit(Connection& conn, CloseReason& refusal) noexcept override;
   void connection_active(Connection& conn, std::uint16_t generation) noexcept override;
   Duration scale_idle_timeout(Duration timeout) const noexcept override;

@@ -40,6 +40,7 @@
 #include <heartwheel/net/detail/connection_host.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/stats.h>
+#include <heartwheel/net/transport.h>
 #include <heartwheel/common/time.h>
 #include <heartwheel/timer/virtual_clock.h>
 #include <uv.h>
@@ -49,6 +50,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace heartwheel::testing {
@@ -111,6 +113,12 @@ class Host final : private net::detail::ConnectionHost {
   // within `header_timeout`, as with net::ServerOptions::proxy_protocol;
   // zero (the default): none expected.
   void set_proxy_protocol(Duration header_timeout) noexcept { proxy_timeout_ = header_timeout; }
+  // Every connection opened from now on runs through `factory`'s transport
+  // (after the PROXY header), as with net::ServerOptions::transport (TLS:
+  // heartwheel/tls/net_transport.h); null (the default): none.
+  void set_transport(std::shared_ptr<net::TransportFactory> factory) noexcept {
+    transport_ = std::move(factory);
+  }
 
   TimePoint now() const noexcept { return timers_.now(); }
   ManualTimerService& timers() noexcept { return timers_; }
@@ -127,6 +135,7 @@ class Host final : private net::detail::ConnectionHost {
   uv_loop_t* host_loop() const noexcept override { return const_cast<uv_loop_t*>(&loop_); }
   void connection_closed(net::Connection& conn) noexcept override;
   Duration proxy_header_timeout() const noexcept override { return proxy_timeout_; }
+  net::TransportFactory* transport_factory() const noexcept override { return transport_.get(); }
 
   net::ConnectionOptions options_;
   net::NetStats stats_;
@@ -135,6 +144,7 @@ class Host final : private net::detail::ConnectionHost {
   std::vector<std::unique_ptr<Peer>> peers_;
   std::uint64_t next_id_ = 1;
   Duration proxy_timeout_{0};
+  std::shared_ptr<net::TransportFactory> transport_;
 };
 
 }  // namespace heartwheel::testing

@@ -39,6 +39,9 @@ class ConnectionHost {
   // How long a new connection may take to send its PROXY header; zero (the
   // default): no header is expected.
   virtual Duration proxy_header_timeout() const noexcept { return Duration{0}; }
+  // The transport every connection of this host runs through (transport.h);
+  // nullptr (the default): none.
+  virtual TransportFactory* transport_factory() const noexcept { return nullptr; }
   // The connection's client address is known (at open(), or once its PROXY
   // header came). False refuses it: it is reset with `refusal` and its
   // handler never hears of it.

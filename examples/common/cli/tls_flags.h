@@ -1,0 +1,67 @@
+// cli/tls_flags.h - the TLS flags every heartwheel server program shares
+// (issue 21): --tls-cert FILE --tls-key FILE [--tls-handshake-timeout D],
+// and the certificate reload on SIGHUP. add_server_flags / apply_server_flags
+// (server_flags.h) register and apply them; a program adds only the reload:
+//
+//   const cli::SighupReload reload(tls::server_context(options.transport.get()),
+//                                  "heartwheel-echo");   // before serving
+//
+// Errors: make_tls throws std::invalid_argument naming the flag (one of
+// --tls-cert / --tls-key without the other, a bad duration) and
+// tls::ContextError naming the file and the reason.
+//
+// Threads: call from main() only. SighupReload runs a thread of its own (so
+// construct it after any fork).
+#pragma once
+
+#include <heartwheel/net/transport.h>
+#include <heartwheel/tls/context.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace CLI {
+class App;
+}
+
+namespace heartwheel::cli {
+
+struct TlsFlags {
+  std::string cert;
+  std::string key;
+  std::string handshake_timeout = "10s";
+};
+
+// Registers --tls-cert, --tls-key, --tls-handshake-timeout.
+void add_tls_flags(CLI::App& app, TlsFlags& flags);
+
+struct TlsSetup {
+  std::shared_ptr<tls::Context> context;
+  std::shared_ptr<net::TransportFactory> transport;  // for ServerOptions::transport
+};
+
+// The server Context and its transport, or nullopt without --tls-cert.
+std::optional<TlsSetup> make_tls(const TlsFlags& flags);
+
+// Reloads `context` from its files on every SIGHUP (as nginx does after a
+// certificate renewal) on a thread of its own, and says so on stderr:
+// "PROGRAM: tls: certificates reloaded (generation N)" or
+// "PROGRAM: tls: reload refused, still serving the old certificates: FILE: REASON".
+// With a null context it does nothing (no signal watcher: SIGHUP keeps its
+// default meaning). Stops in its destructor.
+class SighupReload {
+ public:
+  SighupReload(std::shared_ptr<tls::Context> context, std::string program);
+  ~SighupReload();
+  SighupReload(const SighupReload&) = delete;
+  SighupReload& operator=(const SighupReload&) = delete;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+  std::thread thread_;
+};
+
+}  // namespace heartwheel::cli

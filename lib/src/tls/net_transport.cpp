@@ -1,0 +1,227 @@
+// TLS as net's transport stage (see heartwheel/tls/net_transport.h): one
+// Session per connection between the socket and the handler.
+#include <heartwheel/common/error.h>
+#include <heartwheel/net/connection.h>
+#include <heartwheel/tls/net_transport.h>
+#include <heartwheel/tls/session.h>
+
+#include <array>
+#include <stdexcept>
+#include <utility>
+
+namespace heartwheel::tls {
+
+net::CloseReason close_reason_for(FailureCause cause) noexcept {
+  switch (cause) {
+    case FailureCause::timeout: return close_reason::tls_handshake_timeout;
+    case FailureCause::protocol_error: return close_reason::tls_protocol_error;
+    case FailureCause::no_shared_cipher: return close_reason::tls_no_shared_cipher;
+    case FailureCause::certificate: return close_reason::tls_certificate;
+    case FailureCause::none:
+    case FailureCause::other: break;
+  }
+  return close_reason::tls_failed;
+}
+
+namespace {
+
+// Per loop thread: the plaintext of one feed() and the ciphertext of one
+// read's answer and of one write. Separate strings because a handler that
+// gets plaintext may write (nested in on_bytes).
+constexpr std::size_t kPlaintextBuffer = 64 * 1024;
+// A write's ciphertext string keeps its capacity up to this between writes
+// (one large write must not pin its size on the thread for good).
+constexpr std::size_t kKeptCapacity = 256 * 1024;
+
+std::span<char> plaintext_buffer() noexcept {
+  thread_local std::array<char, kPlaintextBuffer> buffer;
+  return buffer;
+}
+
+std::string& read_out() noexcept {
+  thread_local std::string s;
+  return s;
+}
+
+std::string& write_out() noexcept {
+  thread_local std::string s;
+  return s;
+}
+
+void trim(std::string& s) noexcept {
+  s.clear();
+  if (s.capacity() > kKeptCapacity) std::string().swap(s);
+}
+
+class SessionTransport final : public net::Transport {
+ public:
+  SessionTransport(Session session, Duration handshake_timeout) noexcept
+      : session_(std::move(session)), handshake_timeout_(handshake_timeout) {}
+
+  void start(net::Connection& conn) override {
+    conn.set_timeout(deadline::tls_handshake_timeout, handshake_timeout_);
+    std::string& out = read_out();
+    out.clear();
+    if (!session_.start(out)) {  // a client whose options allow no cipher
+      fail(conn, out);
+      return;
+    }
+    if (!out.empty()) net::TransportIo::write(conn, out);
+  }
+
+  void on_bytes(net::Connection& conn, std::string_view bytes) override {
+    const std::span<char> plain = plaintext_buffer();
+    std::string& out = read_out();
+    for (;;) {
+      out.clear();
+      const FeedResult r = session_.feed(bytes, plain, out);
+      bytes.remove_prefix(r.consumed);
+      if (r.failed) {
+        fail(conn, out);
+        return;
+      }
+      if (!out.empty() && net::TransportIo::write(conn, out)) return;  // closed
+      if (conn.closing()) return;
+      if (r.handshake_done) {
+        conn.clear_deadline(deadline::tls_handshake_timeout);
+        if (!net::TransportIo::ready(conn)) return;
+      }
+      if (r.plaintext > 0) {
+        net::TransportIo::deliver(conn, std::string_view(plain.data(), r.plaintext));
+        if (conn.closing()) return;
+      }
+      if (r.peer_closed) {
+        net::TransportIo::end_of_stream(conn);
+        return;
+      }
+      if (!r.plaintext_out_full) return;
+    }
+  }
+
+  std::error_code write(net::Connection& conn, const std::string_view* parts,
+                        std::size_t count) override {
+    std::string& out = write_out();
+    out.clear();
+    for (std::size_t i = 0; i < count; ++i) {
+      if (const std::error_code ec = session_.write(parts[i], out)) {
+        trim(out);
+        if (session_.failed()) conn.close(net::CloseReason::error, ec);
+        return ec;
+      }
+    }
+    const std::error_code ec = net::TransportIo::write(conn, out);
+    trim(out);
+    return ec;
+  }
+
+  void closing(net::Connection& conn, bool queue) override {
+    std::string& out = write_out();
+    out.clear();
+    session_.close(out);
+    if (queue) {
+      net::TransportIo::write(conn, out);
+    } else {
+      net::TransportIo::write_now(conn, out);
+    }
+    trim(out);
+  }
+
+  void on_deadline(net::Connection& conn, net::DeadlineEvent event) override {
+    if (event.kind == deadline::tls_handshake_timeout) {
+      conn.close(close_reason::tls_handshake_timeout);
+    } else {
+      conn.close(net::close_reason_for(event.kind));
+    }
+  }
+
+  void on_eof(net::Connection& conn) override { conn.close(net::CloseReason::peer_closed); }
+
+ private:
+  // The session failed: its alert goes out if the socket takes it now.
+  void fail(net::Connection& conn, const std::string& alert) {
+    if (!alert.empty()) net::TransportIo::write_now(conn, alert);
+    conn.close(close_reason_for(session_.cause()));
+  }
+
+  Session session_;
+  // The stage's timeout, read once at start(): a copy here keeps the
+  // transport free of its factory's lifetime.
+  Duration handshake_timeout_;
+};
+
+void check(const std::shared_ptr<const Context>& context, Role role,
+           const TransportOptions& options) {
+  if (!context) throw std::invalid_argument("tls transport: no context");
+  if (context->role() != role)
+    throw std::invalid_argument(role == Role::server ? "tls transport: a server needs a server Context"
+                                                     : "tls transport: a client needs a client Context");
+  if (options.handshake_timeout.count() <= 0)
+    throw std::invalid_argument("tls transport: handshake_timeout must be positive");
+}
+
+class ServerFactory final : public net::TransportFactory {
+ public:
+  ServerFactory(std::shared_ptr<Context> context, TransportOptions options)
+      : context_(std::move(context)), options_(options) {}
+  const std::shared_ptr<Context>& context() const noexcept { return context_; }
+  std::unique_ptr<net::Transport> make(net::Connection&) noexcept override {
+    try {
+      return std::make_unique<SessionTransport>(Session::server(*context_),
+                                                options_.handshake_timeout);
+    } catch (...) {
+      return nullptr;
+    }
+  }
+
+ private:
+  std::shared_ptr<Context> context_;
+  TransportOptions options_;
+};
+
+class ClientFactory final : public net::TransportFactory {
+ public:
+  ClientFactory(std::shared_ptr<const Context> context, std::string server_name,
+                std::string resume_key, TransportOptions options)
+      : context_(std::move(context)),
+        server_name_(std::move(server_name)),
+        resume_key_(std::move(resume_key)),
+        options_(options) {}
+  std::unique_ptr<net::Transport> make(net::Connection&) noexcept override {
+    try {
+      return std::make_unique<SessionTransport>(
+          Session::client(*context_, server_name_, resume_key_), options_.handshake_timeout);
+    } catch (...) {
+      return nullptr;
+    }
+  }
+
+ private:
+  std::shared_ptr<const Context> context_;
+  std::string server_name_;
+  std::string resume_key_;
+  TransportOptions options_;
+};
+
+}  // namespace
+
+std::shared_ptr<net::TransportFactory> server_transport(std::shared_ptr<Context> context,
+                                                        TransportOptions options) {
+  check(context, Role::server, options);
+  return std::make_shared<ServerFactory>(std::move(context), options);
+}
+
+std::shared_ptr<Context> server_context(const net::TransportFactory* factory) noexcept {
+  const auto* server = dynamic_cast<const ServerFactory*>(factory);
+  return server ? server->context() : nullptr;
+}
+
+std::shared_ptr<net::TransportFactory> client_transport(std::shared_ptr<const Context> context,
+                                                        std::string server_name,
+                                                        std::string resume_key,
+                                                        TransportOptions options) {
+  check(context, Role::client, options);
+  return std::make_shared<ClientFactory>(std::move(context), std::move(server_name),
+                                         std::move(resume_key), options);
+}
+
+}  // namespace heartwheel::tls
