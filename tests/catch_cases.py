@@ -17,7 +17,9 @@ reads the names from the sources with this script instead.
       the parser missed fails loudly instead of silently not running.
 
 Supported: TEST_CASE("name", ...), TEST_CASE_METHOD(Fixture, "name", ...),
-SCENARIO("name", ...); adjacent string literals are joined; cases tagged
+SCENARIO("name", ...), TEMPLATE_TEST_CASE("name", "tags", Type, ...) (one
+case per type, named "name - Type" as Catch2 names them); adjacent string
+literals are joined; cases tagged
 hidden ([.], [.tag], [!hide]) are skipped, as Catch2 does not run them by default.
 """
 import re
@@ -91,7 +93,7 @@ def cases_in(path):
         line = text.count("\n", 0, m.start()) + 1
         where = f"{path}:{line}"
         macro = m.group(1)
-        if macro not in ("TEST_CASE", "TEST_CASE_METHOD", "SCENARIO"):
+        if macro not in ("TEST_CASE", "TEST_CASE_METHOD", "SCENARIO", "TEMPLATE_TEST_CASE"):
             raise ParseError(f"{where}: {macro} is not supported by tests/catch_cases.py")
         i = m.end()
         if macro == "TEST_CASE_METHOD":
@@ -99,13 +101,21 @@ def cases_in(path):
             if comma < 0:
                 raise ParseError(f"{where}: TEST_CASE_METHOD without a name")
             i = comma + 1
+        types = [None]
         try:
             name, i = read_strings(text, i)
             tags = ""
             rest = text[i:].lstrip()
             if rest.startswith(","):
-                tags, _ = read_strings(text, text.index(",", i) + 1)
+                tags, i = read_strings(text, text.index(",", i) + 1)
                 tags = tags or ""
+            if macro == "TEMPLATE_TEST_CASE":
+                # The types: plain names up to the closing parenthesis.
+                close = text.find(")", i)
+                types = [t.strip() for t in text[i:close].split(",") if t.strip()]
+                if close < 0 or not types or \
+                        any(not re.fullmatch(r"[A-Za-z_][\w:]*", t) for t in types):
+                    raise ParseError("TEMPLATE_TEST_CASE types must be plain names")
         except ParseError as e:
             raise ParseError(f"{where}: {e}") from None
         if name is None:
@@ -121,7 +131,7 @@ def cases_in(path):
         if "\t" in name or "\n" in name or name != name.strip() or name.startswith("*") or \
                 name.endswith("*"):
             raise ParseError(f"{where}: test name {name!r} cannot be passed to Catch2 as a spec")
-        found.append(name)
+        found += [name if t is None else f"{name} - {t}" for t in types]
     return found
 
 

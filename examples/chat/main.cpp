@@ -17,6 +17,7 @@
 #include "tls_flags.h"
 #include "production.h"
 #include "protocol.h"
+#include "redis_link.h"
 #include "stats_board.h"
 #include "uring_fanout.h"
 #include "worker.h"
@@ -33,8 +34,10 @@ namespace ws = heartwheel::ws;
 
 struct Flags {
   chat::WsFlags ws;  // the WebSocket server flags heartwheel-push shares
+  chat::AuthFlags auth;  // tokens, channel permissions, origins (auth_gate.h)
   std::string redis, redis_prefix = "hw:", presence_ttl = "30s", redis_timeout = "5s";
   std::size_t redis_buffer = 1024;
+  chat::RedisClusterFlags redis_cluster;  // --redis-cluster, --redis-wait-replicas
   bool no_join_leave = false;
   bool uring_fanout = false;
 };
@@ -44,7 +47,7 @@ struct Setup {
   net::WorkersOptions workers;
   net::HostPort listen;
   pubsub::BusOptions bus;
-  std::optional<pubsub::RedisBrokerOptions> redis;  // --redis: in place of the Bus
+  std::optional<pubsub::RedisBrokerOptions> redis;  // --redis(-cluster): in place of the Bus
   chat::Config config;
   Duration drain_timeout{};
 };
@@ -57,16 +60,15 @@ Setup make_setup(const Flags& f) {
   if (f.uring_fanout && !chat::UringFanout::built())
     throw std::invalid_argument("--uring-fanout: this build has no liburing (liburing-dev)");
   s.config.uring_fanout = f.uring_fanout;
+  s.config.auth = chat::make_auth_settings(f.auth);
 
-  if (!f.redis.empty()) {
+  if (chat::redis_wanted(f.redis, f.redis_cluster)) {
     pubsub::RedisBrokerOptions r;
     r.limits = s.bus.limits;
     r.channel = s.bus.channel;
     if (r.channel.history_ttl.count() <= 0)
       throw std::invalid_argument("--history-ttl must be positive with --redis");
-    const net::HostPort where = net::parse_host_port(f.redis);
-    r.redis.connector.host = where.host;
-    r.redis.connector.port = where.port;
+    chat::apply_redis_target(f.redis, f.redis_cluster, r.redis);
     r.redis.command_timeout = parse_duration_flag("--redis-timeout", f.redis_timeout);
     r.redis.max_buffered = f.redis_buffer;
     r.key_prefix = f.redis_prefix;
@@ -125,6 +127,7 @@ int main(int argc, char** argv) {
   chat::add_ws_flags(
       app, f.ws, "worker threads, each with its own loop, wheel and pub/sub hub (SO_REUSEPORT)");
   chat::add_production_flags(app, production);
+  chat::add_auth_flags(app, f.auth);
   app.add_flag("--no-join-leave", f.no_join_leave,
                "no join/leave pushes (presence counts are still answered): for channels with "
                "thousands of subscribers, where every join would reach every subscriber");
@@ -134,7 +137,9 @@ int main(int argc, char** argv) {
                "to the normal queue (measured: docs/BENCHMARKS.md, \"The fan-out floor\")");
   app.add_option("--redis", f.redis,
                  "HOST:PORT of a Redis (7.0+) shared by several chat nodes: publications, history, "
-                 "recovery and presence go through it (default: in-process only)");
+                 "recovery and presence go through it (default: in-process only; a Redis "
+                 "Cluster: --redis-cluster)");
+  chat::add_redis_cluster_flags(app, f.redis_cluster);
   app.add_option("--redis-prefix", f.redis_prefix,
                  "prefix of every Redis key and channel this server uses")
       ->capture_default_str();
@@ -186,7 +191,7 @@ int main(int argc, char** argv) {
            .tick_interval = f.ws.stats_json.empty() ? Duration{0} : s.config.stats_interval,
            .tick = [&] { write_stats(f.ws.stats_json, board, workers, bus, redis.get(), f.ws); },
            .on_listening = [&](net::Workers&) {
-             endpoint = chat::start_metrics(metrics_at, workers, board, bus);
+             endpoint = chat::start_metrics(metrics_at, workers, board, bus, redis.get());
              heartwheel::cli::announce_listening(s.listen.host, workers.port(),
                                                  endpoint ? endpoint->address() : std::string());
            }});

@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "redis_link.h"
+
 namespace chat {
 
 namespace metrics = heartwheel::metrics;
@@ -29,10 +31,11 @@ std::optional<metrics::EndpointOptions> apply_production_flags(
 
 std::unique_ptr<metrics::Endpoint> start_metrics(
     const std::optional<metrics::EndpointOptions>& options, const heartwheel::net::Workers& workers,
-    const StatsBoard& board, const heartwheel::pubsub::Bus& bus) {
+    const StatsBoard& board, const heartwheel::pubsub::Bus& bus,
+    const heartwheel::pubsub::RedisBroker* redis) {
   if (!options) return nullptr;
   return std::make_unique<metrics::Endpoint>(
-      *options, [&workers, &board, &bus](metrics::TextWriter& out) {
+      *options, [&workers, &board, &bus, redis](metrics::TextWriter& out) {
         metrics::write(out, workers.total());
         const WorkerStats t = board.total();
         metrics::write(out, t.ws);
@@ -40,6 +43,7 @@ std::unique_ptr<metrics::Endpoint> start_metrics(
         // is there from the first scrape.
         metrics::write(out, t.has_hub ? t.hub : heartwheel::pubsub::HubStats{});
         metrics::write(out, bus.stats());
+        if (redis != nullptr) chat::write_redis_metrics(out, redis->stats());
       });
 }
 

@@ -12,6 +12,7 @@
 #include <heartwheel/net/server.h>
 #include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub/bus.h>
+#include <heartwheel/pubsub_redis/redis_broker.h>
 
 #include <memory>
 #include <optional>
@@ -42,12 +43,17 @@ std::optional<heartwheel::metrics::EndpointOptions> apply_production_flags(
 
 // Starts GET /metrics (nothing when `options` is empty) on a thread of its
 // own: the workers' net counters, every worker's WebSocket and hub counters
-// (as last published to `board`, every --stats-interval) and the bus's.
+// (as last published to `board`, every --stats-interval) and the bus's;
+// with a Redis broker (`redis`, may be null) its heartwheel_redis_* families:
+// link="broker" (its Client and Subscriber merged; per master of a cluster,
+// the Client's connections) and link="broker_subscriber" (the Subscriber's
+// connections per master, its counters summed over them; cluster only).
 // Throws std::system_error when the address cannot be bound (a runtime
-// failure). The endpoint must be destroyed before the workers, board and bus.
+// failure). The endpoint must be destroyed before the workers, board, bus
+// and broker.
 std::unique_ptr<heartwheel::metrics::Endpoint> start_metrics(
     const std::optional<heartwheel::metrics::EndpointOptions>& options,
     const heartwheel::net::Workers& workers, const StatsBoard& board,
-    const heartwheel::pubsub::Bus& bus);
+    const heartwheel::pubsub::Bus& bus, const heartwheel::pubsub::RedisBroker* redis);
 
 }  // namespace chat

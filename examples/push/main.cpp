@@ -20,6 +20,7 @@
 #include "node.h"
 #include "protocol.h"
 #include "push_metrics.h"
+#include "redis_link.h"
 #include "server_flags.h"
 #include "stats_board.h"
 #include "ws_flags.h"
@@ -36,6 +37,7 @@ namespace ws = heartwheel::ws;
 struct Flags {
   chat::WsFlags ws;  // the WebSocket server flags heartwheel-chat shares
   std::string redis;
+  chat::RedisClusterFlags redis_cluster;  // --redis-cluster, --redis-wait-replicas
   std::string send_timeout = "30s";
   std::string metrics_listen;
   // Redis and the delayed queue.
@@ -43,6 +45,8 @@ struct Flags {
               load_interval = "1s", lease = "30s", reap_interval = "1s", takeover_grace = "2s",
               max_delay = "720h", sse_heartbeat = "15s";
   heartwheel::cli::ServerFlags server;
+  chat::AuthFlags auth;  // tokens, channel rules, origins (examples/common/chat/auth_gate.h)
+  std::string api_key_file;
 };
 
 struct Setup {
@@ -63,12 +67,8 @@ void setup_sse(const Flags& f, Setup& s) {
 }
 
 void setup_redis(const Flags& f, Setup& s) {
-  if (f.redis.empty()) throw std::invalid_argument("--redis HOST:PORT is required");
-  const net::HostPort redis = net::parse_host_port(f.redis);
-  if (redis.port == 0) throw std::invalid_argument("--redis needs a port");
   heartwheel::redis::ClientOptions& r = s.node.redis;
-  r.connector.host = redis.host;
-  r.connector.port = redis.port;
+  chat::apply_redis_target(f.redis, f.redis_cluster, r);
   // While Redis is down a POST /publish waits this long in the link's
   // buffer for it to come back, then answers 503.
   r.command_timeout = parse_duration_flag("--redis-timeout", f.redis_timeout);
@@ -89,6 +89,12 @@ void setup_redis(const Flags& f, Setup& s) {
                                 " (--key-prefix, --window, --load-interval, --lease, "
                                 "--reap-interval, --takeover-grace)");
   }
+  // A durable claim is delivered once its WAIT answered (up to its timeout):
+  // the lease must outlast that (push::DelayedQueue refuses it otherwise).
+  if (r.wait_replicas > 0 && d.lease < 2 * r.wait_timeout)
+    throw std::invalid_argument("--lease must be at least twice WAIT's timeout (" +
+                                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(r.wait_timeout).count()) +
+                                " ms) with --redis-wait-replicas");
   s.node.max_delay = parse_duration_flag("--max-delay", f.max_delay);
 }
 
@@ -116,6 +122,14 @@ Setup make_setup(const Flags& f) {
   c.http.send_timeout = parse_duration_flag("--send-timeout", f.send_timeout);
   c.http.max_body_bytes = f.ws.max_message_size + 4096;  // the JSON around the data: 413 beyond
 
+  c.auth = chat::make_auth_settings(f.auth);
+  if (!f.api_key_file.empty()) {
+    try {
+      s.node.api_key = heartwheel::auth::ApiKey::from_file(f.api_key_file);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(std::string("--api-key-file: ") + e.what());
+    }
+  }
   s.listen = chat::apply_workers_flags(f.ws, c, s.workers);
   heartwheel::cli::apply_server_flags(f.server, s.workers.server);
   s.workers.server.validate();
@@ -136,6 +150,7 @@ void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
                  {"redis", Json::parse(pubsub::to_json(broker.stats()))}};
   j["delayed"] = Json::parse(heartwheel::push::to_json(n.delayed));
   j["redis"] = Json::parse(heartwheel::redis::to_json(n.redis));
+  j["redis_masters"] = Json::parse(heartwheel::redis::to_json(n.redis_masters));
   j["sse"] = {{"opened", n.sse.opened},           {"current", n.sse.current},
               {"events", n.sse.events},           {"heartbeats", n.sse.heartbeats},
               {"resumed", n.sse.resumed},         {"resets", n.sse.resets},
@@ -144,7 +159,8 @@ void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
       {"publish_accepted", n.publish_accepted},       {"publish_refused", n.publish_refused},
       {"publish_unavailable", n.publish_unavailable}, {"cancels_done", n.cancels_done},
       {"cancels_missed", n.cancels_missed},           {"delivered", n.delivered},
-      {"deliver_refused", n.deliver_refused}};
+      {"deliver_refused", n.deliver_refused},        {"unauthorized", n.publish_unauthorized},
+      {"sse_refused", n.sse_refused}};
   j["ws_protocol"] = {{"connections", c.chat.chat_connections},
                       {"requests", c.chat.requests},
                       {"errors", c.chat.errors}};
@@ -155,7 +171,9 @@ void add_flags(CLI::App& app, Flags& f) {
   chat::add_ws_flags(app, f.ws,
                      "worker threads, each with its own loop, wheel, hub, "
                      "Redis link and delayed queue (SO_REUSEPORT)");
-  app.add_option("--redis", f.redis, "HOST:PORT of the Redis every node shares (required)");
+  app.add_option("--redis", f.redis,
+                 "HOST:PORT of the Redis every node shares (this or --redis-cluster is required)");
+  chat::add_redis_cluster_flags(app, f.redis_cluster);
   app.add_option("--redis-timeout", f.redis_timeout,
                  "each Redis command's deadline; while Redis is down a publish waits this long, "
                  "then gets 503")
@@ -187,6 +205,10 @@ void add_flags(CLI::App& app, Flags& f) {
       "HOST:PORT to serve GET /metrics on (Prometheus text format, every worker "
       "merged; port 0: pick one, printed as 'metrics on HOST:PORT'); off when not given");
   heartwheel::cli::add_server_flags(app, f.server);
+  chat::add_auth_flags(app, f.auth);
+  app.add_option("--api-key-file", f.api_key_file,
+                 "POST /publish and DELETE /publish/ID need the header 'Authorization: apikey "
+                 "KEY' with the key in FILE (else 401); default: open");
 }
 
 }  // namespace
@@ -249,9 +271,15 @@ int main(int argc, char** argv) {
            .on_listening = [&](net::Workers&) {
              if (metrics_options)
                endpoint = std::make_unique<heartwheel::metrics::Endpoint>(
-                   *metrics_options, [&workers, &board](heartwheel::metrics::TextWriter& out) {
+                   *metrics_options,
+                   [&workers, &board, &broker](heartwheel::metrics::TextWriter& out) {
                      heartwheel::metrics::write(out, workers.total());
-                     pushsrv::write_metrics(out, board.total());
+                     const pushsrv::NodeStats n = board.total();
+                     pushsrv::write_metrics(out, n);
+                     // The nodes' links (the delayed queues') beside the broker's.
+                     const heartwheel::metrics::RedisLink push[] = {
+                         {"push", n.redis, n.redis_masters}};
+                     chat::write_redis_metrics(out, broker.stats(), push);
                    });
              heartwheel::cli::announce_listening(s.listen.host, workers.port(),
                                                  endpoint ? endpoint->address() : std::string());

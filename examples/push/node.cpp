@@ -1,6 +1,7 @@
 // See node.h.
 #include "node.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "api.h"
@@ -11,13 +12,27 @@ namespace http = heartwheel::http;
 namespace pubsub = heartwheel::pubsub;
 namespace push = heartwheel::push;
 
-void NodeStats::merge(const NodeStats& o) noexcept {
+void NodeStats::merge(const NodeStats& o) {
   delayed.merge(o.delayed);
   redis.merge(o.redis);
+  for (const heartwheel::redis::MasterStats& m : o.redis_masters) {
+    auto mine = std::find_if(redis_masters.begin(), redis_masters.end(),
+                             [&](const auto& x) { return x.address == m.address; });
+    if (mine == redis_masters.end()) {
+      redis_masters.push_back(m);
+      continue;
+    }
+    mine->slots = std::max(mine->slots, m.slots);
+    mine->connected = mine->connected && m.connected;
+    mine->pending += m.pending;
+    mine->link.merge(m.link);
+  }
   sse.merge(o.sse);
   publish_accepted += o.publish_accepted;
   publish_refused += o.publish_refused;
   publish_unavailable += o.publish_unavailable;
+  publish_unauthorized += o.publish_unauthorized;
+  sse_refused += o.sse_refused;
   cancels_done += o.cancels_done;
   cancels_missed += o.cancels_missed;
   delivered += o.delivered;
@@ -63,7 +78,8 @@ Node::Node(unsigned index, heartwheel::LoopWheel& wheel, const NodeConfig& node,
              [this](const push::DelayedPush& p, push::DeliveredCallback done) {
                deliver(p, std::move(done));
              }),
-      chat_(index, chat, broker, roster, chat_board) {
+      chat_(index, chat, broker, roster, chat_board),
+      auth_(node.api_key ? &*node.api_key : nullptr, chat.auth.get()) {
   redis_.start();
   queue_.start();
 }
@@ -88,11 +104,21 @@ NodeStats Node::stats() const {
   NodeStats s = stats_;
   s.delayed = queue_.stats();
   s.redis = redis_.stats();
+  s.redis_masters = redis_.masters();
   return s;
 }
 
 bool Node::route(const http::Request& req, http::Responder& r) {
   const std::string_view path = req.path();
+  if (path == "/publish" || path.substr(0, 9) == "/publish/") {
+    if (const auto refused = auth_.check_publish(req)) {
+      ++stats_.publish_unauthorized;
+      http::Response no = json_response(401, error_json(refused->code, refused->message));
+      no.headers.push_back({"WWW-Authenticate", "apikey"});
+      r.respond(std::move(no));
+      return true;
+    }
+  }
   if (path == "/publish") {
     if (req.method != "POST")
       r.respond(not_allowed("POST"));
@@ -170,6 +196,11 @@ void Node::open_sse(const http::Request& req, http::Responder r) {
   const auto channel = req.query_param("channel");
   if (!channel || channel->empty()) {
     r.respond(json_response(400, error_json("bad_request", "GET /sse?channel=NAME")));
+    return;
+  }
+  if (const auto refused = auth_.check_sse(req, *channel)) {
+    ++stats_.sse_refused;
+    r.respond(json_response(refused->status, error_json(refused->code, refused->message)));
     return;
   }
   std::optional<std::uint64_t> last;

@@ -19,8 +19,11 @@
 #include <heartwheel/redis/client.h>
 
 #include <memory>
+#include <optional>
 #include <unordered_map>
+#include <vector>
 
+#include "push_auth.h"
 #include "sse.h"
 #include "worker.h"
 
@@ -32,23 +35,30 @@ struct NodeConfig {
   heartwheel::push::DelayedQueueOptions delayed;
   SseOptions sse;
   heartwheel::Duration max_delay = std::chrono::hours(24 * 30);
+  // --api-key-file: POST and DELETE /publish need it (push_auth.h).
+  std::optional<heartwheel::auth::ApiKey> api_key;
 };
 
 // What one node counts beyond chat's counters (merged over workers).
 struct NodeStats {
   heartwheel::push::DelayedQueueStats delayed{.queues = 0};
   heartwheel::redis::LinkStats redis{.links = 0};
+  // --redis-cluster: each master as the nodes' links see it, by address
+  // (connected: every node's connection to it is open; the rest summed).
+  std::vector<heartwheel::redis::MasterStats> redis_masters;
   SseStats sse;
   std::uint64_t publish_accepted = 0;     // 202
   std::uint64_t publish_refused = 0;      // 400
   std::uint64_t publish_unavailable = 0;  // 503: Redis down or slow
+  std::uint64_t publish_unauthorized = 0; // 401: no or wrong API key (POST and DELETE)
+  std::uint64_t sse_refused = 0;          // 401/403: SSE token or channel rules
   std::uint64_t cancels_done = 0;         // 204
   std::uint64_t cancels_missed = 0;       // 404
   std::uint64_t delivered = 0;            // pushes handed to the bus
   std::uint64_t deliver_refused =
       0;  // the broker refused one (Redis unavailable): left to the lease
 
-  void merge(const NodeStats& o) noexcept;
+  void merge(const NodeStats& o);
 };
 
 class Node final : public heartwheel::net::Handler {
@@ -100,6 +110,7 @@ class Node final : public heartwheel::net::Handler {
   heartwheel::redis::Client redis_;
   heartwheel::push::DelayedQueue queue_;
   chat::Worker chat_;
+  PushAuth auth_;
   // After chat_: destroyed before the hub they subscribe through.
   std::unordered_map<SseStream*, std::unique_ptr<SseStream>> streams_;
 };

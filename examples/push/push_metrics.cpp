@@ -27,6 +27,11 @@ void write_metrics(metrics::TextWriter& out, const NodeStats& s) {
   out.sample(s.publish_accepted, {{"result", "accepted"}});
   out.sample(s.publish_refused, {{"result", "refused"}});
   out.sample(s.publish_unavailable, {{"result", "unavailable"}});
+  out.counter("heartwheel_push_api_unauthorized_total",
+              "POST and DELETE /publish answered 401 (no or wrong API key)",
+              s.publish_unauthorized);
+  out.counter("heartwheel_push_sse_refused_total",
+              "GET /sse refused by the token or the channel rules (401, 403)", s.sse_refused);
   out.family("heartwheel_push_api_cancel_total", metrics::Type::counter,
              "DELETE /publish/{id} answers by result");
   out.sample(s.cancels_done, {{"result", "cancelled"}});

@@ -168,3 +168,20 @@ u("bad-leads", BYTES, b"\x80\xbf\xc0\xc1\xf5\xf8\xfc\xfe\xff")
 u("truncated", WHOLE, "abc€".encode()[:-1])
 u("noncharacters", fixed(5), "\ufffe\uffff\ufdd0\U0001fffe".encode())
 u("long-ascii-then-bad", fixed(64), b"a" * 300 + b"\xe2\x82" + b"b")
+
+# ---- JWT (fuzz_jwt.cpp): mode byte (bit 0: 0 a whole token, 1 a claims payload the target signs)
+import json as _json
+_vectors = _json.load(open(os.path.join(root, "..", "unit", "auth_vectors.json")))
+def j(name, mode, data): write("fuzz_jwt", name, bytes([mode]) + data)
+for _name in ["hs256_valid", "es256_valid", "alg_none", "hs256_signed_with_rsa_public_pem",
+              "hs256_crit_header", "sub_valid"]:
+    _token = next(v["token"] for v in _vectors["vectors"] if v["name"] == _name)
+    j("token-" + _name, 0, _token.encode())
+j("claims-full", 1, _json.dumps({"sub": "alice", "exp": 1700003600, "iat": 1700000000,
+    "info": {"name": "Alice \u00e9", "tags": ["a", {"b": [1, 2.5, None, True]}]},
+    "channels": ["news", "dm:#alice,bob"]}).encode())
+j("claims-times", 1, b'{"sub":"x","exp":1699999996.5,"nbf":1700000004,"iat":-1e300}')
+j("claims-repeated", 1, b'{"sub":"a","aud":1,"aud":2,"sub":"b"}')
+j("claims-wrong-types", 1, b'{"sub":7,"channels":["ok",["nested"]],"exp":"soon"}')
+j("claims-deep-info", 1, b'{"info":' + b"[" * 70 + b"]" * 70 + b'}')
+j("claims-escapes", 1, b'{"info":"\\u0000\\"\\\\\\/\\b\\f\\n\\r\\t\\ud83d\\ude00","sub":"\\u00e9"}')

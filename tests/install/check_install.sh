@@ -64,7 +64,7 @@ cmake_consumer() {
 }
 # Fails if a link line names a library that one layer must not bring.
 only_net() {
-  if grep -qE 'hiredis|crypto|ssl|heartwheel-(http|ws|tls|rpc|redis|pubsub|push|metrics|testing)' <<<"$2"; then
+  if grep -qE 'hiredis|crypto|ssl|heartwheel-(http|ws|tls|rpc|redis|pubsub|push|auth|metrics|testing)' <<<"$2"; then
     fail "$1 links more than net needs: $2"
   fi
   echo "$1 (net only): $2"

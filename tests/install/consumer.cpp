@@ -4,8 +4,10 @@
 // a libuv loop, a net::Server on port 0 with an http::NetHandler (so the
 // llhttp compiled into the http layer is linked too), answered over loopback
 // by a raw libuv client; a TLS client session's ClientHello (so libssl, private
-// to the tls layer, is linked). Prints "ok" and exits 0 when all of that worked;
+// to the tls layer, is linked); and the auth layer's API key (SHA-256 through
+// the libcrypto a static auth layer needs at this link). Prints "ok" and exits 0 when all of that worked;
 // otherwise says what failed and exits 1. Bounded: gives up after 10 s.
+#include <heartwheel/auth/api_key.h>
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/server.h>
@@ -69,6 +71,9 @@ int main() {
   if (answer.rfind("HTTP/1.1 200", 0) != 0 ||
       answer.find("hello from heartwheel") == std::string::npos)
     return fail(("unexpected answer: " + answer).c_str());
+  const auto key = hw::auth::ApiKey::from_string("consumer-key");
+  if (!key.matches("consumer-key") || key.matches("consumer-kez"))
+    return fail("auth::ApiKey does not match itself alone");
 
   // A TLS client's first flight, in memory.
   hw::tls::ContextOptions tls_options;

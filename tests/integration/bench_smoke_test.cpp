@@ -162,6 +162,25 @@ TEST_CASE("The clock bench prints the cost of the stall-proof stamp against the 
   CHECK(j.at("ratio_loopwheel_now_to_cached").get<double>() > 0);
 }
 
+TEST_CASE("auth bench verifies PyJWT's tokens and reports rates and allocations",
+          "[bench][smoke][auth]") {
+  const Run run = run_json(std::string(AUTH_BENCH) + " --duration 20ms --json");
+  REQUIRE(run.status == 0);
+  REQUIRE(run.lines.size() == 1);
+  const auto& j = run.lines[0];
+  CHECK(j.at("bench") == "auth");
+  for (const char* alg : {"hs256", "hs256_minimal", "rs256", "es256"}) {
+    INFO(alg);
+    CHECK(j.at(alg).at("verifications_per_cpu_second").get<double>() > 0);
+    CHECK(j.at(alg).at("verifications_per_wall_second").get<double>() > 0);
+    CHECK(j.at(alg).at("token_bytes").get<int>() > 50);
+    CHECK(j.at(alg).at("new_calls_per_verification").get<double>() >= 0);
+  }
+  CHECK(j.at("policy_check").at("checks_per_cpu_second").get<double>() > 0);
+  // A permission check allocates nothing.
+  CHECK(j.at("policy_check").at("new_calls_per_check").get<double>() == 0);
+}
+
 TEST_CASE("The expiring map bench prints each impl, op and N with its ratio, then the targets",
           "[bench][smoke]") {
   const Run run = run_json(std::string(EXPIRING_MAP_BENCH) + " --json --n 2000 --reps 1 --min-ops 5000");

@@ -86,6 +86,9 @@ std::vector<Program> programs() {
        "'0'",
        {"--connect", "127.0.0.1:9"}},
 #endif
+#ifdef HEARTWHEEL_AUTH_BENCH_BIN
+      {"heartwheel-auth-bench", HEARTWHEEL_AUTH_BENCH_BIN, {"--duration", "0"}, "--duration"},
+#endif
 #ifdef HEARTWHEEL_FANOUT_FLOOR_BIN
       {"heartwheel-fanout-floor", HEARTWHEEL_FANOUT_FLOOR_BIN, {"--subscribers", "0"}, "--subscribers"},
 #endif

@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -18,41 +19,10 @@ def free_port():
     return port
 
 
-def _read_reply(f):
-    line = f.readline()
-    if not line:
-        raise ConnectionError("redis closed the connection")
-    kind, rest = line[:1], line[1:-2]
-    if kind == b"+":
-        return rest.decode()
-    if kind == b"-":
-        raise RuntimeError(rest.decode())
-    if kind == b":":
-        return int(rest)
-    if kind == b"$":
-        n = int(rest)
-        if n < 0:
-            return None
-        data = f.read(n + 2)
-        return data[:-2].decode()
-    if kind == b"*":
-        n = int(rest)
-        return None if n < 0 else [_read_reply(f) for _ in range(n)]
-    raise RuntimeError("not RESP: %r" % line)
-
-
-def redis_command(port, *args, timeout=5):
-    """One command on a fresh connection; the decoded reply."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    try:
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            a = str(a).encode()
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        s.sendall(out)
-        return _read_reply(s.makefile("rb"))
-    finally:
-        s.close()
+# The one-command RESP client is the cluster helper's (tools/pylib).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                                "pylib"))
+from redis_cluster import command as redis_command  # noqa: E402
 
 
 class Redis:
@@ -98,6 +68,12 @@ class Redis:
 
     def command(self, *args):
         return redis_command(self.port, *args)
+
+    def queue_size(self, kind, prefix="heartwheel:push:"):
+        """The size of the delayed queue's `kind` (due, claims: ZCARD; data:
+        HLEN) summed over its partitions (keys PREFIX{tag}KIND)."""
+        count = "HLEN" if kind == "data" else "ZCARD"
+        return sum(self.command(count, k) for k in self.command("KEYS", prefix + "{*}" + kind))
 
     def stop(self):
         if self.proc.poll() is None:

@@ -1,10 +1,13 @@
 // pubsub::RedisBroker against a real redis-server the test starts on a free
-// port and stops by PID: two brokers stand for two nodes. Hubs run without a
-// loop, polled by the test thread (their answers and events arrive through
-// their inboxes from the brokers' threads).
+// port and stops by PID (OneRedis), and the same cases against a real Redis
+// Cluster of six processes (Cluster: sharded pub/sub, keys over three
+// masters): two brokers stand for two nodes. Hubs run without a loop, polled
+// by the test thread (their answers and events arrive through their inboxes
+// from the brokers' threads).
 #include <heartwheel/pubsub/hub.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -13,6 +16,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <heartwheel/redis/slot.h>
 
 #include "redis_server.h"
 
@@ -39,9 +44,8 @@ struct Recorder final : pubsub::Subscriber {
   ~Recorder() override = default;
 };
 
-pubsub::RedisBrokerOptions options_for(const hwtest::RedisServer& redis, std::string node = {}) {
+pubsub::RedisBrokerOptions common_options(std::string node) {
   pubsub::RedisBrokerOptions o;
-  o.redis.connector.port = redis.port();
   o.redis.connector.backoff_initial = 20ms;
   o.redis.connector.backoff_max = 200ms;
   o.redis.command_timeout = 3s;
@@ -50,6 +54,35 @@ pubsub::RedisBrokerOptions options_for(const hwtest::RedisServer& redis, std::st
   o.node_id = std::move(node);
   return o;
 }
+
+pubsub::RedisBrokerOptions options_for(const hwtest::RedisServer& redis, std::string node = {}) {
+  auto o = common_options(std::move(node));
+  o.redis.connector.port = redis.port();
+  return o;
+}
+
+// The two backends the templated cases run on.
+struct OneRedis {
+  hwtest::RedisServer redis;
+  pubsub::RedisBrokerOptions options(std::string node) { return options_for(redis, node); }
+  // Subscribers of a Redis pub/sub channel.
+  std::int64_t listeners(const std::string& channel) {
+    return redis.command({"PUBSUB", "NUMSUB", channel})[1].integer();
+  }
+};
+
+struct Cluster {
+  hwtest::RedisCluster cluster;
+  pubsub::RedisBrokerOptions options(std::string node) {
+    auto o = common_options(std::move(node));
+    o.redis.cluster.seeds = cluster.seeds();
+    return o;
+  }
+  std::int64_t listeners(const std::string& channel) {
+    const int port = cluster.master_of(heartwheel::redis::key_slot(channel));
+    return cluster.command(port, {"PUBSUB", "SHARDNUMSUB", channel})[1].integer();
+  }
+};
 
 // Polls `hubs` until `done()` or `limit` (then FAILs with `what`).
 void wait_for(std::initializer_list<pubsub::Hub*> hubs, const std::function<bool()>& done,
@@ -94,10 +127,11 @@ void check_consecutive(const std::vector<pubsub::PublicationPtr>& got, std::uint
 
 }  // namespace
 
-TEST_CASE("a publication on one node reaches a subscriber on another node once and in order",
-          "[redis][broker]") {
-  hwtest::RedisServer redis;
-  pubsub::RedisBroker a(options_for(redis, "a")), b(options_for(redis, "b"));
+TEMPLATE_TEST_CASE(
+    "a publication on one node reaches a subscriber on another node once and in order",
+    "[redis][broker]", OneRedis, Cluster) {
+  TestType redis;
+  pubsub::RedisBroker a(redis.options("a")), b(redis.options("b"));
   pubsub::Hub hub_a(a), hub_b(b);
   Recorder sub;
   const auto s = subscribe(hub_b, sub, "room");
@@ -123,7 +157,8 @@ TEST_CASE("a publication on one node reaches a subscriber on another node once a
   CHECK(st.posted == 200);
   CHECK(st.lost == 0);
   // Node b listens to the channel in Redis only while it has subscribers.
-  auto listeners = [&] { return redis.command({"PUBSUB", "NUMSUB", "hw:ch:room"})[1].integer(); };
+  CHECK(b.redis_channel("room").find("hw:ch:{") == 0);
+  auto listeners = [&] { return redis.listeners(b.redis_channel("room")); };
   CHECK(listeners() == 1);
   REQUIRE(hub_b.unsubscribe(sub, "room") == std::error_code());
   wait_for(
@@ -131,11 +166,11 @@ TEST_CASE("a publication on one node reaches a subscriber on another node once a
   CHECK(b.stats().channels == 0);
 }
 
-TEST_CASE("each publication from Redis is encoded once per node for all its hubs",
-          "[redis][broker]") {
-  hwtest::RedisServer redis;
+TEMPLATE_TEST_CASE("each publication from Redis is encoded once per node for all its hubs",
+                   "[redis][broker]", OneRedis, Cluster) {
+  TestType redis;
   std::atomic<int> node_encodes{0}, hub_encodes{0};
-  auto o = options_for(redis, "a");
+  auto o = redis.options("a");
   o.encode_publication = [&](const pubsub::Publication& p) {
     ++node_encodes;
     return std::make_shared<const std::string>("frame:" + p.data);
@@ -164,11 +199,11 @@ TEST_CASE("each publication from Redis is encoded once per node for all its hubs
   CHECK(x.frames[3].get() == z.frames[3].get());  // the very same bytes on both hubs
 }
 
-TEST_CASE(
+TEMPLATE_TEST_CASE(
     "a subscriber recovers on another node with no gap and no overlap while publishing goes on",
-    "[redis][broker]") {
-  hwtest::RedisServer redis;
-  pubsub::RedisBroker a(options_for(redis, "a")), b(options_for(redis, "b"));
+    "[redis][broker]", OneRedis, Cluster) {
+  TestType redis;
+  pubsub::RedisBroker a(redis.options("a")), b(redis.options("b"));
   pubsub::Hub hub_a(a), hub_b(b);
   Recorder first, watcher;
   REQUIRE_FALSE(subscribe(hub_a, first, "c").error);
@@ -205,10 +240,10 @@ TEST_CASE(
   check_consecutive(watcher.got, 1);
 }
 
-TEST_CASE("recovery from another epoch or from trimmed history answers recovered false",
-          "[redis][broker]") {
-  hwtest::RedisServer redis;
-  auto small = options_for(redis, "a");
+TEMPLATE_TEST_CASE("recovery from another epoch or from trimmed history answers recovered false",
+                   "[redis][broker]", OneRedis, Cluster) {
+  TestType redis;
+  auto small = redis.options("a");
   small.channel.history_size = 5;
   pubsub::RedisBroker a(small);
   pubsub::Hub hub(a);
@@ -227,10 +262,11 @@ TEST_CASE("recovery from another epoch or from trimmed history answers recovered
   CHECK(recent.position.offset == 300);
 }
 
-TEST_CASE("presence counts subscribers over nodes and a halted node vanishes within the lease",
-          "[redis][broker][presence]") {
-  hwtest::RedisServer redis;
-  auto oa = options_for(redis, "a"), ob = options_for(redis, "b");
+TEMPLATE_TEST_CASE(
+    "presence counts subscribers over nodes and a halted node vanishes within the lease",
+    "[redis][broker][presence]", OneRedis, Cluster) {
+  TestType redis;
+  auto oa = redis.options("a"), ob = redis.options("b");
   oa.presence_ttl = ob.presence_ttl = 1500ms;
   oa.channel.join_leave = ob.channel.join_leave = true;
   pubsub::RedisBroker a(oa), b(ob);
@@ -330,10 +366,11 @@ TEST_CASE("a publish or a join while Redis is down and stays down answers unavai
   CHECK(a.stats().channels == 0);
 }
 
-TEST_CASE("a subscription cancelled before the broker answers gets its answer and nothing more",
-          "[redis][broker][pending]") {
-  hwtest::RedisServer redis;
-  pubsub::RedisBroker a(options_for(redis, "a"));
+TEMPLATE_TEST_CASE(
+    "a subscription cancelled before the broker answers gets its answer and nothing more",
+    "[redis][broker][pending]", OneRedis, Cluster) {
+  TestType redis;
+  pubsub::RedisBroker a(redis.options("a"));
   pubsub::Hub hub(a);
   // The value-returning forms need a broker that answers at once.
   Recorder r;
@@ -366,4 +403,112 @@ TEST_CASE("a subscription cancelled before the broker answers gets its answer an
   // Both undone joins were left again: only the watcher is present.
   wait_for(
       {&hub}, [&] { return presence(hub, "c") == 1; }, "presence 1");
+}
+
+TEST_CASE("publications on 200 channels over every master reach subscribers on another node",
+          "[redis][broker][cluster]") {
+  Cluster redis;
+  pubsub::RedisBroker a(redis.options("a")), b(redis.options("b"));
+  pubsub::Hub hub_a(a), hub_b(b);
+  std::vector<Recorder> subs(200);
+  std::vector<std::string> channels;
+  std::size_t answered = 0;
+  for (int i = 0; i < 200; ++i) {
+    channels.push_back("room-" + std::to_string(i));
+    hub_b.subscribe(subs[static_cast<std::size_t>(i)], channels.back(), {},
+                    [&](pubsub::SubscribeResult r) {
+                      REQUIRE_FALSE(r.error);
+                      ++answered;
+                    });
+  }
+  wait_for({&hub_a, &hub_b}, [&] { return answered == 200; }, "200 joins", 30s);
+  for (const auto& c : channels) hub_a.publish(c, "to " + c, {}, {});
+  wait_for(
+      {&hub_a, &hub_b},
+      [&] {
+        return std::all_of(subs.begin(), subs.end(), [](const Recorder& r) { return !r.got.empty(); });
+      },
+      "one publication on each channel", 30s);
+  for (std::size_t i = 0; i < 200; ++i) {
+    REQUIRE(subs[i].got.size() == 1);
+    CHECK(subs[i].got[0]->data == "to " + channels[i]);
+    CHECK(subs[i].got[0]->offset == 1);
+  }
+  // Node b's channels are spread over the three masters (128 partitions).
+  const auto st = b.stats();
+  REQUIRE(st.subscriber_masters.size() == 3);
+  for (const auto& m : st.subscriber_masters) CHECK(m.pending > 30);
+  CHECK(a.stats().masters.size() == 3);
+  CHECK(st.lost == 0);
+}
+
+TEST_CASE("after a master is killed publishing resumes and every acknowledged publication arrives",
+          "[redis][broker][cluster][failover]") {
+  Cluster redis;
+  auto oa = redis.options("a"), ob = redis.options("b");
+  oa.redis.wait_replicas = 1;  // acknowledged = on the replica too
+  oa.redis.wait_timeout = 500ms;
+  oa.redis.command_timeout = ob.redis.command_timeout = 2s;
+  pubsub::RedisBroker a(oa), b(ob);
+  pubsub::Hub hub_a(a), hub_b(b);
+  Recorder sub;
+  REQUIRE_FALSE(subscribe(hub_b, sub, "f").error);
+  const int victim = redis.cluster.master_of(heartwheel::redis::key_slot(b.redis_channel("f")));
+
+  // One publish every 10 ms. The master of "f" dies after 300 ms; once its
+  // replica has taken over, the old master comes back as the new one's
+  // replica (until then WAIT finds no replica: publishes are not
+  // acknowledged, they answer unavailable).
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::string> acked;
+  int sent = 0, failed = 0;
+  const auto start = Clock::now();
+  auto next = start;
+  bool killed = false, restarted = false;
+  std::size_t acked_at_restart = 0;
+  while (Clock::now() - start < 60s) {
+    if (Clock::now() >= next) {
+      const std::string data = "m" + std::to_string(++sent);
+      hub_a.publish("f", data, {}, [&, data](pubsub::PublishResult r) {
+        if (r.error)
+          ++failed;
+        else
+          acked.push_back(data);
+      });
+      next += 10ms;
+    }
+    if (!killed && Clock::now() - start > 300ms) {
+      redis.cluster.kill(victim);
+      killed = true;
+    }
+    if (killed && !restarted && a.stats().link.failovers > 0) {
+      redis.cluster.restart(victim);
+      restarted = true;
+      acked_at_restart = acked.size();
+    }
+    hub_a.poll();
+    hub_b.poll();
+    if (restarted && acked.size() >= acked_at_restart + 50) break;
+    std::this_thread::sleep_for(1ms);
+  }
+  INFO("sent " << sent << ", acknowledged " << acked.size() << ", failed " << failed);
+  REQUIRE(restarted);
+  REQUIRE(acked.size() >= acked_at_restart + 50);
+  // Everything acknowledged reaches the subscriber on node b (live, or from
+  // the stream for what it missed during the failover).
+  auto has = [&](const std::string& d) {
+    return std::any_of(sub.got.begin(), sub.got.end(),
+                       [&](const pubsub::PublicationPtr& p) { return p->data == d; });
+  };
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return std::all_of(acked.begin(), acked.end(), has); },
+      "every acknowledged publication on node b", 15s);
+  // In order: offsets rise by one within an epoch.
+  for (std::size_t i = 1; i < sub.got.size(); ++i)
+    if (sub.got[i]->epoch == sub.got[i - 1]->epoch)
+      CHECK(sub.got[i]->offset == sub.got[i - 1]->offset + 1);
+  const auto st = a.stats();
+  CHECK(st.link.failovers >= 1);
+  CHECK(st.link.waits > 0);
+  CHECK(b.stats().link.failovers >= 1);
 }

@@ -360,3 +360,57 @@ TEST_CASE("A silent Redis is closed by the heartbeat and the client reconnects w
   CHECK(s.pong_timeouts >= 1);
   CHECK(s.reconnects >= 1);
 }
+
+TEST_CASE("A durable write on one redis-server waits for its replica with WAIT",
+          "[redis][client][wait]") {
+  hwproc::Watchdog dog(Ms(60000));
+  RedisServer master;
+  RedisServer replica(RedisServerOptions{.replica_of = master.port()});
+  TestLoop t;
+  auto o = link_to<redis::ClientOptions>(master);
+  o.wait_replicas = 1;
+  o.wait_timeout = 2s;  // generous: the replica answers at once unless the machine is loaded
+  redis::Client client(*t.wheel, o);
+  client.start();
+  // The replica is in sync once WAIT counts it.
+  REQUIRE(t.run_until(
+      [&] { return master.command({"WAIT", "1", "10"}).integer() == 1; }, 20s));
+
+  Outcome durable, plain;
+  REQUIRE_FALSE(client.command({"SET", "k", "v"}, durable.callback(), {.durable = true}));
+  REQUIRE_FALSE(client.command({"SET", "p", "v"}, plain.callback()));
+  REQUIRE(t.run_until([&] { return durable.done && plain.done; }));
+  CHECK_FALSE(durable.error);
+  CHECK(durable.reply.is("OK"));
+  CHECK(replica.command({"GET", "k"}) == redis::Reply::string("v"));
+
+  // A durable script whose EVALSHA finds no script: EVAL, and a WAIT of its
+  // own after it (the one after the EVALSHA proves nothing about the EVAL).
+  static const redis::Script set_script("return redis.call('SET', KEYS[1], ARGV[1])");
+  master.command({"SCRIPT", "FLUSH"});
+  Outcome scripted;
+  REQUIRE_FALSE(client.command(set_script.call({"s"}, {"x"}), scripted.callback(),
+                               {.durable = true}));
+  REQUIRE(t.run_until([&] { return scripted.done; }));
+  CHECK_FALSE(scripted.error);
+  CHECK(scripted.reply.is("OK"));
+  CHECK(client.stats().script_fallbacks == 1);
+  CHECK(replica.command({"GET", "s"}) == redis::Reply::string("x"));
+
+  // Without the replica the write still runs, and says it is not replicated.
+  replica.kill();
+  Outcome lonely;
+  const Duration sent = hr_now();
+  REQUIRE_FALSE(client.command({"INCR", "n"}, lonely.callback(), {.durable = true}));
+  REQUIRE(t.run_until([&] { return lonely.done; }));
+  CHECK(lonely.error == redis::errc::not_replicated);
+  CHECK(lonely.reply == redis::Reply::integer(1));
+  CHECK(lonely.at - sent >= 2s);  // WAIT waited its timeout
+  const auto s = client.stats();
+  CHECK(s.commands == 4);
+  CHECK(s.sent == 5);  // the script twice
+  CHECK(s.waits == 4);
+  CHECK(s.replies_ok == 3);
+  CHECK(s.not_replicated == 1);
+  CHECK(master.command({"GET", "n"}) == redis::Reply::string("1"));
+}

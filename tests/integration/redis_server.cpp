@@ -9,8 +9,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <csignal>
 #include <optional>
+#include <set>
 
 namespace hwtest {
 
@@ -20,6 +23,7 @@ using hwproc::Ms;
 namespace {
 
 constexpr const char* kRedisServer = "/usr/bin/redis-server";
+constexpr const char* kRedisCli = "/usr/bin/redis-cli";
 
 int connect_to(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -58,6 +62,65 @@ std::optional<redis::Reply> run_command(int port, std::vector<std::string_view> 
   return reply;
 }
 
+// True if 127.0.0.1:`port` can be bound now.
+bool port_free(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// A free port for a cluster node: below 55535, its bus port (+10000) free too.
+int free_cluster_port() {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = free_port();
+    if (port < 55535 && port_free(port + 10000)) return port;
+  }
+  FAIL("no free port below 55535 with port + 10000 free");
+  return 0;
+}
+
+}  // namespace
+
+std::optional<redis::Reply> try_command(int port, std::vector<std::string_view> args, Ms limit) {
+  return run_command(port, std::move(args), limit);
+}
+
+namespace {
+// "cluster_state:ok" in CLUSTER INFO.
+bool cluster_ok(int port) {
+  const auto info = try_command(port, {"CLUSTER", "INFO"}, Ms(2000));
+  return info && info->str().find("cluster_state:ok") != std::string::npos;
+}
+
+// (first slot, last slot, master port) per range of CLUSTER SLOTS, sorted.
+std::vector<std::array<std::int64_t, 3>> slot_ranges(int port) {
+  std::vector<std::array<std::int64_t, 3>> out;
+  const auto r = try_command(port, {"CLUSTER", "SLOTS"}, Ms(2000));
+  if (!r || !r->is_array()) return out;
+  for (const auto& range : r->elements()) {
+    if (!range.is_array() || range.size() < 3 || !range[2].is_array() || range[2].size() < 2)
+      continue;
+    out.push_back({range[0].integer(), range[1].integer(), range[2][1].integer()});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Replicas of the master on `port` that are in sync ("state=online").
+std::size_t online_replicas(int port) {
+  const auto info = try_command(port, {"INFO", "replication"}, Ms(2000));
+  if (!info) return 0;
+  std::size_t n = 0;
+  for (auto at = info->str().find("state=online"); at != std::string_view::npos;
+       at = info->str().find("state=online", at + 1))
+    ++n;
+  return n;
+}
 }  // namespace
 
 int free_port() {
@@ -72,19 +135,32 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
-RedisServer::RedisServer(bool durable) : durable_(durable) {
+RedisServer::RedisServer(bool durable) : RedisServer(RedisServerOptions{.durable = durable}) {}
+
+RedisServer::RedisServer(const RedisServerOptions& options) : options_(options) {
   for (int attempt = 0; attempt < 5; ++attempt)
-    if (start_on(free_port())) return;
+    if (start_on(options_.cluster ? free_cluster_port() : free_port())) return;
   FAIL("redis-server did not start (is it installed? tools/install-deps)");
 }
 
 RedisServer::~RedisServer() { child_.reset(); }  // SIGKILL (also when frozen) and reap
 
 bool RedisServer::start_on(int port) {
-  child_ = std::make_unique<hwproc::Child>(std::vector<std::string>{
-      kRedisServer, "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "",
-      "--appendonly", durable_ ? "yes" : "no", "--appendfsync", "always", "--dir", dir_.file(""),
-      "--loglevel", "warning", "--daemonize", "no"});
+  std::vector<std::string> argv{kRedisServer,  "--port",   std::to_string(port),
+                                "--bind",      "127.0.0.1", "--save",
+                                "",            "--appendonly", options_.durable ? "yes" : "no",
+                                "--appendfsync", "always", "--dir",
+                                dir_.file(""), "--loglevel", "warning",
+                                "--daemonize", "no"};
+  if (options_.cluster)
+    argv.insert(argv.end(), {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                             "--cluster-node-timeout",
+                             std::to_string(options_.cluster_node_timeout.count()),
+                             // replicas in sync at once, not after the 5 s default
+                             "--repl-diskless-sync-delay", "0"});
+  if (options_.replica_of != 0)
+    argv.insert(argv.end(), {"--replicaof", "127.0.0.1", std::to_string(options_.replica_of)});
+  child_ = std::make_unique<hwproc::Child>(std::move(argv));
   const auto end = hwproc::now() + Ms(10000);
   while (hwproc::now() < end) {
     if (child_->wait_exit(Ms(0))) break;  // could not bind: the port was taken meanwhile
@@ -118,6 +194,160 @@ void RedisServer::thaw() { child_->signal(SIGCONT); }
 
 redis::Reply RedisServer::command(std::vector<std::string_view> args) {
   auto reply = run_command(port_, std::move(args), Ms(5000));
+  REQUIRE(reply);
+  return std::move(*reply);
+}
+
+// ---- RedisCluster -----------------------------------------------------------------
+
+RedisCluster::RedisCluster(int masters, int replicas) {
+  const int count = masters * (1 + replicas);
+  for (int i = 0; i < count; ++i)
+    nodes_.push_back(std::make_unique<RedisServer>(RedisServerOptions{.cluster = true}));
+  std::vector<std::string> argv{kRedisCli, "--cluster", "create"};
+  for (const auto& seed : seeds()) argv.push_back(seed);
+  argv.insert(argv.end(), {"--cluster-replicas", std::to_string(replicas), "--cluster-yes"});
+  hwproc::Child cli(argv, {.capture_stderr = true, .env = {}});
+  const auto status = cli.wait_exit(Ms(60000));
+  INFO(cli.output() << cli.errors());
+  REQUIRE(status == 0);
+  REQUIRE(wait_until_ok());
+}
+
+RedisCluster::~RedisCluster() = default;
+
+std::vector<std::string> RedisCluster::seeds() const {
+  std::vector<std::string> out;
+  for (const auto& n : nodes_) out.push_back("127.0.0.1:" + std::to_string(n->port()));
+  return out;
+}
+
+std::vector<int> RedisCluster::ports() const {
+  std::vector<int> out;
+  for (const auto& n : nodes_) out.push_back(n->port());
+  return out;
+}
+
+RedisServer* RedisCluster::server(int port) const {
+  for (const auto& n : nodes_)
+    if (n->port() == port) return n.get();
+  return nullptr;
+}
+
+bool RedisCluster::alive(int port) const {
+  const RedisServer* s = server(port);
+  return s != nullptr && s->running();
+}
+
+std::vector<int> RedisCluster::masters() {
+  for (const auto& n : nodes_) {
+    if (!n->running()) continue;
+    const auto ranges = slot_ranges(n->port());
+    if (ranges.empty()) continue;
+    std::vector<int> out;
+    for (const auto& r : ranges)
+      if (std::find(out.begin(), out.end(), r[2]) == out.end())
+        out.push_back(static_cast<int>(r[2]));
+    return out;
+  }
+  FAIL("no live cluster node answers CLUSTER SLOTS");
+  return {};
+}
+
+int RedisCluster::master_of(std::uint16_t slot) {
+  for (const auto& n : nodes_) {
+    if (!n->running()) continue;
+    for (const auto& r : slot_ranges(n->port()))
+      if (r[0] <= slot && slot <= r[1]) return static_cast<int>(r[2]);
+  }
+  FAIL("no live node names a master for slot " << slot);
+  return 0;
+}
+
+std::string RedisCluster::id_of(int port) {
+  const auto r = try_command(port, {"CLUSTER", "MYID"});
+  return r && r->is_string() ? std::string(r->str()) : std::string();
+}
+
+void RedisCluster::kill(int port) {
+  RedisServer* s = server(port);
+  REQUIRE(s);
+  s->kill();
+}
+
+void RedisCluster::restart(int port) {
+  RedisServer* s = server(port);
+  REQUIRE(s);
+  s->restart();
+}
+
+bool RedisCluster::wait_until_ok(Ms limit) {
+  const auto end = hwproc::now() + limit;
+  while (hwproc::now() < end) {
+    bool ok = true;
+    std::optional<std::vector<std::array<std::int64_t, 3>>> agreed;
+    for (const auto& n : nodes_) {
+      if (!n->running()) continue;
+      const auto ranges = slot_ranges(n->port());
+      std::int64_t covered = 0;
+      for (const auto& r : ranges) {
+        covered += r[1] - r[0] + 1;
+        if (!alive(static_cast<int>(r[2]))) ok = false;
+      }
+      if (!cluster_ok(n->port()) || covered != 16384 || (agreed && *agreed != ranges)) ok = false;
+      agreed = ranges;
+    }
+    // Every live node a master of the map or a replica in sync with one
+    // (WAIT counts only those).
+    std::size_t live = 0, placed = 0;
+    for (const auto& n : nodes_) live += n->running() ? 1 : 0;
+    if (agreed) {
+      std::set<int> masters;
+      for (const auto& r : *agreed) masters.insert(static_cast<int>(r[2]));
+      for (int m : masters) placed += 1 + online_replicas(m);
+    }
+    if (placed != live) ok = false;
+    if (ok) return true;
+    hwproc::sleep_for(Ms(50));
+  }
+  return false;
+}
+
+bool RedisCluster::begin_migration(std::uint16_t slot, int from, int to) {
+  const std::string s = std::to_string(slot), from_id = id_of(from), to_id = id_of(to);
+  const auto a = try_command(to, {"CLUSTER", "SETSLOT", s, "IMPORTING", from_id});
+  const auto b = try_command(from, {"CLUSTER", "SETSLOT", s, "MIGRATING", to_id});
+  return a && a->is("OK") && b && b->is("OK");
+}
+
+bool RedisCluster::move_keys(std::uint16_t slot, int from, int to) {
+  const std::string s = std::to_string(slot), port = std::to_string(to);
+  for (;;) {
+    const auto keys = try_command(from, {"CLUSTER", "GETKEYSINSLOT", s, "100"});
+    if (!keys || !keys->is_array()) return false;
+    if (keys->size() == 0) return true;
+    std::vector<std::string_view> args{"MIGRATE", "127.0.0.1", port, "", "0", "5000", "KEYS"};
+    for (const auto& k : keys->elements()) args.push_back(k.str());
+    const auto moved = try_command(from, args);
+    if (!moved || !(moved->is("OK") || moved->is("NOKEY"))) return false;
+  }
+}
+
+bool RedisCluster::finish_migration(std::uint16_t slot, int from, int to) {
+  const std::string s = std::to_string(slot), to_id = id_of(to);
+  // The target first, then the source, then every other master (Redis's order).
+  std::vector<int> order{to, from};
+  for (int m : masters())
+    if (m != to && m != from) order.push_back(m);
+  for (int port : order) {
+    const auto r = try_command(port, {"CLUSTER", "SETSLOT", s, "NODE", to_id});
+    if (!r || !r->is("OK")) return false;
+  }
+  return true;
+}
+
+redis::Reply RedisCluster::command(int port, std::vector<std::string_view> args) {
+  auto reply = try_command(port, std::move(args));
   REQUIRE(reply);
   return std::move(*reply);
 }

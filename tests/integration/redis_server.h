@@ -3,11 +3,18 @@
 // stopped by PID through hwproc::Child. Restartable on the same port (a
 // "Redis restart"), freezable (SIGSTOP/SIGCONT: a silent Redis), and a
 // blocking one-command client for what "another node" does (PUBLISH, ...).
+//
+// RedisCluster: six of them (or as asked) in cluster mode, made a cluster
+// with `redis-cli --cluster create ... --cluster-replicas 1 --cluster-yes`,
+// cluster-node-timeout 2000 ms, each stopped by PID at the end; helpers to
+// find a slot's master, kill a master, and migrate a slot by hand.
 #pragma once
 
 #include <heartwheel/redis/reply.h>
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,14 +23,28 @@
 
 namespace hwtest {
 
+using hwproc::Ms;
+
+struct RedisServerOptions {
+  // An append-only file synced on every write (in the test's own
+  // directory), so what Redis acknowledged survives kill() + restart().
+  bool durable = false;
+  // cluster-enabled, with its nodes.conf in its own directory. The port is
+  // then below 55535 with port + 10000 (the cluster bus) free too.
+  bool cluster = false;
+  Ms cluster_node_timeout = Ms(2000);
+  // Another Redis to replicate (REPLICAOF 127.0.0.1 replica_of); 0: none.
+  int replica_of = 0;
+};
+
 class RedisServer {
  public:
   // Picks a free port (bind port 0, read it, close; a port taken before
   // redis-server binds it is retried with another) and starts. FAILs the
-  // test if no redis-server answers PING within 10 s. `durable`: an
-  // append-only file synced on every write (in the test's own directory),
-  // so what Redis acknowledged survives kill() + restart().
+  // test if no redis-server answers PING within 10 s. `durable`: see
+  // RedisServerOptions.
   explicit RedisServer(bool durable = false);
+  explicit RedisServer(const RedisServerOptions& options);
   ~RedisServer();
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
@@ -47,11 +68,64 @@ class RedisServer {
   bool start_on(int port);  // false if it could not bind or answer
   hwproc::TempDir dir_;
   std::unique_ptr<hwproc::Child> child_;
-  bool durable_ = false;
+  RedisServerOptions options_;
   int port_ = 0;
 };
 
 // A free loopback TCP port now (bind port 0 and close).
 int free_port();
+
+// One command on a fresh blocking connection to 127.0.0.1:`port`; nullopt
+// if it cannot connect or no full reply comes within `limit`. Any thread.
+std::optional<heartwheel::redis::Reply> try_command(int port, std::vector<std::string_view> args,
+                                                    Ms limit = Ms(5000));
+
+class RedisCluster {
+ public:
+  // `masters` masters with `replicas` replicas each; FAILs the test if the
+  // cluster is not ok within 30 s.
+  explicit RedisCluster(int masters = 3, int replicas = 1);
+  ~RedisCluster();  // each node killed by PID (RedisServer)
+  RedisCluster(const RedisCluster&) = delete;
+  RedisCluster& operator=(const RedisCluster&) = delete;
+
+  // "127.0.0.1:PORT" of every node, for ClusterOptions::seeds.
+  std::vector<std::string> seeds() const;
+  std::vector<int> ports() const;
+  // Ports of the masters that own slots now, in slot order (asked of a live
+  // node).
+  std::vector<int> masters();
+  // The port of the master that owns `slot` now.
+  int master_of(std::uint16_t slot);
+  // A node's id (CLUSTER MYID).
+  std::string id_of(int port);
+  // SIGKILL of the node on `port` (a master's death).
+  void kill(int port);
+  // Starts it again on its port with its nodes.conf: it rejoins the
+  // cluster (a killed master whose replica took over comes back as that
+  // replica's replica).
+  void restart(int port);
+  bool alive(int port) const;
+  // Waits until every live node reports cluster_state:ok and all of them
+  // name the same live master for every slot. False after `limit`.
+  bool wait_until_ok(Ms limit = Ms(30000));
+
+  // A slot's migration by hand, in Redis's steps (what redis-cli
+  // --cluster reshard does): begin (the target IMPORTING, the source
+  // MIGRATING: from now on the source answers ASK for keys it no longer
+  // has), move_keys (MIGRATE every key of the slot), finish (SETSLOT NODE on
+  // every master: from now on the source answers MOVED). Return false on a
+  // failed step (for use from a loop's callbacks; no REQUIRE inside).
+  bool begin_migration(std::uint16_t slot, int from, int to);
+  bool move_keys(std::uint16_t slot, int from, int to);
+  bool finish_migration(std::uint16_t slot, int from, int to);
+
+  // A blocking command to the node on `port` (FAILs the test if it fails).
+  heartwheel::redis::Reply command(int port, std::vector<std::string_view> args);
+
+ private:
+  RedisServer* server(int port) const;
+  std::vector<std::unique_ptr<RedisServer>> nodes_;
+};
 
 }  // namespace hwtest

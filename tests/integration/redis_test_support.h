@@ -59,4 +59,14 @@ Options link_to(const RedisServer& server) {
   return o;
 }
 
+// Options for a cluster link (every node a seed), reconnecting quickly.
+template <class Options>
+Options cluster_link(const RedisCluster& cluster) {
+  Options o;
+  o.cluster.seeds = cluster.seeds();
+  o.connector.backoff_initial = std::chrono::milliseconds(20);
+  o.connector.backoff_max = std::chrono::milliseconds(200);
+  return o;
+}
+
 }  // namespace hwtest

@@ -251,7 +251,8 @@ TEST_CASE("Link stats merge field by field and render every field as JSON", "[re
   CHECK(json.find("\"links\":2,") != std::string::npos);
   CHECK(json.find("\"commands\":15,") != std::string::npos);
   CHECK(json.find("\"resubscribes\":2,") != std::string::npos);
-  CHECK(json.find("\"stray_messages\":0}") != std::string::npos);
+  CHECK(json.find("\"stray_messages\":0,") != std::string::npos);
+  CHECK(json.find("\"channels_moved\":0}") != std::string::npos);
 }
 
 TEST_CASE("Redis link options refuse what would break the link", "[redis][options]") {

@@ -35,6 +35,14 @@ const std::string kHandshake =
     "GET /ws HTTP/1.1\r\nHost: test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
 
+// An application's own deadline kind (heartwheel/net/names.h), as
+// heartwheel-chat's token expiry is.
+constexpr net::Deadline kAppExpiry{31};
+constexpr net::CloseReason kAppExpired{59};
+constexpr net::CloseReasonName kAppReasons[] = {{kAppExpired, "app_expired"}};
+constexpr net::DeadlineName kAppKinds[] = {{kAppExpiry, "app_expiry", kAppExpired}};
+const net::NameRegistrar kAppNames{kAppReasons, kAppKinds};
+
 // Echoes messages; remembers connections and how they ended.
 struct EchoApp final : ws::Application {
   void on_message(ws::Connection& c, ws::MessageType t, std::string& m) override {
@@ -47,6 +55,14 @@ struct EchoApp final : ws::Application {
     closes.push_back(info);
     std::erase(open, &c);
   }
+  net::DeadlineAction on_deadline(ws::Connection& c, net::DeadlineEvent event) override {
+    deadlines.push_back(event.kind);
+    if (close_code == 0) return net::DeadlineAction::close;
+    (void)c.close(close_code, "token expired");
+    return net::DeadlineAction::keep;
+  }
+  std::uint16_t close_code = 0;  // on_deadline: 0 lets the slot close TCP
+  std::vector<net::Deadline> deadlines;
   std::vector<ws::Connection*> open;
   std::vector<ws::CloseInfo> closes;
 };
@@ -232,6 +248,38 @@ TEST_CASE("A server close waits for the peer's answer, at most close_timeout", "
     CHECK(peer.close_reason() == heartwheel::ws::close_reason::close_timeout);
     CHECK(f.ws.stats().close_timeouts == 1);
     CHECK(f.ws.stats().pings_sent == 0);  // no pings while the close handshake runs
+  }
+}
+
+TEST_CASE("A kind the application set on the connection reaches Application::on_deadline",
+          "[ws][net][close]") {
+  Fixture f(timing(10s, 3s, 2s));
+  Peer& peer = f.connect();
+  net::Connection& conn = f.app.open.at(0)->net();
+  SECTION("keep: the application closes with a code of its own") {
+    f.app.close_code = 3000;
+    conn.set_timeout(kAppExpiry, 1s);
+    f.host.run_for(999ms);
+    CHECK(f.app.deadlines.empty());
+    f.host.run_for(1ms);
+    REQUIRE(f.app.deadlines == std::vector<net::Deadline>{kAppExpiry});
+    CHECK(peer.received() ==
+          server_frame(ws::Opcode::close, ws_test::bytes({0x0b, 0xb8}) + "token expired"));
+    peer.send(client_close(3000));
+    f.host.run_for(1ms);
+    CHECK_FALSE(peer.open());
+    CHECK(f.last_close().code == 3000);
+  }
+  SECTION("close (the default): TCP closes with the slot's reason") {
+    conn.set_timeout(kAppExpiry, 1s);
+    f.host.run_for(1s);
+    CHECK(f.app.deadlines.size() == 1);
+    CHECK_FALSE(peer.open());
+    CHECK(peer.close_reason() == kAppExpired);
+  }
+  SECTION("the layer's own slots do not reach it") {
+    f.host.run_for(15s);  // a ping went out; the peer is silent: pong_timeout
+    CHECK(f.app.deadlines.empty());
   }
 }
 

@@ -13,6 +13,7 @@
 // subscribers (the subscriber objects are allocated before), and allocations
 // (counted operator new) per publication during fan-out: independent of N.
 // Prints one JSON line.
+#include <alloc_count.h>
 #include <bench_args.h>
 #include <bench_clock.h>
 #include <heartwheel/pubsub/bus.h>
@@ -20,31 +21,12 @@
 #include <malloc.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <new>
 #include <string>
 #include <vector>
-
-namespace {
-std::atomic<std::uint64_t> g_news{0};
-}
-
-// Counts allocations; GCC cannot see that these replace the global pair.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace ps = heartwheel::pubsub;
 using heartwheel::bench::Stopwatch;
@@ -130,7 +112,7 @@ int main(int argc, char** argv) {
     mode = m;
     hub.publish("bench", data);  // warm-up, untimed
     hub.poll();
-    const std::uint64_t news_before = g_news.load();
+    const std::uint64_t news_before = heartwheel::bench::new_calls();
     std::uint64_t timed_ns = 0;
     for (std::size_t i = 0; i < p; ++i) {
       hub.publish("bench", data);  // the publish is not timed: the hub's drain is
@@ -138,7 +120,7 @@ int main(int argc, char** argv) {
       hub.poll();
       timed_ns += sw.elapsed_ns();
     }
-    if (allocations) *allocations = g_news.load() - news_before;
+    if (allocations) *allocations = heartwheel::bench::new_calls() - news_before;
     return static_cast<double>(timed_ns) / static_cast<double>(p * n);
   };
   std::uint64_t allocations = 0;

@@ -43,6 +43,8 @@ namespace redis = heartwheel::redis;
 struct Config {
   std::string redis_host = "127.0.0.1";
   int redis_port = 6379;
+  std::vector<std::string> cluster_seeds;  // --redis-cluster: in place of host:port
+  int wait_replicas = 0;                   // --redis-wait-replicas
   std::size_t pushes = 10000;
   Duration over = 20s;
   Duration lead = 3s;
@@ -106,6 +108,8 @@ class Node {
       redis::ClientOptions ro;
       ro.connector.host = config_.redis_host;
       ro.connector.port = config_.redis_port;
+      ro.cluster.seeds = config_.cluster_seeds;
+      ro.wait_replicas = config_.wait_replicas;
       ro.max_buffered = 100000;
       ro.max_buffered_bytes = std::size_t{256} << 20;
       redis::Client client(wheel, ro);
@@ -207,6 +211,13 @@ int main(int argc, char** argv) {
       "heartwheel-push-bench"};
   app.add_option("--redis", redis, "HOST:PORT of a Redis to use (its keys get a fresh prefix)")
       ->capture_default_str();
+  std::string cluster;
+  app.add_option("--redis-cluster", cluster,
+                 "HOST:PORT[,HOST:PORT...]: seed nodes of a Redis Cluster, in place of --redis");
+  app.add_option("--redis-wait-replicas", c.wait_replicas,
+                 "schedules and claims wait for this many replicas (WAIT, 1 s timeout)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 16));
   app.add_option("--pushes", c.pushes, "how many pushes")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{10000000}));
@@ -232,6 +243,11 @@ int main(int argc, char** argv) {
     if (colon == std::string::npos) throw std::invalid_argument("--redis must be HOST:PORT");
     c.redis_host = redis.substr(0, colon);
     c.redis_port = std::stoi(redis.substr(colon + 1));
+    for (std::size_t from = 0; from < cluster.size();) {
+      const std::size_t comma = std::min(cluster.find(',', from), cluster.size());
+      c.cluster_seeds.push_back(cluster.substr(from, comma - from));
+      from = comma + 1;
+    }
     if (c.over.count() <= 0 || c.tick < 1ms || c.lease.count() <= 0)
       throw std::invalid_argument("--over, --lease must be positive and --tick at least 1ms");
   } catch (const std::exception& e) {
@@ -336,6 +352,8 @@ int main(int argc, char** argv) {
     j["over_s"] = std::chrono::duration<double>(c.over).count();
     j["tick_ms"] = std::chrono::duration<double, std::milli>(c.tick).count();
     j["lease_s"] = std::chrono::duration<double>(c.lease).count();
+    j["cluster"] = !c.cluster_seeds.empty();
+    j["wait_replicas"] = c.wait_replicas;
     j["crash"] = {{"at_fraction", c.crash_at},
                   {"b_claimed_before", b_before_crash.claimed},
                   {"b_acked_before", b_before_crash.acked}};

@@ -101,6 +101,21 @@ class Client final : public heartwheel::pubsub::Subscriber {
     name_.reset();
   }
 
+  // With authentication on (auth_gate.h): the connect's verified user
+  // ("" anonymous) and info, kept where a v1 client keeps its name and
+  // presence info (no byte more per connection than the user id).
+  void set_user(std::string_view user, std::string info) {
+    name_.reset();
+    if (!user.empty()) {
+      name_ = std::make_unique<char[]>(user.size() + 1);  // zeroed: NUL-terminated
+      std::memcpy(name_.get(), user.data(), user.size());
+    }
+    set_presence_info(std::move(info));
+  }
+  std::string_view user() const noexcept { return name_ ? name_.get() : std::string_view(); }
+  // Authenticated (a connect succeeded): the info is set then, never before.
+  bool connected() const noexcept { return !presence_info().empty(); }
+
   heartwheel::ws::Connection& ws;
 
  private:

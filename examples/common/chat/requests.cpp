@@ -40,7 +40,9 @@ void Worker::fill_reply(std::uint64_t key, std::uint64_t slot, std::string reply
   PendingReplies& p = it->second;
   p.waiting[static_cast<std::size_t>(slot - p.first)] = std::move(reply);
   while (!p.waiting.empty() && p.waiting.front()) {
-    if (p.client != nullptr) (void)p.client->ws.send_text(*p.waiting.front());
+    // An empty reply is not sent (server-side subscriptions, worker_auth.cpp).
+    if (p.client != nullptr && !p.waiting.front()->empty())
+      (void)p.client->ws.send_text(*p.waiting.front());
     p.waiting.pop_front();
     ++p.first;
   }
@@ -53,14 +55,16 @@ Client* Worker::pending_client(std::uint64_t key) const {
   return it == pending_.end() ? nullptr : it->second.client;
 }
 
-void Worker::handle(Client& client, std::string_view text) {
+Worker::Reply Worker::reserve_reply(Client& client) {
   PendingReplies& pending = pending_[client.key()];
   pending.client = &client;
   const std::uint64_t slot = pending.first + pending.waiting.size();
   pending.waiting.emplace_back();
-  const Reply reply = [this, key = client.key(), slot](std::string r) {
-    fill_reply(key, slot, std::move(r));
-  };
+  return [this, key = client.key(), slot](std::string r) { fill_reply(key, slot, std::move(r)); };
+}
+
+void Worker::handle(Client& client, std::string_view text) {
+  const Reply reply = reserve_reply(client);
   Json req = Json::parse(text, nullptr, false);
   if (req.is_discarded()) {
     ++stats_.bad_json;
@@ -82,6 +86,10 @@ void Worker::handle(Client& client, std::string_view text) {
 
 void Worker::dispatch(Client& client, const Json& id, const std::string& op, const Json& req,
                       const Reply& reply) {
+  if (auth_ && auth_->settings().authenticating() && op == "refresh") {
+    ++stats_.requests[op];
+    return refresh(client, id, req, reply);
+  }
   if (op != "subscribe" && op != "unsubscribe" && op != "publish" && op != "presence" &&
       op != "history") {
     ++stats_.requests["unknown"];
@@ -94,6 +102,7 @@ void Worker::dispatch(Client& client, const Json& id, const std::string& op, con
   if (channel_it == req.end() || !channel_it->is_string())
     return reply(error(id, "bad_request", "\"channel\" must be a string"));
   const std::string channel = channel_it->get<std::string>();
+  if (!permitted(client, id, op, channel, req, reply)) return;
   if (op == "subscribe") return subscribe(client, id, channel, req, reply);
   if (op == "unsubscribe") return reply(unsubscribe(client, id, channel));
   if (op == "publish") return publish(client, id, channel, req, reply);

@@ -22,6 +22,7 @@ Worker::Worker(unsigned index, const Config& config, pubsub::Broker& broker, Ros
       broker_(broker),
       roster_(roster),
       board_(board),
+      auth_(config.auth ? std::make_unique<AuthGate>(*config.auth) : nullptr),
       ws_(std::make_unique<ws::NetHandler>(config.ws, static_cast<ws::Application&>(*this))),
       http_(std::make_unique<http::NetHandler>(
           config.http,
@@ -100,10 +101,15 @@ void Worker::publish_stats() {
 void Worker::route(const http::Request& req, http::Responder r) {
   if (config_.routes && config_.routes(index_, *hub_, req, r)) return;
   const std::string_view path = req.path();
+  if ((path == "/ws" || path == "/echo") && !origin_allowed(config_.auth.get(), req)) {
+    ++stats_.errors["origin_refused"];  // cross-site WebSocket hijacking (auth_gate.h)
+    r.respond(403, "this Origin may not open WebSockets here (--allowed-origin)\n");
+    return;
+  }
   if (path == "/ws") {
     std::optional<std::string> name;
-    try {
-      name = name_from_query(req.query());
+    try {  // with authentication on, the token says who you are: ?name= is ignored
+      if (!auth_ || !auth_->settings().authenticating()) name = name_from_query(req.query());
     } catch (const std::exception& e) {
       ++stats_.errors["bad_name"];
       r.respond(400, std::string(e.what()) + "\n");
@@ -136,6 +142,10 @@ void Worker::open_chat(ws::Connection& conn, const std::optional<std::string>& n
   auto* client = new Client(conn, index_, ++next_client_, name ? std::string_view(*name) : "");
   conn.set_user_data(client);
   ++stats_.chat_connections;
+  if (auth_ && auth_->settings().authenticating()) {  // version 2: the connect comes first
+    conn.net().set_timeout(deadline::connect_timeout, auth_->settings().connect_timeout);
+    return;
+  }
   const Json hello = {{"connect",
                        {{"client", client->id()},
                         {"name", client->name()},
@@ -161,6 +171,8 @@ void Worker::on_message(ws::Connection& conn, ws::MessageType type, std::string&
     (void)conn.close(ws::kCloseUnsupportedData, "the chat protocol is JSON in text frames");
     return;
   }
+  if (auth_ && auth_->settings().authenticating() && !client->connected())
+    return connect(*client, payload);
   handle(*client, payload);
 }
 

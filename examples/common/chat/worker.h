@@ -29,6 +29,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "auth_gate.h"
 #include "roster.h"
 #include "stats_board.h"
 
@@ -45,6 +46,8 @@ struct Config {
   bool presence_events = true;   // join/leave pushes (--presence-events)
   bool uring_fanout = false;     // --uring-fanout: a fan-out's sends in io_uring batches
   heartwheel::Duration stats_interval = std::chrono::seconds(1);
+  // Tokens, channel permissions, origins (auth_gate.h); null: protocol v1.
+  std::shared_ptr<const AuthSettings> auth;
   // Optional: routes tried before chat's own, on the worker's loop thread
   // (heartwheel-push adds its HTTP API this way). Returns true when it took
   // the request (it then answers through, or keeps, the Responder).
@@ -87,11 +90,16 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   void on_message(heartwheel::ws::Connection& conn, heartwheel::ws::MessageType type,
                   std::string& payload) override;
   void on_close(heartwheel::ws::Connection& conn, const heartwheel::ws::CloseInfo& info) override;
+  // The auth slot (worker_auth.cpp); every other slot closes.
+  heartwheel::net::DeadlineAction on_deadline(heartwheel::ws::Connection& conn,
+                                              heartwheel::net::DeadlineEvent event) override;
 
   // requests.cpp: one JSON request in, one reply out, given to `reply`
   // (exactly once: at once, or when the broker answers).
   using Reply = std::function<void(std::string)>;
   void handle(Client& client, std::string_view text);
+  // A reply slot in the client's order (fill_reply); an empty reply is not sent.
+  Reply reserve_reply(Client& client);
   void dispatch(Client& client, const Json& id, const std::string& op, const Json& req,
                 const Reply& reply);
   void subscribe(Client& client, const Json& id, const std::string& channel, const Json& req,
@@ -102,6 +110,13 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   void presence(const Json& id, const std::string& channel, const Reply& reply);
   void history(const Json& id, const std::string& channel, const Json& req, const Reply& reply);
   std::string error(const Json& id, std::string_view code, std::string_view message);
+
+  // worker_auth.cpp: protocol version 2 (auth_gate.h).
+  void connect(Client& client, std::string_view text);
+  void refresh(Client& client, const Json& id, const Json& req, const Reply& reply);
+  // False after answering `reply` with the denial.
+  bool permitted(Client& client, const Json& id, const std::string& op,
+                 const std::string& channel, const Json& req, const Reply& reply);
 
   // Replies go out in request order (the protocol's promise) although the
   // broker may answer a later request first (Redis). Only a client with an
@@ -123,6 +138,7 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   StatsBoard& board_;
   std::unique_ptr<UringFanout> uring_;            // --uring-fanout; outlives the hub
   std::unique_ptr<heartwheel::pubsub::Hub> hub_;  // from the first connection on
+  std::unique_ptr<AuthGate> auth_;                // config.auth set
   uv_timer_t* stats_timer_ = nullptr;             // heap: freed in its close callback
   ChatStats stats_;
   std::uint64_t next_client_ = 0;

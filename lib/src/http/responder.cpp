@@ -26,7 +26,10 @@ void Responder::release() noexcept {
   if (!exchange_) return;
   std::shared_ptr<detail::Exchange> ex = std::move(exchange_);
   Session* s = ex->session;
-  if (s == nullptr || (ex->answered && ex->finished)) return;
+  if (s == nullptr || (ex->answered && ex->finished)) {
+    detail::recycle(std::move(ex));  // the last holder of a finished exchange: reused
+    return;
+  }
   try {
     s->drop_responder(*ex);
   } catch (...) {

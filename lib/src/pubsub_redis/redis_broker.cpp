@@ -3,6 +3,7 @@
 // Channels (joins, reads, live messages) are in redis_broker_channels.cpp.
 #include <heartwheel/common/error.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
+#include <heartwheel/redis/slot.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +41,8 @@ void RedisBrokerOptions::validate() const {
   for (char c : key_prefix)
     if (c == '{' || c == '}')
       throw std::invalid_argument("pubsub: key_prefix must not contain braces");
+  if (partitions < 1 || partitions > redis::kSlotCount)
+    throw std::invalid_argument("pubsub: partitions must be 1..16384");
 }
 
 std::string to_json(const RedisBrokerStats& s) {
@@ -50,7 +53,9 @@ std::string to_json(const RedisBrokerStats& s) {
     << ",\"posted\":" << s.posted << ",\"duplicates\":" << s.duplicates << ",\"syncs\":" << s.syncs
     << ",\"filled_from_stream\":" << s.filled_from_stream << ",\"lost\":" << s.lost
     << ",\"epoch_changes\":" << s.epoch_changes << ",\"lease_renewals\":" << s.lease_renewals
-    << ",\"decode_errors\":" << s.decode_errors << ",\"link\":" << redis::to_json(s.link) << '}';
+    << ",\"decode_errors\":" << s.decode_errors << ",\"not_replicated\":" << s.not_replicated << ",\"rewinds\":" << s.rewinds
+    << ",\"link\":" << redis::to_json(s.link) << ",\"masters\":" << redis::to_json(s.masters)
+    << ",\"subscriber_masters\":" << redis::to_json(s.subscriber_masters) << '}';
   return o.str();
 }
 
@@ -147,7 +152,14 @@ RedisBrokerStats RedisBroker::stats() const {
 
 // ---- the thread and its loop ----------------------------------------------------
 
-RedisBroker::Core::Core(const RedisBrokerOptions& options) : options_(options) {
+std::string RedisBroker::redis_channel(std::string_view channel) const {
+  return core_->layout().keys(channel).channel;
+}
+
+RedisBroker::Core::Core(const RedisBrokerOptions& options)
+    : options_(options),
+      layout_(options_.key_prefix, options_.partitions),
+      publish_verb_(options_.redis.cluster.enabled() ? "SPUBLISH" : "PUBLISH") {
   ttl_ms_ = millis(options_.channel.history_ttl);
   lease_ms_ = millis(options_.presence_ttl);
   history_size_ = std::to_string(options_.channel.history_size);
@@ -181,10 +193,9 @@ void RedisBroker::Core::run(std::promise<void>& ready) {
     redis::SubscriberOptions so;
     static_cast<redis::LinkOptions&>(so) = options_.redis;
     so.on_message = [this](const redis::Message& m) { on_message(m); };
-    so.on_subscribed = [this](std::string_view name, bool pattern, bool) {
-      if (!pattern) on_subscribed(name);
+    so.on_subscribed = [this](std::string_view name, bool pattern, bool again) {
+      if (!pattern) on_subscribed(name, again);
     };
-    so.on_resubscribed = [this](std::size_t) { on_resubscribed(); };
     subscriber_ = std::make_unique<redis::Subscriber>(*wheel_, so);
     client_->start();
     subscriber_->start();
@@ -286,9 +297,10 @@ void RedisBroker::Core::halt() {
   subscriber_->stop();
 }
 
-std::error_code RedisBroker::Core::send(redis::Command command, redis::Callback done) {
+std::error_code RedisBroker::Core::send(redis::Command command, redis::Callback done,
+                                        redis::CommandOptions o) {
   if (halted_) return redis::errc::stopped;
-  return client_->command(std::move(command), std::move(done));
+  return client_->command(std::move(command), std::move(done), o);
 }
 
 std::string RedisBroker::Core::new_epoch() {
@@ -306,7 +318,7 @@ std::string RedisBroker::Core::new_epoch() {
 void RedisBroker::Core::publish(Inbox* from, std::string channel, std::string data,
                                 std::string info, PublishDone done) {
   ++stats_.publishes;
-  const detail::Keys keys(options_.key_prefix, channel);
+  const detail::Keys keys = layout_.keys(channel);
   auto answer = [this, from, done](PublishResult r) {
     if (r.error) ++stats_.publish_errors;
     complete(from, [done, r = std::move(r)] {
@@ -314,19 +326,25 @@ void RedisBroker::Core::publish(Inbox* from, std::string channel, std::string da
     });
   };
   const std::string epoch = new_epoch();
-  auto refused =
-      send(detail::publish_script().call({keys.meta, keys.stream},
-                                         {history_size_, ttl_ms_, keys.channel, data, info, epoch}),
-           [answer](std::error_code ec, redis::Reply reply) {
-             PublishResult r;
-             if (ec || !reply.is_array() || reply.size() != 2) {
-               r.error = errc::unavailable;
-             } else {
-               r.position.offset = static_cast<std::uint64_t>(reply[0].integer());
-               r.position.epoch = std::string(reply[1].str());
-             }
-             answer(std::move(r));
-           });
+  // Durable: with wait_replicas, acknowledged only once that many replicas
+  // have it (a publication that ran but is not replicated answers
+  // unavailable: it is in history, and a failover may lose it).
+  auto refused = send(
+      detail::publish_script().call(
+          {keys.meta, keys.stream},
+          {history_size_, ttl_ms_, keys.channel, data, info, epoch, publish_verb_}),
+      [this, answer](std::error_code ec, redis::Reply reply) {
+        PublishResult r;
+        if (ec == redis::errc::not_replicated) ++stats_.not_replicated;
+        if (ec || !reply.is_array() || reply.size() != 2) {
+          r.error = errc::unavailable;
+        } else {
+          r.position.offset = static_cast<std::uint64_t>(reply[0].integer());
+          r.position.epoch = std::string(reply[1].str());
+        }
+        answer(std::move(r));
+      },
+      {.durable = true});
   if (refused) answer(PublishResult{errc::unavailable, {}});
 }
 
@@ -339,7 +357,7 @@ void RedisBroker::Core::history(Inbox* from, std::string channel, std::size_t li
   };
   HistoryResult bad;
   if ((bad.error = validate_channel(channel, options_.limits))) return answer(std::move(bad));
-  const detail::Keys keys(options_.key_prefix, channel);
+  const detail::Keys keys = layout_.keys(channel);
   auto refused =
       send(detail::history_script().call({keys.meta, keys.stream}, {std::to_string(limit)}),
            [answer, channel](std::error_code ec, redis::Reply reply) {
@@ -369,10 +387,10 @@ void RedisBroker::Core::presence(Inbox* from, std::string channel, PresenceDone 
   };
   PresenceResult bad;
   if ((bad.error = validate_channel(channel, options_.limits))) return answer(bad);
-  const detail::Keys keys(options_.key_prefix, channel);
-  auto refused = send(detail::presence_script().call(
-                          {keys.counts, keys.leases, keys.meta},
-                          {"c", options_.node_id, "0", lease_ms_, keys.channel, "", "0", ttl_ms_}),
+  const detail::Keys keys = layout_.keys(channel);
+  auto refused = send(detail::presence_script().call({keys.counts, keys.leases, keys.meta},
+                                                     {"c", options_.node_id, "0", lease_ms_,
+                                                      keys.channel, "", "0", ttl_ms_, publish_verb_}),
                       [answer](std::error_code ec, redis::Reply reply) {
                         PresenceResult r;
                         if (ec || !reply.is_integer())
@@ -392,7 +410,8 @@ void RedisBroker::Core::renew() {
     ++stats_.lease_renewals;
     (void)send(detail::presence_script().call({ch->keys.counts, ch->keys.leases, ch->keys.meta},
                                               {"r", options_.node_id, std::to_string(ch->local),
-                                               lease_ms_, ch->keys.channel, "", "0", ttl_ms_}),
+                                               lease_ms_, ch->keys.channel, "", "0", ttl_ms_,
+                                               publish_verb_}),
                {});
   }
   wheel_->schedule(*renewal_, options_.presence_ttl / 3);
@@ -402,8 +421,14 @@ RedisBrokerStats RedisBroker::Core::snapshot() const {
   RedisBrokerStats s = stats_;
   s.hubs = hubs();
   s.channels = channels_.size();
-  if (client_) s.link = client_->stats();
-  if (subscriber_) s.link.merge(subscriber_->stats());
+  if (client_) {
+    s.link = client_->stats();
+    s.masters = client_->masters();
+  }
+  if (subscriber_) {
+    s.link.merge(subscriber_->stats());
+    s.subscriber_masters = subscriber_->masters();
+  }
   return s;
 }
 

@@ -22,7 +22,7 @@ RedisBroker::Core::Channel* RedisBroker::Core::find(std::string_view name) {
 
 RedisBroker::Core::Channel& RedisBroker::Core::channel_for(const std::string& name) {
   if (Channel* ch = find(name)) return *ch;
-  auto made = std::make_unique<Channel>(this, name, options_.key_prefix);
+  auto made = std::make_unique<Channel>(this, name);
   Channel& ch = *made;
   channels_.emplace(name, std::move(made));
   subscriber_->subscribe(ch.keys.channel);  // on_subscribed starts the first round
@@ -77,7 +77,8 @@ void RedisBroker::Core::count_join(Channel& ch, const std::shared_ptr<Waiter>& w
   auto refused = send(
       detail::presence_script().call(
           {ch.keys.counts, ch.keys.leases, ch.keys.meta},
-          {"j", options_.node_id, "0", lease_ms_, ch.keys.channel, w->info, join_leave, ttl_ms_}),
+          {"j", options_.node_id, "0", lease_ms_, ch.keys.channel, w->info, join_leave, ttl_ms_,
+           publish_verb_}),
       [w](std::error_code ec, redis::Reply reply) {
         w->presence_done = true;
         if (ec || !reply.is_integer())
@@ -108,7 +109,8 @@ void RedisBroker::Core::leave(Inbox* inbox, const std::string& channel, const st
   const char* join_leave = options_.channel.join_leave ? "1" : "0";
   (void)send(detail::presence_script().call({ch->keys.counts, ch->keys.leases, ch->keys.meta},
                                             {"l", options_.node_id, "0", lease_ms_,
-                                             ch->keys.channel, info, join_leave, ttl_ms_}),
+                                             ch->keys.channel, info, join_leave, ttl_ms_,
+                                             publish_verb_}),
              {});
   release_if_idle(*ch);
 }
@@ -172,6 +174,7 @@ void RedisBroker::Core::complete_round(Channel& ch, std::uint64_t from, std::uin
                                        const std::string& epoch,
                                        const std::vector<PublicationPtr>& read) {
   ch.syncing = false;
+  if (ch.synced && epoch == ch.epoch && top < ch.top) return rewind(ch);
   if (ch.synced && epoch != ch.epoch) {
     // Redis lost the stream (restarted without persistence, or it expired):
     // the hubs continue with the new one from its offset 1, flagged so that
@@ -271,6 +274,29 @@ void RedisBroker::Core::complete_round(Channel& ch, std::uint64_t from, std::uin
   if (!ch.syncing) release_if_idle(ch);
 }
 
+// The stream went back: the hubs have had offsets up to ch.top, Redis's
+// top is lower in the same epoch. A failover lost writes that its old
+// master had published (replication is asynchronous): the new master would
+// give those offsets to new publications, which every node that saw the
+// old ones would drop as duplicates. So the channel gets a new epoch and an
+// empty stream (what a Redis that lost the stream gives): subscribers are
+// told (new_epoch; recovery from the old epoch answers recovered false), and
+// the next round starts over from it. Live messages wait meanwhile.
+void RedisBroker::Core::rewind(Channel& ch) {
+  ++stats_.rewinds;
+  ch.syncing = true;
+  const std::string name = ch.name;
+  auto refused = send(detail::reset_script().call({ch.keys.meta, ch.keys.stream},
+                                                  {ch.epoch, new_epoch(), ttl_ms_}),
+                      [this, name](std::error_code, redis::Reply) {
+                        Channel* c = find(name);
+                        if (c == nullptr) return;
+                        for (auto& w : c->waiters) w->in_round = false;
+                        start_round(*c);  // a failed reset: the read finds it again
+                      });
+  if (refused) fail_round(ch, false);
+}
+
 // Redis did not answer (down, timed out): the joins of the round fail with
 // unavailable; the channel keeps what it knows, and the next message, join
 // or reconnect tries again.
@@ -303,30 +329,22 @@ void RedisBroker::Core::fail_round(Channel& ch, bool may_release) {
 
 // ---- messages from Redis ------------------------------------------------------------
 
-void RedisBroker::Core::on_subscribed(std::string_view redis_channel) {
-  const std::string prefix = options_.key_prefix + "ch:";
-  if (redis_channel.substr(0, prefix.size()) != prefix) return;
-  Channel* ch = find(redis_channel.substr(prefix.size()));
-  if (ch == nullptr || ch->subscribed) return;
+// A first confirmation starts the channel's first round; a confirmation
+// again (after a reconnect, a failover or a moved slot: the subscription
+// was lost for a while) starts a round that reads what was published
+// meanwhile from the stream.
+void RedisBroker::Core::on_subscribed(std::string_view redis_channel, bool again) {
+  const auto name = layout_.channel_of(redis_channel);
+  Channel* ch = name ? find(*name) : nullptr;
+  if (ch == nullptr || (ch->subscribed && !again)) return;
   ch->subscribed = true;
   wheel_->cancel(*ch);
   maybe_round(*ch);
 }
 
-// After a reconnect every channel is read again: what was published while
-// the link was down is filled in from the stream.
-void RedisBroker::Core::on_resubscribed() {
-  for (auto& [name, ch] : channels_) {
-    ch->subscribed = true;
-    wheel_->cancel(*ch);
-    maybe_round(*ch);
-  }
-}
-
 void RedisBroker::Core::on_message(const redis::Message& m) {
-  const std::string prefix = options_.key_prefix + "ch:";
-  if (m.channel.substr(0, prefix.size()) != prefix) return;
-  Channel* ch = find(m.channel.substr(prefix.size()));
+  const auto name = layout_.channel_of(m.channel);
+  Channel* ch = name ? find(*name) : nullptr;
   if (ch == nullptr) return;
   auto decoded = detail::decode_message(m.payload);
   if (!decoded) {

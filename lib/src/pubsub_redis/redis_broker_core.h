@@ -49,6 +49,8 @@ class RedisBroker::Core {
   void presence(Inbox* from, std::string channel, PresenceDone done);
   void halt();
   RedisBrokerStats snapshot() const;
+  // Immutable after construction: any thread.
+  const detail::KeyLayout& layout() const noexcept { return layout_; }
 
  private:
   struct Waiter {
@@ -82,8 +84,11 @@ class RedisBroker::Core {
     std::vector<Inbox*> inboxes;
     std::deque<std::shared_ptr<Waiter>> waiters;
     std::vector<detail::WireMessage> buffered;
-    Channel(Core* c, std::string n, const std::string& prefix)
-        : TimerEntry(&subscribe_timed_out), core(c), name(std::move(n)), keys(prefix, name) {}
+    Channel(Core* c, std::string n)
+        : TimerEntry(&subscribe_timed_out),
+          core(c),
+          name(std::move(n)),
+          keys(c->layout_.keys(name)) {}
     ~Channel() {
       if (armed()) core->wheel_->cancel(*this);
     }
@@ -112,18 +117,24 @@ class RedisBroker::Core {
                       const std::vector<PublicationPtr>& read);
   // may_release: the channel may be freed (not when called from start_round).
   void fail_round(Channel& ch, bool may_release);
+  void rewind(Channel& ch);
   void on_message(const redis::Message& m);
-  void on_subscribed(std::string_view name);
-  void on_resubscribed();
+  // Redis confirmed the channel's subscription (again: after a loss - a
+  // reconnect, a failover, a moved slot - whose gap a round reads).
+  void on_subscribed(std::string_view name, bool again);
   void on_live(Channel& ch, detail::WireMessage m);
   void post(Channel& ch, const EventPtr& event);
   EventPtr make_publication(const Channel& ch, detail::WireMessage&& m, bool encode);
   void release_if_idle(Channel& ch);
   void renew();
   std::string new_epoch();
-  std::error_code send(redis::Command command, redis::Callback done);
+  std::error_code send(redis::Command command, redis::Callback done,
+                       redis::CommandOptions options = {});
 
   RedisBrokerOptions options_;
+  detail::KeyLayout layout_;
+  // PUBLISH on one redis-server, SPUBLISH on a cluster (sharded pub/sub).
+  std::string publish_verb_;
   std::string ttl_ms_, lease_ms_, history_size_;
 
   // Guarded by queue_mu_.

@@ -22,7 +22,7 @@ if tonumber(ARGV[1]) > 0 then
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('PUBLISH', ARGV[3],
+redis.call(ARGV[7], ARGV[3],
   'p' .. offset .. ':' .. epoch .. ':' .. string.len(ARGV[5]) .. ':' .. ARGV[5] .. ARGV[4])
 return {offset, epoch}
 )lua");
@@ -56,6 +56,17 @@ if tonumber(ARGV[1]) > 0 then
   entries = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', ARGV[1])
 end
 return {tonumber(m[1]), m[2], entries}
+)lua");
+  return script;
+}
+
+const redis::Script& reset_script() {
+  static const redis::Script script(R"lua(
+if redis.call('HGET', KEYS[1], 'e') ~= ARGV[1] then return redis.call('HGET', KEYS[1], 'e') end
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[1], 'e', ARGV[2], 's', 0)
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return ARGV[2]
 )lua");
   return script;
 }
@@ -100,23 +111,39 @@ if mode ~= 'c' then
   end
 end
 if (mode == 'j' or mode == 'l') and ARGV[7] == '1' then
-  redis.call('PUBLISH', ARGV[5], mode .. total .. ':' .. ARGV[6])
+  redis.call(ARGV[9], ARGV[5], mode .. total .. ':' .. ARGV[6])
 end
 return total
 )lua");
   return script;
 }
 
-Keys::Keys(std::string_view prefix, std::string_view name) {
-  std::string base(prefix);
-  base += '{';
-  base += name;
-  base += '}';
-  meta = base + ":m";
-  stream = base + ":s";
-  counts = base + ":p";
-  leases = base + ":l";
-  channel = std::string(prefix) + "ch:" + std::string(name);
+KeyLayout::KeyLayout(std::string prefix, std::size_t partitions)
+    : prefix_(std::move(prefix)), channel_prefix_(prefix_ + "ch:"), partitions_(partitions) {}
+
+// K{T}C:m, K{T}C:s, K{T}C:p, K{T}C:l and Kch:{T}C, T the tag of C's
+// partition: the hash tag is the first "{...}" (K has no braces), so every
+// name of C is in T's slot whatever C contains.
+Keys KeyLayout::keys(std::string_view channel) const {
+  const std::string tag = partitions_.braced(partitions_.of(channel));
+  std::string base = prefix_ + tag;
+  base += channel;
+  Keys k;
+  k.meta = base + ":m";
+  k.stream = base + ":s";
+  k.counts = base + ":p";
+  k.leases = base + ":l";
+  k.channel = channel_prefix_ + tag;
+  k.channel += channel;
+  return k;
+}
+
+std::optional<std::string_view> KeyLayout::channel_of(std::string_view c) const noexcept {
+  if (c.substr(0, channel_prefix_.size()) != channel_prefix_) return std::nullopt;
+  c.remove_prefix(channel_prefix_.size());
+  const auto close = c.find('}');
+  if (c.empty() || c.front() != '{' || close == std::string_view::npos) return std::nullopt;
+  return c.substr(close + 1);
 }
 
 namespace {

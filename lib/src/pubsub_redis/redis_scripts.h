@@ -7,6 +7,7 @@
 
 #include <heartwheel/pubsub/event.h>
 #include <heartwheel/redis/command.h>
+#include <heartwheel/redis/slot.h>
 #include <heartwheel/redis/stream.h>
 
 #include <cstdint>
@@ -17,7 +18,8 @@
 namespace heartwheel::pubsub::detail {
 
 // KEYS meta, stream; ARGV history_size, ttl_ms, redis channel, data, info,
-// epoch (used if the stream has none) -> {offset, epoch}.
+// epoch (used if the stream has none), publish verb (PUBLISH or SPUBLISH)
+// -> {offset, epoch}.
 const redis::Script& publish_script();
 // KEYS meta, stream; ARGV from_offset (0: no entries), epoch to make the
 // stream with if it has none, ttl_ms -> {top, epoch, [[id, [f, v, ...]], ...]}
@@ -25,15 +27,34 @@ const redis::Script& publish_script();
 const redis::Script& read_script();
 // KEYS meta, stream; ARGV limit -> {top, epoch, entries newest first}.
 const redis::Script& history_script();
+// KEYS meta, stream; ARGV epoch seen, new epoch, ttl_ms: if the channel's
+// epoch is still the one seen, a new empty stream in the new epoch (as if
+// Redis had lost it) -> the epoch now.
+const redis::Script& reset_script();
 // KEYS counts, leases, meta; ARGV mode (j join, l leave, r renew, c count),
 // node, count (r), lease_ms, redis channel, info, join_leave (1/0),
-// meta_ttl_ms -> the total over live nodes. j/l with join_leave PUBLISH the
-// event.
+// meta_ttl_ms, publish verb -> the total over live nodes. j/l with
+// join_leave publish the event.
 const redis::Script& presence_script();
 
+// One channel's names in Redis (redis_broker.h, "Redis keys"): all in the
+// slot of its partition's hash tag.
 struct Keys {
   std::string meta, stream, counts, leases, channel;
-  Keys(std::string_view prefix, std::string_view name);
+};
+
+class KeyLayout {
+ public:
+  // Precondition: `prefix` has no braces; 1 <= partitions <= 16384.
+  KeyLayout(std::string prefix, std::size_t partitions);
+  Keys keys(std::string_view channel) const;
+  // The channel whose Redis pub/sub channel this is; nullopt if not ours.
+  std::optional<std::string_view> channel_of(std::string_view redis_channel) const noexcept;
+
+ private:
+  std::string prefix_;
+  std::string channel_prefix_;  // prefix_ + "ch:"
+  redis::Partitions partitions_;
 };
 
 // A message from a channel's Redis channel.

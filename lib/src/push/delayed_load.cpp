@@ -28,32 +28,36 @@ bool parse_score(std::string_view text, std::int64_t& out) {
 void DelayedQueue::on_load_timer(TimerEntry& e) { static_cast<Periodic&>(e).owner->load(); }
 void DelayedQueue::on_reap_timer(TimerEntry& e) { static_cast<Periodic&>(e).owner->reap(); }
 
-// Two ranges per load, pipelined: what is new in the window (after what was
-// loaded before, so a steady state transfers only new pushes), and what is
-// overdue by more than the grace and still unclaimed (held by a node that
-// died, or beyond a full page). The first load takes everything up to the
-// window's end, overdue pushes first (they fire at once).
+// Two ranges per load and partition, all pipelined: what is new in the
+// partition's window (after what was loaded before, so a steady state
+// transfers only new pushes), and what is overdue by more than the grace and
+// still unclaimed (held by a node that died, or beyond a full page). The
+// first load takes everything up to the window's end, overdue pushes first
+// (they fire at once).
 void DelayedQueue::load() {
   if (!started_ || loads_pending_ > 0) return;
   const std::int64_t now = now_ms();
   load_failed_ = false;
   load_more_ = false;
-  if (loaded_until_ms_ != kNothingLoaded)
-    load_range(true, "-inf", now - ms_of(options_.takeover_grace));
-  load_range(false,
-             loaded_until_ms_ == kNothingLoaded ? "-inf" : "(" + std::to_string(loaded_until_ms_),
-             now + ms_of(options_.window));
+  for (Partition& p : partitions_) {
+    if (p.loaded_until_ms != kNothingLoaded)
+      load_range(p, true, "-inf", now - ms_of(options_.takeover_grace));
+    load_range(p, false,
+               p.loaded_until_ms == kNothingLoaded ? "-inf"
+                                                   : "(" + std::to_string(p.loaded_until_ms),
+               now + ms_of(options_.window));
+  }
   if (loads_pending_ == 0) finish_load();
 }
 
-void DelayedQueue::load_range(bool overdue, std::string from, std::int64_t to_ms) {
+void DelayedQueue::load_range(Partition& p, bool overdue, std::string from, std::int64_t to_ms) {
   const std::string batch = std::to_string(options_.load_batch);
-  const std::error_code refused =
-      client_.command({"ZRANGE", keys_.due, from, std::to_string(to_ms), "BYSCORE", "LIMIT", "0",
-                       batch, "WITHSCORES"},
-                      guarded([this, overdue, to_ms](std::error_code ec, redis::Reply reply) {
-                        on_loaded(overdue, to_ms, ec, reply);
-                      }));
+  const std::error_code refused = client_.command(
+      {"ZRANGE", p.keys.due, from, std::to_string(to_ms), "BYSCORE", "LIMIT", "0", batch,
+       "WITHSCORES"},
+      guarded([this, &p, overdue, to_ms](std::error_code ec, redis::Reply reply) {
+        on_loaded(p, overdue, to_ms, ec, reply);
+      }));
   if (refused) {
     ++stats_.redis_errors;
     load_failed_ = true;
@@ -62,7 +66,7 @@ void DelayedQueue::load_range(bool overdue, std::string from, std::int64_t to_ms
   }
 }
 
-void DelayedQueue::on_loaded(bool overdue, std::int64_t to_ms, std::error_code ec,
+void DelayedQueue::on_loaded(Partition& p, bool overdue, std::int64_t to_ms, std::error_code ec,
                              const redis::Reply& reply) {
   --loads_pending_;
   if (ec || !reply.is_array()) {
@@ -80,16 +84,16 @@ void DelayedQueue::on_loaded(bool overdue, std::int64_t to_ms, std::error_code e
     if (!overdue) {
       const bool full = e.size() / 2 >= options_.load_batch && last != kNothingLoaded;
       if (!full) {
-        loaded_until_ms_ = to_ms;
-      } else if (last - 1 > loaded_until_ms_) {
+        p.loaded_until_ms = to_ms;
+      } else if (last - 1 > p.loaded_until_ms) {
         // A full page: go on from its last millisecond (its pushes held
         // already are skipped) on the next iteration.
-        loaded_until_ms_ = last - 1;
+        p.loaded_until_ms = last - 1;
         load_more_ = true;
       } else {
         // A whole page in one millisecond: move past it; the rest of that
         // millisecond is taken over once overdue.
-        loaded_until_ms_ = last;
+        p.loaded_until_ms = last;
         load_more_ = true;
       }
     }
@@ -108,31 +112,34 @@ void DelayedQueue::finish_load() {
   if (started_) wheel_.schedule(load_timer_, next);
 }
 
-// Claims whose lease ran out go back to due (due now); this node holds them
-// at once, the others take them over after the grace if it cannot.
+// Claims whose lease ran out go back to due (due now), one script per
+// partition; this node holds them at once, the others take them over after
+// the grace if it cannot.
 void DelayedQueue::reap() {
   if (!started_) return;
   wheel_.schedule(reap_timer_, options_.reap_interval);
-  if (reaping_) return;
-  const std::error_code refused = client_.command(
-      detail::reap_script().call({keys_.due, keys_.data, keys_.claims},
-                                 {std::to_string(now_ms()), std::to_string(options_.load_batch)}),
-      guarded([this](std::error_code ec, redis::Reply reply) {
-        reaping_ = false;
-        if (ec || !reply.is_array()) {
-          ++stats_.redis_errors;
-          return;
-        }
-        const std::int64_t now = now_ms();
-        for (const redis::Reply& id : reply.elements()) {
-          ++stats_.requeued;
-          hold(id.str(), now);
-        }
-      }));
-  if (refused)
-    ++stats_.redis_errors;
-  else
-    reaping_ = true;
+  if (reaping_ > 0) return;
+  const std::string now = std::to_string(now_ms()), limit = std::to_string(options_.load_batch);
+  for (Partition& p : partitions_) {
+    const std::error_code refused = client_.command(
+        detail::reap_script().call({p.keys.due, p.keys.data, p.keys.claims}, {now, limit}),
+        guarded([this](std::error_code ec, redis::Reply reply) {
+          --reaping_;
+          if (ec || !reply.is_array()) {
+            ++stats_.redis_errors;
+            return;
+          }
+          const std::int64_t at = now_ms();
+          for (const redis::Reply& id : reply.elements()) {
+            ++stats_.requeued;
+            hold(id.str(), at);
+          }
+        }));
+    if (refused)
+      ++stats_.redis_errors;
+    else
+      ++reaping_;
+  }
 }
 
 }  // namespace heartwheel::push

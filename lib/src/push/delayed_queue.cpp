@@ -46,13 +46,22 @@ DelayedQueue::DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueue
       client_(client),
       options_(std::move(options)),
       deliver_(std::move(deliver)),
-      keys_{options_.key_prefix + "due", options_.key_prefix + "data",
-            options_.key_prefix + "claims"},
+      tags_((options_.validate(), options_.partitions)),
       id_prefix_(random_hex(16)),
-      loaded_until_ms_(kNothingLoaded),
       load_timer_(&DelayedQueue::on_load_timer),
       reap_timer_(&DelayedQueue::on_reap_timer) {
-  options_.validate();
+  // A durable claim is delivered once its WAIT answers, which takes up to
+  // wait_timeout when no replica acknowledges: the lease must leave room
+  // for that and the delivery, or the reaper re-queues a push being
+  // delivered, and it is delivered twice.
+  const redis::ClientOptions& link = client_.options();
+  if (link.wait_replicas > 0 && link.wait_timeout * 2 > options_.lease)
+    throw std::invalid_argument(
+        "DelayedQueue: lease must be at least twice the Redis client's wait_timeout");
+  for (std::size_t i = 0; i < tags_.size(); ++i) {
+    const std::string base = options_.key_prefix + tags_.braced(i);
+    partitions_.push_back({{base + "due", base + "data", base + "claims"}, kNothingLoaded});
+  }
   if (!deliver_) throw std::invalid_argument("DelayedQueue: a deliver function is required");
   load_timer_.owner = this;
   reap_timer_.owner = this;
@@ -75,9 +84,13 @@ void DelayedQueue::stop() {
   held_.clear();
   wheel_.cancel(load_timer_);
   wheel_.cancel(reap_timer_);
-  loaded_until_ms_ = kNothingLoaded;
+  for (Partition& p : partitions_) p.loaded_until_ms = kNothingLoaded;
   loads_pending_ = 0;
-  reaping_ = false;
+  reaping_ = 0;
+}
+
+DelayedQueue::Partition& DelayedQueue::partition_of(std::string_view id) {
+  return partitions_[tags_.of(id)];
 }
 
 redis::Callback DelayedQueue::guarded(redis::Callback f) const {
@@ -114,24 +127,26 @@ std::error_code DelayedQueue::schedule(std::string channel, std::string data, Wa
   DelayedPush push{next_id(), std::move(channel), std::move(data), from_unix_ms(due_ms)};
   const std::string due_arg = std::to_string(due_ms);
   const std::string payload = detail::encode_payload(push.channel, push.data);
-  redis::Command cmd =
-      detail::schedule_script().call({keys_.due, keys_.data}, {push.id, due_arg, payload});
+  Partition& part = partition_of(push.id);
+  redis::Command cmd = detail::schedule_script().call({part.keys.due, part.keys.data},
+                                                      {push.id, due_arg, payload});
   // Idempotent (same id, same values): safe to send again after a reconnect.
-  const std::error_code refused =
-      client_.command(std::move(cmd),
-                      guarded([this, push = std::move(push), due_ms, done = std::move(done)](
-                                  std::error_code ec, redis::Reply) {
-                        if (ec) {
-                          ++stats_.schedule_errors;
-                          ++stats_.redis_errors;
-                        } else {
-                          ++stats_.scheduled;
-                          // Inside the loaded window no load will bring it: into the wheel now.
-                          if (started_ && due_ms <= loaded_until_ms_) hold(push.id, due_ms);
-                        }
-                        if (done) done(ec, push);
-                      }),
-                      {.retry = true});
+  // Durable: acknowledged once wait_replicas replicas have it, if set.
+  const std::error_code refused = client_.command(
+      std::move(cmd),
+      guarded([this, &part, push = std::move(push), due_ms, done = std::move(done)](
+                  std::error_code ec, redis::Reply) {
+        if (ec) {
+          ++stats_.schedule_errors;
+          ++stats_.redis_errors;
+        } else {
+          ++stats_.scheduled;
+          // Inside the loaded window no load will bring it: into the wheel now.
+          if (started_ && due_ms <= part.loaded_until_ms) hold(push.id, due_ms);
+        }
+        if (done) done(ec, push);
+      }),
+      {.retry = true, .durable = true});
   if (refused) {
     ++stats_.schedule_errors;
     ++stats_.redis_errors;
@@ -140,8 +155,9 @@ std::error_code DelayedQueue::schedule(std::string channel, std::string data, Wa
 }
 
 std::error_code DelayedQueue::cancel(std::string_view id, CancelCallback done) {
+  const Keys& keys = partition_of(id).keys;
   const std::error_code refused = client_.command(
-      detail::cancel_script().call({keys_.due, keys_.data}, {id}),
+      detail::cancel_script().call({keys.due, keys.data}, {id}),
       guarded([this, id = std::string(id), done = std::move(done)](std::error_code ec,
                                                                    redis::Reply reply) {
         const bool removed = !ec && reply.integer() == 1;
@@ -194,12 +210,16 @@ void DelayedQueue::claim(Held& held) {
   const std::string lease = std::to_string(
       now_ms() + std::chrono::ceil<std::chrono::milliseconds>(options_.lease).count());
   // Never retried by the Client: a claim whose reply was lost may have run
-  // (see on_claimed).
+  // (see on_claimed). Durable (with wait_replicas): delivered once a
+  // replica has the claim too, so that a failover right after the delivery
+  // does not bring the push back as due.
+  const Keys& keys = partition_of(held.id).keys;
   const std::error_code refused = client_.command(
-      detail::claim_script().call({keys_.due, keys_.data, keys_.claims}, {held.id, lease}),
+      detail::claim_script().call({keys.due, keys.data, keys.claims}, {held.id, lease}),
       guarded([this, id = held.id](std::error_code ec, redis::Reply reply) {
         on_claimed(id, ec, std::move(reply));
-      }));
+      }),
+      {.durable = true});
   if (refused) {
     ++stats_.redis_errors;
     retry_later(held);
@@ -215,6 +235,10 @@ void DelayedQueue::retry_later(Held& held) noexcept {
 void DelayedQueue::on_claimed(const std::string& id, std::error_code ec, redis::Reply reply) {
   const auto it = held_.find(std::string_view(id));
   Held* held = it == held_.end() ? nullptr : it->second.get();
+  // The claim ran, but no replica confirmed it in time: delivered all the
+  // same (a replica down for long must not stop deliveries); a failover
+  // before it replicates may deliver the push a second time.
+  if (ec == redis::errc::not_replicated) ec = {};
   if (ec) {
     ++stats_.redis_errors;
     // Lost with the connection or timed out: it may have run. Trying again
@@ -261,8 +285,9 @@ void DelayedQueue::on_claimed(const std::string& id, std::error_code ec, redis::
 }
 
 void DelayedQueue::acknowledge(const std::string& id) {
+  const Keys& keys = partition_of(id).keys;
   const std::error_code refused =
-      client_.command(detail::ack_script().call({keys_.due, keys_.data, keys_.claims}, {id}),
+      client_.command(detail::ack_script().call({keys.due, keys.data, keys.claims}, {id}),
                       guarded([this](std::error_code ec, redis::Reply) {
                         if (ec)
                           ++stats_.redis_errors;

@@ -13,6 +13,10 @@ void DelayedQueueOptions::validate() const {
   };
   if (key_prefix.empty())
     throw std::invalid_argument("DelayedQueueOptions::key_prefix must not be empty");
+  if (key_prefix.find_first_of("{}") != std::string::npos)
+    throw std::invalid_argument("DelayedQueueOptions::key_prefix must not contain braces");
+  if (partitions < 1 || partitions > redis::kSlotCount)
+    throw std::invalid_argument("DelayedQueueOptions::partitions must be 1..16384");
   positive(window, "window");
   positive(load_interval, "load_interval");
   positive(lease, "lease");

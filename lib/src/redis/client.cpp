@@ -4,6 +4,9 @@
 #include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
 
+#include <chrono>
+#include <string>
+
 #include "client_core.h"
 
 namespace heartwheel::redis {
@@ -11,7 +14,7 @@ namespace heartwheel::redis {
 // ---- Client: the public face -------------------------------------------------
 
 Client::Client(LoopWheel& wheel, ClientOptions options)
-    : core_(std::make_unique<detail::ClientCore>(wheel, std::move(options))) {}
+    : core_(detail::make_client(wheel, std::move(options))) {}
 Client::~Client() = default;
 void Client::start() { core_->start(); }
 void Client::stop() { core_->stop(); }
@@ -19,11 +22,12 @@ bool Client::started() const noexcept { return core_->started(); }
 std::error_code Client::command(Command command, Callback done, CommandOptions options) {
   return core_->command(std::move(command), std::move(done), options);
 }
-bool Client::connected() const noexcept { return core_->connection() != nullptr; }
+bool Client::connected() const noexcept { return core_->connected(); }
 std::size_t Client::in_flight() const noexcept { return core_->in_flight(); }
 std::size_t Client::buffered() const noexcept { return core_->buffered(); }
 void Client::flush() { core_->flush(); }
 LinkStats Client::stats() const noexcept { return core_->stats(); }
+std::vector<MasterStats> Client::masters() const { return core_->masters(); }
 const ClientOptions& Client::options() const noexcept { return core_->options(); }
 
 namespace detail {
@@ -35,10 +39,22 @@ const ClientOptions& validated(const ClientOptions& o) {
   o.validate();
   return o;
 }
+
+Command make_wait_command(const ClientOptions& o) {
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(o.wait_timeout).count();
+  return Command{"WAIT", std::to_string(o.wait_replicas), std::to_string(ms)};
+}
 }  // namespace
 
+std::unique_ptr<ClientImpl> make_client(LoopWheel& wheel, ClientOptions options) {
+  if (options.cluster.enabled()) return make_cluster_client(wheel, std::move(options));
+  return std::make_unique<ClientCore>(wheel, std::move(options));
+}
+
 ClientCore::ClientCore(LoopWheel& wheel, ClientOptions options)
-    : Link(wheel, validated(options)), options_(std::move(options)) {
+    : Link(wheel, validated(options)),
+      options_(std::move(options)),
+      wait_command_(make_wait_command(options_)) {
   buffer_timer_.owner = this;
 }
 
@@ -57,12 +73,17 @@ void ClientCore::stop() {
   started_ = false;
   std::vector<Outcome> outcomes;
   auto fail = [&](Pending& p) {
-    if (p.ping || p.expired) return;
+    if (internal(p) || p.expired) return;
     ++stats_.failed_stopped;
-    outcomes.push_back({std::move(p.done), errc::stopped});
+    outcomes.push_back({std::move(p.done), errc::stopped, Reply()});
   };
   for (Pending& p : in_flight_) fail(p);
   for (Pending& p : buffer_) fail(p);
+  stats_.failed_stopped += held_.size();
+  fail_held(errc::stopped, outcomes);
+  wait_in_flight_ = false;
+  last_durable_ = last_wait_ = 0;
+  uncovered_due_ = kNever;
   in_flight_.clear();
   marks_.clear();
   buffer_.clear();
@@ -82,6 +103,7 @@ std::error_code ClientCore::command(Command command, Callback done, CommandOptio
   p.done = std::move(done);
   p.deadline = deadline_after(wheel().now(), timeout);
   p.retry = o.retry;
+  p.durable = o.durable && options_.wait_replicas > 0;
   if (net::Connection* conn = connection()) {
     const std::size_t cap = conn->write_policy().max_queued_bytes;
     if (cap > 0 && unsent_bytes() + command.size() > cap) {
@@ -112,13 +134,18 @@ std::error_code ClientCore::command(Command command, Callback done, CommandOptio
 // Puts `command` in the batch and `p` in flight. Precondition: connected.
 void ClientCore::transmit(Pending&& p, Command&& command) {
   send(command.bytes());
-  ++stats_.sent;
+  if (p.wait)
+    ++stats_.waits;
+  else
+    ++stats_.sent;
   if (p.retry || command.script_source()) {
     p.keep.emplace(std::move(command));
   } else {
     p.keep.reset();
   }
+  const bool durable = p.durable;
   push_in_flight(std::move(p));
+  if (durable) sent_durable(in_flight_.back());
 }
 
 void ClientCore::send_ping(net::Connection&) {
@@ -146,6 +173,7 @@ void ClientCore::link_reply(net::Connection& conn, Reply&& reply) {
 
 void ClientCore::deliver(Pending&& p, Reply&& reply) {
   if (p.ping) return;  // any byte was life already (note_read)
+  if (p.wait) return deliver_wait(std::move(p), std::move(reply));
   if (p.expired) {
     ++stats_.late_replies;
     return;
@@ -154,12 +182,14 @@ void ClientCore::deliver(Pending&& p, Reply&& reply) {
       reply.str().substr(0, 8) == "NOSCRIPT" && connection()) {
     // Redis lost its script cache (restart, failover, SCRIPT FLUSH): the
     // same call once more as EVAL, which caches it again. Same callback and
-    // deadline; it goes behind what was sent since.
+    // deadline; it goes behind what was sent since (a durable one is
+    // covered by a later WAIT).
     ++stats_.script_fallbacks;
     Command eval = p.keep->as_eval();
     transmit(std::move(p), std::move(eval));
     return;
   }
+  if (!reply.is_error() && p.durable) return hold(std::move(p), std::move(reply));
   std::error_code ec;
   if (reply.is_error()) {
     ++stats_.replies_error;
@@ -172,19 +202,28 @@ void ClientCore::deliver(Pending&& p, Reply&& reply) {
 
 void ClientCore::link_closed(net::CloseReason, std::error_code) {
   // Commands in flight may or may not have run: they fail, or go back to the
-  // front of the buffer (retry), ahead of anything buffered since.
+  // front of the buffer (retry), ahead of anything buffered since. A durable
+  // write's WAIT goes back with it; a WAIT whose write already answered
+  // fails (WAIT on another connection would prove nothing about it).
   std::vector<Outcome> outcomes;
   std::deque<Pending> again;
   for (Pending& p : in_flight_) {
-    if (p.ping || p.expired) continue;
+    if (internal(p) || p.expired) continue;
     if (p.retry && p.keep) {
       ++stats_.retried;
       again.push_back(std::move(p));
     } else {
       ++stats_.failed_disconnected;
-      outcomes.push_back({std::move(p.done), errc::disconnected});
+      outcomes.push_back({std::move(p.done), errc::disconnected, Reply()});
     }
   }
+  // Durable writes that ran but whose WAIT is lost: not known to be
+  // replicated. They are not sent again (they ran).
+  stats_.failed_disconnected += held_.size();
+  fail_held(errc::disconnected, outcomes);
+  wait_in_flight_ = false;
+  last_durable_ = last_wait_ = 0;
+  uncovered_due_ = kNever;
   in_flight_.clear();
   marks_.clear();
   for (auto it = again.rbegin(); it != again.rend(); ++it) push_buffer(std::move(*it), true);
@@ -193,12 +232,12 @@ void ClientCore::link_closed(net::CloseReason, std::error_code) {
 
 void ClientCore::run(std::vector<Outcome>& outcomes) noexcept {
   for (Outcome& o : outcomes)
-    if (o.done) guard([&] { o.done(o.error, Reply()); });
+    if (o.done) guard([&] { o.done(o.error, std::move(o.reply)); });
 }
 
 LinkStats ClientCore::stats() const noexcept {
   LinkStats s = link_stats();
-  s.in_flight = in_flight_.size();
+  s.in_flight = in_flight_.size() + held_.size();
   s.buffered = buffer_.size();
   s.buffered_bytes = buffer_bytes_;
   return s;

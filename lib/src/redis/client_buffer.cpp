@@ -52,9 +52,9 @@ void ClientCore::expire_buffer() {
       next = std::min(next, p.deadline);
       return false;
     }
-    ++stats_.timed_out;
     buffer_bytes_ -= p.keep->size();
-    outcomes.push_back({std::move(p.done), heartwheel::errc::timed_out});
+    ++stats_.timed_out;
+    outcomes.push_back({std::move(p.done), heartwheel::errc::timed_out, Reply()});
     return true;
   };
   buffer_.erase(std::remove_if(buffer_.begin(), buffer_.end(), due), buffer_.end());

@@ -8,6 +8,11 @@
 //               deadline) pairs with increasing seq and deadline; its front
 //               is the earliest deadline in flight and sits in the
 //               connection's request_timeout slot
+//
+//   held_       durable writes (CommandOptions::durable, wait_replicas > 0)
+//               that Redis answered, waiting for a WAIT sent after them
+//               (client_wait.cpp): group commit, one WAIT in flight at a
+//               time, covering every durable write sent before it
 #pragma once
 
 #include <heartwheel/redis/client.h>
@@ -18,6 +23,7 @@
 #include <optional>
 #include <vector>
 
+#include "client_impl.h"
 #include "link.h"
 
 namespace heartwheel::redis::detail {
@@ -30,21 +36,36 @@ struct Pending {
   bool ping = false;            // the heartbeat's PING: its reply is only life
   bool retry = false;
   bool expired = false;  // timed out: the callback ran; the reply will be discarded
+  bool durable = false;  // answered only once a WAIT after it answers
+  bool wait = false;     // the link's WAIT for the durable writes before it
 };
 
-class ClientCore final : public Link {
+// The link's own (a PING, a WAIT): never counted, never reported.
+inline bool internal(const Pending& p) noexcept { return p.ping || p.wait; }
+
+// A durable write Redis answered, waiting for a WAIT sent after it.
+struct Held {
+  std::uint64_t seq = 0;  // its in_flight_ seq: a WAIT with a higher seq covers it
+  Callback done;
+  Reply reply;
+};
+
+class ClientCore final : public Link, public ClientImpl {
  public:
   ClientCore(LoopWheel& wheel, ClientOptions options);
   ~ClientCore() override;
 
-  void start();
-  void stop();
-  bool started() const noexcept { return started_; }
-  std::error_code command(Command command, Callback done, CommandOptions options);
-  std::size_t in_flight() const noexcept { return in_flight_.size(); }
-  std::size_t buffered() const noexcept { return buffer_.size(); }
-  LinkStats stats() const noexcept;
-  const ClientOptions& options() const noexcept { return options_; }
+  void start() override;
+  void stop() override;
+  bool started() const noexcept override { return started_; }
+  std::error_code command(Command command, Callback done, CommandOptions options) override;
+  bool connected() const noexcept override { return connection() != nullptr; }
+  std::size_t in_flight() const noexcept override { return in_flight_.size() + held_.size(); }
+  std::size_t buffered() const noexcept override { return buffer_.size(); }
+  void flush() override { Link::flush(); }
+  LinkStats stats() const noexcept override;
+  std::vector<MasterStats> masters() const override { return {}; }
+  const ClientOptions& options() const noexcept override { return options_; }
 
  private:
   struct BufferTimer : TimerEntry {
@@ -56,6 +77,7 @@ class ClientCore final : public Link {
   struct Outcome {
     Callback done;
     std::error_code error;
+    Reply reply;
   };
 
   // Link
@@ -68,6 +90,14 @@ class ClientCore final : public Link {
   // client.cpp
   void transmit(Pending&& p, Command&& command);
   void deliver(Pending&& p, Reply&& reply);
+  // client_wait.cpp: durable writes and their WAITs
+  void sent_durable(const Pending& p);
+  void send_wait();
+  void hold(Pending&& p, Reply&& reply);
+  void deliver_wait(Pending&& p, Reply&& reply);
+  // Settles the held writes a WAIT with `seq` covers.
+  void settle(std::uint64_t seq, std::error_code ec, std::vector<Outcome>& outcomes);
+  void fail_held(std::error_code ec, std::vector<Outcome>& outcomes);
   void run(std::vector<Outcome>& outcomes) noexcept;
   // client_deadlines.cpp: the in-flight deadlines on the request slot
   void push_in_flight(Pending&& p);
@@ -87,6 +117,12 @@ class ClientCore final : public Link {
   };
 
   ClientOptions options_;
+  Command wait_command_;  // WAIT wait_replicas wait_timeout_ms
+  std::deque<Held> held_;
+  bool wait_in_flight_ = false;
+  std::uint64_t last_durable_ = 0;  // seq + 1 of the last durable write sent (0: none)
+  std::uint64_t last_wait_ = 0;     // seq of the last WAIT sent
+  TimePoint uncovered_due_ = kNever;  // earliest deadline of the durable writes after it
   std::deque<Pending> buffer_;
   std::size_t buffer_bytes_ = 0;
   BufferTimer buffer_timer_;

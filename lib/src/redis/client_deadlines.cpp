@@ -68,8 +68,15 @@ void ClientCore::expire_in_flight(TimePoint now) {
     if (p.ping || p.expired || p.deadline > now) continue;
     p.expired = true;
     p.keep.reset();
+    if (p.wait) {
+      // The durable writes it covers fail with it (they ran; unconfirmed).
+      const auto before = outcomes.size();
+      settle(p.seq, heartwheel::errc::timed_out, outcomes);
+      stats_.timed_out += outcomes.size() - before;
+      continue;
+    }
     ++stats_.timed_out;
-    outcomes.push_back({std::move(p.done), heartwheel::errc::timed_out});
+    outcomes.push_back({std::move(p.done), heartwheel::errc::timed_out, Reply()});
   }
   rebuild_marks();
   update_request_slot();

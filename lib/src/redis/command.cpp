@@ -1,6 +1,7 @@
 // Command: encoding with hiredis's redisFormatCommandArgv, and which commands
 // a command link refuses (command.h).
 #include <heartwheel/redis/command.h>
+#include <heartwheel/redis/slot.h>
 #include <hiredis.h>
 
 #include <array>
@@ -31,6 +32,49 @@ bool breaks_order(std::span<const std::string_view> args) noexcept {
   for (const auto name : kNames)
     if (equals_upper(args[0], name)) return true;
   return args.size() >= 2 && equals_upper(args[0], "CLIENT") && equals_upper(args[1], "REPLY");
+}
+
+bool is_one_of(std::string_view name, std::initializer_list<std::string_view> upper) noexcept {
+  for (const auto u : upper)
+    if (equals_upper(name, u)) return true;
+  return false;
+}
+
+// The argument holding a numkeys at `at`, the first key after it; -1 when
+// the count is not a positive number.
+int key_after_numkeys(std::span<const std::string_view> args, std::size_t at) noexcept {
+  if (args.size() <= at + 1 || args[at].empty() || args[at] == "0") return -1;
+  for (const char c : args[at])
+    if (c < '0' || c > '9') return -1;
+  return static_cast<int>(at + 1);
+}
+
+// Which argument is the command's key (command.h, "Routing"); -1: none.
+int key_index(std::span<const std::string_view> args) noexcept {
+  const std::string_view name = args[0];
+  if (is_one_of(name, {"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO"}))
+    return key_after_numkeys(args, 2);
+  if (is_one_of(name, {"ZUNION", "ZINTER", "ZDIFF", "SINTERCARD", "ZINTERCARD", "LMPOP", "ZMPOP"}))
+    return key_after_numkeys(args, 1);
+  if (is_one_of(name, {"BLMPOP", "BZMPOP"})) return key_after_numkeys(args, 2);
+  if (is_one_of(name, {"XREAD", "XREADGROUP"})) {
+    for (std::size_t i = 1; i + 1 < args.size(); ++i)
+      if (equals_upper(args[i], "STREAMS")) return static_cast<int>(i + 1);
+    return -1;
+  }
+  if (is_one_of(name, {"OBJECT", "XINFO", "XGROUP", "MEMORY"}))
+    return args.size() > 2 ? 2 : -1;
+  if (is_one_of(name, {"PING",     "ECHO",    "INFO",    "TIME",      "WAIT",     "ASKING",
+                       "READONLY", "READWRITE", "CLUSTER", "SCRIPT",  "FUNCTION", "CONFIG",
+                       "CLIENT",   "COMMAND", "AUTH",    "SELECT",    "DBSIZE",   "FLUSHALL",
+                       "FLUSHDB",  "KEYS",    "SCAN",    "RANDOMKEY", "PUBLISH",  "PUBSUB",
+                       "LASTSAVE", "SAVE",    "BGSAVE",  "BGREWRITEAOF", "DEBUG", "SLOWLOG",
+                       "LATENCY",  "MULTI",   "EXEC",    "DISCARD",   "UNWATCH",  "QUIT",
+                       "SHUTDOWN", "ROLE",    "LOLWUT",  "ACL",       "MODULE",   "REPLICAOF",
+                       "SLAVEOF",  "FAILOVER", "SWAPDB", "MONITOR",   "HELLO",    "RESET",
+                       "SUBSCRIBE", "PSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE"}))
+    return -1;
+  return args.size() > 1 ? 1 : -1;
 }
 
 // Where the argument after the one ending at `at` starts, in RESP bytes we
@@ -75,6 +119,13 @@ void Command::encode(std::span<const std::string_view> args) {
   name_offset_ = static_cast<std::uint32_t>(bytes_.find("\r\n", first + 2) + 2);
   name_size_ = static_cast<std::uint32_t>(args[0].size());
   breaks_order_ = breaks_order(args);
+  const int key = key_index(args);
+  slot_ = key < 0 ? -1 : key_slot(args[static_cast<std::size_t>(key)]);
+}
+
+Command& Command::route_by(std::string_view key) noexcept {
+  slot_ = key_slot(key);
+  return *this;
 }
 
 std::string_view Command::name() const noexcept {
@@ -97,6 +148,7 @@ Command Command::as_eval() const {
   c.bytes_.append(std::to_string(script_->size())).append("\r\n");
   c.bytes_.append(*script_).append("\r\n");
   c.bytes_.append(b.substr(rest));
+  c.slot_ = slot_;
   return c;
 }
 

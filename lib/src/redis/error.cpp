@@ -26,6 +26,11 @@ class Category final : public std::error_category {
         return "Redis connection lost before the reply (the command may or may not have run)";
       case errc::server_error:
         return "Redis answered with an error";
+      case errc::not_replicated:
+        return "the write ran on the Redis master but fewer replicas than wait_replicas "
+               "acknowledged it within wait_timeout (WAIT): a failover may lose it";
+      case errc::too_many_redirects:
+        return "Redis Cluster redirected the command more than max_redirects times";
       case errc::already_locked:
         return "this Lock already holds or waits for that lock (locks are not reentrant)";
       case errc::lock_not_held:

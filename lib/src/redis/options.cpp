@@ -1,6 +1,7 @@
 // Defaults and validation of the Redis links' options (link_options.h,
 // client.h).
 #include <heartwheel/redis/client.h>
+#include <heartwheel/net/address.h>
 #include <heartwheel/redis/link_options.h>
 
 #include <stdexcept>
@@ -18,8 +19,27 @@ net::ConnectorOptions default_connector_options() {
   return o;
 }
 
+void ClusterOptions::validate() const {
+  for (const std::string& seed : seeds) {
+    try {
+      (void)net::parse_host_port(seed);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("redis: cluster seed: " + std::string(e.what()));
+    }
+  }
+  if (max_redirects < 1) throw std::invalid_argument("redis: cluster.max_redirects must be >= 1");
+  if (max_retries < 0) throw std::invalid_argument("redis: cluster.max_retries must be >= 0");
+  if (retry_delay.count() <= 0)
+    throw std::invalid_argument("redis: cluster.retry_delay must be positive");
+  if (refresh_interval.count() <= 0)
+    throw std::invalid_argument("redis: cluster.refresh_interval must be positive");
+  if (refresh_timeout.count() <= 0)
+    throw std::invalid_argument("redis: cluster.refresh_timeout must be positive");
+}
+
 void LinkOptions::validate() const {
   connector.validate();
+  cluster.validate();
   if (connector.connection.write.slow_reader != net::SlowReaderPolicy::close)
     throw std::invalid_argument(
         "redis: connector.connection.write.slow_reader must be close (a link that stops "
@@ -41,6 +61,11 @@ void ClientOptions::validate() const {
     throw std::invalid_argument("redis: command_timeout must be >= 0 (0 = none)");
   if (max_buffered > 0 && max_buffered_bytes == 0)
     throw std::invalid_argument("redis: max_buffered_bytes must be > 0 when max_buffered is");
+  if (wait_replicas < 0) throw std::invalid_argument("redis: wait_replicas must be >= 0");
+  if (wait_replicas > 0 && wait_timeout < std::chrono::milliseconds(1))
+    throw std::invalid_argument(
+        "redis: wait_timeout must be at least 1ms when wait_replicas is set (WAIT 0 blocks "
+        "forever)");
 }
 
 }  // namespace heartwheel::redis

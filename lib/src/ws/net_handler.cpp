@@ -88,12 +88,16 @@ net::DeadlineAction NetHandler::on_deadline(net::Connection& conn, net::Deadline
   Connection* c = of(conn);
   if (c == nullptr) return net::DeadlineAction::close;
   if (event.kind == Deadline::ping) return on_ping_due(*c);
-  if (event.kind == Deadline::pong_timeout)
+  if (event.kind == Deadline::pong_timeout) {
     ++stats_.pong_timeouts;  // closed with reason pong_timeout
-  else if (event.kind == deadline::close_timeout)
+    return net::DeadlineAction::close;
+  }
+  if (event.kind == deadline::close_timeout) {
     ++stats_.close_timeouts;  // closed with ws's reason close_timeout
-  // Those two, and the application's idle policy, max age, ...: close.
-  return net::DeadlineAction::close;
+    return net::DeadlineAction::close;
+  }
+  // The application's own kinds, its idle policy, max age, ...
+  return app_.on_deadline(*c, event);
 }
 
 net::DeadlineAction NetHandler::on_ping_due(Connection& c) {

@@ -17,32 +17,48 @@
 //   encoded into the client frame (encode_publication), ONCE per node, then
 //   shared by every hub (Event::frame) and every subscriber.
 //
-// Redis keys (K = key_prefix, C = channel; "{C}" keeps a channel's keys in
-//   one cluster slot)
-//     K{C}:m  hash: s = last offset, e = epoch (random, set when the stream
-//             is made; expires history_ttl after the last publish, as the
-//             stream does: then a new epoch, clients get recovered: false)
-//     K{C}:s  stream: one entry per publication, id "<offset>-0", fields
-//             d (data), i (info); XADD MAXLEN ~ history_size
-//     K{C}:p  hash: node id -> this node's subscribers of C
-//     K{C}:l  sorted set: node id -> lease deadline (Redis time, ms)
-//     Kch:C   the Redis pub/sub channel of C
+// Redis keys (K = key_prefix, C = channel, T = the hash tag of C's partition)
+//   Channels are grouped into `partitions` partitions (Centrifugo's
+//   grouping): C's partition is CRC16(C) mod partitions, and each partition
+//   has a short hash tag chosen so that the partitions spread evenly over
+//   the 16,384 slots (redis::Partitions, heartwheel/redis/slot.h). Every
+//   name of C carries "{T}", so every script touches one slot, and on a
+//   Redis Cluster a node needs one connection per master, not per channel:
+//     K{T}C:m  hash: s = last offset, e = epoch (random, set when the stream
+//              is made; expires history_ttl after the last publish, as the
+//              stream does: then a new epoch, clients get recovered: false)
+//     K{T}C:s  stream: one entry per publication, id "<offset>-0", fields
+//              d (data), i (info); XADD MAXLEN ~ history_size
+//     K{T}C:p  hash: node id -> this node's subscribers of C
+//     K{T}C:l  sorted set: node id -> lease deadline (Redis time, ms)
+//     Kch:{T}C the Redis pub/sub channel of C (redis_channel(C)): PUBLISH /
+//              SUBSCRIBE on one redis-server, SPUBLISH / SSUBSCRIBE (sharded
+//              pub/sub: the message stays on the master of T's slot) on a
+//              cluster; the Subscriber batches its SSUBSCRIBEs per slot
 //   publish is ONE Lua script (Centrifugo's shape): make the epoch if there
-//   is none, HINCRBY the offset, XADD, PEXPIRE, PUBLISH "p<offset>:<epoch>:
-//   <info length>:<info><data>"; it answers {offset, epoch}.
+//   is none, HINCRBY the offset, XADD, PEXPIRE, (S)PUBLISH "p<offset>:
+//   <epoch>:<info length>:<info><data>"; it answers {offset, epoch}. It is
+//   a durable write (redis::CommandOptions::durable): with the Client's
+//   wait_replicas set, the publish is answered only once that many replicas
+//   have it, else unavailable (counted in not_replicated).
+//   Data written by a version before partitions (keys K{C}:m ...) is not
+//   read: the layout changed, and no migration is made.
 //
 // Fan-out and order
-//   The node SUBSCRIBEs to Kch:C while any hub has subscribers of C, and
-//   UNSUBSCRIBEs when the last leaves. A channel is "synced" by one atomic
-//   script that reads its top (offset, epoch) and the stream entries after a
-//   given offset: after the SUBSCRIBE is confirmed (live messages arriving
-//   meanwhile are buffered), for every round of joins, after every reconnect
-//   (Subscriber::on_resubscribed) and whenever an offset arrives out of turn
-//   (a gap). Entries the hubs have not had yet are posted from the read;
+//   The node subscribes to C's Redis channel while any hub has subscribers
+//   of C, and unsubscribes when the last leaves. A channel is "synced" by
+//   one atomic script that reads its top (offset, epoch) and the stream
+//   entries after a given offset: after the subscription is confirmed (live
+//   messages arriving meanwhile are buffered), for every round of joins,
+//   whenever the subscription is confirmed again after a loss
+//   (Subscriber::on_subscribed with again) and whenever an offset arrives
+//   out of turn (a gap). Entries the hubs have not had yet are posted from the read;
 //   live messages at or below the read top are duplicates and dropped, those
 //   after it are posted in offset order. So every hub sees 1, 2, 3, ... with
 //   no gap and no overlap, also across a Redis reconnect, as long as the
-//   stream still holds what was missed (history_size, history_ttl);
+//   stream still holds what was missed (history_size, history_ttl); on a
+//   cluster also across a failover or a slot migration (the subscription is
+//   confirmed again on the new master, and the round reads the gap);
 //   otherwise the hole is counted (RedisBrokerStats::lost).
 //
 // Recovery (subscribe with since)
@@ -54,8 +70,8 @@
 //   another node than the one it was on: the stream is in Redis.
 //
 // Presence across nodes: leases per node and channel, with counts
-//   Each node keeps, per channel, ONE entry: its count of subscribers (K{C}:p)
-//   and its lease deadline (K{C}:l), renewed on the broker's wheel every
+//   Each node keeps, per channel, ONE entry: its count of subscribers (K{T}C:p)
+//   and its lease deadline (K{T}C:l), renewed on the broker's wheel every
 //   presence_ttl / 3 (one timer for the node, Redisson's watchdog). A node
 //   that dies stops renewing; within presence_ttl its entry is pruned by the
 //   next presence read, and its subscribers vanish from every count. Per
@@ -76,7 +92,7 @@
 //   connection dropped after it was sent may or may not have been taken
 //   (check history). Nothing is dropped silently: stats() counts it.
 //   Publications made by other nodes during an outage of the pub/sub link
-//   are read from the stream when it re-subscribes (on_resubscribed), if
+//   are read from the stream when it re-subscribes (on_subscribed again), if
 //   history holds them; a Redis that lost its data (restart without
 //   persistence) starts new streams: events come with a new epoch
 //   (Envelope::new_epoch) and subscribers see the change.
@@ -96,21 +112,27 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace heartwheel::pubsub {
 
 struct RedisBrokerOptions {
   Limits limits;
   // history_size, history_ttl, join_leave for every channel. history_ttl is
-  // also the TTL of the channel's offset and epoch (K{C}:m), so it must be
+  // also the TTL of the channel's offset and epoch (K{T}C:m), so it must be
   // positive even without history.
   ChannelOptions channel{.history_size = 100, .history_ttl = std::chrono::minutes(5)};
   // Where Redis is and how the links behave (the Subscriber uses the same
   // LinkOptions). connector.host/port, command_timeout, max_buffered, ...
   redis::ClientOptions redis;
   // Prefix of every key and Redis channel (several applications, or tests,
-  // on one Redis).
+  // on one Redis). No braces.
   std::string key_prefix = "hw:";
+  // Channels are grouped into this many partitions, each with a hash tag
+  // of its own (see "Redis keys"); every node of a deployment must use the
+  // same number. 1..16384.
+  std::size_t partitions = 128;
   // This node's name in presence entries; empty: random (16 hex digits).
   std::string node_id;
   // Presence lease: renewed every presence_ttl / 3; a dead node's
@@ -143,10 +165,18 @@ struct RedisBrokerStats {
   std::uint64_t epoch_changes = 0;       // streams Redis lost while we listened
   std::uint64_t lease_renewals = 0;      // renewal scripts sent
   std::uint64_t decode_errors = 0;       // messages on our channels we could not read
+  std::uint64_t not_replicated = 0;      // publishes that ran but WAIT found too few replicas
+  std::uint64_t rewinds = 0;  // streams found behind what was delivered (a failover lost
+                              // writes): given a new epoch
   redis::LinkStats link;                 // the Client and the Subscriber, merged
+  // Cluster mode: per master, the Client's connection and commands, and the
+  // Subscriber's connection and channels. Empty on one redis-server.
+  std::vector<redis::MasterStats> masters;
+  std::vector<redis::MasterStats> subscriber_masters;
 };
 
-// One JSON object (the link under "link").
+// One JSON object (the link under "link", the masters under "masters" and
+// "subscriber_masters").
 std::string to_json(const RedisBrokerStats& stats);
 
 class RedisBroker final : public Broker {
@@ -179,6 +209,9 @@ class RedisBroker final : public Broker {
   void halt();
 
   const std::string& node_id() const noexcept { return options_.node_id; }
+  // The Redis pub/sub channel carrying `channel`'s events ("Redis keys"):
+  // for PUBSUB NUMSUB / SHARDNUMSUB and the like. Any thread.
+  std::string redis_channel(std::string_view channel) const;
   // A snapshot, taken on the broker's thread (waits for it, up to 1 s).
   RedisBrokerStats stats() const;
 

@@ -17,9 +17,18 @@
 //   claim and acknowledgement): delivery is at-least-once across node
 //   crashes, exactly-once among nodes that stay up.
 //
-//   Keys (prefix P = options.key_prefix): P"due" (sorted set id -> due ms),
-//   P"data" (hash id -> channel and data), P"claims" (sorted set id -> lease
-//   deadline ms). Every node of one deployment uses the same prefix.
+//   Keys (prefix P = options.key_prefix, T = a partition's hash tag): the
+//   queue is split into options.partitions partitions, each its own three
+//   keys P{T}due (sorted set id -> due ms), P{T}data (hash id -> channel and
+//   data), P{T}claims (sorted set id -> lease deadline ms). A push's
+//   partition is CRC16(id) mod partitions; the tags spread the partitions
+//   evenly over Redis Cluster's slots (redis::Partitions), so on a cluster
+//   the queue's load is shared by every master, and every script still
+//   touches one slot (a claim stays atomic: it is within one partition).
+//   Each node loads its window from every partition. Every node of one
+//   deployment uses the same prefix and the same number of partitions.
+//   Pushes stored by a version before partitions (keys P"due" ...) are not
+//   read: no migration is made.
 //
 // Guarantees
 //   - A push whose schedule callback got no error is in Redis (as durable as
@@ -51,16 +60,24 @@
 //   nothing. Threads: the wheel's loop thread only (like the Client).
 // Re-entrancy: `deliver` and the callbacks may call schedule() and cancel();
 //   they must not destroy the queue.
+// Durability: schedule() is a durable write (redis::CommandOptions::
+//   durable): with the Client's wait_replicas set, its callback says yes
+//   only once that many replicas have the push, and gets
+//   redis::errc::not_replicated otherwise (the push is on the master, and a
+//   failover before it replicates may lose it).
+//
 // Cost: per loaded push one ~100-byte node (TimerEntry + id) in a hash map
 //   and one O(1) wheel insert; per fired push one claim script and one
 //   acknowledgement (pipelined with everything else of that loop
-//   iteration); per load two ZRANGE BYSCORE queries returning only what is
-//   new; per reap one script, O(expired claims).
+//   iteration); per load two ZRANGE BYSCORE queries per partition,
+//   returning only what is new; per reap one script per partition,
+//   O(expired claims).
 #pragma once
 
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/push/delayed_stats.h>
 #include <heartwheel/redis/client.h>
+#include <heartwheel/redis/slot.h>
 #include <heartwheel/common/time.h>
 #include <heartwheel/timer/timer_entry.h>
 
@@ -73,6 +90,7 @@
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
+#include <vector>
 
 namespace heartwheel::push {
 
@@ -92,8 +110,10 @@ struct DelayedPush {
 };
 
 struct DelayedQueueOptions {
-  // Prefix of the three keys (see above).
+  // Prefix of the keys (see above). No braces.
   std::string key_prefix = "heartwheel:push:";
+  // Partitions of the queue (see above), 1..16384; the same on every node.
+  std::size_t partitions = 16;
   // Pushes due within this are held in the wheel (QMQ's load-ahead window).
   Duration window = std::chrono::seconds(60);
   // How often the loaded window is extended (and overdue pushes looked for).
@@ -136,8 +156,10 @@ using CancelCallback = std::function<void(std::error_code error, bool cancelled)
 
 class DelayedQueue {
  public:
-  // Validates `options` (std::invalid_argument); `deliver` is required.
-  // Starts nothing.
+  // Validates `options` (std::invalid_argument); `deliver` is required;
+  // with the client's wait_replicas set, lease must be at least twice its
+  // wait_timeout (a claim waits for WAIT before the delivery). Starts
+  // nothing.
   DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueueOptions options,
                DeliverFunction deliver);
   DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueueOptions options,
@@ -177,20 +199,28 @@ class DelayedQueue {
   struct Keys {
     std::string due, data, claims;
   };
+  // One partition: its keys and how far its window is loaded.
+  struct Partition {
+    Keys keys;
+    // Everything due up to here has been loaded (Redis ms); INT64_MIN: nothing.
+    std::int64_t loaded_until_ms;
+  };
 
   std::int64_t now_ms() const;
   TimePoint wheel_time(std::int64_t due_ms) const noexcept;
   std::string next_id();
   // Puts a push in the wheel unless it is there already.
   void hold(std::string_view id, std::int64_t due_ms);
+  Partition& partition_of(std::string_view id);
   void release(Held& held) noexcept;
   void claim(Held& held);
   void retry_later(Held& held) noexcept;
   void on_claimed(const std::string& id, std::error_code ec, redis::Reply reply);
   void acknowledge(const std::string& id);
   void load();
-  void load_range(bool overdue, std::string from, std::int64_t to_ms);
-  void on_loaded(bool overdue, std::int64_t to_ms, std::error_code ec, const redis::Reply& reply);
+  void load_range(Partition& p, bool overdue, std::string from, std::int64_t to_ms);
+  void on_loaded(Partition& p, bool overdue, std::int64_t to_ms, std::error_code ec,
+                 const redis::Reply& reply);
   void finish_load();
   void reap();
   static void on_load_timer(TimerEntry& e);
@@ -203,18 +233,17 @@ class DelayedQueue {
   redis::Client& client_;
   DelayedQueueOptions options_;
   AsyncDeliverFunction deliver_;
-  Keys keys_;
+  redis::Partitions tags_;
+  std::vector<Partition> partitions_;
   std::string id_prefix_;
   std::uint64_t id_counter_ = 0;
   std::shared_ptr<int> life_;  // callbacks hold a weak_ptr: expired = stopped
   bool started_ = false;
   std::unordered_map<std::string_view, std::unique_ptr<Held>> held_;
-  // Everything due up to here has been loaded (Redis ms); INT64_MIN: nothing.
-  std::int64_t loaded_until_ms_;
   int loads_pending_ = 0;
   bool load_failed_ = false;
   bool load_more_ = false;  // a full page: load again at once
-  bool reaping_ = false;
+  std::size_t reaping_ = 0;  // reap scripts in flight
   Periodic load_timer_;
   Periodic reap_timer_;
   DelayedQueueStats stats_;

@@ -33,6 +33,10 @@
 //       {} with the reply           Redis answered
 //       redis::errc::server_error   Redis answered with an error reply
 //                                   (reply.str(): "WRONGTYPE ...")
+//       redis::errc::not_replicated a durable write ran, but WAIT saw too
+//                                   few replicas (CommandOptions::durable)
+//       redis::errc::too_many_redirects  cluster mode: MOVED / ASK more
+//                                   than ClusterOptions::max_redirects times
 //       heartwheel::errc::timed_out the command's deadline passed first
 //                                   (while buffered or in flight); a reply
 //                                   that comes later is discarded (counted
@@ -78,6 +82,48 @@
 //   Blocking commands (BLPOP, XREAD BLOCK) hold up every command behind
 //   them on this connection: give them a client of their own.
 //
+// Redis Cluster (ClientOptions::cluster.seeds set; link_options.h)
+//   The same interface over a cluster: the caller's code does not change.
+//   The client reads the slot map from a seed (CLUSTER SHARDS, or CLUSTER
+//   SLOTS before Redis 7) on a connection of its own, and sends each
+//   command to the master that owns its key's slot (Command::slot(): the
+//   key argument by the command's name, a script's first KEYS, or
+//   route_by(key); keyless commands to any master), over one connection per
+//   master it has needed so far - each a net::Connector connection with the
+//   options above (deadlines, heartbeat, backoff, write queue cap). It
+//   follows the cluster:
+//     -MOVED slot addr   the slot has a new master: sent there, the map is
+//                        read again (at most once per refresh_interval)
+//     -ASK slot addr     a migration under way: ASKING + the command, once,
+//                        on that node (the map does not change)
+//     -CLUSTERDOWN, -TRYAGAIN, -LOADING, -MASTERDOWN: sent again after
+//                        cluster.retry_delay
+//     a master's connection lost: the map is read every refresh_interval
+//                        until its replica is promoted (cluster-node-timeout
+//                        plus an election); its commands wait for it
+//   Commands that no open connection can take (no map yet, their master
+//   unreachable or being replaced, a retry's delay) wait in one bounded
+//   waiting room (max_buffered / max_buffered_bytes, as the single link's
+//   buffer) with their deadlines; a command is answered exactly once: its
+//   reply, or the error once its deadline passes (timed_out), its
+//   connection drops while it is in flight (disconnected, unless retry),
+//   or redirects exceed cluster.max_redirects (too_many_redirects). Several
+//   commands to one slot keep their order unless a redirect sends one of
+//   them again. masters() lists each master with its connection; stats()
+//   counts each command once however many attempts it took, plus
+//   redirects, slot-map reads and failovers.
+//
+// Durable writes (CommandOptions::durable, ClientOptions::wait_replicas)
+//   Replication is asynchronous: a master that dies may take the writes it
+//   acknowledged but had not yet sent to a replica with it. A durable write
+//   is answered only when WAIT, sent after it on the same connection, says
+//   wait_replicas replicas have it (else not_replicated, with the write's
+//   reply). One WAIT covers every durable write sent before it, and one is
+//   in flight per connection at a time (group commit): writes issued while
+//   one is out wait for the next, so a slow or missing replica costs one
+//   wait_timeout per round, not per write. Works on one redis-server with
+//   replicas and on a cluster alike.
+//
 // Ownership and lifetime: the application owns the Client. Destroy it on the
 //   loop thread, before the LoopWheel; its connection is closed without
 //   callbacks and the callbacks of pending commands never run.
@@ -88,10 +134,13 @@
 //   Client. An exception thrown by a callback is swallowed and counted
 //   (callback_exceptions).
 // Cost: per command one encoding (at Command construction), one append to
-//   the batch, one 128-byte queue entry and a 16-byte deadline mark (plus the
-//   command's bytes while buffered, or while kept for retry or the script
-//   fallback); per reply O(1) amortized plus the callback; per loop
-//   iteration one write.
+//   the batch, one 128-byte queue entry and a 16-byte deadline mark (plus
+//   the command's bytes while buffered, or while kept for retry or the
+//   script fallback); per reply O(1) amortized plus the callback; per loop
+//   iteration one write per connection. Cluster mode adds per command one
+//   shared request (~200 bytes) and a copy of its bytes until its outcome
+//   (to send it again after a redirect), one slot lookup; per client a
+//   32 KiB slot table.
 #pragma once
 
 #include <heartwheel/timer/loop_wheel.h>
@@ -106,6 +155,7 @@
 #include <functional>
 #include <memory>
 #include <system_error>
+#include <vector>
 
 namespace heartwheel::redis {
 
@@ -118,7 +168,14 @@ struct CommandOptions {
   Duration timeout{-1};
   // For idempotent commands: if the connection drops while it is in flight,
   // send it again after the reconnect instead of failing with disconnected.
+  // In cluster mode also after a failover, to the new master.
   bool retry = false;
+  // An acknowledged write: with ClientOptions::wait_replicas > 0 it is
+  // followed on the same connection by WAIT wait_replicas wait_timeout, and
+  // its callback runs when WAIT answers: with the write's reply, and
+  // errc::not_replicated if fewer replicas acknowledged it (the write did
+  // run on the master). No effect when wait_replicas is 0.
+  bool durable = false;
 };
 
 struct ClientOptions : LinkOptions {
@@ -128,13 +185,22 @@ struct ClientOptions : LinkOptions {
   // Commands held while there is no connection; 0 = refuse at once.
   std::size_t max_buffered = 1024;
   std::size_t max_buffered_bytes = std::size_t{16} << 20;  // 16 MiB
+  // Durable writes (CommandOptions::durable) wait for this many replicas to
+  // acknowledge them (Redis's WAIT); 0: they do not wait. Replication is
+  // asynchronous: without this, a write acknowledged by a master that dies
+  // before its replica received it is lost in the failover.
+  int wait_replicas = 0;
+  // WAIT's own timeout (> 0 when wait_replicas is; WAIT 0 would block
+  // forever). WAIT holds up the commands behind it on that connection while
+  // replicas lag, for up to this long.
+  Duration wait_timeout = std::chrono::seconds(1);
 
   // Throws std::invalid_argument naming the bad field.
   void validate() const;
 };
 
 namespace detail {
-class ClientCore;
+class ClientImpl;
 }
 
 class Client {
@@ -157,21 +223,27 @@ class Client {
   // the outcome is then only counted.
   std::error_code command(Command command, Callback done, CommandOptions options = {});
 
-  // An open connection (not closing).
+  // An open connection (not closing). Cluster mode: the slot map is known
+  // and every connection to a master that owns slots is open.
   bool connected() const noexcept;
-  // Commands sent whose reply has not come (timed-out ones and PINGs too).
+  // Commands sent whose outcome has not come (timed-out ones, PINGs and
+  // WAITs too; durable writes waiting for their WAIT).
   std::size_t in_flight() const noexcept;
-  // Commands waiting for a connection.
+  // Commands waiting for a connection (cluster: in the waiting room).
   std::size_t buffered() const noexcept;
   // Writes the pending batch now (normally the loop does, before it polls).
   void flush();
 
   // The counters, with the gauges filled in.
   LinkStats stats() const noexcept;
+  // Cluster mode: every master of the slot map, with this client's
+  // connection to it (connected, its counters) and the commands pending
+  // for it; ordered by address. Empty for a single redis-server.
+  std::vector<MasterStats> masters() const;
   const ClientOptions& options() const noexcept;
 
  private:
-  std::unique_ptr<detail::ClientCore> core_;
+  std::unique_ptr<detail::ClientImpl> core_;
 };
 
 }  // namespace heartwheel::redis

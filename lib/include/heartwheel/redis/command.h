@@ -13,6 +13,18 @@
 //   (SUBSCRIBE and the other pub/sub commands, MONITOR, HELLO, RESET,
 //   CLIENT REPLY) is marked, and Client::command refuses it (not_allowed).
 //
+// Routing (Redis Cluster)
+//   Each command knows its key's hash slot (slot.h), found at construction
+//   from the command's name: most commands name their key first (GET k,
+//   XADD k ..., SPUBLISH channel ...); EVAL / EVALSHA / FCALL by their first
+//   KEYS (none when numkeys is 0); XREAD / XREADGROUP by the first stream
+//   after STREAMS; OBJECT / XINFO / XGROUP / MEMORY by the argument after
+//   the subcommand; ZUNION / ZINTER / ZDIFF / SINTERCARD / ZINTERCARD /
+//   LMPOP / ZMPOP after numkeys. Server commands (PING, INFO, CLUSTER,
+//   SCRIPT, WAIT, PUBLISH, CONFIG, ...) have none and go to any master. For
+//   anything else, or to override the rule, route_by(key). A single-server
+//   Client ignores the slot.
+//
 // Script
 //   A Lua script and its SHA-1 (computed here, as Redis does). call() makes
 //   an EVALSHA command that remembers the script: when Redis answers
@@ -69,6 +81,12 @@ class Command {
   // Precondition: script_source() is set.
   Command as_eval() const;
 
+  // The hash slot this command is routed by (see "Routing"); -1: it has no
+  // key and may go to any master.
+  int slot() const noexcept { return slot_; }
+  // Routes by `key` instead (its slot); returns *this.
+  Command& route_by(std::string_view key) noexcept;
+
  private:
   friend class Script;
   Command() = default;
@@ -78,6 +96,7 @@ class Command {
   std::shared_ptr<const std::string> script_;
   std::uint32_t name_offset_ = 0;
   std::uint32_t name_size_ = 0;
+  std::int32_t slot_ = -1;
   bool breaks_order_ = false;
 };
 

@@ -23,6 +23,10 @@ enum class errc {
   // Given to a command's callback.
   disconnected,  // the connection dropped after the command was sent: it may or may not have run
   server_error,  // Redis answered with an error reply; its text is in the Reply
+  not_replicated,  // a durable write ran on the master, but WAIT saw fewer replicas than
+                   // ClientOptions::wait_replicas acknowledge it in time: a failover may lose it
+  too_many_redirects,  // Redis Cluster kept redirecting (MOVED / ASK) past
+                       // ClusterOptions::max_redirects; the last error's text is in the Reply
   // redis::Lock (lock.h).
   already_locked,  // returned: this Lock already holds or waits for that name (not reentrant)
   lock_not_held,   // returned by unlock(): this Lock neither holds nor waits for that name

@@ -5,25 +5,38 @@
 // node's figure is the merge of all its links, as net::LoopSnapshot merges
 // loops. Client::stats() / Subscriber::stats() fill the gauges when asked;
 // the counters only grow. Every command accepted ends in exactly one of
-// replies_ok, replies_error, timed_out, failed_disconnected, failed_stopped
-// (or is still in_flight / buffered): none is dropped without a count.
-// Threads: plain integers, copied out on the link's loop thread.
+// replies_ok, replies_error, not_replicated, timed_out, failed_disconnected,
+// failed_stopped, redirect_errors (or is still in_flight / buffered): none is
+// dropped without a count.
+//
+// A cluster link (ClusterOptions::seeds) reports the merge of its
+// connections (one per master it talks to, and the one reading the slot
+// map) with the command and subscription fields counted once per command
+// and channel as the application sees them, plus the cluster fields; and
+// per master, MasterStats (Client::masters(), Subscriber::masters()).
+//
+// kLinkStatsFields lists every field with its kind and meaning, once: merge,
+// to_json and the Prometheus families (heartwheel/metrics/redis_metrics.h)
+// all walk it, and a field without a row fails to compile (stats.cpp).
+// Threads: plain values, copied out on the link's loop thread.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace heartwheel::redis {
 
 struct LinkStats {
   // Gauges, now.
   std::uint64_t links = 1;      // links merged into these figures
-  std::uint64_t connected = 0;  // links with an open connection
+  std::uint64_t connected = 0;  // links with an open connection (cluster: connections)
   std::uint64_t in_flight = 0;  // commands sent whose reply has not come (timed-out ones too)
   std::uint64_t buffered = 0;   // commands waiting for a connection
   std::uint64_t buffered_bytes = 0;
   std::uint64_t subscriptions = 0;         // channels + patterns a Subscriber wants
   std::uint64_t active_subscriptions = 0;  // of which Redis confirmed on this connection
+  std::uint64_t cluster_masters = 0;       // masters in the slot map (cluster links)
 
   // The connection.
   std::uint64_t connects = 0;          // connections opened
@@ -52,6 +65,8 @@ struct LinkStats {
   std::uint64_t refused_queue_full = 0;     // command() refused: write queue at its cap
   std::uint64_t buffered_total = 0;         // commands that waited for a connection
   std::uint64_t script_fallbacks = 0;       // NOSCRIPT answers resent as EVAL
+  std::uint64_t waits = 0;                  // WAITs sent after durable writes
+  std::uint64_t not_replicated = 0;         // durable writes WAIT found too few replicas for
 
   // Subscriptions (Subscriber).
   std::uint64_t subscribes = 0;  // channels and patterns asked for by the application
@@ -61,10 +76,113 @@ struct LinkStats {
   std::uint64_t messages = 0;            // delivered to on_message
   std::uint64_t stray_messages = 0;      // for a channel no longer wanted (dropped)
 
+  // Redis Cluster.
+  std::uint64_t redirects_moved = 0;   // MOVED followed (the slot has a new master)
+  std::uint64_t redirects_ask = 0;     // ASK followed (ASKING + the command, once)
+  std::uint64_t redirect_errors = 0;   // commands failed with too_many_redirects
+  std::uint64_t cluster_retries = 0;   // sent again after CLUSTERDOWN / TRYAGAIN / a lost master
+  std::uint64_t slot_map_refreshes = 0;  // slot maps read
+  std::uint64_t slot_map_errors = 0;     // slot map reads that failed (the next node is asked)
+  std::uint64_t slots_moved = 0;         // slots whose master changed from one map to the next
+  std::uint64_t failovers = 0;           // replicas seen promoted to master
+  std::uint64_t channels_moved = 0;      // sharded subscriptions moved to another master
+
   void merge(const LinkStats& other) noexcept;
 };
 
 // One JSON object; the keys are the field names above.
 std::string to_json(const LinkStats& stats);
+
+// One row of kLinkStatsFields.
+struct LinkStatsField {
+  const char* name;
+  std::uint64_t LinkStats::*member;
+  bool gauge;        // a value now (else a counter: only grows)
+  const char* help;  // one line, for Prometheus's HELP
+};
+
+inline constexpr LinkStatsField kLinkStatsFields[] = {
+    {"links", &LinkStats::links, true, "Redis links merged into these figures"},
+    {"connected", &LinkStats::connected, true, "Redis connections open"},
+    {"in_flight", &LinkStats::in_flight, true, "Redis commands sent and not answered"},
+    {"buffered", &LinkStats::buffered, true, "Redis commands waiting for a connection"},
+    {"buffered_bytes", &LinkStats::buffered_bytes, true, "bytes of the buffered Redis commands"},
+    {"subscriptions", &LinkStats::subscriptions, true, "channels and patterns subscribers want"},
+    {"active_subscriptions", &LinkStats::active_subscriptions, true,
+     "subscriptions Redis confirmed on the current connections"},
+    {"cluster_masters", &LinkStats::cluster_masters, true, "masters in the Redis Cluster slot map"},
+    {"connects", &LinkStats::connects, false, "Redis connections opened"},
+    {"reconnects", &LinkStats::reconnects, false, "Redis connections opened again after one"},
+    {"disconnects", &LinkStats::disconnects, false, "Redis connections closed"},
+    {"connect_failures", &LinkStats::connect_failures, false, "Redis connection attempts failed"},
+    {"pings_sent", &LinkStats::pings_sent, false, "heartbeat PINGs sent"},
+    {"pong_timeouts", &LinkStats::pong_timeouts, false,
+     "Redis connections closed because Redis went silent"},
+    {"protocol_errors", &LinkStats::protocol_errors, false,
+     "Redis connections closed on bytes that are not RESP2"},
+    {"setup_errors", &LinkStats::setup_errors, false,
+     "Redis connections closed because a setup command failed"},
+    {"writes", &LinkStats::writes, false, "batches written to Redis"},
+    {"callback_exceptions", &LinkStats::callback_exceptions, false,
+     "application callbacks that threw"},
+    {"commands", &LinkStats::commands, false, "Redis commands accepted"},
+    {"sent", &LinkStats::sent, false, "Redis commands written (resends again)"},
+    {"replies_ok", &LinkStats::replies_ok, false, "Redis commands answered"},
+    {"replies_error", &LinkStats::replies_error, false, "Redis commands answered with an error"},
+    {"timed_out", &LinkStats::timed_out, false, "Redis commands past their deadline"},
+    {"failed_disconnected", &LinkStats::failed_disconnected, false,
+     "Redis commands in flight when their connection dropped"},
+    {"failed_stopped", &LinkStats::failed_stopped, false, "Redis commands failed by stop()"},
+    {"retried", &LinkStats::retried, false, "Redis commands sent again after a drop"},
+    {"late_replies", &LinkStats::late_replies, false, "replies to timed-out commands"},
+    {"refused_not_connected", &LinkStats::refused_not_connected, false,
+     "Redis commands refused: not connected"},
+    {"refused_buffer_full", &LinkStats::refused_buffer_full, false,
+     "Redis commands refused: buffer full"},
+    {"refused_queue_full", &LinkStats::refused_queue_full, false,
+     "Redis commands refused: write queue full"},
+    {"buffered_total", &LinkStats::buffered_total, false,
+     "Redis commands that waited for a connection"},
+    {"script_fallbacks", &LinkStats::script_fallbacks, false, "NOSCRIPT answers resent as EVAL"},
+    {"waits", &LinkStats::waits, false, "WAITs sent after durable writes"},
+    {"not_replicated", &LinkStats::not_replicated, false,
+     "durable writes too few replicas acknowledged"},
+    {"subscribes", &LinkStats::subscribes, false, "subscriptions asked for"},
+    {"unsubscribes", &LinkStats::unsubscribes, false, "subscriptions given up"},
+    {"resubscribes", &LinkStats::resubscribes, false, "subscriptions made again after a loss"},
+    {"resubscribe_rounds", &LinkStats::resubscribe_rounds, false,
+     "losses after which every subscription was confirmed again"},
+    {"messages", &LinkStats::messages, false, "pub/sub messages delivered"},
+    {"stray_messages", &LinkStats::stray_messages, false,
+     "pub/sub messages for channels no longer wanted"},
+    {"redirects_moved", &LinkStats::redirects_moved, false, "Redis Cluster MOVED redirects followed"},
+    {"redirects_ask", &LinkStats::redirects_ask, false, "Redis Cluster ASK redirects followed"},
+    {"redirect_errors", &LinkStats::redirect_errors, false,
+     "Redis commands failed after too many redirects"},
+    {"cluster_retries", &LinkStats::cluster_retries, false,
+     "Redis commands sent again after CLUSTERDOWN, TRYAGAIN or a lost master"},
+    {"slot_map_refreshes", &LinkStats::slot_map_refreshes, false, "Redis Cluster slot maps read"},
+    {"slot_map_errors", &LinkStats::slot_map_errors, false,
+     "Redis Cluster slot map reads that failed"},
+    {"slots_moved", &LinkStats::slots_moved, false,
+     "Redis Cluster slots seen moving to another master"},
+    {"failovers", &LinkStats::failovers, false, "Redis Cluster replicas seen promoted to master"},
+    {"channels_moved", &LinkStats::channels_moved, false,
+     "sharded subscriptions moved to another master"},
+};
+
+// One master of a Redis Cluster, as one cluster link sees it now.
+struct MasterStats {
+  std::string address;       // "HOST:PORT"
+  std::uint64_t slots = 0;   // slots it owns in the link's slot map
+  bool connected = false;    // the link's connection to it is open
+  std::uint64_t pending = 0; // Client: commands in flight or waiting for it;
+                             // Subscriber: channels wanted there
+  LinkStats link;            // the counters of the link's connection to it
+};
+
+// A JSON array of objects: address, slots, connected, pending, and the
+// connection's counters under "link".
+std::string to_json(const std::vector<MasterStats>& masters);
 
 }  // namespace heartwheel::redis

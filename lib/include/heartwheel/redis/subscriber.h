@@ -35,6 +35,30 @@
 //   opened, on_resubscribed when it closed). A broker that must not lose
 //   them keeps history elsewhere (Redis Streams: stream.h) and reads the gap.
 //
+// Redis Cluster: sharded pub/sub (LinkOptions::cluster.seeds set)
+//   subscribe(channel) SSUBSCRIBEs the channel on the master that owns its
+//   slot (heartwheel/redis/slot.h): one connection per master that owns a
+//   wanted channel, plus one reading the slot map. Publishers use SPUBLISH
+//   (a Client command routed by the channel's slot). Every SSUBSCRIBE
+//   carries channels of one slot only (Redis refuses others), so names that
+//   share a hash tag (a partition) go out together. The subscriber follows
+//   the cluster:
+//     - a failover: the connection to the old master drops; the slot map is
+//       read every refresh_interval until the replica has taken over, then
+//       the channels are subscribed on the new master;
+//     - a slot migration: Redis sends "sunsubscribe" for the slot's
+//       channels; they are asked again, Redis answers -MOVED with the new
+//       master, and they move there (the map is read again too);
+//   and (re)subscribes at most subscribe_batch channels per
+//   subscribe_interval on each master's connection, so that 10,000 channels
+//   coming back to a new master do not arrive in one burst. In cluster mode
+//   on_subscribed(name, false, again) is per channel (again: it had been
+//   confirmed before, on this or another master), and on_resubscribed(count)
+//   runs when, after any loss (a master's connection, a moved slot), every
+//   wanted channel is confirmed again. psubscribe() is not available
+//   (sharded pub/sub has no patterns): it throws std::logic_error.
+//   masters() lists each master with its connection and channels.
+//
 // Messages
 //   on_message gets channel, payload, and for pattern subscriptions the
 //   pattern. The views are valid during the call only. A message for a
@@ -57,10 +81,12 @@
 #include <heartwheel/redis/link_options.h>
 #include <heartwheel/redis/stats.h>
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 namespace heartwheel::redis {
 
@@ -78,13 +104,17 @@ struct SubscriberOptions : LinkOptions {
   // After a reconnect: every wanted subscription is confirmed again (`count`
   // channels and patterns; 0 when none was wanted).
   std::function<void(std::size_t count)> on_resubscribed;
+  // Cluster mode: channels (re)subscribed on one master's connection at most
+  // this many per subscribe_interval (both > 0).
+  std::size_t subscribe_batch = 500;
+  Duration subscribe_interval = std::chrono::milliseconds(20);
 
   // Throws std::invalid_argument naming the bad field.
   void validate() const;
 };
 
 namespace detail {
-class SubscriberCore;
+class SubscriberImpl;
 }
 
 class Subscriber {
@@ -104,6 +134,7 @@ class Subscriber {
 
   void subscribe(std::string_view channel);
   void unsubscribe(std::string_view channel);
+  // Throws std::logic_error in cluster mode (no patterns in sharded pub/sub).
   void psubscribe(std::string_view pattern);
   void punsubscribe(std::string_view pattern);
 
@@ -121,10 +152,14 @@ class Subscriber {
   void flush();
   // The counters, with the gauges filled in.
   LinkStats stats() const noexcept;
+  // Cluster mode: every master of the slot map, its connection, and the
+  // channels wanted there (MasterStats::pending); by address. Empty for a
+  // single redis-server.
+  std::vector<MasterStats> masters() const;
   const SubscriberOptions& options() const noexcept;
 
  private:
-  std::unique_ptr<detail::SubscriberCore> core_;
+  std::unique_ptr<detail::SubscriberImpl> core_;
 };
 
 }  // namespace heartwheel::redis

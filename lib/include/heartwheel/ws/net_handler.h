@@ -138,6 +138,14 @@ class Application {
   // The connection is gone; `conn` is destroyed when this returns. Called
   // exactly once per connection that was opened.
   virtual void on_close(Connection& /*conn*/, const CloseInfo& /*info*/) {}
+  // A deadline slot that is not the WebSocket layer's own (ping,
+  // pong_timeout, close_timeout) passed: one the application set on
+  // conn.net(), or the server's idle policy. Return keep when the
+  // application took it over (it may close() with a code of its own);
+  // close (the default) closes TCP with close_reason_for(event.kind).
+  virtual net::DeadlineAction on_deadline(Connection& /*conn*/, net::DeadlineEvent /*event*/) {
+    return net::DeadlineAction::close;
+  }
 
  protected:
   ~Application() = default;

@@ -1,0 +1,66 @@
+// The Redis link of heartwheel-chat and heartwheel-push: the flags both
+// share, and the Prometheus families of their links.
+//
+// Flags: where
+// Redis is (one redis-server with --redis, or a Redis Cluster with
+// --redis-cluster, exclusive) and --redis-wait-replicas. Each program
+// registers --redis itself (its help differs: optional in chat, required in
+// push); these two are registered and applied here, once.
+//
+//   chat::RedisClusterFlags rc;
+//   chat::add_redis_cluster_flags(app, rc);
+//   ... parse ...
+//   if (chat::redis_wanted(redis, rc))                     // either flag given
+//     chat::apply_redis_target(redis, rc, client_options);  // std::invalid_argument
+//                                                           // names the flag
+// Metrics: write_redis_metrics(out, broker.stats(), extra) writes the
+// heartwheel_redis_* families (heartwheel/metrics/redis_metrics.h) of the
+// broker, link="broker" (its Client and Subscriber merged; per master of a
+// cluster, the Client's connections) and, on a cluster,
+// link="broker_subscriber" (the Subscriber's connections per master, its
+// counters summed over them), then the `extra` links (push: its nodes').
+//
+// Threads: the flags from main() only; write_redis_metrics from any.
+#pragma once
+
+#include <heartwheel/metrics/redis_metrics.h>
+#include <heartwheel/pubsub_redis/redis_broker.h>
+#include <heartwheel/redis/client.h>
+
+#include <span>
+
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace chat {
+
+struct RedisClusterFlags {
+  std::string cluster;     // --redis-cluster HOST:PORT[,HOST:PORT...]: seed nodes
+  int wait_replicas = 0;  // --redis-wait-replicas N
+};
+
+// Registers --redis-cluster and --redis-wait-replicas.
+void add_redis_cluster_flags(CLI::App& app, RedisClusterFlags& flags);
+
+// True when --redis (`redis`, the program's own flag) or --redis-cluster was
+// given.
+bool redis_wanted(const std::string& redis, const RedisClusterFlags& flags) noexcept;
+
+// Writes the target into `options`: connector.host/port from `redis`
+// (HOST:PORT, port required), or cluster.seeds from --redis-cluster (each
+// seed HOST:PORT), and wait_replicas (WAIT's timeout: the link's default,
+// ClientOptions::wait_timeout). Throws std::invalid_argument naming the flag:
+// both given, neither, a bad address, a negative N.
+void apply_redis_target(const std::string& redis, const RedisClusterFlags& flags,
+                        heartwheel::redis::ClientOptions& options);
+
+// The broker's families and `extra`'s, each family once. Throws
+// std::logic_error if `out` already has them.
+void write_redis_metrics(heartwheel::metrics::TextWriter& out,
+                         const heartwheel::pubsub::RedisBrokerStats& broker,
+                         std::span<const heartwheel::metrics::RedisLink> extra = {});
+
+}  // namespace chat

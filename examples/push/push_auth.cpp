@@ -1,0 +1,52 @@
+// See push_auth.h.
+#include "push_auth.h"
+
+namespace pushsrv {
+
+namespace auth = heartwheel::auth;
+
+PushAuth::PushAuth(const auth::ApiKey* api_key, const chat::AuthSettings* settings)
+    : api_key_(api_key), settings_(settings) {
+  if (settings != nullptr && settings->authenticating())
+    gate_ = std::make_unique<chat::AuthGate>(*settings);
+}
+
+std::optional<ApiError> PushAuth::check_publish(const heartwheel::http::Request& req) const {
+  if (api_key_ == nullptr) return std::nullopt;
+  const std::string* header = req.header("Authorization");
+  if (header == nullptr)
+    return ApiError{401, "unauthorized", "this API needs the header Authorization: apikey KEY"};
+  const auto presented = auth::parse_apikey_authorization(*header);
+  if (!presented || !api_key_->matches(*presented))
+    return ApiError{401, "unauthorized", "wrong API key"};
+  return std::nullopt;
+}
+
+std::optional<ApiError> PushAuth::check_sse(const heartwheel::http::Request& req,
+                                            std::string_view channel) {
+  if (settings_ == nullptr || !settings_->check_channels) return std::nullopt;
+  std::string user;
+  if (gate_) {
+    const auto token = req.query_param("token");
+    if (!token || token->empty())
+      return ApiError{401, "unauthorized", "GET /sse?channel=C&token=JWT: a token is required"};
+    auth::ConnectionClaims claims;
+    std::optional<heartwheel::Duration> left;
+    if (const auth::Error e = gate_->verify_connection(*token, claims, left); !e.ok())
+      return ApiError{401, "unauthorized", e.message};
+    user = std::move(claims.user);
+  }
+  auth::Access who;
+  who.user = user;
+  if (const auto sub = req.query_param("subscription_token"); sub && !sub->empty()) {
+    const auth::Error e = gate_ ? gate_->verify_subscription(*sub, user, channel)
+                                : auth::Error{auth::errc::wrong_algorithm, "no token key"};
+    if (!e.ok()) return ApiError{403, "permission_denied", "subscription token: " + e.message};
+    who.has_subscription_token = true;
+  }
+  const auth::Decision d = settings_->policy.can_subscribe(channel, who);
+  if (d.allowed()) return std::nullopt;
+  return ApiError{403, std::string(auth::code_name(d.code)), std::string(d.reason)};
+}
+
+}  // namespace pushsrv

@@ -1,0 +1,209 @@
+"""A real Redis Cluster for the Python tests and tools: six redis-server
+processes in cluster mode (three masters, three replicas by default) on free
+loopback ports below 55535 (the bus port is port + 10000), made a cluster with
+`redis-cli --cluster create ... --cluster-replicas 1 --cluster-yes`, no
+persistence, cluster-node-timeout 2 s by default; every process stopped by
+PID. Standard library only.
+
+    sys.path.insert(0, os.path.join(ROOT, "tools", "pylib"))
+    from redis_cluster import RedisCluster
+    with RedisCluster() as c:
+        c.seeds()            # "127.0.0.1:P1,127.0.0.1:P2,..." for --redis-cluster
+        m = c.masters()      # master ports, each owning a third of the slots
+        c.kill(m[0]); c.wait_ok()   # SIGKILL; its replica is promoted
+"""
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+from procs import free_port
+
+
+def _read_reply(f):
+    line = f.readline()
+    if not line:
+        raise ConnectionError("redis closed the connection")
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"+":
+        return rest.decode()
+    if kind == b"-":
+        raise RuntimeError(rest.decode())
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        n = int(rest)
+        return None if n < 0 else f.read(n + 2)[:-2].decode()
+    if kind == b"*":
+        n = int(rest)
+        return None if n < 0 else [_read_reply(f) for _ in range(n)]
+    raise RuntimeError("not RESP: %r" % line)
+
+
+def command(port, *args, timeout=5):
+    """One command to 127.0.0.1:port on a fresh connection; the decoded reply
+    (a Redis error raises RuntimeError, a dead node OSError)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        s.sendall(out)
+        return _read_reply(s.makefile("rb"))
+
+
+def _cluster_port():
+    for _ in range(200):
+        p = free_port()
+        if p < 55535:
+            try:
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p + 10000))
+                return p
+            except OSError:
+                pass
+    raise AssertionError("no free port below 55535 with port + 10000 free")
+
+
+class RedisCluster:
+    def __init__(self, masters=3, replicas=1, node_timeout_ms=2000):
+        if not shutil.which("redis-server") or not shutil.which("redis-cli"):
+            raise SystemExit("redis-server / redis-cli missing: run tools/install-deps")
+        self.dir = tempfile.mkdtemp(prefix="hw-cluster-")
+        self.node_timeout_ms = node_timeout_ms
+        self.procs = {}  # port -> Popen
+        try:
+            for _ in range(masters * (1 + replicas)):
+                self._start(_cluster_port())
+            subprocess.run(["redis-cli", "--cluster", "create",
+                            *["127.0.0.1:%d" % p for p in self.procs],
+                            "--cluster-replicas", str(replicas), "--cluster-yes"],
+                           check=True, capture_output=True, timeout=60)
+            self.wait_ok()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, port):
+        d = os.path.join(self.dir, str(port))
+        os.makedirs(d, exist_ok=True)
+        self.procs[port] = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", d, "--loglevel", "warning",
+             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+             "--cluster-node-timeout", str(self.node_timeout_ms),
+             "--repl-diskless-sync-delay", "0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if command(port, "PING", timeout=1) == "PONG":
+                    return
+            except (OSError, RuntimeError):
+                pass
+            time.sleep(0.05)
+        raise AssertionError("redis-server did not start on %d" % port)
+
+    def ports(self):
+        return list(self.procs)
+
+    def alive(self, port):
+        p = self.procs.get(port)
+        return p is not None and p.poll() is None
+
+    def seeds(self):
+        return ",".join("127.0.0.1:%d" % p for p in self.procs if self.alive(p))
+
+    def slots(self):
+        """[(first, last, master port, [replica ports])] from a live node."""
+        for p in self.procs:
+            if not self.alive(p):
+                continue
+            try:
+                r = command(p, "CLUSTER", "SLOTS", timeout=2)
+            except (OSError, RuntimeError):
+                continue
+            return sorted((int(x[0]), int(x[1]), int(x[2][1]), [int(y[1]) for y in x[3:]])
+                          for x in r)
+        raise AssertionError("no live cluster node answers CLUSTER SLOTS")
+
+    def masters(self):
+        return sorted({r[2] for r in self.slots()})
+
+    def replica_of(self, master):
+        for r in self.slots():
+            if r[2] == master and r[3]:
+                return r[3][0]
+        return None
+
+    def owner_of_key_matching(self, pattern):
+        """The master port holding a key matching `pattern` (KEYS), or None."""
+        for m in self.masters():
+            if command(m, "KEYS", pattern):
+                return m
+        return None
+
+    def ok(self):
+        agreed = None
+        for p in self.procs:
+            if not self.alive(p):
+                continue
+            try:
+                info = command(p, "CLUSTER", "INFO", timeout=2)
+                r = command(p, "CLUSTER", "SLOTS", timeout=2)
+            except (OSError, RuntimeError):
+                return False
+            if "cluster_state:ok" not in info:
+                return False
+            ranges = sorted((int(x[0]), int(x[1]), int(x[2][1])) for x in r)
+            if sum(b - a + 1 for a, b, _ in ranges) != 16384:
+                return False
+            if any(not self.alive(m) for _, _, m in ranges):
+                return False
+            if agreed is not None and agreed != ranges:
+                return False
+            agreed = ranges
+        if agreed is None:
+            return False
+        # Every live node a master of the map or a replica in sync with one
+        # (WAIT counts only those).
+        placed = 0
+        for m in {r[2] for r in agreed}:
+            try:
+                info = command(m, "INFO", "replication", timeout=2)
+            except (OSError, RuntimeError):
+                return False
+            placed += 1 + info.count("state=online")
+        return placed == sum(1 for p in self.procs if self.alive(p))
+
+    def wait_ok(self, limit=30):
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            if self.ok():
+                return
+            time.sleep(0.05)
+        raise AssertionError("the cluster did not become ok within %ss" % limit)
+
+    def kill(self, port):
+        """SIGKILL, reaped."""
+        self.procs[port].kill()
+        self.procs[port].wait(timeout=10)
+
+    def restart(self, port):
+        """The same port and nodes.conf: it rejoins (as a replica if it was replaced)."""
+        self._start(port)
+
+    def stop(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()

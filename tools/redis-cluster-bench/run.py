@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""The Redis Cluster measurements of docs/BENCHMARKS.md ("Redis Cluster";
+details in docs/bench-history/redis-cluster.md). Each starts what it needs on
+free loopback ports (a 6-node cluster: tools/pylib/redis_cluster.py, three
+masters and three replicas, cluster-node-timeout 2 s; one redis-server; chat
+nodes) and stops it by PID. Prints one JSON object per run.
+
+  run.py failover   [--build DIR] [--wait-replicas N] [--channels 30] [--publishers 4]
+      Two heartwheel-chat nodes on the cluster, publishers on node A (closed
+      loop) over --channels channels, one subscriber of all of them on node B.
+      After 3 s the master owning the first channel is SIGKILLed; once the
+      cluster has promoted its replica the killed node is started again (it
+      rejoins as a replica, as a supervisor would bring it back). Reports the
+      time until publishes to its slots are acknowledged again and until the
+      subscriber receives on its channels again, and the publications
+      acknowledged and then lost: not in the channel's history (Redis) at the
+      end, and not delivered.
+  run.py pushes     [--build DIR] [--wait-replicas N] [--pushes 20000] [--over 20s]
+      heartwheel-push-bench (two delayed-queue nodes) on the cluster; a master
+      is SIGKILLed at 40% of --over (and started again once its replica took
+      over): pushes due during the failover, delivered once, lateness.
+  run.py throughput [--build DIR] [--rates 2000,4000,...] [--seconds 15]
+      heartwheel-load (ws mode, 200 subscribers over two chat nodes, 100
+      channels, publishes at a fixed rate to node A) through one redis-server
+      and through the 3-master cluster, alternately per rate: acknowledged
+      publishes/s, fan-out latency, and each redis-server's CPU.
+"""
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tools", "pylib"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import procs  # noqa: E402
+from redis_cluster import RedisCluster, command  # noqa: E402
+
+from chat_support import Server  # noqa: E402
+from chat_server_test import Chat  # noqa: E402
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
+def restart_after_promotion(cluster, victim, victim_slot_range, limit=30):
+    """Waits until another node owns the victim's slots, then starts the
+    victim again (it rejoins as a replica). Returns the promotion time."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            for first, last, master, _ in cluster.slots():
+                if first == victim_slot_range[0] and master != victim:
+                    promoted = time.monotonic()
+                    cluster.restart(victim)
+                    return promoted
+        except AssertionError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("no replica promoted within %ss" % limit)
+
+
+# ---------------------------------------------------------------- failover
+
+async def failover_run(cluster, a, b, channels, publishers, wait_replicas):
+    sub = await Chat.open(b, "s")
+    for ch in channels:
+        assert (await sub.request("subscribe", channel=ch))["ok"]
+    pubs = [await Chat.open(a, "p%d" % i) for i in range(publishers)]
+    for ch in channels:
+        assert (await pubs[0].request("publish", channel=ch, data="first"))["ok"]
+    victim = cluster.owner_of_key_matching("t:*}%s:s" % channels[0])
+    on_victim = {ch for ch in channels if cluster.owner_of_key_matching("t:*}%s:s" % ch) == victim}
+    victim_range = next((f, l) for f, l, m, _ in cluster.slots() if m == victim)
+    received = {}  # n -> time
+    acked = {}  # n -> (channel, sent, acked)
+    failed = []  # (channel, sent, code)
+    state = {"n": 0, "stop": False, "killed": None}
+
+    async def reader():
+        while True:
+            msg = await sub.publication(timeout=120)
+            if isinstance(msg["data"], int):
+                received.setdefault(msg["data"], time.monotonic())
+
+    async def publisher(conn, mine):
+        i = 0
+        while not state["stop"]:
+            ch = mine[i % len(mine)]
+            i += 1
+            state["n"] += 1
+            n = state["n"]
+            sent = time.monotonic()
+            rep = await conn.request("publish", channel=ch, data=n)
+            if rep.get("ok"):
+                acked[n] = (ch, sent, time.monotonic())
+            else:
+                failed.append((ch, sent, rep["error"]["code"]))
+                await asyncio.sleep(0.01)
+
+    rd = asyncio.create_task(reader())
+    tasks = [asyncio.create_task(publisher(p, channels[k::publishers]))
+             for k, p in enumerate(pubs)]
+    await asyncio.sleep(3)
+    cluster.kill(victim)
+    killed = time.monotonic()
+    promoted = await asyncio.get_running_loop().run_in_executor(
+        None, restart_after_promotion, cluster, victim, victim_range)
+
+    def back():
+        pub_back = min((t for ch, s, t in acked.values() if ch in on_victim and s > killed),
+                       default=None)
+        sub_back = min((received[n] for n, (ch, s, _) in acked.items()
+                        if ch in on_victim and s > killed and n in received), default=None)
+        return pub_back, sub_back
+
+    deadline = time.monotonic() + 60
+    while None in back() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(2)
+    state["stop"] = True
+    await asyncio.gather(*tasks)
+    await asyncio.sleep(3)  # the last deliveries
+    rd.cancel()
+    pub_back, sub_back = back()
+    # Lost: acknowledged, yet neither in the channel's history now nor delivered.
+    in_history = set()
+    for ch in channels:
+        rep = await pubs[0].request("history", channel=ch, limit=100000)
+        in_history.update(p["data"] for p in rep.get("publications", [])
+                          if isinstance(p["data"], int))
+    lost = sorted(n for n in acked if n not in in_history and n not in received)
+    not_in_history = sorted(n for n in acked if n not in in_history)
+    undelivered = sorted(n for n in acked if n not in received)
+    acked_before_kill = [n for n, (_, _, t) in acked.items() if t < killed]
+    for c in pubs + [sub]:
+        await c.close()
+    return {
+        "wait_replicas": wait_replicas,
+        "channels": len(channels), "channels_on_killed_master": len(on_victim),
+        "publishers": len(pubs),
+        "publishes_acked": len(acked), "publishes_failed": len(failed),
+        "failed_codes": sorted({f[2] for f in failed}),
+        "acked_before_kill": len(acked_before_kill),
+        "promoted_after_s": round(promoted - killed, 3),
+        "publishes_back_after_s": pub_back and round(pub_back - killed, 3),
+        "subscriber_receives_again_after_s": sub_back and round(sub_back - killed, 3),
+        "acked_lost": len(lost), "acked_not_in_history": len(not_in_history),
+        "acked_not_delivered": len(undelivered),
+        "lost_sample": lost[:10],
+        "publish_rate_per_s": round(len(acked) / max(1e-9, max(t for _, _, t in acked.values())
+                                                     - min(s for _, s, _ in acked.values())), 1),
+    }
+
+
+def failover(args):
+    chat = os.path.join(args.build, "bin", "heartwheel-chat")
+    flags = ["--redis-prefix", "t:", "--redis-timeout", "3s", "--history-size", "100000",
+             "--history-ttl", "10m", "--ping-interval", "0"]
+    if args.wait_replicas:
+        flags += ["--redis-wait-replicas", str(args.wait_replicas)]
+    channels = ["f-%d" % i for i in range(args.channels)]
+    load = loadavg()
+    with RedisCluster(node_timeout_ms=2000) as c:
+        with Server(chat, "--redis-cluster", c.seeds(), *flags) as a, \
+                Server(chat, "--redis-cluster", c.seeds(), *flags) as b:
+            out = asyncio.run(failover_run(c, a, b, channels, args.publishers, args.wait_replicas))
+            st = b.read_stats(lambda st: True)["pubsub"]["redis"]
+            out["node_b"] = {k: st[k] for k in ("lost", "rewinds", "epoch_changes", "syncs")}
+            out["node_b"].update({k: st["link"][k] for k in
+                                  ("failovers", "channels_moved", "slot_map_refreshes",
+                                   "redirects_moved", "cluster_retries")})
+            st = a.read_stats(lambda st: True)["pubsub"]["redis"]
+            out["node_a"] = {k: st[k] for k in ("publishes", "publish_errors", "not_replicated")}
+    out["loadavg_before"] = load
+    out["loadavg_after"] = loadavg()
+    return out
+
+
+# ---------------------------------------------------------------- pushes
+
+def pushes(args):
+    bench = os.path.join(args.build, "bin", "heartwheel-push-bench")
+    load = loadavg()
+    with RedisCluster(node_timeout_ms=2000) as c:
+        over = float(args.over.rstrip("s"))
+        cmd = [bench, "--redis-cluster", c.seeds(), "--pushes", str(args.pushes), "--over",
+               args.over, "--lead", "3s", "--crash-at", "0", "--lease", "5s"]
+        if args.wait_replicas:
+            cmd += ["--redis-wait-replicas", str(args.wait_replicas)]
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        started = time.monotonic()
+        time.sleep(3 + 0.4 * over)
+        victim = c.masters()[0]
+        victim_range = next((f, l) for f, l, m, _ in c.slots() if m == victim)
+        c.kill(victim)
+        killed = time.monotonic()
+        promoted = restart_after_promotion(c, victim, victim_range)
+        stdout, _ = p.communicate(timeout=over + 120)
+        result = json.loads([l for l in stdout.splitlines() if l.startswith("{")][-1])
+    result["wait_replicas"] = args.wait_replicas
+    result["killed_at_s"] = round(killed - started, 2)
+    result["promoted_after_s"] = round(promoted - killed, 3)
+    result["exit_status"] = p.returncode
+    result["loadavg_before_cluster"] = load
+    return result
+
+
+# ---------------------------------------------------------------- throughput
+
+class SingleRedis:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="hw-redis-")
+        self.port = procs.free_port()
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.dir, "--loglevel", "warning"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                if command(self.port, "PING", timeout=1) == "PONG":
+                    break
+            except (OSError, RuntimeError):
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.05)
+        self.procs = {self.port: self.proc}
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def throughput_one(args, kind, rate):
+    chat = os.path.join(args.build, "bin", "heartwheel-chat")
+    loadbin = os.path.join(args.build, "bin", "heartwheel-load")
+    target = SingleRedis() if kind == "single" else RedisCluster(node_timeout_ms=2000)
+    try:
+        where = (["--redis", "127.0.0.1:%d" % target.port] if kind == "single"
+                 else ["--redis-cluster", target.seeds()])
+        flags = where + ["--redis-prefix", "t:", "--ping-interval", "0", "--no-join-leave"]
+        with Server(chat, *flags) as a, Server(chat, *flags) as b:
+            fd, out = tempfile.mkstemp(suffix=".json")
+            os.close(fd)
+            redis_pids = {port: p.pid for port, p in target.procs.items()}
+            masters = set(target.masters()) if kind == "cluster" else {target.port}
+            cpu0 = {port: procs.cpu_seconds(pid) for port, pid in redis_pids.items()}
+            chat0 = procs.cpu_seconds(a.proc.pid) + procs.cpu_seconds(b.proc.pid)
+            t0 = time.monotonic()
+            r = subprocess.run([loadbin, "--mode", "ws", "--target",
+                                "127.0.0.1:%d,127.0.0.1:%d" % (a.port, b.port),
+                                "--connections", "200", "--channels", "100",
+                                "--publish-rate", str(rate), "--publish-targets", "first",
+                                "--duration", "%ds" % args.seconds, "--publish-start", "2s",
+                                "--json", out, "--quiet"], capture_output=True, text=True,
+                               timeout=args.seconds + 120)
+            wall = time.monotonic() - t0
+            cpu = {port: procs.cpu_seconds(pid) - cpu0[port] for port, pid in redis_pids.items()}
+            chat_cpu = procs.cpu_seconds(a.proc.pid) + procs.cpu_seconds(b.proc.pid) - chat0
+            if os.path.getsize(out) == 0:
+                raise AssertionError("heartwheel-load failed: %s" % r.stderr[-2000:])
+            with open(out) as f:
+                j = json.load(f)
+            os.unlink(out)
+    finally:
+        target.stop()
+    ws = j["ws"]
+    publish_window = args.seconds - 2 - 2  # --publish-start, --publish-stop-before
+    pct = lambda port: round(100 * cpu[port] / wall, 1)  # noqa: E731
+    return {
+        "redis": kind, "rate_offered": rate, "exit_status": r.returncode,
+        "publish_acks": ws.get("publish_acks"),
+        "acked_per_s": round(ws.get("publish_acks", 0) / publish_window, 1),
+        "publish_skipped": ws.get("publish_skipped"),
+        "delivered": ws.get("delivered"), "missing": ws.get("missing"),
+        "delivery_us": ws.get("delivery_us"), "rtt_us": ws.get("rtt_us") or j.get("rtt_us"),
+        "master_cpu_pct": sorted((pct(p) for p in masters), reverse=True),
+        "replica_cpu_pct": sorted((pct(p) for p in cpu if p not in masters), reverse=True),
+        "chat_nodes_cpu_pct": round(100 * chat_cpu / wall, 1),
+        "loadavg": loadavg(),
+    }
+
+
+def throughput(args):
+    out = []
+    for rate in [int(x) for x in args.rates.split(",")]:
+        for kind in ("single", "cluster"):
+            res = throughput_one(args, kind, rate)
+            print(json.dumps(res), flush=True)
+            out.append(res)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=["failover", "pushes", "throughput"])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--wait-replicas", type=int, default=0)
+    ap.add_argument("--channels", type=int, default=30)
+    ap.add_argument("--publishers", type=int, default=4)
+    ap.add_argument("--pushes", type=int, default=20000)
+    ap.add_argument("--over", default="20s")
+    ap.add_argument("--rates", default="2000,5000,10000")
+    ap.add_argument("--seconds", type=int, default=15)
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    result = {"failover": failover, "pushes": pushes, "throughput": throughput}[args.what](args)
+    if args.what != "throughput":
+        print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
