@@ -444,7 +444,7 @@ TEST_CASE("A push scheduled with an owner is cancelled only by that owner or an 
   RedisServer server;
   TestLoop t;
   std::vector<push::DelayedPush> got;
-  Node a(t, server, fast_options(), [&](const push::DelayedPush& p) { got.push_back(p); });
+  Node a(t, link_to<redis::ClientOptions>(server), fast_options(), [&](const push::DelayedPush& p) { got.push_back(p); });
   a.queue.start();
   REQUIRE(t.run_until([&] { return a.queue.stats().loads > 0; }));
 

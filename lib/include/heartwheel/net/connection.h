@@ -165,6 +165,15 @@ class Connection final : private DeadlineTimer {
   std::error_code write(std::string_view head, SharedBytes rest);
   // Bytes accepted by write() that the kernel has not taken yet.
   std::size_t queued_bytes() const noexcept;
+  // For code that hands bytes to the kernel itself, around write() (e.g. a
+  // batch of sends submitted to io_uring on this connection's socket):
+  // `bytes` the kernel took count as written (bytes_written() and
+  // NetStats::bytes_written) and refresh write activity (write_idle,
+  // all_idle) as a completed write() does. Precondition: queued_bytes() == 0
+  // when those bytes were sent, so they are in order with write()'s. Zero
+  // bytes, or a connection already closing, counts nothing and refreshes
+  // nothing. O(1); loop thread only.
+  void note_written(std::size_t bytes) noexcept;
   // False above the high watermark until back at the low watermark.
   bool writable() const noexcept { return writable_; }
   // One on_writable(conn, true) as soon as nothing is queued any more (the

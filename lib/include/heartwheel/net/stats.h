@@ -13,6 +13,7 @@
 #include <string>
 
 #include <heartwheel/common/duration_histogram.h>
+#include <heartwheel/common/stat_fields.h>
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/close_reason.h>
 #include <heartwheel/net/deadline.h>
@@ -32,6 +33,7 @@ struct ProxyProtocolStats {
   std::uint64_t timeouts = 0;  // not complete within the header timeout
 
   void merge(const ProxyProtocolStats& o) noexcept;
+  static StatTable<ProxyProtocolStats> fields() noexcept;  // lib/src/net/stats.cpp
 };
 
 // Overload protection (ServerOptions::overload, max_connections_per_ip).
@@ -48,6 +50,7 @@ struct OverloadStats {
   std::uint64_t drop_probes = 0;     // candidates looked at to drop the idlest
 
   void merge(const OverloadStats& o) noexcept;
+  static StatTable<OverloadStats> fields() noexcept;  // lib/src/net/stats.cpp
 };
 
 struct NetStats {
@@ -99,6 +102,10 @@ struct NetStats {
     if (lateness > timer_lateness_max) timer_lateness_max = lateness;
   }
   void merge(const NetStats& other) noexcept;
+  // The std::uint64_t fields' table (heartwheel/common/stat_fields.h): JSON
+  // keys, Prometheus families and help; lib/src/net/stats.cpp. The other
+  // members are merged and written by hand beside it.
+  static StatTable<NetStats> fields() noexcept;
 };
 
 using ServerStats = NetStats;
