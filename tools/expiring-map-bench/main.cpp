@@ -310,7 +310,8 @@ const Row* find(const std::vector<Row>& rows, const std::string& impl, const std
 
 int main(int argc, char** argv) {
   CLI::App app{"ExpiringMap (a hash map on the timing wheel) against std::unordered_map + a 4-ary heap: "
-               "insert, get with refresh and mass expiry, ns per operation",
+               "insert, get with refresh and mass expiry, ns per operation.\n"
+               "Exit status: 0 ok, 1 runtime failure, 2 usage error.",
                "heartwheel-expiring-map-bench"};
   Config c;
   std::string sizes = "100k,1M";
