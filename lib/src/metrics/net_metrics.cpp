@@ -102,9 +102,10 @@ void write_protection(TextWriter& out, const net::NetStats& n) {
               n.proxy.local);
   out.family("heartwheel_proxy_header_errors_total", Type::counter,
              "Connections closed for their PROXY header: malformed or cut short (invalid), not "
-             "complete in time (timeout).");
+             "complete in time (timeout), from a source outside --proxy-protocol-from (untrusted).");
   out.sample(n.proxy.invalid, {{"cause", "invalid"}});
   out.sample(n.proxy.timeouts, {{"cause", "timeout"}});
+  out.sample(n.proxy.untrusted, {{"cause", "untrusted"}});
   out.gauge("heartwheel_overload_idle_scale",
             "Factor applied to idle timeouts under overload (1: none); the smallest over the "
             "server's loops.",

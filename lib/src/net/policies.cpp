@@ -79,6 +79,7 @@ void ProxyProtocolStats::merge(const ProxyProtocolStats& o) noexcept {
   local += o.local;
   invalid += o.invalid;
   timeouts += o.timeouts;
+  untrusted += o.untrusted;
 }
 
 void OverloadStats::merge(const OverloadStats& o) noexcept {

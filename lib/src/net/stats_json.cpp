@@ -73,7 +73,7 @@ std::string to_json(const LoopSnapshot& s) {
     << "}}";
   const ProxyProtocolStats& p = n.proxy;
   o << ",\"proxy_protocol\":{\"v1\":" << p.v1 << ",\"v2\":" << p.v2 << ",\"local\":" << p.local
-    << ",\"invalid\":" << p.invalid << ",\"timeouts\":" << p.timeouts << "}";
+    << ",\"invalid\":" << p.invalid << ",\"timeouts\":" << p.timeouts << ",\"untrusted\":" << p.untrusted << "}";
   const OverloadStats& v = n.overload;
   o << ",\"overload\":{\"idle_scale\":" << v.idle_scale << ",\"scale_changes\":" << v.scale_changes
     << ",\"sweeps\":" << v.sweeps << ",\"swept\":" << v.swept
