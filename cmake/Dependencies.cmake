@@ -32,6 +32,9 @@ pkg_check_modules(LIBSSL REQUIRED IMPORTED_TARGET libssl>=3.0)
 # Private to the library: lib/src/redis/reader.cpp and command.cpp use
 # hiredis's RESP reader and command encoder (never its connections).
 pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis>=0.14)
+# Private to the library: lib/src/pubsub/keyed_hash.cpp (SipHash-2-4 of
+# channel names, crypto_shorthash).
+pkg_check_modules(LIBSODIUM REQUIRED IMPORTED_TARGET libsodium>=1.0.18)
 find_package(Threads REQUIRED)
 # nlohmann-json is header-only and used privately by the library; CLI11 only by
 # the programs (examples, tools, tests).

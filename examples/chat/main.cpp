@@ -109,7 +109,8 @@ void write_stats(const std::string& path, const chat::StatsBoard& board,
                {"bad_json", t.chat.bad_json},
                {"binary_frames", t.chat.binary_frames},
                {"requests", t.chat.requests},
-               {"errors", t.chat.errors}};
+               {"errors", t.chat.errors},
+               {"limits", t.chat.limits}};
   heartwheel::cli::write_file_atomically(path, j.dump(2) + '\n');
 }
 

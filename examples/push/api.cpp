@@ -1,8 +1,10 @@
 // See api.h.
 #include "api.h"
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "bounded_json.h"
 #include "protocol.h"
 
 namespace pushsrv {
@@ -19,9 +21,16 @@ std::string accepted_json(std::string_view id, std::int64_t due_ms) {
 
 std::variant<PublishRequest, ApiError> parse_publish(std::string_view body,
                                                      const heartwheel::pubsub::Limits& limits,
-                                                     heartwheel::Duration max_delay) {
-  const Json req = Json::parse(body, nullptr, false);
-  if (req.is_discarded()) return ApiError{400, "bad_json", "the body is not JSON"};
+                                                     heartwheel::Duration max_delay,
+                                                     std::size_t max_depth) {
+  heartwheel::cli::BoundedJson parsed = heartwheel::cli::parse_bounded_json(body, max_depth);
+  if (parsed.status == heartwheel::cli::BoundedJson::Status::too_deep)
+    return ApiError{400, "too_deep",
+                    "the body nests arrays and objects more than " + std::to_string(max_depth) +
+                        " deep"};
+  if (parsed.status != heartwheel::cli::BoundedJson::Status::ok)
+    return ApiError{400, "bad_json", "the body is not JSON"};
+  const Json req = std::move(parsed.value);
   if (!req.is_object())
     return ApiError{400, "bad_request",
                     "the body is a JSON object: {\"channel\":\"c\",\"data\":...,\"delay_ms\":N}"};
@@ -49,6 +58,19 @@ std::variant<PublishRequest, ApiError> parse_publish(std::string_view body,
     out.delay_ms = delay->get<std::int64_t>();
   }
   return out;
+}
+
+bool is_json_content_type(const std::string* value) {
+  if (value == nullptr) return false;
+  std::string_view v(*value);
+  v = v.substr(0, v.find(';'));
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  constexpr std::string_view kJson = "application/json";
+  if (v.size() != kJson.size()) return false;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(v[i])) != kJson[i]) return false;
+  return true;
 }
 
 std::string_view id_from_path(std::string_view path) {

@@ -28,10 +28,16 @@ struct ApiError {
 
 // Parses {"channel":"c","data":<JSON>,"delay_ms":N}. `max_delay` bounds
 // delay_ms; the channel is checked against `limits`, the data's JSON text
-// against limits.max_data_bytes.
+// against limits.max_data_bytes; a body nesting deeper than `max_depth` is
+// refused while parsing ("too_deep").
 std::variant<PublishRequest, ApiError> parse_publish(std::string_view body,
                                                      const heartwheel::pubsub::Limits& limits,
-                                                     heartwheel::Duration max_delay);
+                                                     heartwheel::Duration max_delay,
+                                                     std::size_t max_depth);
+
+// True for "application/json", with any parameters ("; charset=utf-8") and
+// in any case; false for anything else or no header.
+bool is_json_content_type(const std::string* value);
 
 // {"error":{"code":C,"message":M}}
 std::string error_json(std::string_view code, std::string_view message);

@@ -2,6 +2,7 @@
 // (optionally delayed) in Redis and answers 202; whichever node claims it
 // when it is due delivers it to WebSocket (/ws, heartwheel-chat's protocol)
 // and Server-Sent Events (/sse?channel=c) subscribers. See README.md here.
+#include <algorithm>
 #include <heartwheel/metrics/endpoint.h>
 #include <heartwheel/metrics/net_metrics.h>
 #include <heartwheel/metrics/worker_board.h>
@@ -38,12 +39,12 @@ struct Flags {
   chat::WsFlags ws;  // the WebSocket server flags heartwheel-chat shares
   std::string redis;
   chat::RedisClusterFlags redis_cluster;  // --redis-cluster, --redis-wait-replicas
-  std::string send_timeout = "30s";
+  std::string send_timeout = "30s", request_timeout = "10s";
   std::string metrics_listen;
   // Redis and the delayed queue.
   std::string redis_timeout = "2s", key_prefix = "heartwheel:push:", window = "60s",
               load_interval = "1s", lease = "30s", reap_interval = "1s", takeover_grace = "2s",
-              max_delay = "720h", sse_heartbeat = "15s";
+              max_delay = "168h", sse_heartbeat = "15s";
   heartwheel::cli::ServerFlags server;
   chat::AuthFlags auth;  // tokens, channel rules, origins (examples/common/chat/auth_gate.h)
   std::string api_key_file;
@@ -115,10 +116,16 @@ Setup make_setup(const Flags& f) {
   b.key_prefix = f.key_prefix + "pubsub:";
   chat::encode_as_ws_frames(b);  // SSE streams format their own events
   b.validate();
-  // SSE streams are long responses: no request deadline (each /publish
-  // answer is bounded by --redis-timeout instead); a reader that stops
+  // A request must arrive whole within --request-timeout (a POST trickled a
+  // byte at a time is closed: the body timeout alone restarts at each byte).
+  // SSE streams are long responses: their handler lifts the deadline once
+  // the request is in (Responder::clear_deadline); a reader that stops
   // reading is closed by the send timeout (write stall).
-  c.http.request_timeout = Duration{0};
+  c.http.request_timeout = parse_duration_flag("--request-timeout", f.request_timeout);
+  if (c.http.request_timeout.count() > 0) {
+    c.http.header_timeout = std::min(c.http.header_timeout, c.http.request_timeout);
+    c.http.body_timeout = std::min(c.http.body_timeout, c.http.request_timeout);
+  }
   c.http.send_timeout = parse_duration_flag("--send-timeout", f.send_timeout);
   c.http.max_body_bytes = f.ws.max_message_size + 4096;  // the JSON around the data: 413 beyond
 
@@ -163,7 +170,7 @@ void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
       {"sse_refused", n.sse_refused}};
   j["ws_protocol"] = {{"connections", c.chat.chat_connections},
                       {"requests", c.chat.requests},
-                      {"errors", c.chat.errors}};
+                      {"errors", c.chat.errors}, {"limits", c.chat.limits}};
   heartwheel::cli::write_file_atomically(path, j.dump(2) + '\n');
 }
 
@@ -195,6 +202,10 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--max-delay", f.max_delay, "largest delay_ms accepted")->capture_default_str();
   app.add_option("--sse-heartbeat", f.sse_heartbeat,
                  "a ': ping' comment on every SSE stream this often")
+      ->capture_default_str();
+  app.add_option("--request-timeout", f.request_timeout,
+                 "a request (headers and body) must arrive and be answered within this (408 or "
+                 "503 and closed); SSE streams are exempt once their request is in (0: off)")
       ->capture_default_str();
   app.add_option("--send-timeout", f.send_timeout,
                  "a connection whose queued bytes make no progress this long is closed "

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "api.h"
+#include "caller.h"
 
 namespace pushsrv {
 
@@ -71,6 +72,7 @@ Node::Node(unsigned index, heartwheel::LoopWheel& wheel, const NodeConfig& node,
            const chat::Config& chat, pubsub::Broker& broker, chat::Roster& roster,
            chat::StatsBoard& chat_board)
     : config_(node),
+      chat_config_(chat),
       broker_(broker),
       hub_(broker, hub_options(wheel.loop())),
       redis_(wheel, node.redis),
@@ -133,7 +135,7 @@ bool Node::route(const http::Request& req, http::Responder& r) {
     else if (id.empty())
       r.respond(json_response(404, error_json("not_found", "no such push")));
     else
-      cancel(id, std::move(r));
+      cancel(id, caller_of(req), std::move(r));
     return true;
   }
   if (path == "/sse") {
@@ -147,7 +149,16 @@ bool Node::route(const http::Request& req, http::Responder& r) {
 }
 
 void Node::publish(const http::Request& req, http::Responder r) {
-  auto parsed = parse_publish(req.body, broker_.limits(), config_.max_delay);
+  // Only JSON: a cross-site form (text/plain, urlencoded, multipart) can
+  // post without a CORS preflight; application/json cannot.
+  if (!is_json_content_type(req.header("Content-Type"))) {
+    ++stats_.publish_refused;
+    r.respond(json_response(415, error_json("unsupported_media_type",
+                                            "POST /publish takes Content-Type: application/json")));
+    return;
+  }
+  auto parsed =
+      parse_publish(req.body, broker_.limits(), config_.max_delay, chat_config_.max_json_depth);
   if (const auto* bad = std::get_if<ApiError>(&parsed)) {
     ++stats_.publish_refused;
     r.respond(json_response(bad->status, error_json(bad->code, bad->message)));
@@ -158,7 +169,7 @@ void Node::publish(const http::Request& req, http::Responder r) {
   // Responders are move-only; the callback is a std::function.
   auto answer = std::make_shared<http::Responder>(std::move(r));
   const std::error_code refused = queue_.schedule(
-      std::move(p.channel), std::move(p.data), due,
+      std::move(p.channel), std::move(p.data), due, caller_of(req).key_id,
       [this, answer](std::error_code ec, const push::DelayedPush& stored) {
         if (ec) {
           ++stats_.publish_unavailable;
@@ -174,10 +185,11 @@ void Node::publish(const http::Request& req, http::Responder r) {
   }
 }
 
-void Node::cancel(std::string_view id, http::Responder r) {
+void Node::cancel(std::string_view id, const Caller& caller, http::Responder r) {
   auto answer = std::make_shared<http::Responder>(std::move(r));
+  // Another key's push answers 404 like an unknown one: no probing for ids.
   const std::error_code refused =
-      queue_.cancel(id, [this, answer](std::error_code ec, bool cancelled) {
+      queue_.cancel(id, caller.cancel_owner(), [this, answer](std::error_code ec, bool cancelled) {
         if (ec) {
           answer->respond(unavailable(ec));
         } else if (cancelled) {
@@ -193,6 +205,7 @@ void Node::cancel(std::string_view id, http::Responder r) {
 }
 
 void Node::open_sse(const http::Request& req, http::Responder r) {
+  r.clear_deadline();  // a stream: the request timeout bounded only its arrival
   const auto channel = req.query_param("channel");
   if (!channel || channel->empty()) {
     r.respond(json_response(400, error_json("bad_request", "GET /sse?channel=NAME")));

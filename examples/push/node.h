@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "caller.h"
 #include "push_auth.h"
 #include "sse.h"
 #include "worker.h"
@@ -34,7 +35,7 @@ struct NodeConfig {
   heartwheel::redis::ClientOptions redis;
   heartwheel::push::DelayedQueueOptions delayed;
   SseOptions sse;
-  heartwheel::Duration max_delay = std::chrono::hours(24 * 30);
+  heartwheel::Duration max_delay = std::chrono::hours(24 * 7);
   // --api-key-file: POST and DELETE /publish need it (push_auth.h).
   std::optional<heartwheel::auth::ApiKey> api_key;
 };
@@ -96,12 +97,13 @@ class Node final : public heartwheel::net::Handler {
 
  private:
   void publish(const heartwheel::http::Request& req, heartwheel::http::Responder r);
-  void cancel(std::string_view id, heartwheel::http::Responder r);
+  void cancel(std::string_view id, const Caller& caller, heartwheel::http::Responder r);
   void open_sse(const heartwheel::http::Request& req, heartwheel::http::Responder r);
   void deliver(const heartwheel::push::DelayedPush& push, heartwheel::push::DeliveredCallback done);
   void end_streams() noexcept;
 
   const NodeConfig& config_;
+  const chat::Config& chat_config_;
   heartwheel::pubsub::Broker& broker_;
   NodeStats stats_;
   // This node's own hub (besides chat's, made at the first connection):

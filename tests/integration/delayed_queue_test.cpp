@@ -10,6 +10,8 @@
 #include <heartwheel/redis/slot.h>
 
 #include <map>
+#include <optional>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "redis_test_support.h"
@@ -433,4 +435,67 @@ TEST_CASE("Pushes due while a cluster master is killed are delivered after its r
   CHECK(twice <= 2);  // at-least-once: a claim lost with its master may run again
   CHECK(latest < 25000ms);
   CHECK(a.client.stats().failovers + b.client.stats().failovers >= 1);
+}
+
+TEST_CASE("A push scheduled with an owner is cancelled only by that owner or an admin, and is "
+          "delivered with its owner, and ids are random UUIDv4s",
+          "[push][delayed][redis]") {
+  hwproc::Watchdog dog(Ms(60000));
+  RedisServer server;
+  TestLoop t;
+  std::vector<push::DelayedPush> got;
+  Node a(t, link_to<redis::ClientOptions>(server), fast_options(), [&](const push::DelayedPush& p) { got.push_back(p); });
+  a.queue.start();
+  REQUIRE(t.run_until([&] { return a.queue.stats().loads > 0; }));
+
+  auto schedule_as = [&](const std::string& owner, const std::string& data, push::WallTime due) {
+    std::string id;
+    REQUIRE_FALSE(a.queue.schedule("ch:1", data, due, owner,
+                                   [&](std::error_code ec, const push::DelayedPush& p) {
+                                     CHECK_FALSE(ec);
+                                     CHECK(p.owner == owner);
+                                     id = p.id;
+                                   }));
+    REQUIRE(t.run_until([&] { return !id.empty(); }));
+    return id;
+  };
+  auto cancel_as = [&](const std::string& id, std::optional<std::string_view> owner) {
+    std::optional<bool> result;
+    REQUIRE_FALSE(a.queue.cancel(id, owner, [&](std::error_code ec, bool cancelled) {
+      CHECK_FALSE(ec);
+      result = cancelled;
+    }));
+    REQUIRE(t.run_until([&] { return result.has_value(); }));
+    return *result;
+  };
+
+  const auto later = push::WallClock::now() + 30s;
+  const std::string mine = schedule_as("key-1", "1", later);
+  CHECK_FALSE(cancel_as(mine, std::string_view("key-2")));  // another key: as if unknown
+  CHECK_FALSE(cancel_as(mine, std::string_view("")));       // no key
+  CHECK_FALSE(cancel_as(mine, std::string_view("key-")));   // a prefix of the owner
+  CHECK(cancel_as(mine, std::string_view("key-1")));
+  CHECK(cancel_as(schedule_as("key-1", "2", later), std::nullopt));  // an admin: any owner
+  // No owner: only a cancel without a key (or an admin) removes it.
+  const std::string anon = schedule_as("", "3", later);
+  CHECK_FALSE(cancel_as(anon, std::string_view("key-1")));
+  CHECK(cancel_as(anon, std::string_view("")));
+
+  // Delivered with owner, channel and data intact (an owner with ':' and '~').
+  schedule_as("k:~9:x", "{\"a\":1}", push::WallClock::now());
+  REQUIRE(t.run_until([&] { return got.size() == 1; }));
+  CHECK(got[0].owner == "k:~9:x");
+  CHECK(got[0].channel == "ch:1");
+  CHECK(got[0].data == "{\"a\":1}");
+
+  // UUIDv4 shape; 1,000 ids all distinct.
+  std::set<std::string> ids;
+  for (int i = 0; i < 1000; ++i) ids.insert(schedule_as("", std::to_string(i), later));
+  CHECK(ids.size() == 1000);
+  for (const std::string& id : ids) {
+    REQUIRE(id.size() == 36);
+    CHECK(id[8] == '-');
+    CHECK(id[14] == '4');
+    CHECK(std::string_view("89ab").find(id[19]) != std::string_view::npos);
+  }
 }

@@ -175,6 +175,42 @@ def test_delete_cancels_204_then_404():
         sse.close()
 
 
+def test_push_ids_are_unguessable():
+    """Issue 23: ids were a per-worker prefix plus a counter, so DELETE
+    /publish/<prefix>-1..6 cancelled other people's pushes. Now each id is a
+    UUIDv4 (122 random bits): consecutive ids share no prefix or counter, and
+    guessing near a known id cancels nothing."""
+    import re
+    uuid4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+    with Redis() as r, node(r) as s:
+        ids = []
+        for i in range(20):
+            status, _, body = publish(s.port, "victim", i, delay_ms=60000)
+            assert status == 202, body
+            ids.append(body["id"])
+        assert len(set(ids)) == len(ids)
+        for pid in ids:
+            assert uuid4.match(pid), pid
+        for a, b in zip(ids, ids[1:]):
+            ha, hb = a.replace("-", ""), b.replace("-", "")
+            # Random halves: a shared 4-hex-digit prefix or suffix happens by chance
+            # once in 65,536 pairs; a counter or worker prefix shares far more.
+            assert ha[:4] != hb[:4] or ha[-4:] != hb[-4:], (a, b)
+            assert abs(int(ha, 16) - int(hb, 16)) > 1 << 64, (a, b)  # not neighbours
+        # The old attack: ids next to a known one (the counter's neighbours, the
+        # UUID's last digits changed).
+        known = ids[0]
+        for k in range(1, 7):
+            guess = known[:-1] + "%x" % ((int(known[-1], 16) + k) % 16)
+            if guess not in ids:
+                assert http(s.port, "DELETE", "/publish/" + guess)[0] == 404
+        for k in range(1, 7):
+            assert http(s.port, "DELETE", "/publish/%s-%x" % (known[:8], k))[0] == 404
+        # Every push is still there: cancel each (now by its real id).
+        for pid in ids:
+            assert http(s.port, "DELETE", "/publish/" + pid)[0] == 204, pid
+
+
 def test_503_while_redis_is_down():
     with Redis() as r, node(r, "--redis-timeout", "500ms") as s:
         assert publish(s.port, "c", 1)[0] == 202

@@ -2,7 +2,9 @@
 // Proves that schedule, cancel, reschedule and expiry allocate nothing, and
 // that a WebSocket session copies a single-frame message into one buffer
 // allocated once, and that an ExpiringMap entry is one allocation, by
-// counting calls to the global operator new in this test binary.
+// counting calls to the global operator new in this test binary. Also: what
+// an HTTP keep-alive request costs once its session and thread are warm.
+#include <heartwheel/http/session.h>
 #include <heartwheel/timer/expiring_map.h>
 #include <heartwheel/timer/timing_wheel.h>
 #include <heartwheel/timer/virtual_clock.h>
@@ -14,6 +16,8 @@
 #include <new>
 #include <string>
 #include <vector>
+
+#include "http_memory_transport.h"
 
 namespace {
 std::atomic<std::size_t> g_allocations{0};
@@ -137,4 +141,60 @@ TEST_CASE("ExpiringMap: one allocation per entry, and get, expiry and erase allo
   map.assign(2, 20);  // a replacement reuses its entry
   CHECK(map.size() == 1000);
   CHECK(g_allocations.load() - inserted == 0);
+}
+
+namespace {
+// A session on a memory transport answering every request with `answer`,
+// fed `requests` keep-alive GETs one read each; returns the allocations of
+// the last `requests - warm` of them.
+template <typename Answer>
+std::size_t allocations_per_keepalive_requests(Answer answer, int requests, int warm) {
+  using namespace std::chrono_literals;
+  heartwheel::ManualTimerService timers{1ms};
+  heartwheel::http::SessionOptions options;
+  heartwheel::http::SessionStats stats;
+  http_test::MemoryTransport transport(timers, heartwheel::net::RefreshMode::lazy);
+  const heartwheel::http::Handler handler = [&](const heartwheel::http::Request&,
+                                                heartwheel::http::Responder r) { answer(r); };
+  heartwheel::http::Session session(options, handler, transport, stats);
+  transport.attach(&session);
+  session.start();
+  const std::string_view get = "GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n";
+  transport.out.reserve(4096);
+  std::size_t before = 0;
+  for (int i = 0; i < requests; ++i) {
+    if (i == warm) before = g_allocations.load();
+    session.on_data(get);
+    transport.out.clear();  // keeps its capacity: the transport allocates nothing
+  }
+  const std::size_t allocations = g_allocations.load() - before;
+  CHECK(stats.requests == static_cast<std::uint64_t>(requests));
+  CHECK(stats.responses[2] == static_cast<std::uint64_t>(requests));
+  CHECK(transport.closes == 0);
+  return allocations;
+}
+}  // namespace
+
+TEST_CASE("http: a warm keep-alive request answered with a shared body allocates nothing",
+          "[http][alloc]") {
+  // The exchange and its request headers come back from the thread's pool;
+  // the head is built in a reused buffer.
+  const auto body = std::make_shared<const std::string>("Hello from heartwheel\n");
+  const std::size_t n = allocations_per_keepalive_requests(
+      [&](heartwheel::http::Responder& r) {
+        heartwheel::http::Response resp;
+        resp.shared_body = body;
+        r.respond(std::move(resp));
+      },
+      110, 10);
+  CHECK(n == 0);
+}
+
+TEST_CASE("http: a warm keep-alive request answered with Response::text allocates only the answer",
+          "[http][alloc]") {
+  // The handler's own Response: its body (22 bytes, past the small-string
+  // buffer), its header vector and the Content-Type value (25 bytes).
+  const std::size_t n = allocations_per_keepalive_requests(
+      [](heartwheel::http::Responder& r) { r.respond(200, "Hello from heartwheel\n"); }, 110, 10);
+  CHECK(n == 3 * 100);
 }

@@ -25,14 +25,15 @@ struct Fired {
 // A DeadlineTimer that records events and, unless told otherwise, keeps going.
 class Probe final : public DeadlineTimer {
  public:
-  explicit Probe(ManualTimerService& timers) : DeadlineTimer(timers), timers_(timers) {}
-  ~Probe() override = default;
+  explicit Probe(ManualTimerService& timers) : timers_(timers) {}
+  ~Probe() override { stop_deadlines(); }
   std::vector<Fired> fired;
   std::vector<Duration> lateness;
   bool stop_on_event = false;
   std::function<void(Probe&, DeadlineEvent)> on_event;  // runs inside the expiry
 
  private:
+  heartwheel::TimerService& timer_service() const noexcept override { return timers_; }
   void on_timer_fired(Duration late) override { lateness.push_back(late); }
   void on_deadline_event(DeadlineEvent e, TimePoint) override {
     fired.push_back({e, timers_.now()});
@@ -213,7 +214,7 @@ TEST_CASE("The deadline set stays small", "[idle][memory]") {
   // policy, open time, 3 anchors, request and write stall, 6 claimed slots
   // (a deadline and a one-byte kind each), flags
   CHECK(sizeof(DeadlineSet) <= 112);
-  CHECK(sizeof(DeadlineTimer) <= 176);  // vtable, entry, service, set, armed deadline, flags
+  CHECK(sizeof(DeadlineTimer) <= 168);  // vtable, entry, set, armed deadline, flags
 }
 
 TEST_CASE("Timer lateness is measured against the unrounded deadline", "[idle]") {

@@ -24,7 +24,7 @@ class MemoryTransport final : public heartwheel::http::Transport,
   explicit MemoryTransport(
       heartwheel::ManualTimerService& timers,
       heartwheel::net::RefreshMode refresh = heartwheel::net::RefreshMode::eager)
-      : DeadlineTimer(timers) {
+      : service_(timers) {
     policy_.refresh = refresh;
     start_deadlines(policy_);
   }
@@ -60,7 +60,7 @@ class MemoryTransport final : public heartwheel::http::Transport,
     if (session_ != nullptr) session_->on_writable(true);
   }
   bool writable() const noexcept override { return writable_; }
-  heartwheel::TimerService& timers() noexcept override { return DeadlineTimer::timers(); }
+  heartwheel::TimerService& timers() noexcept override { return service_; }
   void set_deadline(heartwheel::net::Deadline slot, heartwheel::TimePoint when) override {
     DeadlineTimer::set_deadline(slot, when);
   }
@@ -101,6 +101,7 @@ class MemoryTransport final : public heartwheel::http::Transport,
   std::string upgrade_rest;
 
  private:
+  heartwheel::TimerService& timer_service() const noexcept override { return service_; }
   void on_deadline_event(heartwheel::net::DeadlineEvent event, heartwheel::TimePoint) override {
     if (session_ == nullptr) return;
     if (session_->on_deadline(event.kind) == heartwheel::net::DeadlineAction::close) {
@@ -109,6 +110,7 @@ class MemoryTransport final : public heartwheel::http::Transport,
     }
   }
 
+  heartwheel::ManualTimerService& service_;
   heartwheel::net::IdlePolicy policy_;
   heartwheel::http::Session* session_ = nullptr;
   std::optional<heartwheel::net::CloseReason> reason_;

@@ -141,7 +141,9 @@ TEST_CASE("The pub/sub families keep their names and list every delivery outcome
                                                    "heartwheel_pubsub_bus_publications_total",
                                                    "heartwheel_pubsub_epochs_total",
                                                    "heartwheel_pubsub_channels_freed_total",
-                                                   "heartwheel_pubsub_bad_channel_options_total"});
+                                                   "heartwheel_pubsub_bad_channel_options_total",
+                                                   "heartwheel_pubsub_channels_refused_total",
+                                                   "heartwheel_pubsub_history_evictions_total"});
   CHECK(has_line(text, "heartwheel_pubsub_subscriptions 4"));
   CHECK(has_line(text, "heartwheel_pubsub_hub_channels 2"));
   CHECK(has_line(text, "heartwheel_pubsub_subscribes_total 6"));

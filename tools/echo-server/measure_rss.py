@@ -4,7 +4,11 @@
 # (each connection sends a v1 header first, which the server keeps).
 # Run from anywhere after building; figures are in docs/BENCHMARKS.md.
 import os
-BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'build', 'bin', 'heartwheel-echo')
+# HEARTWHEEL_ECHO: the binary (default build/bin/heartwheel-echo);
+# HEARTWHEEL_CONNECTIONS: how many idle connections (default 8000).
+BIN = os.environ.get('HEARTWHEEL_ECHO') or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), '..', '..', 'build', 'bin', 'heartwheel-echo')
+N = int(os.environ.get('HEARTWHEEL_CONNECTIONS', '8000'))
 import socket, subprocess, sys, time, os
 def connect(port, proxy, i):
     s = socket.create_connection(("127.0.0.1", port))
@@ -25,10 +29,15 @@ def run(timers, proxy=False):
     warm = [connect(port, proxy, i) for i in range(200)]
     time.sleep(0.3)
     r0 = rss()
-    N = 8000
     socks = [connect(port, proxy, i) for i in range(N)]
-    time.sleep(0.5)
-    r1 = rss()
+    # A loaded machine may lag behind the accepts: wait until RSS holds still
+    # for a second (at most 20 s).
+    r1, deadline = rss(), time.time() + 20
+    while time.time() < deadline:
+        time.sleep(1.0)
+        r = rss()
+        if r == r1: break
+        r1 = r
     print(f"{timers}{' --proxy-protocol' if proxy else ''}: RSS delta {(r1-r0)} KiB for {N} idle connections = {(r1-r0)*1024/N:.0f} bytes/connection (user space)")
     p.terminate(); p.wait()
     for s in socks + warm: s.close()

@@ -27,9 +27,11 @@ using Wall = std::chrono::steady_clock;
 
 // Counts the bytes; keeps the deadlines exactly as a connection would.
 struct NullTransport final : http::Transport, private net::DeadlineTimer {
-  explicit NullTransport(ManualTimerService& timers) : DeadlineTimer(timers) {
+  explicit NullTransport(ManualTimerService& timers) : service(timers) {
     start_deadlines(policy);
   }
+  ~NullTransport() override { stop_deadlines(); }
+  TimerService& timer_service() const noexcept override { return service; }
   void send(std::string_view head, std::string_view body) override {
     sent += head.size() + body.size();
   }
@@ -43,6 +45,7 @@ struct NullTransport final : http::Transport, private net::DeadlineTimer {
   void end_request() override { DeadlineTimer::end_request(); }
   void on_deadline_event(net::DeadlineEvent, TimePoint) override {}
 
+  ManualTimerService& service;
   net::IdlePolicy policy;  // lazy refresh, no idle slots: as heartwheel-http
   std::size_t sent = 0;
   bool closed = false;

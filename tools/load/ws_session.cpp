@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "bounded_json.h"
 #include "worker.h"
 #include "ws_state.h"
 
@@ -282,8 +283,16 @@ void Worker::ws_message(Conn& c, std::string_view text) {
 void Worker::ws_reply(Conn& c, std::string_view text) {
   // No exception may leave a libuv callback: a reply of the wrong shape is a
   // protocol error of this connection.
+  // Depth-limited: a reply nested deeper than any the harness sends for
+  // (its own requests are flat; a server may relay data up to its own limit
+  // inside a few levels of envelope) is a bad reply, not a stack overflow
+  // when it is copied.
+  constexpr std::size_t kMaxReplyDepth = 4 * heartwheel::cli::kDefaultMaxJsonDepth;
   try {
-    ws_reply_json(c, nlohmann::json::parse(text));
+    heartwheel::cli::BoundedJson parsed = heartwheel::cli::parse_bounded_json(text, kMaxReplyDepth);
+    if (parsed.status != heartwheel::cli::BoundedJson::Status::ok)
+      return protocol_error(c, "ws_bad_reply");
+    ws_reply_json(c, parsed.value);
   } catch (const nlohmann::json::exception&) {
     protocol_error(c, "ws_bad_reply");
   }

@@ -47,7 +47,9 @@ struct Conn;
 using List = net::ActivityList<Conn>;
 
 struct Conn final : net::DeadlineTimer {
-  Conn(heartwheel::TimerService& t, List& l) : DeadlineTimer(t), list(&l) {}
+  Conn(heartwheel::TimerService& t, List& l) : service(&t), list(&l) {}
+  ~Conn() override { stop_deadlines(); }
+  heartwheel::TimerService* service;
   List* list;
   Conn* next_in_host = nullptr;
   Conn* prev_in_host = nullptr;
@@ -57,6 +59,7 @@ struct Conn final : net::DeadlineTimer {
   TimePoint closed_at = heartwheel::kNever;
 
  private:
+  heartwheel::TimerService& timer_service() const noexcept override { return *service; }
   void on_deadline_event(net::DeadlineEvent, TimePoint now) override {
     closed_at = now;
     stop_deadlines();

@@ -93,6 +93,8 @@ std::string error_code_name(const std::error_code& ec) {
       return "data_too_large";
     case pubsub::errc::unavailable:
       return "unavailable";
+    case pubsub::errc::too_many_channels:
+      return "limit_exceeded";
     default:
       return "internal";
   }

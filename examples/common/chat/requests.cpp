@@ -3,7 +3,9 @@
 // not a request, gets an error reply; the connection stays open.
 #include <heartwheel/pubsub/limits.h>
 
+#include "bounded_json.h"
 #include "client.h"
+#include "reply_limits.h"
 #include "protocol.h"
 #include "worker.h"
 
@@ -41,8 +43,7 @@ void Worker::fill_reply(std::uint64_t key, std::uint64_t slot, std::string reply
   p.waiting[static_cast<std::size_t>(slot - p.first)] = std::move(reply);
   while (!p.waiting.empty() && p.waiting.front()) {
     // An empty reply is not sent (server-side subscriptions, worker_auth.cpp).
-    if (p.client != nullptr && !p.waiting.front()->empty())
-      (void)p.client->ws.send_text(*p.waiting.front());
+    if (p.client != nullptr && !p.waiting.front()->empty()) send_reply(*p.client, *p.waiting.front());
     p.waiting.pop_front();
     ++p.first;
   }
@@ -65,11 +66,24 @@ Worker::Reply Worker::reserve_reply(Client& client) {
 
 void Worker::handle(Client& client, std::string_view text) {
   const Reply reply = reserve_reply(client);
-  Json req = Json::parse(text, nullptr, false);
-  if (req.is_discarded()) {
+  // Requests not yet answered (each may hold a command on the Redis link):
+  // past the budget, refused before anything is parsed.
+  if (pending_[client.key()].waiting.size() > config_.max_requests_in_flight) {
+    ++stats_.limits["requests_in_flight"];
+    return reply(error(nullptr, "limit_exceeded",
+                       "more than " + std::to_string(config_.max_requests_in_flight) +
+                           " requests waiting for their replies"));
+  }
+  heartwheel::cli::BoundedJson parsed = heartwheel::cli::parse_bounded_json(text, config_.max_json_depth);
+  if (parsed.status == heartwheel::cli::BoundedJson::Status::too_deep)
+    return reply(error(nullptr, "too_deep",
+                       "the frame nests arrays and objects more than " +
+                           std::to_string(config_.max_json_depth) + " deep"));
+  if (parsed.status != heartwheel::cli::BoundedJson::Status::ok) {
     ++stats_.bad_json;
     return reply(error(nullptr, "bad_json", "the frame is not JSON"));
   }
+  const Json req = std::move(parsed.value);
   if (!req.is_object()) return reply(error(nullptr, "bad_request", "a request is a JSON object"));
   const Json id = req.contains("id") ? req["id"] : Json(nullptr);
   const auto op = req.find("op");
@@ -131,7 +145,13 @@ void Worker::subscribe(Client& client, const Json& id, const std::string& channe
           roster_.add(channel, *c);
         }
         // Recovered publications are in the reply, oldest first; live ones
-        // follow it (the hub never delivers before the answer).
+        // follow it (the hub never delivers before the answer). All or
+        // none: more than a reply may hold is no recovery (reply_limits.h).
+        if (r.recovered && publications_json_bytes(r.publications) > reply_budget()) {
+          ++stats_.limits["recovery_cut"];
+          r.recovered = false;
+          r.publications.clear();
+        }
         reply(ok_reply(id, position_fields(r.position) +
                                ",\"recovered\":" + (r.recovered ? "true" : "false") +
                                ",\"publications\":" + publications_json(r.publications) +
@@ -168,10 +188,12 @@ void Worker::presence(const Json& id, const std::string& channel, const Reply& r
     if (r.error) return reply(error(id, error_code_name(r.error), r.error.message()));
     std::size_t total = 0;
     const std::vector<std::string> members = roster_.list(channel, kMaxPresenceList, total);
+    const std::size_t shown = members_that_fit(members, reply_budget());
+    if (shown < members.size()) ++stats_.limits["reply_truncated"];
     std::string fields = ",\"count\":" + std::to_string(r.subscribers) + ",\"clients\":[";
-    for (std::size_t i = 0; i < members.size(); ++i) fields += (i ? "," : "") + members[i];
+    for (std::size_t i = 0; i < shown; ++i) fields += (i ? "," : "") + members[i];
     fields += ']';
-    if (total > members.size()) fields += ",\"truncated\":true";
+    if (total > shown) fields += ",\"truncated\":true";
     reply(ok_reply(id, fields));
   });
 }
@@ -184,8 +206,17 @@ void Worker::history(const Json& id, const std::string& channel, const Json& req
             : config_.history_size;
   hub_->history(channel, limit, [this, id, reply](pubsub::HistoryResult r) {
     if (r.error) return reply(error(id, error_code_name(r.error), r.error.message()));
-    reply(ok_reply(id, position_fields(r.position) +
-                           ",\"publications\":" + publications_json(r.publications)));
+    // The newest that fit in --max-reply-bytes; the reply says when cut.
+    std::string cut;
+    if (const std::size_t n = newest_that_fit(r.publications, reply_budget());
+        n < r.publications.size()) {
+      ++stats_.limits["reply_truncated"];
+      r.publications.erase(r.publications.begin(),
+                           r.publications.end() - static_cast<std::ptrdiff_t>(n));
+      cut = ",\"truncated\":true,\"limit\":" + std::to_string(n);
+    }
+    reply(ok_reply(id, position_fields(r.position) + ",\"publications\":" +
+                           publications_json(r.publications) + cut));
   });
 }
 

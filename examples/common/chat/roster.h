@@ -9,6 +9,8 @@
 // Threads: any.
 #pragma once
 
+#include <heartwheel/pubsub/keyed_hash.h>
+
 #include <cstddef>
 #include <mutex>
 #include <set>
@@ -36,7 +38,10 @@ class Roster {
   struct ById {
     bool operator()(const Client* a, const Client* b) const;
   };
-  std::unordered_map<std::string, std::set<const Client*, ById>> channels_;
+  // Keyed: channel names are the clients' choice (pubsub/keyed_hash.h).
+  std::unordered_map<std::string, std::set<const Client*, ById>,
+                     heartwheel::pubsub::KeyedStringHash, std::equal_to<>>
+      channels_;
 };
 
 }  // namespace chat

@@ -11,6 +11,7 @@ void ChatStats::merge(const ChatStats& o) {
   for (const auto& [op, n] : o.requests) requests[op] += n;
   for (const auto& [code, n] : o.errors) errors[code] += n;
   publications += o.publications;
+  for (const auto& [what, n] : o.limits) limits[what] += n;
 }
 
 WorkerStats StatsBoard::total() const {

@@ -25,6 +25,9 @@ struct ChatStats {
   std::map<std::string, std::uint64_t> requests;  // by op (unknown ops as "unknown")
   std::map<std::string, std::uint64_t> errors;    // error replies by code
   std::uint64_t publications = 0;                 // publish requests that succeeded
+  // Budgets applied (reply_limits.h): reply_truncated, recovery_cut,
+  // requests_in_flight, reply_slow_consumer.
+  std::map<std::string, std::uint64_t> limits;
 
   void merge(const ChatStats& o);
 };

@@ -33,6 +33,9 @@ bool UringFanout::take(heartwheel::ws::Connection& ws, const heartwheel::pubsub:
 
 void UringFanout::finish(const Entry& e, int result) noexcept {
   const std::string_view bytes(*e.frame);
+  // Sent by the ring, not net::Connection::write: counted here (bytes,
+  // message, write activity).
+  if (result > 0) e.ws->note_delivered(static_cast<std::size_t>(result));
   if (result == static_cast<int>(bytes.size())) return;
   if (result > 0) {  // short: the rest through the queue (copied), in order
     (void)e.ws->net().write(bytes.substr(static_cast<std::size_t>(result)));

@@ -12,10 +12,9 @@
 // (ws::Connection::deliver). Nothing else writes to a collected connection
 // between take() and flush(): both happen inside one event's fan-out.
 //
-// What differs from the normal path while it is on: the connection's
-// bytes_written counters and write-activity stamp, and the ws layer's
-// messages_sent, do not see the frames the ring sent (the hub's delivery
-// counts do).
+// The frames the ring sent are counted as the normal path counts them
+// (ws::Connection::note_delivered: bytes_written, write activity,
+// messages_sent and shared_sent).
 //
 // Threads: one per worker loop, made, used and destroyed on that loop's
 // thread (IORING_SETUP_SINGLE_ISSUER). current() is the calling thread's.

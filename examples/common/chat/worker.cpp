@@ -127,6 +127,15 @@ void Worker::route(const http::Request& req, http::Responder r) {
     }
     http::Response page = http::Response::text(200, std::string(kPage), "text/html; charset=utf-8");
     page.headers.push_back({"Cache-Control", "no-cache"});
+    // The page is one file with its script and style inline: nothing else
+    // may load, connect only back here (ws: / wss: of this origin), never in
+    // a frame (clickjacking), and no content-type sniffing.
+    page.headers.push_back({"Content-Security-Policy",
+                            "default-src 'none'; script-src 'unsafe-inline'; style-src "
+                            "'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action "
+                            "'none'; frame-ancestors 'none'"});
+    page.headers.push_back({"X-Content-Type-Options", "nosniff"});
+    page.headers.push_back({"X-Frame-Options", "DENY"});
     r.respond(std::move(page));
   } else {
     r.respond(404, "Not Found\n");

@@ -30,6 +30,7 @@
 #include <unordered_map>
 
 #include "auth_gate.h"
+#include "bounded_json.h"
 #include "roster.h"
 #include "stats_board.h"
 
@@ -43,6 +44,9 @@ struct Config {
   heartwheel::http::SessionOptions http;
   heartwheel::ws::NetHandlerOptions ws;
   std::size_t history_size = 0;  // the default and largest `limit` of a history request
+  std::size_t max_json_depth = heartwheel::cli::kDefaultMaxJsonDepth;  // --max-json-depth: deeper requests are refused (too_deep)
+  std::size_t max_reply_bytes = std::size_t{1} << 20;  // --max-reply-bytes (reply_limits.h)
+  std::size_t max_requests_in_flight = 32;             // --max-requests-in-flight, per connection
   bool presence_events = true;   // join/leave pushes (--presence-events)
   bool uring_fanout = false;     // --uring-fanout: a fan-out's sends in io_uring batches
   heartwheel::Duration stats_interval = std::chrono::seconds(1);
@@ -110,6 +114,10 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   void presence(const Json& id, const std::string& channel, const Reply& reply);
   void history(const Json& id, const std::string& channel, const Json& req, const Reply& reply);
   std::string error(const Json& id, std::string_view code, std::string_view message);
+  // reply_limits.cpp: a reply goes out under the slow-consumer rule; the bytes a
+  // history/presence/recovery list may take.
+  void send_reply(Client& client, const std::string& reply);
+  std::size_t reply_budget() const noexcept;
 
   // worker_auth.cpp: protocol version 2 (auth_gate.h).
   void connect(Client& client, std::string_view text);

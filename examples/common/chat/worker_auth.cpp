@@ -35,7 +35,12 @@ bool printable(std::string_view user) {
 
 void Worker::connect(Client& client, std::string_view text) {
   ws::Connection& conn = client.ws;
-  const Json req = Json::parse(text, nullptr, false);
+  // Bounded like every request (worker.h's max_json_depth): this frame comes
+  // before anything is known about the peer.
+  heartwheel::cli::BoundedJson parsed =
+      heartwheel::cli::parse_bounded_json(text, config_.max_json_depth);
+  const Json req = parsed.status == heartwheel::cli::BoundedJson::Status::ok ? std::move(parsed.value)
+                                                                             : Json();
   const bool object = req.is_object();
   const Json id = object && req.contains("id") ? req["id"] : Json(nullptr);
   const auto refuse = [&](std::string_view message) {

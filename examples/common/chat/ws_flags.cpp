@@ -30,6 +30,32 @@ void add_ws_flags(CLI::App& app, WsFlags& f, const std::string& workers_help) {
                  "largest WebSocket message accepted (bigger: close 1009); also the largest "
                  "publication's data")
       ->capture_default_str();
+  app.add_option("--max-json-depth", f.max_json_depth,
+                 "deepest nesting of arrays and objects in a request (deeper: refused while "
+                 "parsing, error too_deep)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{10000}));
+  app.add_option("--max-reply-bytes", f.max_reply_bytes,
+                 "largest history, presence or recovery list in one reply: history keeps the "
+                 "newest that fit (\"truncated\":true), a recovery that does not fit is "
+                 "\"recovered\":false")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{4096}, std::size_t{1} << 30));
+  app.add_option("--max-requests-in-flight", f.max_requests_in_flight,
+                 "per connection: requests waiting for their replies; more are refused "
+                 "(limit_exceeded)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{100000}));
+  app.add_option("--max-channels", f.max_channels,
+                 "channels the in-process bus holds at once (with subscribers or history); a "
+                 "publish or subscribe that needs one more: limit_exceeded")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40));
+  app.add_option("--max-history-bytes", f.max_history_bytes,
+                 "data bytes of every channel's history together (in-process bus); past it the "
+                 "oldest publications of the largest histories go first")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 50));
   app.add_option("--history-size", f.history_size,
                  "publications kept per channel for recovery and history (0: none)")
       ->capture_default_str();
@@ -70,6 +96,9 @@ void apply_ws_flags(const WsFlags& f, Config& c) {
                                 "'");
   w.validate();
   c.history_size = f.history_size;
+  c.max_json_depth = f.max_json_depth;
+  c.max_reply_bytes = f.max_reply_bytes;
+  c.max_requests_in_flight = f.max_requests_in_flight;
   c.stats_interval = parse_duration_flag("--stats-interval", f.stats_interval);
   if (c.stats_interval.count() <= 0)
     throw std::invalid_argument("--stats-interval must be positive");
@@ -82,6 +111,8 @@ void apply_channel_flags(const WsFlags& f, bool join_leave, heartwheel::pubsub::
   if (f.history_size > 0 && bus.channel.history_ttl.count() <= 0)
     throw std::invalid_argument("--history-ttl must be positive when --history-size is not 0");
   bus.limits.max_data_bytes = f.max_message_size;  // what fits in a message may be published
+  bus.max_channels = f.max_channels;
+  bus.max_history_bytes = f.max_history_bytes;
   bus.validate();
 }
 

@@ -35,19 +35,25 @@ struct WsFlags {
   unsigned workers = 1;
   std::string ping_interval = "25s", pong_timeout = "8s", close_timeout = "5s", history_ttl = "5m",
               drain_timeout = "10s", tick = "10ms", stats_interval = "1s";
-  std::size_t max_message_size = 64 * 1024, history_size = 100, max_queued_bytes = 1 << 20;
+  std::size_t max_message_size = 64 * 1024, history_size = 100, max_queued_bytes = 1 << 20,
+              max_json_depth = heartwheel::cli::kDefaultMaxJsonDepth,
+              max_reply_bytes = std::size_t{1} << 20, max_requests_in_flight = 32,
+              max_channels = 100000, max_history_bytes = std::size_t{256} << 20;
   std::string slow_consumer = "close";
   std::string stats_json;
 };
 
 // Registers --listen, --workers (with `workers_help`), --ping-interval,
-// --pong-timeout, --close-timeout, --max-message-size, --history-size,
+// --pong-timeout, --close-timeout, --max-message-size, --max-json-depth,
+// --max-reply-bytes, --max-requests-in-flight, --max-channels,
+// --max-history-bytes, --history-size,
 // --history-ttl, --slow-consumer, --max-queued-bytes, --drain-timeout, --tick,
 // --stats-json and --stats-interval.
 void add_ws_flags(CLI::App& app, WsFlags& flags, const std::string& workers_help);
 
 // config.ws (pings, pongs, close handshake, message size, slow consumers),
-// config.history_size and config.stats_interval.
+// config.history_size, the request budgets (max_json_depth, max_reply_bytes,
+// max_requests_in_flight) and config.stats_interval.
 void apply_ws_flags(const WsFlags& flags, Config& config);
 
 // Every channel's history (size and TTL), join/leave events, and limits (the

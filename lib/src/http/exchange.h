@@ -54,6 +54,10 @@ struct Exchange {
   // Answered with Responder::upgrade: the connection switches protocols after it.
   bool switching() const noexcept { return upgrade && upgrade->next; }
 
+  // Back to a new exchange's state, keeping the request's buffers (target,
+  // the header vector's slots) for the next request of this thread.
+  void reset() noexcept;
+
   // Runs on_abandon once if the handler never answered. Call after detaching.
   void abandon() {
     on_writable = nullptr;
@@ -63,5 +67,13 @@ struct Exchange {
     cb();
   }
 };
+
+// Exchanges are recycled per thread (exchange.cpp): a keep-alive request
+// then costs no allocation for its exchange and its request headers. Loop
+// thread only, as sessions and Responders are.
+std::shared_ptr<Exchange> new_exchange();
+// Takes `ex` back for reuse when nothing else holds it (use_count 1) and the
+// thread's pool has room; otherwise just drops this reference.
+void recycle(std::shared_ptr<Exchange>&& ex) noexcept;
 
 }  // namespace heartwheel::http::detail

@@ -26,7 +26,10 @@ void Responder::release() noexcept {
   if (!exchange_) return;
   std::shared_ptr<detail::Exchange> ex = std::move(exchange_);
   Session* s = ex->session;
-  if (s == nullptr || (ex->answered && ex->finished)) return;
+  if (s == nullptr || (ex->answered && ex->finished)) {
+    detail::recycle(std::move(ex));  // the last holder of a finished exchange: reused
+    return;
+  }
   try {
     s->drop_responder(*ex);
   } catch (...) {
@@ -41,6 +44,15 @@ bool Responder::active() const noexcept {
 
 TimePoint Responder::deadline() const noexcept {
   return exchange_ ? exchange_->request.deadline : kNever;
+}
+
+void Responder::clear_deadline() noexcept {
+  if (!active()) return;
+  exchange_->request.deadline = kNever;
+  Session& s = *exchange_->session;
+  // The one request slot is set for the oldest exchange: if that is this one,
+  // set it again without a deadline (a second begin_request replaces it).
+  if (s.timed_seq_ == exchange_->seq) s.transport_->begin_request(Duration{0});
 }
 
 const std::string& Responder::error() const noexcept {

@@ -48,11 +48,10 @@ void append_number(std::string& out, std::size_t n, int base = 10) {
 
 }  // namespace
 
-std::string_view http_date() {
+std::string_view http_date(std::time_t t) {
   thread_local std::time_t cached_second = 0;
   thread_local char buf[40];
   thread_local std::size_t len = 0;
-  const std::time_t t = std::time(nullptr);
   if (t != cached_second) {
     std::tm tm{};
     gmtime_r(&t, &tm);
@@ -62,21 +61,48 @@ std::string_view http_date() {
   return {buf, len};
 }
 
-void serialize_head(const Exchange& ex, const SessionOptions& options, std::string& h) {
+namespace {
+
+// The status line, Server and Date of the last head this thread wrote: on a
+// keep-alive path they repeat for every response of a second, so they are
+// one copy instead of a dozen appends (and a date check) per response.
+struct HeadStart {
+  int status = 0;
+  std::time_t second = -1;
+  std::string server;
+  std::string bytes;
+};
+
+const std::string& head_start(int status, std::string_view server) {
+  thread_local HeadStart cached;
+  const std::time_t t = std::time(nullptr);
+  if (cached.status == status && cached.second == t && cached.server == server)
+    return cached.bytes;
+  std::string& h = cached.bytes;
   h.clear();
   h += "HTTP/1.1 ";
-  append_number(h, static_cast<std::size_t>(ex.status));
+  append_number(h, static_cast<std::size_t>(status));
   h += ' ';
-  h += reason_phrase(ex.status);
+  h += reason_phrase(status);
   h += "\r\n";
-  if (!options.server_name.empty()) {
+  if (!server.empty()) {
     h += "Server: ";
-    h += options.server_name;
+    h += server;
     h += "\r\n";
   }
   h += "Date: ";
-  h += http_date();
+  h += http_date(t);
   h += "\r\n";
+  cached.status = status;
+  cached.second = t;
+  cached.server.assign(server);
+  return h;
+}
+
+}  // namespace
+
+void serialize_head(const Exchange& ex, const SessionOptions& options, std::string& h) {
+  h = head_start(ex.status, options.server_name);
   for (const Header& header : ex.headers) {
     if (is_framing_header(header.name)) continue;
     h += header.name;

@@ -3,6 +3,7 @@
 
 #include <heartwheel/http/session_options.h>
 
+#include <ctime>
 #include <string>
 #include <string_view>
 
@@ -29,8 +30,9 @@ void serialize_head(const Exchange& ex, const SessionOptions& options, std::stri
 // value with CR, LF or NUL (response splitting).
 std::string check_response(int status, const Headers& headers);
 
-// "Sat, 21 Nov 2026 23:59:14 GMT", recomputed at most once per second per thread.
-std::string_view http_date();
+// "Sat, 21 Nov 2026 23:59:14 GMT" for `now` (std::time), formatted at most
+// once per second per thread.
+std::string_view http_date(std::time_t now);
 
 // Appends one chunk of chunked transfer coding; an empty piece appends nothing
 // (an empty chunk would end the body).

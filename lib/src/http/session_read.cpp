@@ -87,6 +87,7 @@ void Session::parse(std::string_view bytes) {
         std::shared_ptr<Exchange> done = queue_.back();
         if (switching) begin_upgrade(std::string_view(p, static_cast<std::size_t>(end - p)));
         dispatch(done);
+        detail::recycle(std::move(done));  // answered at once: the last holder
         ++started;
       }
       continue;
@@ -249,12 +250,12 @@ void Session::enter_phase(ReadPhase phase, Duration timeout) {
 void Session::begin_request() {
   if (requests_ != UINT32_MAX) ++requests_;
   ++stats_->requests;
-  auto ex = std::make_shared<Exchange>();
+  std::shared_ptr<Exchange> ex = detail::new_exchange();  // recycled: its buffers too
   ex->session = this;
   ex->seq = next_seq_++;
   const TimePoint started = now();
   ex->request.started = started;
-  ex->request.headers.reserve(8);  // one allocation for typical requests, not three
+  ex->request.headers.reserve(8);  // one allocation for typical requests (none once recycled)
   ex->request.deadline = deadline_after(started, options_->request_timeout);
   parser_->error_status = 0;
   receiving_ = ex;

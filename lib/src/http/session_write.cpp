@@ -92,7 +92,7 @@ void Session::fail(int status, CloseReason reason) {
   std::shared_ptr<Exchange> ex = std::move(receiving_);
   if (!ex) {
     // Between requests (e.g. bytes after a complete request were garbage).
-    ex = std::make_shared<Exchange>();
+    ex = detail::new_exchange();
     ex->session = this;
     ex->seq = next_seq_++;
     ex->request.started = now();
@@ -183,6 +183,7 @@ void Session::finish_exchange() {
     close(Transport::CloseMode::kAfterFlush, ex->close_reason);
     return;
   }
+  detail::recycle(std::move(ex));  // when the handler's Responder is gone already
   if (queue_.empty() && !receiving_) {
     if (draining_)
       close(Transport::CloseMode::kAfterFlush, CloseReason::drain);

@@ -3,6 +3,7 @@
 // quantity with labels for its parts (reason, kind).
 #include <heartwheel/metrics/durations.h>
 #include <heartwheel/metrics/net_metrics.h>
+#include <heartwheel/metrics/stat_families.h>
 
 #include "close_reasons.h"
 
@@ -15,10 +16,12 @@ namespace {
 
 double seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 
+// The counters' families from net::NetStats::fields() (lib/src/net/stats.cpp),
+// closes by reason and deadline events by kind after the accepted count.
 void write_connections(TextWriter& out, const net::NetStats& n) {
-  out.gauge("heartwheel_connections_open", "Connections open now.", n.current);
-  out.counter("heartwheel_connections_accepted_total",
-              "Connections accepted (including those refused at once for a limit).", n.accepted);
+  const auto [open_accepted, rest] =
+      split_after(net::NetStats::fields(), "heartwheel_connections_accepted_total");
+  write_families(out, open_accepted, n);
   write_close_reasons(out, "heartwheel_connections_closed_total",
                       "Connections closed, by reason (net::CloseReason).", n.closed_by_reason);
   out.family("heartwheel_idle_events_total", Type::counter,
@@ -30,33 +33,7 @@ void write_connections(TextWriter& out, const net::NetStats& n) {
     if (!net::is_named(kind) || kind == net::Deadline::write_stall) continue;
     out.sample(n.idle_events[i], {{"kind", net::to_string(kind)}});
   }
-  out.counter("heartwheel_accept_errors_total", "Failed accepts.", n.accept_errors);
-  out.counter("heartwheel_accept_fd_exhausted_total",
-              "Accepts that failed with EMFILE/ENFILE after libuv's reserve descriptor was used.",
-              n.fd_exhausted);
-  out.counter("heartwheel_accept_pauses_total",
-              "Times accepting stopped for a while because descriptors ran out.", n.accept_pauses);
-  out.counter("heartwheel_accept_deferrals_total",
-              "Loop turns that accepted their accept_batch; the rest waited for the next turn.",
-              n.accept_deferrals);
-}
-
-void write_io(TextWriter& out, const net::NetStats& n) {
-  out.counter("heartwheel_bytes_read_total", "Bytes read from connections.", n.bytes_read);
-  out.counter("heartwheel_bytes_written_total", "Bytes written to connections.", n.bytes_written);
-  out.counter("heartwheel_bytes_dropped_total",
-              "Bytes refused by a write queue's cap or still queued when their connection closed.",
-              n.bytes_dropped);
-  out.gauge("heartwheel_write_queue_bytes",
-            "Bytes queued in connections' write queues, not yet completely written.",
-            n.write_queue_bytes);
-  out.counter("heartwheel_unwritable_events_total",
-              "Times a connection's write queue crossed its high watermark.", n.unwritable_events);
-  out.counter("heartwheel_read_pauses_total",
-              "Times reading from a slow reader paused until its queue drained.", n.read_pauses);
-  out.counter("heartwheel_handler_exceptions_total",
-              "Exceptions thrown by connection handlers (each closed its connection).",
-              n.handler_exceptions);
+  write_families(out, rest, n);
 }
 
 void write_timers(TextWriter& out, const net::LoopSnapshot& s) {
@@ -93,43 +70,18 @@ void write_loop(TextWriter& out, const net::LoopSnapshot& s) {
 // protection on: zeros (and a scale of 1) say "off or never triggered", and
 // the families exist from the first scrape for rate() and alerts.
 void write_protection(TextWriter& out, const net::NetStats& n) {
-  out.family("heartwheel_proxy_headers_total", Type::counter,
-             "Complete PROXY protocol headers read, by version.");
-  out.sample(n.proxy.v1, {{"version", "1"}});
-  out.sample(n.proxy.v2, {{"version", "2"}});
-  out.counter("heartwheel_proxy_local_headers_total",
-              "Of the v2 headers, LOCAL ones (health checks: the socket's own addresses kept).",
-              n.proxy.local);
-  out.family("heartwheel_proxy_header_errors_total", Type::counter,
-             "Connections closed for their PROXY header: malformed or cut short (invalid), not "
-             "complete in time (timeout), from a source outside --proxy-protocol-from (untrusted).");
-  out.sample(n.proxy.invalid, {{"cause", "invalid"}});
-  out.sample(n.proxy.timeouts, {{"cause", "timeout"}});
-  out.sample(n.proxy.untrusted, {{"cause", "untrusted"}});
+  write_families(out, net::ProxyProtocolStats::fields(), n.proxy);
   out.gauge("heartwheel_overload_idle_scale",
             "Factor applied to idle timeouts under overload (1: none); the smallest over the "
             "server's loops.",
             n.overload.idle_scale);
-  out.counter("heartwheel_overload_scale_changes_total",
-              "Times the overload idle-timeout scale moved.", n.overload.scale_changes);
-  out.counter("heartwheel_overload_sweeps_total",
-              "Overload sweeper wake-ups (re-arming the idlest connections at a new scale).",
-              n.overload.sweeps);
-  out.counter("heartwheel_overload_swept_total",
-              "Connections whose idle deadline the overload sweeper re-armed.", n.overload.swept);
-  out.counter("heartwheel_overload_activity_moves_total",
-              "Moves of a connection to the front of the activity order (overload tracking).",
-              n.overload.activity_moves);
-  out.counter("heartwheel_overload_drop_probes_total",
-              "Connections looked at to find the idlest to drop at the connection limit.",
-              n.overload.drop_probes);
+  write_families(out, net::OverloadStats::fields(), n.overload);
 }
 
 }  // namespace
 
 void write(TextWriter& out, const net::LoopSnapshot& s) {
   write_connections(out, s.net);
-  write_io(out, s.net);
   write_timers(out, s);
   write_loop(out, s);
   write_protection(out, s.net);

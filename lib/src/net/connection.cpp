@@ -8,6 +8,8 @@
 
 #include <array>
 #include <cassert>
+#include <cstddef>
+#include <new>
 
 #include <heartwheel/common/error.h>
 #include <heartwheel/net/activity_list.h>
@@ -30,11 +32,26 @@ constexpr std::size_t kReadBufferSize = 64 * 1024;
 }  // namespace
 
 Connection::Connection(detail::ConnectionHost& host, Handler& handler, std::uint64_t id)
-    : DeadlineTimer(host.timer_service()), host_(&host), handler_(&handler), id_(id) {
-  tcp_.data = this;
+    : host_(&host), handler_(&handler), id_(id) {
+  tcp_.data = nullptr;  // user_data()
+}
+
+TimerService& Connection::timer_service() const noexcept { return host_->timer_service(); }
+
+Connection* Connection::from_handle(void* handle) noexcept {
+  // Connection is final with one non-virtual base, so tcp_ sits at a fixed
+  // offset that GCC and Clang compute for it (offsetof on a class that is not
+  // standard-layout is conditionally supported, hence the pragma). This is
+  // what keeps user_data in tcp_.data instead of a field of its own.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+  constexpr std::size_t kTcpOffset = offsetof(Connection, tcp_);
+#pragma GCC diagnostic pop
+  return reinterpret_cast<Connection*>(static_cast<char*>(handle) - kTcpOffset);
 }
 
 Connection::~Connection() {
+  if (host_) stop_deadlines();  // abandon() stopped them before letting go of the host
   // Bytes still queued leave the loop's write-queue gauge with the queue.
   if (wq_) stats().write_queue_bytes -= wq_->pending.bytes() + wq_->inflight.bytes();
 }
@@ -58,7 +75,6 @@ const WritePolicy& Connection::write_policy() const noexcept {
 }
 
 int Connection::open() noexcept {
-  tcp_.data = this;
   opened_ = true;
   const ConnectionOptions& o = host_->connection_options();
   if (o.tcp_nodelay) uv_tcp_nodelay(&tcp_, 1);
@@ -180,7 +196,7 @@ void Connection::on_alloc(uv_handle_t*, std::size_t, uv_buf_t* buf) {
 }
 
 void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
-  auto* c = static_cast<Connection*>(stream->data);
+  auto* c = from_handle(stream);
   if (nread > 0) {
     const auto n = static_cast<std::size_t>(nread);
     c->bytes_read_ += n;
@@ -304,15 +320,15 @@ void Connection::finish_close(CloseReason reason, std::error_code error, bool rs
 }
 
 void Connection::abandon() noexcept {
+  stop_deadlines();  // while the host (its timer service) is still there
   host_ = nullptr;
   if (closing_) return;  // on_closed will delete it
   closing_ = true;
-  stop_deadlines();
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), &on_closed);
 }
 
 void Connection::on_closed(uv_handle_t* handle) {
-  auto* c = static_cast<Connection*>(handle->data);
+  auto* c = from_handle(handle);
   if (!c->host_) {
     delete c;
     return;
@@ -343,8 +359,14 @@ void detail::ConnectionHost::turn_arrived(Connection& conn) noexcept {
 }
 
 void Connection::count_dropped(std::size_t n) noexcept {
-  bytes_dropped_ += n;
   stats().bytes_dropped += n;
+  // noexcept: without memory for the side block only the host's count grows.
+  if (!extra_) extra_.reset(new (std::nothrow) Extras);
+  if (extra_) extra_->bytes_dropped += n;
+}
+
+std::uint64_t Connection::bytes_dropped() const noexcept {
+  return extra_ ? extra_->bytes_dropped : 0;
 }
 
 // The write path (write, the queue, write-stall checks) is in connection_write.cpp.

@@ -41,6 +41,7 @@ struct Connection::Extras {
   mutable std::unique_ptr<ProxyHeader> header;  // see ProxyInfo
   Handler* app_handler = nullptr;               // the host's handler, while Gate stands in
   std::unique_ptr<Transport> transport;         // the transport stage (transport.h)
+  std::uint64_t bytes_dropped = 0;              // Connection::bytes_dropped()
 };
 
 // The handler of a connection the application has not been given yet: its

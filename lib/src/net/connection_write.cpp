@@ -22,6 +22,13 @@ std::size_t Connection::queued_bytes() const noexcept {
   return wq_->pending.bytes() + (wq_->writing ? tcp_.write_queue_size : 0);
 }
 
+void Connection::note_written(std::size_t bytes) noexcept {
+  if (bytes == 0 || closing_ || !host_) return;
+  bytes_written_ += bytes;
+  stats().bytes_written += bytes;
+  note_write();
+}
+
 std::uint64_t Connection::bytes_written() const noexcept {
   if (!wq_ || !wq_->writing) return bytes_written_;
   return bytes_written_ + (wq_->inflight.bytes() - tcp_.write_queue_size);

@@ -128,7 +128,6 @@ void Connector::attempt() {
     attempt_failed(uv_error(rc));
     return;
   }
-  c->handle()->data = c;
   int rc = 0;
   if (!options_->local_host.empty()) {
     sockaddr_storage local;

@@ -7,11 +7,11 @@
 
 namespace heartwheel::net {
 
-DeadlineTimer::~DeadlineTimer() { stop_deadlines(); }
+DeadlineTimer::~DeadlineTimer() { assert(!armed() && "call stop_deadlines() in the owner's destructor"); }
 
 void DeadlineTimer::start_deadlines(const IdlePolicy& policy, Duration jitter_offset) noexcept {
   stopped_ = false;
-  set_.start(policy, timers_->now(), jitter_offset);
+  set_.start(policy, timers().now(), jitter_offset);
   rearm();
 }
 
@@ -19,7 +19,7 @@ void DeadlineTimer::stop_deadlines() noexcept {
   stopped_ = true;
   // Only touch the service if armed: a connection may be freed after the
   // wheel (its owner went away first), and then it is never armed.
-  if (armed()) timers_->cancel(*this);
+  if (armed()) timers().cancel(*this);
   armed_for_ = kNever;
 }
 
@@ -52,7 +52,7 @@ bool DeadlineTimer::set_deadline(Deadline kind, TimePoint when) noexcept {
 }
 
 void DeadlineTimer::begin_request(Duration timeout) noexcept {
-  const TimePoint deadline = deadline_after(timers_->now(), timeout);
+  const TimePoint deadline = deadline_after(timers().now(), timeout);
   set_.begin_request(deadline);
   if (!stopped_ && deadline < armed_for_) rearm_if_earlier();
 }
@@ -67,7 +67,7 @@ void DeadlineTimer::on_entry(TimerEntry& entry) {
   // The wheel's time, not the service's: under LoopWheel it is when the
   // loop's poll returned, so bytes that arrived since then (unread yet) can
   // not make a slot look overdue. See loop_wheel.h, "Stalls".
-  self.fire(self.timers_->wheel().now());
+  self.fire(self.timers().wheel().now());
 }
 
 void DeadlineTimer::fire(TimePoint now) {
@@ -104,9 +104,9 @@ void DeadlineTimer::rearm_if_earlier() noexcept {
 void DeadlineTimer::arm(TimePoint due) noexcept {
   armed_for_ = due;
   if (due == kNever) {
-    timers_->cancel(*this);
+    timers().cancel(*this);
   } else {
-    timers_->schedule_at(*this, due);
+    timers().schedule_at(*this, due);
   }
 }
 

@@ -48,49 +48,6 @@ void ConnectionOptions::validate() const {
   require_non_negative(tcp_user_timeout, "connection options: tcp_user_timeout");
 }
 
-void NetStats::merge(const NetStats& o) noexcept {
-  accepted += o.accepted;
-  current += o.current;
-  peak += o.peak;  // an upper bound: the parts peaked at different times
-  accept_errors += o.accept_errors;
-  fd_exhausted += o.fd_exhausted;
-  accept_pauses += o.accept_pauses;
-  accept_deferrals += o.accept_deferrals;
-  connect_failures += o.connect_failures;
-  for (std::size_t i = 0; i < closed_by_reason.size(); ++i)
-    closed_by_reason[i] += o.closed_by_reason[i];
-  for (std::size_t i = 0; i < idle_events.size(); ++i) idle_events[i] += o.idle_events[i];
-  bytes_read += o.bytes_read;
-  bytes_written += o.bytes_written;
-  bytes_dropped += o.bytes_dropped;
-  handler_exceptions += o.handler_exceptions;
-  unwritable_events += o.unwritable_events;
-  read_pauses += o.read_pauses;
-  write_queue_bytes += o.write_queue_bytes;
-  timer_lateness.merge(o.timer_lateness);
-  timer_lateness_max = std::max(timer_lateness_max, o.timer_lateness_max);
-  proxy.merge(o.proxy);
-  overload.merge(o.overload);
-}
-
-void ProxyProtocolStats::merge(const ProxyProtocolStats& o) noexcept {
-  v1 += o.v1;
-  v2 += o.v2;
-  local += o.local;
-  invalid += o.invalid;
-  timeouts += o.timeouts;
-  untrusted += o.untrusted;
-}
-
-void OverloadStats::merge(const OverloadStats& o) noexcept {
-  idle_scale = std::min(idle_scale, o.idle_scale);
-  scale_changes += o.scale_changes;
-  sweeps += o.sweeps;
-  swept += o.swept;
-  activity_moves += o.activity_moves;
-  drop_probes += o.drop_probes;
-}
-
 void Handler::on_eof(Connection& conn) { conn.close_after_flush(CloseReason::peer_closed); }
 
 void Handler::on_drain(Connection& conn) {

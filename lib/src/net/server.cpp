@@ -228,7 +228,6 @@ void Server::accept_one() noexcept {
     delete c;
     return;
   }
-  c->handle()->data = c;
   // Linked before anything can fail, so every path ends in connection_closed.
   const unsigned shift = activity_shift();
   list_.push_front(*c, shift ? activity_generation(wheel_.now(), shift) : 0);

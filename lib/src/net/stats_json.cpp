@@ -1,5 +1,6 @@
 // LoopSnapshot merging and its JSON form. Written by hand (the library has no
-// JSON dependency); the keys are the contract listed in lib/src/net/README.md.
+// JSON dependency): the counters from their field tables (stats.cpp), the
+// rest here; the keys are the contract listed in lib/src/net/README.md.
 #include <heartwheel/net/deadline.h>
 #include <heartwheel/net/stats.h>
 
@@ -22,40 +23,44 @@ void LoopSnapshot::merge(const LoopSnapshot& o) noexcept {
   loops += o.loops;
 }
 
+void append_close_reasons_json(std::string& out, const CloseReasonCounts& counts) {
+  out += '{';
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const auto reason = static_cast<CloseReason>(i);
+    if (!is_named(reason)) continue;
+    if (out.back() != '{') out += ',';
+    out += '"';
+    out += to_string(reason);
+    out += "\":";
+    out += std::to_string(counts[i]);
+  }
+  out += '}';
+}
+
 namespace {
 double ms(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 }  // namespace
 
 std::string to_json(const LoopSnapshot& s) {
-  std::ostringstream o;
   const NetStats& n = s.net;
-  o << "{\"connections_accepted\":" << n.accepted << ",\"connections_current\":" << n.current
-    << ",\"connections_peak\":" << n.peak << ",\"connections_closed\":" << n.closed()
-    << ",\"accept_errors\":" << n.accept_errors << ",\"fd_exhausted\":" << n.fd_exhausted
-    << ",\"accept_pauses\":" << n.accept_pauses << ",\"accept_deferrals\":" << n.accept_deferrals
-    << ",\"connect_failures\":" << n.connect_failures << ",\"closed_by_reason\":{";
-  const char* sep = "";
-  for (std::size_t i = 0; i < kCloseReasonCapacity; ++i) {
-    const auto reason = static_cast<CloseReason>(i);
-    if (!is_named(reason)) continue;
-    o << sep << '"' << to_string(reason) << "\":" << n.closed_by_reason[i];
-    sep = ",";
-  }
-  o << "},\"idle_events\":{";
-  sep = "";
+  std::string out = "{";
+  append_stat_fields_json(out, NetStats::fields(), n);
+  out += ",\"connections_closed\":" + std::to_string(n.closed()) + ",\"closed_by_reason\":";
+  append_close_reasons_json(out, n.closed_by_reason);
+  out += ",\"idle_events\":{";
   for (std::size_t i = 0; i < kDeadlineCapacity; ++i) {
     const auto kind = static_cast<Deadline>(i);
     // write_stall is handled inside net, never delivered.
     if (!is_named(kind) || kind == Deadline::write_stall) continue;
-    o << sep << '"' << to_string(kind) << "\":" << n.idle_events[i];
-    sep = ",";
+    if (out.back() != '{') out += ',';
+    out += '"';
+    out += to_string(kind);
+    out += "\":" + std::to_string(n.idle_events[i]);
   }
-  o << "},\"bytes_read\":" << n.bytes_read << ",\"bytes_written\":" << n.bytes_written
-    << ",\"bytes_dropped\":" << n.bytes_dropped
-    << ",\"handler_exceptions\":" << n.handler_exceptions
-    << ",\"unwritable_events\":" << n.unwritable_events << ",\"read_pauses\":" << n.read_pauses
-    << ",\"write_queue_bytes\":" << n.write_queue_bytes
-    << ",\"connection_timers\":{\"fires\":" << n.timer_fires()
+  out += '}';
+  // The timers, the wheel and the loop: durations and means as doubles.
+  std::ostringstream o;
+  o << ",\"connection_timers\":{\"fires\":" << n.timer_fires()
     << ",\"lateness_ms\":{\"max\":" << ms(n.timer_lateness_max) << ",\"mean\":"
     << (n.timer_fires() ? ms(n.timer_lateness.sum) / static_cast<double>(n.timer_fires()) : 0.0)
     << "}}"
@@ -71,16 +76,15 @@ std::string to_json(const LoopSnapshot& s) {
     << "},\"lag_ms\":{\"mean\":"
     << (s.loop.iterations ? ms(s.loop.lag_total) / static_cast<double>(s.loop.iterations) : 0.0)
     << "}}";
-  const ProxyProtocolStats& p = n.proxy;
-  o << ",\"proxy_protocol\":{\"v1\":" << p.v1 << ",\"v2\":" << p.v2 << ",\"local\":" << p.local
-    << ",\"invalid\":" << p.invalid << ",\"timeouts\":" << p.timeouts << ",\"untrusted\":" << p.untrusted << "}";
-  const OverloadStats& v = n.overload;
-  o << ",\"overload\":{\"idle_scale\":" << v.idle_scale << ",\"scale_changes\":" << v.scale_changes
-    << ",\"sweeps\":" << v.sweeps << ",\"swept\":" << v.swept
-    << ",\"activity_moves\":" << v.activity_moves << ",\"drop_probes\":" << v.drop_probes
-    << ",\"dropped_idle\":" << n.closed(CloseReason::overload)
-    << ",\"ip_limited\":" << n.closed(CloseReason::ip_limit) << "}}";
-  return o.str();
+  o << ",\"overload\":{\"idle_scale\":" << n.overload.idle_scale;
+  out += o.str();
+  append_stat_fields_json(out, OverloadStats::fields(), n.overload);
+  out += ",\"dropped_idle\":" + std::to_string(n.closed(CloseReason::overload)) +
+         ",\"ip_limited\":" + std::to_string(n.closed(CloseReason::ip_limit)) +
+         "},\"proxy_protocol\":{";
+  append_stat_fields_json(out, ProxyProtocolStats::fields(), n.proxy);
+  out += "}}";
+  return out;
 }
 
 }  // namespace heartwheel::net

@@ -30,15 +30,29 @@ PublishResult Bus::publish(std::string_view channel, std::string data, std::stri
     result.error = errc::data_too_large;
     return result;
   }
-  Shard& shard = shard_for(channel);
-  std::lock_guard lock(shard.mu);
+  {
+    Shard& shard = shard_for(channel);
+    std::lock_guard lock(shard.mu);
+    publish_locked(shard, channel, std::move(data), std::move(info), result);
+  }
+  if (history_bytes_.load(std::memory_order_relaxed) > options_.max_history_bytes) evict_history();
+  return result;
+}
+
+void Bus::publish_locked(Shard& shard, std::string_view channel, std::string data,
+                         std::string info, PublishResult& result) {
   publications_.fetch_add(1, std::memory_order_relaxed);
   detail::StoredChannel* ch = shard.find(channel);
   if (ch == nullptr) {
     const ChannelOptions opts = options_for(channel);
     // Without history and without subscribers nobody can ever see it: keep nothing.
-    if (opts.history_size == 0) return result;
+    if (opts.history_size == 0) return;
+    if (!channel_room()) {
+      result.error = errc::too_many_channels;
+      return;
+    }
     ch = &shard.add(channel, opts, new_epoch());
+    ch->history.count_into(&history_bytes_);
   }
   const TimePoint now = options_.clock();
   auto pub = std::make_shared<Publication>();
@@ -55,7 +69,6 @@ PublishResult Bus::publish(std::string_view channel, std::string data, std::stri
   }
   ch->post(pub);
   result.position = {pub->offset, pub->epoch};
-  return result;
 }
 
 SubscribeResult Bus::join(Inbox& inbox, const JoinRequest& request) {
@@ -64,7 +77,14 @@ SubscribeResult Bus::join(Inbox& inbox, const JoinRequest& request) {
   Shard& shard = shard_for(request.channel);
   std::lock_guard lock(shard.mu);
   detail::StoredChannel* ch = shard.find(request.channel);
-  if (ch == nullptr) ch = &shard.add(request.channel, options_for(request.channel), new_epoch());
+  if (ch == nullptr) {
+    if (!channel_room()) {
+      result.error = errc::too_many_channels;
+      return result;
+    }
+    ch = &shard.add(request.channel, options_for(request.channel), new_epoch());
+    ch->history.count_into(&history_bytes_);
+  }
   ++ch->subscribers;
   shard.update_orphan(*ch);
   if (ch->options.history_size > 0) ch->history.trim(options_.clock(), ch->options.history_ttl);

@@ -5,6 +5,7 @@
 
 #include <heartwheel/pubsub/broker.h>
 #include <heartwheel/pubsub/bus.h>
+#include <heartwheel/pubsub/keyed_hash.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -38,12 +39,9 @@ struct StoredChannel {
   void post(const EventPtr& event);
 };
 
-struct StringHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept {
-    return std::hash<std::string_view>{}(s);
-  }
-};
+// Channel names are the client's choice: keyed, so collisions cannot be
+// precomputed (heartwheel/pubsub/keyed_hash.h).
+using StringHash = KeyedStringHash;
 
 }  // namespace heartwheel::pubsub::detail
 

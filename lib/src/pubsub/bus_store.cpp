@@ -29,6 +29,9 @@ void BusOptions::validate() const {
                                 std::to_string(shards) + ")");
   if (sweep_interval.count() <= 0)
     throw std::invalid_argument("pubsub: sweep_interval must be positive");
+  if (max_channels == 0) throw std::invalid_argument("pubsub: max_channels must be positive");
+  if (max_history_bytes == 0)
+    throw std::invalid_argument("pubsub: max_history_bytes must be positive");
 }
 
 namespace detail {
@@ -101,7 +104,8 @@ Bus::~Bus() {
 }
 
 Bus::Shard& Bus::shard_for(std::string_view channel) const noexcept {
-  return shards_[std::hash<std::string_view>{}(channel) & (options_.shards - 1)];
+  // The high bits: the maps inside a shard use the low ones of the same hash.
+  return shards_[(KeyedStringHash{}(channel) >> 40) & (options_.shards - 1)];
 }
 
 // Epochs: 8 hex characters of splitmix64 over a per-process random seed and a
@@ -155,6 +159,8 @@ BusStats Bus::stats() const {
   s.epochs = epochs_.load();
   s.channels_freed = freed_.load();
   s.bad_channel_options = bad_channel_options_.load();
+  s.channels_refused = channels_refused_.load();
+  s.history_evictions = history_evictions_.load();
   for (std::size_t i = 0; i < options_.shards; ++i) {
     std::lock_guard lock(shards_[i].mu);
     s.channels += shards_[i].channels.size();

@@ -15,9 +15,25 @@ void HistoryRing::grow(std::size_t capacity) {
   head_ = 0;
 }
 
+namespace {
+std::size_t bytes_of(const PublicationPtr& p) noexcept { return p->data.size() + p->info.size(); }
+}  // namespace
+
+void HistoryRing::added(const PublicationPtr& p) noexcept {
+  bytes_ += bytes_of(p);
+  if (total_ != nullptr) total_->fetch_add(bytes_of(p), std::memory_order_relaxed);
+}
+
+void HistoryRing::removed(const PublicationPtr& p) noexcept {
+  bytes_ -= bytes_of(p);
+  if (total_ != nullptr) total_->fetch_sub(bytes_of(p), std::memory_order_relaxed);
+}
+
 void HistoryRing::push(PublicationPtr publication, std::size_t capacity) {
   if (size_ == slots_.size() && slots_.size() < capacity) grow(capacity);
+  added(publication);
   if (size_ == slots_.size()) {  // full at capacity: the newest replaces the oldest
+    removed(slots_[head_]);
     slots_[head_] = std::move(publication);
     head_ = (head_ + 1) % slots_.size();
     return;
@@ -27,6 +43,7 @@ void HistoryRing::push(PublicationPtr publication, std::size_t capacity) {
 }
 
 void HistoryRing::pop_front() noexcept {
+  removed(slots_[head_]);
   slots_[head_].reset();
   head_ = (head_ + 1) % slots_.size();
   if (--size_ == 0) {
@@ -38,13 +55,6 @@ void HistoryRing::pop_front() noexcept {
 
 void HistoryRing::trim(TimePoint now, Duration ttl) noexcept {
   while (size_ > 0 && front()->time + ttl <= now) pop_front();
-}
-
-std::size_t HistoryRing::payload_bytes() const noexcept {
-  std::size_t bytes = 0;
-  for (std::size_t i = 0; i < size_; ++i)
-    bytes += (*this)[i]->data.size() + (*this)[i]->info.size();
-  return bytes;
 }
 
 bool HistoryRing::collect(std::uint64_t after, std::uint64_t upto,

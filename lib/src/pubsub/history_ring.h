@@ -11,6 +11,7 @@
 #include <heartwheel/pubsub/event.h>
 #include <heartwheel/common/time.h>
 
+#include <atomic>
 #include <cstddef>
 #include <vector>
 
@@ -32,8 +33,11 @@ class HistoryRing {
   void pop_front() noexcept;
   // Drops the publications published `ttl` or longer before `now`.
   void trim(TimePoint now, Duration ttl) noexcept;
-  // Bytes of data and info held (for statistics).
-  std::size_t payload_bytes() const noexcept;
+  // Bytes of data and info held (kept up to date: O(1)).
+  std::size_t payload_bytes() const noexcept { return bytes_; }
+  // Also keep `*total` up to date with this ring's bytes (the bus's
+  // process-wide history bytes); null: no total. Set while empty.
+  void count_into(std::atomic<std::size_t>* total) noexcept { total_ = total; }
 
   // Appends to `out` the publications with offsets in (after, upto], oldest
   // first, and returns true, if the ring holds all of them (after == upto
@@ -46,8 +50,13 @@ class HistoryRing {
   void grow(std::size_t capacity);
 
   std::vector<PublicationPtr> slots_;
+  void added(const PublicationPtr& p) noexcept;
+  void removed(const PublicationPtr& p) noexcept;
+
   std::size_t head_ = 0;
   std::size_t size_ = 0;
+  std::size_t bytes_ = 0;
+  std::atomic<std::size_t>* total_ = nullptr;
 };
 
 }  // namespace heartwheel::pubsub::detail

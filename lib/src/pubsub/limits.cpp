@@ -30,6 +30,8 @@ class Category final : public std::error_category {
         return "publication data larger than max_data_bytes";
       case errc::wrong_hub:
         return "subscriber belongs to another hub (another loop)";
+      case errc::too_many_channels:
+        return "the server holds as many channels as it may (max_channels)";
       case errc::unavailable:
         return "the broker's store (Redis) is unavailable: not answered in time or down";
     }

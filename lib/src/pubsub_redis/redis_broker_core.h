@@ -5,6 +5,7 @@
 #pragma once
 
 #include <heartwheel/timer/loop_wheel.h>
+#include <heartwheel/pubsub/keyed_hash.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
 #include <heartwheel/redis/client.h>
 #include <heartwheel/redis/subscriber.h>
@@ -158,7 +159,9 @@ class RedisBroker::Core {
   uv_timer_t* stop_timer_ = nullptr;
   TimePoint stop_deadline_{};
   bool halted_ = false;
-  std::unordered_map<std::string, std::unique_ptr<Channel>> channels_;
+  // Keyed: channel names are the clients' choice (pubsub/keyed_hash.h).
+  std::unordered_map<std::string, std::unique_ptr<Channel>, KeyedStringHash, std::equal_to<>>
+      channels_;
   std::uint64_t seq_ = 0;
   std::uint64_t epoch_counter_ = 0;
   std::uint64_t epoch_seed_ = 0;

@@ -4,7 +4,10 @@
 #include <heartwheel/common/error.h>
 #include <heartwheel/push/delayed_queue.h>
 
-#include <random>
+#include <sys/random.h>
+
+#include <cerrno>
+#include <system_error>
 
 #include "held.h"
 #include "store.h"
@@ -20,13 +23,18 @@ WallTime from_unix_ms(std::int64_t ms) noexcept {
 }
 
 namespace {
-std::string random_hex(std::size_t digits) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::random_device rd;
-  std::mt19937_64 gen((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
-  std::string out;
-  while (out.size() < digits) out += kHex[gen() & 15];
-  return out;
+// `n` bytes from the kernel's CSPRNG (getrandom(2), blocking only until the
+// pool is first seeded at boot).
+void random_bytes(unsigned char* out, std::size_t n) {
+  while (n > 0) {
+    const ssize_t got = ::getrandom(out, n, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error(errno, std::generic_category(), "getrandom");
+    }
+    out += got;
+    n -= static_cast<std::size_t>(got);
+  }
 }
 }  // namespace
 
@@ -47,7 +55,6 @@ DelayedQueue::DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueue
       options_(std::move(options)),
       deliver_(std::move(deliver)),
       tags_((options_.validate(), options_.partitions)),
-      id_prefix_(random_hex(16)),
       load_timer_(&DelayedQueue::on_load_timer),
       reap_timer_(&DelayedQueue::on_reap_timer) {
   // A durable claim is delivered once its WAIT answers, which takes up to
@@ -111,22 +118,39 @@ TimePoint DelayedQueue::wheel_time(std::int64_t due_ms) const noexcept {
   return in <= 0 ? wheel_.now() : deadline_after(wheel_.now(), std::chrono::milliseconds(in));
 }
 
+// A UUIDv4: 16 random bytes, version and variant bits set (122 random bits),
+// nothing from a counter or the clock, so that one id says nothing of another.
 std::string DelayedQueue::next_id() {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string n;
-  for (std::uint64_t v = ++id_counter_; v != 0; v >>= 4) n.insert(n.begin(), kHex[v & 15]);
-  return id_prefix_ + "-" + n;
+  unsigned char b[16];
+  random_bytes(b, sizeof b);
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
+  std::string out;
+  out.reserve(36);
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += kHex[b[i] >> 4];
+    out += kHex[b[i] & 15];
+  }
+  return out;
 }
 
 // ---- scheduling and cancelling ----------------------------------------------
 
 std::error_code DelayedQueue::schedule(std::string channel, std::string data, WallTime due,
                                        ScheduleCallback done) {
+  return schedule(std::move(channel), std::move(data), due, std::string(), std::move(done));
+}
+
+std::error_code DelayedQueue::schedule(std::string channel, std::string data, WallTime due,
+                                       std::string owner, ScheduleCallback done) {
   if (channel.empty()) return std::make_error_code(std::errc::invalid_argument);
   const std::int64_t due_ms = to_unix_ms(due);
-  DelayedPush push{next_id(), std::move(channel), std::move(data), from_unix_ms(due_ms)};
+  DelayedPush push{next_id(), std::move(channel), std::move(data), from_unix_ms(due_ms),
+                   std::move(owner)};
   const std::string due_arg = std::to_string(due_ms);
-  const std::string payload = detail::encode_payload(push.channel, push.data);
+  const std::string payload = detail::encode_payload(push.channel, push.data, push.owner);
   Partition& part = partition_of(push.id);
   redis::Command cmd = detail::schedule_script().call({part.keys.due, part.keys.data},
                                                       {push.id, due_arg, payload});
@@ -155,9 +179,17 @@ std::error_code DelayedQueue::schedule(std::string channel, std::string data, Wa
 }
 
 std::error_code DelayedQueue::cancel(std::string_view id, CancelCallback done) {
+  return cancel(id, std::nullopt, std::move(done));
+}
+
+std::error_code DelayedQueue::cancel(std::string_view id, std::optional<std::string_view> owner,
+                                     CancelCallback done) {
+  // ARGV[2]: "*" for any owner, else "=" and the owner (so that no owner name
+  // can mean "any").
   const Keys& keys = partition_of(id).keys;
+  const std::string who = owner ? "=" + std::string(*owner) : std::string("*");
   const std::error_code refused = client_.command(
-      detail::cancel_script().call({keys.due, keys.data}, {id}),
+      detail::cancel_script().call({keys.due, keys.data}, {id, who}),
       guarded([this, id = std::string(id), done = std::move(done)](std::error_code ec,
                                                                    redis::Reply reply) {
         const bool removed = !ec && reply.integer() == 1;
@@ -262,7 +294,7 @@ void DelayedQueue::on_claimed(const std::string& id, std::error_code ec, redis::
     return;
   }
   const DelayedPush push{id, std::move(payload->channel), std::move(payload->data),
-                         from_unix_ms(due_ms)};
+                         from_unix_ms(due_ms), std::move(payload->owner)};
   auto once = std::make_shared<bool>(false);
   DeliveredCallback done = [this, life = std::weak_ptr<int>(life_), once, id](bool delivered) {
     if (life.expired() || *once) return;

@@ -36,8 +36,17 @@ return redis.call('HDEL', KEYS[2], ARGV[1]))");
   return s;
 }
 
+// The owner check reads the payload's "~<n>:<owner>" prefix (encode_payload).
 const redis::Script& cancel_script() {
   static const redis::Script s(R"(
+if ARGV[2] ~= '*' then
+  local p = redis.call('HGET', KEYS[2], ARGV[1])
+  if not p then return 0 end
+  local owner = ''
+  local n = string.match(p, '^~(%d+):')
+  if n then owner = string.sub(p, #n + 3, #n + 2 + tonumber(n)) end
+  if '=' .. owner ~= ARGV[2] then return 0 end
+end
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
   redis.call('HDEL', KEYS[2], ARGV[1])
   return 1
@@ -61,8 +70,28 @@ return back)");
   return s;
 }
 
-std::string encode_payload(std::string_view channel, std::string_view data) {
-  std::string out = std::to_string(channel.size());
+namespace {
+// "<length>:" at the front of `s`: the length, and `s` moved past the colon.
+std::optional<std::size_t> take_length(std::string_view& s) {
+  const auto colon = s.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  std::size_t length = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + colon, length);
+  if (ec != std::errc{} || end != s.data() + colon || length > s.size() - colon - 1)
+    return std::nullopt;
+  s.remove_prefix(colon + 1);
+  return length;
+}
+}  // namespace
+
+std::string encode_payload(std::string_view channel, std::string_view data,
+                           std::string_view owner) {
+  std::string out;
+  if (!owner.empty()) {
+    out = "~" + std::to_string(owner.size()) + ":";
+    out.append(owner);
+  }
+  out += std::to_string(channel.size());
   out += ':';
   out.append(channel);
   out.append(data);
@@ -70,14 +99,18 @@ std::string encode_payload(std::string_view channel, std::string_view data) {
 }
 
 std::optional<Payload> decode_payload(std::string_view payload) {
-  const auto colon = payload.find(':');
-  if (colon == std::string_view::npos) return std::nullopt;
-  std::size_t length = 0;
-  const auto [end, ec] = std::from_chars(payload.data(), payload.data() + colon, length);
-  if (ec != std::errc{} || end != payload.data() + colon || length > payload.size() - colon - 1)
-    return std::nullopt;
-  return Payload{std::string(payload.substr(colon + 1, length)),
-                 std::string(payload.substr(colon + 1 + length))};
+  std::string owner;
+  if (!payload.empty() && payload.front() == '~') {
+    payload.remove_prefix(1);
+    const auto length = take_length(payload);
+    if (!length) return std::nullopt;
+    owner = std::string(payload.substr(0, *length));
+    payload.remove_prefix(*length);
+  }
+  const auto length = take_length(payload);
+  if (!length) return std::nullopt;
+  return Payload{std::string(payload.substr(0, *length)), std::string(payload.substr(*length)),
+                 std::move(owner)};
 }
 
 }  // namespace heartwheel::push::detail

@@ -17,18 +17,23 @@ const redis::Script& schedule_script();
 const redis::Script& claim_script();
 // KEYS: due, data, claims. ARGV: id. Forgets the push everywhere.
 const redis::Script& ack_script();
-// KEYS: due, data. ARGV: id. 1 if it was still due (removed), else 0.
+// KEYS: due, data. ARGV: id, "*" (any owner) or "=" owner. 1 if it was
+// still due and its owner matched (removed), else 0.
 const redis::Script& cancel_script();
 // KEYS: due, data, claims. ARGV: now ms, limit. Moves claims whose lease
 // ended back to due (due now); returns their ids.
 const redis::Script& reap_script();
 
-// "<channel length>:<channel><data>": binary-safe, one hash field.
-std::string encode_payload(std::string_view channel, std::string_view data);
+// "<channel length>:<channel><data>": binary-safe, one hash field; with an
+// owner, "~<owner length>:<owner>" before it (a payload stored before owners
+// existed has none, and decodes with an empty owner).
+std::string encode_payload(std::string_view channel, std::string_view data,
+                           std::string_view owner = {});
 // nullopt if `payload` is not one.
 struct Payload {
   std::string channel;
   std::string data;
+  std::string owner;
 };
 std::optional<Payload> decode_payload(std::string_view payload);
 

@@ -27,27 +27,6 @@ void NetHandlerOptions::validate() const {
   if (flush_bytes == 0) throw std::invalid_argument("rpc handler: flush_bytes must be positive");
 }
 
-void NetHandlerStats::merge(const NetHandlerStats& o) noexcept {
-  requests += o.requests;
-  replies += o.replies;
-  pings_received += o.pings_received;
-  pongs_received += o.pongs_received;
-  unexpected_frames += o.unexpected_frames;
-  protocol_errors += o.protocol_errors;
-  frames_too_large += o.frames_too_large;
-  responses += o.responses;
-  errors_sent += o.errors_sent;
-  refused_draining += o.refused_draining;
-  unanswered += o.unanswered;
-  dropped_replies += o.dropped_replies;
-  calls_sent += o.calls_sent;
-  pings_sent += o.pings_sent;
-  pong_timeouts += o.pong_timeouts;
-  frames_sent += o.frames_sent;
-  writes += o.writes;
-  write_refusals += o.write_refusals;
-}
-
 NetHandler::NetHandler(NetHandlerOptions options) : options_(std::move(options)) {
   options_.validate();
 }

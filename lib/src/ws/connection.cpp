@@ -68,6 +68,13 @@ Delivery Connection::deliver(const SharedFrame& frame) {
   return Delivery::sent;
 }
 
+void Connection::note_delivered(std::size_t bytes) noexcept {
+  if (bytes == 0 || conn_->closing()) return;
+  conn_->note_written(bytes);
+  ++owner_->stats_.messages_sent;
+  ++owner_->stats_.shared_sent;
+}
+
 std::error_code Connection::close(std::uint16_t code, std::string_view reason) {
   if (const std::error_code ec = session_.close(code, reason)) return ec;
   owner_->arm_close_timeout(*this);

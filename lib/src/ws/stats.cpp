@@ -1,70 +1,89 @@
-// ws::Stats: merging and the JSON form (written by hand: the library has no
-// JSON dependency). See heartwheel/ws/stats.h.
+// ws::Stats: its field table (heartwheel/common/stat_fields.h), merging and
+// the JSON form (written by hand: the library has no JSON dependency). See
+// heartwheel/ws/stats.h; the Prometheus names are lib/src/metrics/README.md's.
 #include <heartwheel/ws/stats.h>
 
-#include <sstream>
+#include <string>
 
 namespace heartwheel::ws {
 
-void Stats::merge(const Stats& o) {
-  handshakes_refused += o.handshakes_refused;
-  opened += o.opened;
-  current += o.current;
-  for (std::size_t i = 0; i < closed_by_reason.size(); ++i)
-    closed_by_reason[i] += o.closed_by_reason[i];
-  messages_received += o.messages_received;
-  messages_sent += o.messages_sent;
-  shared_sent += o.shared_sent;
-  pings_sent += o.pings_sent;
-  pongs_received += o.pongs_received;
-  pings_received += o.pings_received;
-  pong_timeouts += o.pong_timeouts;
-  close_timeouts += o.close_timeouts;
-  abnormal_closes += o.abnormal_closes;
-  protocol_errors += o.protocol_errors;
-  for (const auto& [code, n] : o.close_codes_sent) close_codes_sent[code] += n;
-  for (const auto& [code, n] : o.close_codes_received) close_codes_received[code] += n;
-  slow_consumer_closes += o.slow_consumer_closes;
-  slow_consumer_skips += o.slow_consumer_skips;
-  deliveries_dropped += o.deliveries_dropped;
-}
-
 namespace {
-void codes(std::ostream& o, const std::map<std::uint16_t, std::uint64_t>& m) {
-  o << '{';
-  bool first = true;
+constexpr auto kCounter = StatKind::counter;
+constexpr StatField<Stats> kFields[] = {
+    {"current", &Stats::current, StatKind::gauge, "heartwheel_ws_connections_open",
+     "WebSocket connections open now."},
+    {"opened", &Stats::opened, kCounter, "heartwheel_ws_connections_opened_total",
+     "Connections that became WebSocket connections (handshake accepted)."},
+    {"handshakes_refused", &Stats::handshakes_refused, kCounter,
+     "heartwheel_ws_handshakes_refused_total",
+     "WebSocket upgrade requests refused (400, 403, 405 or 426)."},
+    {"messages_received", &Stats::messages_received, kCounter,
+     "heartwheel_ws_messages_received_total", "WebSocket messages received."},
+    {"messages_sent", &Stats::messages_sent, kCounter, "heartwheel_ws_messages_sent_total",
+     "WebSocket messages sent (own and shared frames)."},
+    {"shared_sent", &Stats::shared_sent, kCounter, "heartwheel_ws_shared_messages_sent_total",
+     "Of the messages sent, shared frames (one encoding written by reference to many "
+     "connections)."},
+    {"pings_sent", &Stats::pings_sent, kCounter, "heartwheel_ws_pings_sent_total",
+     "Pings the server sent."},
+    {"pongs_received", &Stats::pongs_received, kCounter, "heartwheel_ws_pongs_received_total",
+     "Pongs received."},
+    {"pings_received", &Stats::pings_received, kCounter, "heartwheel_ws_pings_received_total",
+     "Pings received (each answered with a pong)."},
+    {"pong_timeouts", &Stats::pong_timeouts, kCounter, "heartwheel_ws_pong_timeouts_total",
+     "Connections closed because nothing arrived within the pong timeout of a ping."},
+    {"close_timeouts", &Stats::close_timeouts, kCounter, "heartwheel_ws_close_timeouts_total",
+     "Connections closed because the peer did not finish the close handshake in time."},
+    {"abnormal_closes", &Stats::abnormal_closes, kCounter, "heartwheel_ws_abnormal_closes_total",
+     "Connections that ended without a close frame from the peer (1006)."},
+    {"protocol_errors", &Stats::protocol_errors, kCounter, "heartwheel_ws_protocol_errors_total",
+     "Connections failed for breaking RFC 6455 (close 1002, 1007 or 1009 sent)."},
+    {"slow_consumer_closes", &Stats::slow_consumer_closes, kCounter,
+     "heartwheel_ws_slow_consumer_total",
+     "Frames that would have queued past the per-connection limit, by the policy applied: "
+     "close (the connection closed as slow_consumer) or skip (the frame not sent to it).",
+     "policy", "close"},
+    {"slow_consumer_skips", &Stats::slow_consumer_skips, kCounter,
+     "heartwheel_ws_slow_consumer_total", "", "policy", "skip"},
+    {"deliveries_dropped", &Stats::deliveries_dropped, kCounter,
+     "heartwheel_ws_deliveries_dropped_total",
+     "Shared frames not sent: their connection was already closing, or failed writing them."},
+};
+// The table and the members written by hand are the whole struct.
+static_assert(stat_fields_cover(StatTable<Stats>(kFields),
+                                sizeof(net::CloseReasonCounts) + 2 * sizeof(Stats::CodeCounts)));
+
+void append_codes(std::string& out, const Stats::CodeCounts& m) {
+  out += '{';
   for (const auto& [code, n] : m) {
-    o << (first ? "" : ",") << '"' << code << "\":" << n;
-    first = false;
+    if (out.back() != '{') out += ',';
+    out += '"' + std::to_string(code) + "\":" + std::to_string(n);
   }
-  o << '}';
+  out += '}';
 }
 }  // namespace
 
+StatTable<Stats> Stats::fields() noexcept { return kFields; }
+
+void Stats::merge(const Stats& o) {
+  merge_stat_fields(Stats::fields(), *this, o);
+  for (std::size_t i = 0; i < closed_by_reason.size(); ++i)
+    closed_by_reason[i] += o.closed_by_reason[i];
+  for (const auto& [code, n] : o.close_codes_sent) close_codes_sent[code] += n;
+  for (const auto& [code, n] : o.close_codes_received) close_codes_received[code] += n;
+}
+
 std::string to_json(const Stats& s) {
-  std::ostringstream o;
-  o << "{\"handshakes_refused\":" << s.handshakes_refused << ",\"opened\":" << s.opened
-    << ",\"current\":" << s.current << ",\"closed_by_reason\":{";
-  const char* sep = "";
-  for (std::size_t i = 0; i < s.closed_by_reason.size(); ++i) {
-    const auto reason = static_cast<net::CloseReason>(i);
-    if (!net::is_named(reason)) continue;
-    o << sep << '"' << net::to_string(reason) << "\":" << s.closed_by_reason[i];
-    sep = ",";
-  }
-  o << "},\"messages_received\":" << s.messages_received << ",\"messages_sent\":" << s.messages_sent
-    << ",\"shared_sent\":" << s.shared_sent << ",\"pings_sent\":" << s.pings_sent
-    << ",\"pongs_received\":" << s.pongs_received << ",\"pings_received\":" << s.pings_received
-    << ",\"pong_timeouts\":" << s.pong_timeouts << ",\"close_timeouts\":" << s.close_timeouts
-    << ",\"abnormal_closes\":" << s.abnormal_closes << ",\"protocol_errors\":" << s.protocol_errors
-    << ",\"close_codes_sent\":";
-  codes(o, s.close_codes_sent);
-  o << ",\"close_codes_received\":";
-  codes(o, s.close_codes_received);
-  o << ",\"slow_consumer_closes\":" << s.slow_consumer_closes
-    << ",\"slow_consumer_skips\":" << s.slow_consumer_skips
-    << ",\"deliveries_dropped\":" << s.deliveries_dropped << '}';
-  return o.str();
+  std::string out = "{";
+  append_stat_fields_json(out, Stats::fields(), s);
+  out += ",\"closed_by_reason\":";
+  net::append_close_reasons_json(out, s.closed_by_reason);
+  out += ",\"close_codes_sent\":";
+  append_codes(out, s.close_codes_sent);
+  out += ",\"close_codes_received\":";
+  append_codes(out, s.close_codes_received);
+  out += '}';
+  return out;
 }
 
 }  // namespace heartwheel::ws

@@ -137,6 +137,14 @@ class Responder {
   // The request's deadline (kNever when the request timeout is off): after it
   // the session answers 503 itself, so long work should stop early.
   TimePoint deadline() const noexcept;
+  // Lifts this request's deadline: for a long answer (a stream of events)
+  // on a server whose request_timeout bounds how long a client may take to
+  // SEND a request. Call it from the handler (the request is complete by
+  // then, so a client trickling its request still meets the timeout). The
+  // answer's own pace is then bounded by the send timeout (write stall).
+  // Requests pipelined behind this one wait for it without a deadline.
+  // No-op when inactive.
+  void clear_deadline() noexcept;
   // Why the last refused call was refused (see "Errors"); empty if none was.
   const std::string& error() const noexcept;
 

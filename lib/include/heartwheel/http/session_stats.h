@@ -6,6 +6,7 @@
 #pragma once
 
 #include <heartwheel/common/duration_histogram.h>
+#include <heartwheel/common/stat_fields.h>
 #include <heartwheel/net/close_reason.h>
 
 #include <array>
@@ -49,29 +50,10 @@ struct SessionStats {
     return closed_by_reason[static_cast<std::size_t>(reason)];
   }
 
-  void merge(const SessionStats& o) noexcept {
-    sessions += o.sessions;
-    requests += o.requests;
-    for (std::size_t i = 0; i < responses.size(); ++i) responses[i] += o.responses[i];
-    header_timeouts += o.header_timeouts;
-    body_timeouts += o.body_timeouts;
-    request_timeouts += o.request_timeouts;
-    keepalive_timeouts += o.keepalive_timeouts;
-    first_byte_timeouts += o.first_byte_timeouts;
-    send_timeouts += o.send_timeouts;
-    parse_errors += o.parse_errors;
-    header_too_large += o.header_too_large;
-    body_too_large += o.body_too_large;
-    handler_errors += o.handler_errors;
-    invalid_responses += o.invalid_responses;
-    answers_refused += o.answers_refused;
-    backpressure_pauses += o.backpressure_pauses;
-    pipeline_yields += o.pipeline_yields;
-    request_duration.merge(o.request_duration);
-    upgrades += o.upgrades;
-    for (std::size_t i = 0; i < closed_by_reason.size(); ++i)
-      closed_by_reason[i] += o.closed_by_reason[i];
-  }
+  void merge(const SessionStats& o) noexcept;
+  // The std::uint64_t fields' table (heartwheel/common/stat_fields.h): names,
+  // Prometheus families (heartwheel_http_*) and help; lib/src/http/session_stats.cpp.
+  static StatTable<SessionStats> fields() noexcept;
 };
 
 }  // namespace heartwheel::http

@@ -22,6 +22,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace heartwheel::net {
 
@@ -70,5 +71,10 @@ const char* to_string(CloseReason reason) noexcept;
 // True for net's own reasons and the registered ones: those the statistics
 // writers list (zeros included).
 bool is_named(CloseReason reason) noexcept;
+
+// Appends counts as one JSON object, {"read_idle":n,...}: every named reason
+// in number order, zeros included (the layers' JSON statistics all write
+// their per-reason counts so).
+void append_close_reasons_json(std::string& out, const CloseReasonCounts& counts);
 
 }  // namespace heartwheel::net

@@ -15,8 +15,8 @@
 //   write(SharedBytes) are queued as a reference to the caller's immutable
 //   buffer, never copied (one publication sent to many connections). An idle connection
 //   therefore costs sizeof(Connection) (checked in
-//   tests/unit/connection_test.cpp; 248 bytes of it are the uv_tcp_t) plus
-//   the kernel's socket.
+//   tests/unit/memory_budget_test.cpp; 248 bytes of it are the uv_tcp_t; the
+//   byte-by-byte table is docs/memory.md) plus the kernel's socket.
 //
 // PROXY protocol (ServerOptions::proxy_protocol)
 //   Behind a proxy, every connection starts with a PROXY header (v1 or v2,
@@ -136,8 +136,9 @@ class Connection final : private DeadlineTimer {
   // valid until its on_close returns (it may delete itself there).
   void set_handler(Handler& handler) noexcept { handler_ = &handler; }
   Handler& handler() const noexcept { return *handler_; }
-  void set_user_data(void* data) noexcept { user_data_ = data; }
-  void* user_data() const noexcept { return user_data_; }
+  // Kept in handle()->data (no field of its own): do not write that.
+  void set_user_data(void* data) noexcept { tcp_.data = data; }
+  void* user_data() const noexcept { return tcp_.data; }
 
   // ---- writing --------------------------------------------------------------
   // Sends `bytes` (copied if they cannot be written at once).
@@ -164,6 +165,15 @@ class Connection final : private DeadlineTimer {
   std::error_code write(std::string_view head, SharedBytes rest);
   // Bytes accepted by write() that the kernel has not taken yet.
   std::size_t queued_bytes() const noexcept;
+  // For code that hands bytes to the kernel itself, around write() (e.g. a
+  // batch of sends submitted to io_uring on this connection's socket):
+  // `bytes` the kernel took count as written (bytes_written() and
+  // NetStats::bytes_written) and refresh write activity (write_idle,
+  // all_idle) as a completed write() does. Precondition: queued_bytes() == 0
+  // when those bytes were sent, so they are in order with write()'s. Zero
+  // bytes, or a connection already closing, counts nothing and refreshes
+  // nothing. O(1); loop thread only.
+  void note_written(std::size_t bytes) noexcept;
   // False above the high watermark until back at the low watermark.
   bool writable() const noexcept { return writable_; }
   // One on_writable(conn, true) as soon as nothing is queued any more (the
@@ -264,7 +274,9 @@ class Connection final : private DeadlineTimer {
   // ---- counters ---------------------------------------------------------------
   std::uint64_t bytes_read() const noexcept { return bytes_read_; }
   std::uint64_t bytes_written() const noexcept;  // taken by the kernel
-  std::uint64_t bytes_dropped() const noexcept { return bytes_dropped_; }
+  // Bytes refused or dropped at close (kept beside the rarely used state:
+  // most connections never drop a byte).
+  std::uint64_t bytes_dropped() const noexcept;
   TimePoint opened_at() const noexcept { return deadlines().opened_at(); }
   // When the last read was stamped (at open, plus any jitter, before one).
   TimePoint last_read() const noexcept { return deadlines().read_anchor(); }
@@ -311,6 +323,7 @@ class Connection final : private DeadlineTimer {
   // due sooner than it is armed for (later ones are found when it fires).
   void reschedule_deadlines() noexcept;
 
+  TimerService& timer_service() const noexcept override;
   void on_deadline_event(DeadlineEvent event, TimePoint now) override;
   void check_write_progress(TimePoint now);
   void on_timer_fired(Duration lateness) override;
@@ -336,6 +349,8 @@ class Connection final : private DeadlineTimer {
   template <class F>
   bool guarded(F&& f) noexcept;
   Extras& extras();
+  // The connection whose handle() is `handle` (handle->data is the user's).
+  static Connection* from_handle(void* handle) noexcept;
   // The PROXY header's client (peer) and destination (local) addresses;
   // false when there is no header or it carries none.
   bool proxy_addresses(sockaddr_storage* peer, sockaddr_storage* local) const noexcept;
@@ -352,14 +367,13 @@ class Connection final : private DeadlineTimer {
   uv_tcp_t tcp_;
   detail::ConnectionHost* host_;
   Handler* handler_;
-  void* user_data_ = nullptr;
   std::uint64_t id_;
   std::uint64_t bytes_read_ = 0;
   std::uint64_t bytes_written_ = 0;  // completed writes
-  std::uint64_t bytes_dropped_ = 0;
   std::unique_ptr<WriteQueue> wq_;  // only while bytes are queued
-  // Rarely used state (policy overrides, the PROXY stage and header): one
-  // pointer, allocated only for connections that need it.
+  // Rarely used state (policy overrides, the PROXY stage and header, the
+  // dropped-byte count): one pointer, allocated only for connections that
+  // need it. docs/memory.md has the byte-by-byte layout.
   std::unique_ptr<Extras> extra_;
   int error_ = 0;  // heartwheel_category() value: every error here is a uv code or errc
   CloseReason reason_ = CloseReason::local;

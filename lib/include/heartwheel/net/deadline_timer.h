@@ -30,7 +30,10 @@ namespace heartwheel::net {
 
 class DeadlineTimer : private TimerEntry {
  public:
-  explicit DeadlineTimer(TimerService& timers) noexcept : TimerEntry(&on_entry), timers_(&timers) {}
+  DeadlineTimer() noexcept : TimerEntry(&on_entry) {}
+  // The owner calls stop_deadlines() in its own destructor (timer_service()
+  // is its, and gone by the time this one runs); destroying an armed timer
+  // is a programming error (asserted).
   virtual ~DeadlineTimer();
 
   DeadlineTimer(const DeadlineTimer&) = delete;
@@ -54,11 +57,11 @@ class DeadlineTimer : private TimerEntry {
 
   // Activity, stamped with timers().now(). The I/O hot path.
   void note_read() noexcept {
-    set_.on_read(timers_->now());
+    set_.on_read(timers().now());
     if (set_.policy().refresh == RefreshMode::eager) rearm();
   }
   void note_write() noexcept {
-    set_.on_write(timers_->now());
+    set_.on_write(timers().now());
     if (set_.policy().refresh == RefreshMode::eager) rearm();
   }
 
@@ -68,7 +71,7 @@ class DeadlineTimer : private TimerEntry {
   bool set_deadline(Deadline kind, TimePoint when) noexcept;
   // The same, `timeout` from now (saturating; <= 0 clears the slot).
   bool set_timeout(Deadline kind, Duration timeout) noexcept {
-    return set_deadline(kind, deadline_after(timers_->now(), timeout));
+    return set_deadline(kind, deadline_after(timers().now(), timeout));
   }
   void clear_deadline(Deadline kind) noexcept { set_deadline(kind, kNever); }
   TimePoint deadline(Deadline kind) const noexcept { return set_.at(kind); }
@@ -81,12 +84,17 @@ class DeadlineTimer : private TimerEntry {
   void end_request() noexcept;
   bool in_request() const noexcept { return set_.in_request(); }
 
-  TimerService& timers() const noexcept { return *timers_; }
+  TimerService& timers() const noexcept { return timer_service(); }
   const DeadlineSet& deadlines() const noexcept { return set_; }
   // The time the timer is armed for (kNever if none).
   TimePoint armed_for() const noexcept { return armed_for_; }
 
  protected:
+  // The service the entry lives in. The owner knows it (a connection asks
+  // its host), so no timer carries a pointer of its own: 8 bytes per
+  // connection (docs/memory.md) for one indirect call per use. The same
+  // service for the timer's whole life.
+  virtual TimerService& timer_service() const noexcept = 0;
   // One call per due slot, write_stall included, with the time the slot was
   // judged due at. Runs on the timer's thread, from the wheel's expiry
   // (under LoopWheel: the check phase).
@@ -102,7 +110,6 @@ class DeadlineTimer : private TimerEntry {
   void rearm_if_earlier() noexcept;
   void arm(TimePoint due) noexcept;
 
-  TimerService* timers_;
   DeadlineSet set_;
   TimePoint armed_for_ = kNever;
   bool stopped_ = false;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include <heartwheel/common/duration_histogram.h>
+#include <heartwheel/common/stat_fields.h>
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/close_reason.h>
 #include <heartwheel/net/deadline.h>
@@ -25,14 +26,15 @@ namespace heartwheel::net {
 // A refused header also counts in closed_by_reason (proxy_header_invalid,
 // proxy_header_timeout, proxy_untrusted).
 struct ProxyProtocolStats {
-  std::uint64_t v1 = 0;        // complete v1 headers
-  std::uint64_t v2 = 0;        // complete v2 headers (LOCAL included)
-  std::uint64_t local = 0;     // of which v2 LOCAL (health checks: the socket's addresses kept)
-  std::uint64_t invalid = 0;   // malformed (or cut short by the peer's FIN)
-  std::uint64_t timeouts = 0;  // not complete within the header timeout
+  std::uint64_t v1 = 0;         // complete v1 headers
+  std::uint64_t v2 = 0;         // complete v2 headers (LOCAL included)
+  std::uint64_t local = 0;      // of which v2 LOCAL (health checks: the socket's addresses kept)
+  std::uint64_t invalid = 0;    // malformed (or cut short by the peer's FIN)
+  std::uint64_t timeouts = 0;   // not complete within the header timeout
   std::uint64_t untrusted = 0;  // from a source outside ServerOptions::proxy_protocol_from
 
   void merge(const ProxyProtocolStats& o) noexcept;
+  static StatTable<ProxyProtocolStats> fields() noexcept;  // lib/src/net/stats.cpp
 };
 
 // Overload protection (ServerOptions::overload, max_connections_per_ip).
@@ -49,6 +51,7 @@ struct OverloadStats {
   std::uint64_t drop_probes = 0;     // candidates looked at to drop the idlest
 
   void merge(const OverloadStats& o) noexcept;
+  static StatTable<OverloadStats> fields() noexcept;  // lib/src/net/stats.cpp
 };
 
 struct NetStats {
@@ -100,6 +103,10 @@ struct NetStats {
     if (lateness > timer_lateness_max) timer_lateness_max = lateness;
   }
   void merge(const NetStats& other) noexcept;
+  // The std::uint64_t fields' table (heartwheel/common/stat_fields.h): JSON
+  // keys, Prometheus families and help; lib/src/net/stats.cpp. The other
+  // members are merged and written by hand beside it.
+  static StatTable<NetStats> fields() noexcept;
 };
 
 using ServerStats = NetStats;

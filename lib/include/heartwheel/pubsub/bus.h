@@ -86,6 +86,15 @@ struct BusOptions {
   std::size_t shards = 64;
   // How often hubs on a loop call sweep().
   Duration sweep_interval = std::chrono::seconds(1);
+  // Channels with state (subscribers or history) at once, process-wide: a
+  // publish or join that would make one more is refused with
+  // errc::too_many_channels (counted: BusStats::channels_refused).
+  std::size_t max_channels = 100000;
+  // Data + info bytes of every channel's history together. Past it, the
+  // oldest publications of the largest histories are dropped (counted:
+  // BusStats::history_evictions) until 90% of it is left; a recovery that
+  // needed them answers recovered = false.
+  std::size_t max_history_bytes = std::size_t{256} << 20;
 
   // Throws std::invalid_argument naming the field.
   void validate() const;
@@ -134,6 +143,12 @@ class Bus final : public Broker {
   Shard& shard_for(std::string_view channel) const noexcept;
   std::string new_epoch() noexcept;
   ChannelOptions options_for(std::string_view channel) noexcept;
+  // bus_limits.cpp: room for one more channel (counted when refused), and
+  // the history budget enforced (called without any shard lock).
+  bool channel_room() noexcept;
+  void publish_locked(Shard& shard, std::string_view channel, std::string data, std::string info,
+                      PublishResult& result);
+  void evict_history();
 
   BusOptions options_;
   std::unique_ptr<Shard[]> shards_;
@@ -144,6 +159,11 @@ class Bus final : public Broker {
   std::atomic<std::uint64_t> epochs_{0};
   std::atomic<std::uint64_t> freed_{0};
   std::atomic<std::uint64_t> bad_channel_options_{0};
+  std::atomic<std::uint64_t> channels_made_{0};  // live channels: made - freed
+  std::atomic<std::uint64_t> channels_refused_{0};
+  std::atomic<std::size_t> history_bytes_{0};  // every ring's bytes (HistoryRing::count_into)
+  std::atomic<std::uint64_t> history_evictions_{0};
+  std::atomic<bool> evicting_{false};
 };
 
 }  // namespace heartwheel::pubsub

@@ -51,6 +51,7 @@
 #pragma once
 
 #include <heartwheel/common/detail/mpsc_queue.h>
+#include <heartwheel/pubsub/keyed_hash.h>
 #include <heartwheel/pubsub/broker.h>
 #include <heartwheel/pubsub/event.h>
 #include <heartwheel/pubsub/stats.h>
@@ -213,7 +214,7 @@ class Hub final : private Inbox {
   std::atomic<bool> wake_pending_{false};
   LoopHandles* handles_ = nullptr;
   // Keys are views of LocalChannel::name; values are owned (deleted on release).
-  std::unordered_map<std::string_view, detail::LocalChannel*> channels_;
+  std::unordered_map<std::string_view, detail::LocalChannel*, KeyedStringHash> channels_;
   // The fan-out in progress: its channel and the next subscription to call
   // (moved on when that one is unlinked), so callbacks may unsubscribe anyone.
   detail::LocalChannel* fanning_ = nullptr;

@@ -31,6 +31,7 @@ enum class errc {
   unavailable,            // a remote broker's store (Redis) did not answer in time, or is
                           // down with its buffer full: the request may or may not have been
                           // applied (a publish may have been taken: check history)
+  too_many_channels,      // a new channel would pass BusOptions::max_channels
 };
 
 const std::error_category& pubsub_category() noexcept;

@@ -10,6 +10,8 @@
 // slow_closes, dropped, encode_errors or subscriber_errors.
 #pragma once
 
+#include <heartwheel/common/stat_fields.h>
+
 #include <cstdint>
 #include <string>
 
@@ -24,6 +26,8 @@ struct ChannelStats {
   std::uint64_t dropped = 0;      // DeliveryOutcome::dropped, throws, failed encodes
 
   void merge(const ChannelStats& other) noexcept;
+  // The std::uint64_t fields' table (heartwheel/common/stat_fields.h).
+  static StatTable<ChannelStats> fields() noexcept;
 };
 
 struct HubStats {
@@ -49,6 +53,8 @@ struct HubStats {
   std::uint64_t hubs = 1;               // how many hubs were merged in
 
   void merge(const HubStats& other) noexcept;
+  // The std::uint64_t fields' table (heartwheel/common/stat_fields.h).
+  static StatTable<HubStats> fields() noexcept;
 };
 
 struct BusStats {
@@ -60,8 +66,12 @@ struct BusStats {
   std::uint64_t epochs = 0;                // channel states made (each a new epoch)
   std::uint64_t channels_freed = 0;        // channel states freed
   std::uint64_t bad_channel_options = 0;   // channel_options results replaced by the default
+  std::uint64_t channels_refused = 0;      // new channels refused at BusOptions::max_channels
+  std::uint64_t history_evictions = 0;     // publications dropped for max_history_bytes
 
   void merge(const BusStats& other) noexcept;
+  // The std::uint64_t fields' table (heartwheel/common/stat_fields.h).
+  static StatTable<BusStats> fields() noexcept;
 };
 
 // One JSON object each; the keys are the field names above (ChannelStats

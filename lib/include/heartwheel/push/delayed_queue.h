@@ -86,6 +86,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -103,10 +104,15 @@ std::int64_t to_unix_ms(WallTime t) noexcept;
 WallTime from_unix_ms(std::int64_t ms) noexcept;
 
 struct DelayedPush {
-  std::string id;  // [0-9a-f-], made by schedule()
+  // A random UUIDv4 (122 random bits from getrandom(2)), made by schedule():
+  // knowing one id tells nothing about any other.
+  std::string id;
   std::string channel;
   std::string data;
   WallTime due{};
+  // Who created it (e.g. an API key's id; empty: nobody in particular). Only
+  // a cancel naming the same owner, or one that names none, removes it.
+  std::string owner;
 };
 
 struct DelayedQueueOptions {
@@ -181,8 +187,16 @@ class DelayedQueue {
   // the Client's refusals.
   std::error_code schedule(std::string channel, std::string data, WallTime due,
                            ScheduleCallback done);
-  // Removes a push nobody has claimed yet. See "Outcomes".
+  // The same, remembering `owner` with the push (see DelayedPush::owner).
+  std::error_code schedule(std::string channel, std::string data, WallTime due, std::string owner,
+                           ScheduleCallback done);
+  // Removes a push nobody has claimed yet, whoever created it. See "Outcomes".
   std::error_code cancel(std::string_view id, CancelCallback done);
+  // Removes it only if it was scheduled with this `owner` (an admin passes
+  // nullopt: any owner). A push of another owner is reported like an unknown
+  // one (false), so that a cancel cannot probe which ids exist.
+  std::error_code cancel(std::string_view id, std::optional<std::string_view> owner,
+                         CancelCallback done);
 
   // The counters, with the gauges filled in.
   DelayedQueueStats stats() const;
@@ -208,7 +222,7 @@ class DelayedQueue {
 
   std::int64_t now_ms() const;
   TimePoint wheel_time(std::int64_t due_ms) const noexcept;
-  std::string next_id();
+  static std::string next_id();
   // Puts a push in the wheel unless it is there already.
   void hold(std::string_view id, std::int64_t due_ms);
   Partition& partition_of(std::string_view id);
@@ -235,8 +249,6 @@ class DelayedQueue {
   AsyncDeliverFunction deliver_;
   redis::Partitions tags_;
   std::vector<Partition> partitions_;
-  std::string id_prefix_;
-  std::uint64_t id_counter_ = 0;
   std::shared_ptr<int> life_;  // callbacks hold a weak_ptr: expired = stopped
   bool started_ = false;
   std::unordered_map<std::string_view, std::unique_ptr<Held>> held_;

@@ -122,6 +122,7 @@
 //   method here, Reply methods and Connection methods (close included).
 #pragma once
 
+#include <heartwheel/common/stat_fields.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/heartbeat.h>
 #include <heartwheel/rpc/call_table.h>
@@ -193,6 +194,9 @@ struct NetHandlerStats {
   std::uint64_t write_refusals = 0;  // batches refused by the write queue (slow_consumer)
 
   void merge(const NetHandlerStats& other) noexcept;
+  // The fields' table (heartwheel/common/stat_fields.h): names, Prometheus
+  // families (heartwheel_rpc_*) and help; lib/src/rpc/stats.cpp.
+  static StatTable<NetHandlerStats> fields() noexcept;
 };
 
 // One connection's heartbeat, as the handler keeps it.

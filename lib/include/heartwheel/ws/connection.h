@@ -76,6 +76,13 @@ class Connection final : private Transport, private Handler {
   // empty queue always gets the frame, however large. Every outcome but
   // `sent` is counted in Stats.
   Delivery deliver(const SharedFrame& frame);
+  // A shared frame the caller sent on this peer's socket itself, around
+  // deliver() (heartwheel-chat's io_uring fan-out), of which the kernel took
+  // `bytes` (> 0): counts it as deliver() would (Stats::messages_sent and
+  // shared_sent, once per frame) and the bytes as net::Connection::
+  // note_written does. Its unsent rest, if any, is the caller's to write.
+  // Nothing is counted once the connection is closing. Loop thread only.
+  void note_delivered(std::size_t bytes) noexcept;
 
   // Starts the close handshake: sends close(code, reason) and arms the
   // close-handshake timeout (NetHandlerOptions::close_timeout); the TCP

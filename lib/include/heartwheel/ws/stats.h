@@ -11,6 +11,7 @@
 // Threads: plain values.
 #pragma once
 
+#include <heartwheel/common/stat_fields.h>
 #include <heartwheel/net/close_reason.h>
 
 #include <array>
@@ -21,6 +22,7 @@
 namespace heartwheel::ws {
 
 struct Stats {
+  using CodeCounts = std::map<std::uint16_t, std::uint64_t>;  // close code -> frames
   // Connections.
   std::uint64_t handshakes_refused = 0;  // upgrade requests answered 400/403/405/426
   std::uint64_t opened = 0;              // connections that became WebSocket connections
@@ -40,8 +42,8 @@ struct Stats {
   std::uint64_t close_timeouts = 0;   // closed: the peer did not finish the close handshake
   std::uint64_t abnormal_closes = 0;  // ended without a close frame from the peer (1006)
   std::uint64_t protocol_errors = 0;  // the peer broke RFC 6455 (close 1002, 1007 or 1009 sent)
-  std::map<std::uint16_t, std::uint64_t> close_codes_sent;      // close frames we sent, by code
-  std::map<std::uint16_t, std::uint64_t> close_codes_received;  // close frames the peers sent
+  CodeCounts close_codes_sent;      // close frames we sent, by code
+  CodeCounts close_codes_received;  // close frames the peers sent
 
   // Slow consumers (Connection::deliver, NetHandlerOptions::slow_consumer).
   std::uint64_t slow_consumer_closes = 0;  // policy close: closed with reason slow_consumer
@@ -49,6 +51,9 @@ struct Stats {
   std::uint64_t deliveries_dropped = 0;    // deliver() on a connection already closing
 
   void merge(const Stats& other);
+  // The std::uint64_t fields' table (heartwheel/common/stat_fields.h): JSON
+  // keys, Prometheus families (heartwheel_ws_*) and help.
+  static StatTable<Stats> fields() noexcept;
 };
 
 // One JSON object; the keys are the field names above, closed_by_reason with

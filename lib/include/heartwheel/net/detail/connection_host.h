@@ -19,7 +19,9 @@
 #include <heartwheel/timer/timer_service.h>
 #include <uv.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace heartwheel::net::detail {
 
@@ -62,6 +64,19 @@ class ConnectionHost {
   // queued connection is closing (on_closed), drop it from the queue.
   virtual bool defer_to_next_turn(Connection& /*conn*/) noexcept { return false; }
   virtual void forget_turn(Connection& /*conn*/) noexcept {}
+
+  // Where a connection's bytes go, for docs/memory.md and the budget test
+  // (tests/unit/memory_budget_test.cpp): each field group of Connection
+  // (offset, size) and each block it allocates only while in use
+  // (side == true, offset 0). Computed (offsetof, sizeof), never typed in.
+  // connection_layout.cpp.
+  struct LayoutRow {
+    const char* name;
+    std::size_t offset;
+    std::size_t size;
+    bool side;
+  };
+  static std::vector<LayoutRow> connection_layout();
 
  protected:
   ~ConnectionHost() = default;

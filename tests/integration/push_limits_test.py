@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Issue 23's attacks on build/bin/heartwheel-push's HTTP API, rerun against
+the real program (with a redis-server of the test's own) and now refused or
+bounded: a body nested 80,000 deep is a 400 and the process lives.
+
+Usage: push_limits_test.py PATH/TO/heartwheel-push [test ...]
+Every server binds port 0; every process started is stopped by PID; a
+watchdog ends a hung test. Bounds have slack for a loaded 2-core machine.
+"""
+import sys
+
+from chat_support import Server, run_tests
+from push_support import Redis, http, publish
+
+SERVER_BINARY = None  # set by run_tests
+
+
+def node(redis, *flags):
+    return Server(SERVER_BINARY, "--redis", redis.address(), "--tick", "5ms", *flags)
+
+
+def test_80000_deep_body_is_refused_and_the_process_lives():
+    with Redis() as r, node(r, "--max-message-size", "1048576") as s:
+        deep = '{"channel":"c","data":' + "[" * 80000 + "]" * 80000 + "}"
+        status, _, body = http(s.port, "POST", "/publish", deep.encode())
+        assert status == 400 and body["error"]["code"] == "too_deep", (status, body)
+        ok = '{"channel":"c","data":' + "[" * 63 + "]" * 63 + "}"
+        status, _, body = http(s.port, "POST", "/publish", ok.encode())
+        assert status == 202, (status, body)
+        assert s.proc.poll() is None, "the server died"
+        assert publish(s.port, "c", "still here")[0] == 202
+
+
+def test_post_publish_only_with_json_content_type():
+    """A cross-site form can post text/plain without a preflight: 415 now."""
+    import socket
+    with Redis() as r, node(r) as s:
+        body = b'{"channel":"c","data":1}'
+        for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data",
+                      None, "application/jsonx"):
+            c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+            head = "POST /publish HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            if ctype:
+                head += "Content-Type: %s\r\n" % ctype
+            head += "Content-Length: %d\r\n\r\n" % len(body)
+            c.sendall(head.encode() + body)
+            raw = b""
+            while True:
+                chunk = c.recv(65536)
+                if not chunk:
+                    break
+                raw += chunk
+            c.close()
+            assert raw.startswith(b"HTTP/1.1 415"), (ctype, raw[:200])
+            assert b"unsupported_media_type" in raw, raw
+        # JSON with parameters, any case: accepted.
+        status, _, _ = http(s.port, "POST", "/publish", body)
+        assert status == 202
+
+
+def test_trickled_post_is_closed_at_the_request_timeout():
+    """A POST sending a byte every 2 s (each within the 10 s body timeout,
+    which restarts at every byte) stayed open for ever: the request timeout
+    (10 s by default) now bounds the whole request."""
+    import socket
+    import time
+    with Redis() as r, node(r) as s:
+        c = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+        body = b'{"channel":"c","data":"' + b"x" * 100 + b'"}'
+        c.sendall(("POST /publish HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   "Content-Length: %d\r\n\r\n" % len(body)).encode())
+        start = time.monotonic()
+        closed_after = None
+        c.settimeout(2.0)
+        for b in body:
+            try:
+                c.sendall(bytes([b]))
+                data = c.recv(65536)  # waits up to 2 s: the trickle's pace
+                if data == b"" or data:
+                    closed_after = time.monotonic() - start
+                    break
+            except socket.timeout:
+                continue
+            except OSError:
+                closed_after = time.monotonic() - start
+                break
+            if time.monotonic() - start > 40:
+                break
+        c.close()
+        assert closed_after is not None, "still open after 40 s"
+        assert 8 <= closed_after <= 20, closed_after
+        # SSE streams outlive the request timeout (their deadline is lifted).
+        from push_support import Sse
+        sse = Sse(s.port, "c")
+        sse.event()
+        time.sleep(11)
+        assert publish(s.port, "c", "late")[0] == 202
+        assert sse.messages(1, timeout=10)[0]["data"]["data"] == "late"
+        sse.close()
+
+
+if __name__ == "__main__":
+    run_tests(globals(), sys.argv)

@@ -1,0 +1,119 @@
+// Where the bytes of a connection go (docs/memory.md), and a budget that
+// fails when they grow. Every figure is computed: sizeof/offsetof from the
+// types (net's layout from ConnectionHost::connection_layout()) and the
+// allocator's class from glibc (malloc_usable_size), so the table in the
+// docs can be re-made with
+//   build/bin/memory_budget_tests "the byte-by-byte table of a connection" -s
+// Budgets: raise one only with a reason in docs/memory.md; every byte here is
+// paid once per connection, at 300,000 connections 300 KB per byte.
+#include <heartwheel/net/connection.h>
+#include <heartwheel/net/deadline_set.h>
+#include <heartwheel/net/deadline_timer.h>
+#include <heartwheel/net/detail/connection_host.h>
+#include <heartwheel/pubsub/subscriber.h>
+#include <heartwheel/timer/timer_entry.h>
+#include <heartwheel/ws/connection.h>
+#include <heartwheel/ws/session.h>
+#include <malloc.h>
+#include <uv.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+
+namespace {
+
+using heartwheel::net::detail::ConnectionHost;
+
+// The heap chunk glibc hands out for `n` bytes: the usable size plus its
+// 8-byte size header (what a connection really costs in RSS, before the
+// allocator's own bookkeeping).
+std::size_t chunk_for(std::size_t n) {
+  void* p = std::malloc(n);
+  REQUIRE(p != nullptr);
+  const std::size_t chunk = malloc_usable_size(p) + sizeof(std::size_t);
+  std::free(p);
+  return chunk;
+}
+
+std::string row(const std::string& what, std::size_t bytes, const std::string& note = "") {
+  std::ostringstream s;
+  s << "| " << what << " | " << bytes << " | " << note << " |\n";
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("the byte-by-byte table of a connection", "[memory]") {
+  if (sizeof(void*) != 8) {
+    WARN("the table is for 64-bit targets");
+    return;
+  }
+  using heartwheel::net::Connection;
+  std::string table = "\n| net::Connection field group | bytes | offset |\n|---|---|---|\n";
+  std::size_t covered = 0;
+  for (const auto& r : ConnectionHost::connection_layout()) {
+    if (r.side) continue;
+    CHECK(r.offset == covered);  // the groups tile the struct, no byte unaccounted
+    covered += r.size;
+    table += row(r.name, r.size, std::to_string(r.offset));
+  }
+  CHECK(covered == sizeof(Connection));
+  table += row("**sizeof(net::Connection)**", sizeof(Connection),
+               "malloc chunk " + std::to_string(chunk_for(sizeof(Connection))));
+  table += "\n| allocated only while in use | bytes | malloc chunk |\n|---|---|---|\n";
+  for (const auto& r : ConnectionHost::connection_layout())
+    if (r.side) table += row(r.name, r.size, std::to_string(chunk_for(r.size)));
+  table += "\n| part | bytes | note |\n|---|---|---|\n";
+  table += row("uv_tcp_t", sizeof(uv_tcp_t), "inside net::Connection");
+  table += row("TimerEntry", sizeof(heartwheel::TimerEntry), "inside DeadlineTimer");
+  table += row("net::DeadlineSet", sizeof(heartwheel::net::DeadlineSet), "inside DeadlineTimer");
+  table += row("net::DeadlineTimer", sizeof(heartwheel::net::DeadlineTimer), "base of net::Connection");
+  table += row("ws::Connection", sizeof(heartwheel::ws::Connection),
+               "malloc chunk " + std::to_string(chunk_for(sizeof(heartwheel::ws::Connection))));
+  table += row("ws::Session", sizeof(heartwheel::ws::Session), "inside ws::Connection");
+  table += row("pubsub::Subscriber", sizeof(heartwheel::pubsub::Subscriber),
+               "base of the application's client (chat::Client <= 120, a 128-byte chunk)");
+  table += row("pubsub::detail::Subscription", sizeof(heartwheel::pubsub::detail::Subscription),
+               "one per channel subscribed, malloc chunk " +
+                   std::to_string(chunk_for(sizeof(heartwheel::pubsub::detail::Subscription))));
+  WARN(table);
+}
+
+TEST_CASE("a connection's structs stay within their documented budget", "[memory]") {
+  if (sizeof(void*) != 8) {
+    WARN("the budgets are for 64-bit targets");
+    return;
+  }
+  using heartwheel::net::Connection;
+  // libuv's, not ours: if it changes, docs/memory.md's table changes with it.
+  CHECK(sizeof(uv_tcp_t) == 248);
+  CHECK(sizeof(heartwheel::net::DeadlineSet) <= 112);
+  CHECK(sizeof(heartwheel::net::DeadlineTimer) <= 168);
+  CHECK(sizeof(Connection) <= 496);
+  // One 512-byte chunk, with room for one more pointer in the same chunk
+  // (the TLS stage went to the side block instead: Extras below).
+  CHECK(chunk_for(sizeof(Connection)) <= 512);
+  CHECK(chunk_for(sizeof(Connection) + sizeof(void*)) <= 512);
+  // The WebSocket side of a subscribed connection.
+  CHECK(sizeof(heartwheel::ws::Session) <= 136);
+  CHECK(chunk_for(sizeof(heartwheel::ws::Connection)) <= 208);
+  CHECK(sizeof(heartwheel::pubsub::Subscriber) <= 64);
+  CHECK(chunk_for(sizeof(heartwheel::pubsub::detail::Subscription)) <= 48);
+}
+
+TEST_CASE("the blocks a connection allocates while in use stay small", "[memory]") {
+  if (sizeof(void*) != 8) {
+    WARN("the budgets are for 64-bit targets");
+    return;
+  }
+  // The write queue and the side block (the PROXY parser is transient and
+  // proxy_protocol_test.cpp bounds it).
+  const auto rows = ConnectionHost::connection_layout();
+  REQUIRE(rows.size() == 11);
+  CHECK(std::string(rows[7].name).starts_with("WriteQueue"));
+  CHECK(chunk_for(rows[7].size) <= 304);
+  CHECK(std::string(rows[8].name).starts_with("Extras"));
+  CHECK(chunk_for(rows[8].size) <= 128);
+}
