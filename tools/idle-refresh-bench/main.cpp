@@ -28,11 +28,14 @@ namespace {
 
 class Conn final : public net::DeadlineTimer {
  public:
-  using DeadlineTimer::DeadlineTimer;
+  explicit Conn(heartwheel::TimerService& t) : service_(&t) {}
+  ~Conn() override { stop_deadlines(); }
   std::uint64_t events = 0;
 
  private:
+  heartwheel::TimerService& timer_service() const noexcept override { return *service_; }
   void on_deadline_event(net::DeadlineEvent, heartwheel::TimePoint) override { ++events; }
+  heartwheel::TimerService* service_;
 };
 
 struct Result {
