@@ -160,6 +160,11 @@ TEST_CASE("Every server program refuses protection flags that contradict each ot
        "not both"},
       {{"--overload-min-timeout", "1s"}, "--overload-saturation"},
       {{"--proxy-protocol", "--proxy-header-timeout", "0"}, "--proxy-header-timeout"},
+      {{"--proxy-protocol", "--proxy-protocol-from", "10.0.0.1/8"}, "10.0.0.1/8"},
+      {{"--proxy-protocol", "--proxy-protocol-from", "127.0.0.0/8", "--proxy-protocol-from",
+        "example.com"},
+       "example.com"},
+      {{"--proxy-protocol-from", "10.0.0.0/8"}, "needs --proxy-protocol"},
       {{"--overload-memory-saturation", "lots"}, "--overload-memory-saturation"},
   };
   for (const auto& p : programs()) {

@@ -1,7 +1,8 @@
 // A Server's protection over loopback (server.h, "Protection"): the
-// per-address limit (on the socket's address and on the PROXY header's),
-// dropping the idlest connection at max_connections, and scaled idle
-// timeouts that bite on connections silent since before the pressure.
+// per-address limit (on the socket's address and on the PROXY header's, the
+// header believed only from proxy_protocol_from), dropping the idlest
+// connection at max_connections, and scaled idle timeouts that bite on
+// connections silent since before the pressure.
 #include <heartwheel/net/server.h>
 
 #include <string>
@@ -106,6 +107,37 @@ TEST_CASE("Behind a proxy the per-address limit counts the PROXY header's client
   CHECK(server.stats().proxy.v1 == 4);
   CHECK(peers == std::vector<std::string>{"192.0.2.1:1001", "192.0.2.1:1002", "192.0.2.2:1004"});
   CHECK(rec.conns.size() == 3);
+}
+
+TEST_CASE("PROXY headers from outside proxy_protocol_from are refused, not believed",
+          "[net][ip_limit][proxy][trust]") {
+  TestLoop t(5ms);
+  Recorder rec;
+  std::vector<std::string> peers;
+  rec.open_hook = [&](net::Connection& c) { peers.push_back(c.peer_address()); };
+  net::ServerOptions o;
+  o.proxy_protocol = true;
+  o.max_connections_per_ip = 2;
+  o.proxy_protocol_from = heartwheel::CidrSet::parse({"10.0.0.0/8", "127.0.0.2"});
+  net::Server server(*t.wheel, rec, o);
+  REQUIRE_FALSE(server.listen());
+  // The issue's case: 20 connections from one host, each claiming another
+  // client, would pass a per-address limit of 2 if their headers were believed.
+  std::vector<std::unique_ptr<RawClient>> spoof, proxy;
+  open_clients(t, server, spoof, 20, "127.0.0.1");
+  for (std::size_t i = 0; i < spoof.size(); ++i)
+    spoof[i]->send("PROXY TCP4 192.0.2." + std::to_string(i + 1) + " 127.0.0.1 1000 80\r\nhi");
+  REQUIRE(t.run_until([&] { return count_closed(spoof) == 20; }));
+  CHECK(server.stats().closed(CloseReason::proxy_untrusted) == 20);
+  CHECK(server.stats().proxy.untrusted == 20);
+  CHECK(server.stats().proxy.v1 == 0);
+  CHECK(rec.conns.empty());
+  // The trusted load balancer's header is believed as before.
+  open_clients(t, server, proxy, 1, "127.0.0.2");
+  proxy[0]->send("PROXY TCP4 192.0.2.1 127.0.0.1 1001 80\r\nhi");
+  REQUIRE(t.run_until([&] { return proxy[0]->received == "hi"; }));
+  CHECK(peers == std::vector<std::string>{"192.0.2.1:1001"});
+  CHECK(server.stats().proxy.v1 == 1);
 }
 
 TEST_CASE(
@@ -213,4 +245,7 @@ TEST_CASE("Protection options that contradict each other are refused with the fi
   o.proxy_protocol = true;
   o.proxy_header_timeout = 0s;
   CHECK_THROWS_WITH(net::Server(*t.wheel, rec, o), Catch::Contains("proxy_header_timeout"));
+  o = {};
+  o.proxy_protocol_from = heartwheel::CidrSet::parse({"10.0.0.0/8"});
+  CHECK_THROWS_WITH(net::Server(*t.wheel, rec, o), Catch::Contains("needs proxy_protocol"));
 }

@@ -201,6 +201,7 @@ TEST_CASE("The PROXY protocol and overload counters are exported, the scale as t
   a.net.proxy.local = 1;
   a.net.proxy.invalid = 4;
   b.net.proxy.timeouts = 5;
+  b.net.proxy.untrusted = 9;
   a.net.overload.idle_scale = 0.5;
   b.net.overload.idle_scale = 0.25;
   a.net.overload.scale_changes = 6;
@@ -215,6 +216,7 @@ TEST_CASE("The PROXY protocol and overload counters are exported, the scale as t
   CHECK(has_line(text, "heartwheel_proxy_local_headers_total 1"));
   CHECK(has_line(text, "heartwheel_proxy_header_errors_total{cause=\"invalid\"} 4"));
   CHECK(has_line(text, "heartwheel_proxy_header_errors_total{cause=\"timeout\"} 5"));
+  CHECK(has_line(text, "heartwheel_proxy_header_errors_total{cause=\"untrusted\"} 9"));
   CHECK(has_line(text, "heartwheel_overload_idle_scale 0.25"));
   CHECK(has_line(text, "heartwheel_overload_scale_changes_total 6"));
   CHECK(has_line(text, "heartwheel_overload_swept_total 7"));

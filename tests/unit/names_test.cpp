@@ -27,7 +27,7 @@ TEST_CASE("net spells its own reasons and kinds as the statistics always did", "
       "read_idle", "write_idle", "all_idle",  "request_timeout", "max_age",
       "write_stall", "pong_timeout", "peer_closed", "protocol_close", "protocol_error",
       "error", "slow_consumer", "limit", "ip_limit", "overload", "proxy_header_timeout",
-      "proxy_header_invalid", "drain", "local"};
+      "proxy_header_invalid", "drain", "local", "proxy_untrusted"};
   REQUIRE(reasons.size() == kNetCloseReasons);
   for (std::size_t i = 0; i < kNetCloseReasons; ++i) {
     CHECK(to_string(static_cast<CloseReason>(i)) == reasons[i]);

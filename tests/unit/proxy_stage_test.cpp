@@ -234,3 +234,48 @@ TEST_CASE("A v2 header with UNIX addresses gives them as the peer and local addr
   REQUIRE(app.header != nullptr);
   CHECK(app.header->family == AF_UNIX);
 }
+
+TEST_CASE("A peer the host does not trust is reset at once as proxy_untrusted, header or not",
+          "[net][proxy][trust]") {
+  Fixture f;
+  int asked = 0;
+  sa_family_t family = AF_UNSPEC;
+  f.host.set_proxy_trust([&](const sockaddr& peer) {
+    ++asked;
+    family = peer.sa_family;
+    return false;
+  });
+  // Refused at accept, before a byte is read: a header it would send is
+  // never parsed (no parser is made), and one that sends none fares the same.
+  auto& first = f.host.open(f.app);
+  CHECK(asked == 1);
+  CHECK(family == AF_UNIX);  // the socket's own peer, never a header's address
+  CHECK_FALSE(first.open());
+  CHECK(first.close_reason() == CloseReason::proxy_untrusted);
+  CHECK(first.received().empty());
+  auto& second = f.host.open(f.app);
+  CHECK(second.close_reason() == CloseReason::proxy_untrusted);
+  CHECK(f.app.opened == 0);
+  CHECK(f.app.closed == 0);  // the application never heard of either
+  CHECK(f.host.stats().proxy.untrusted == 2);
+  CHECK(f.host.stats().proxy.v1 == 0);
+  CHECK(f.host.stats().closed(CloseReason::proxy_untrusted) == 2);
+}
+
+TEST_CASE("A trusted peer's header is believed as before and the check runs once",
+          "[net][proxy][trust]") {
+  Fixture f;
+  int asked = 0;
+  f.host.set_proxy_trust([&](const sockaddr& peer) {
+    ++asked;
+    return peer.sa_family == AF_UNIX;
+  });
+  auto& peer = f.host.open(f.app);
+  REQUIRE(peer.connection()->in_proxy_stage());
+  peer.send("PROXY TCP4 192.0.2.7 198.51.100.1 56324 443\r\nhello");
+  CHECK(f.app.opened == 1);
+  CHECK(f.app.peer == "192.0.2.7:56324");
+  CHECK(peer.received() == "hello");
+  CHECK(asked == 1);
+  CHECK(f.host.stats().proxy.untrusted == 0);
+}

@@ -4,6 +4,7 @@
 #include <heartwheel/net/server.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -12,6 +13,7 @@
 namespace heartwheel::cli {
 
 void add_server_flags(CLI::App& app, ServerFlags& f) {
+  f.program = app.get_name();
   app.add_option("--max-connections", f.max_connections,
                  "per worker loop; beyond it new connections are accepted and reset (counted "
                  "as 'limit'), or make room with --drop-idle-at-limit; 0 = no limit")
@@ -33,6 +35,12 @@ void add_server_flags(CLI::App& app, ServerFlags& f) {
                  "with --proxy-protocol: close a connection whose header is not complete by "
                  "then (proxy_header_timeout)")
       ->capture_default_str();
+  app.add_option("--proxy-protocol-from", f.proxy_protocol_from,
+                 "with --proxy-protocol: a network (10.0.0.0/8, 192.0.2.7, fd00::/8) whose "
+                 "PROXY headers are believed, repeatable; a connection from anywhere else is "
+                 "reset at once, header or not (proxy_untrusted); not given: every peer is "
+                 "believed (a warning says so)")
+      ->allow_extra_args(false);
   app.add_option("--max-connections-per-ip", f.max_connections_per_ip,
                  "open connections per client address, one count for all workers of the "
                  "process (per process with --processes); more are reset at once (ip_limit); "
@@ -78,6 +86,13 @@ void apply_server_flags(const ServerFlags& f, net::ServerOptions& so) {
   so.proxy_header_timeout = parse_duration_flag("--proxy-header-timeout", f.proxy_header_timeout);
   if (f.proxy_protocol && so.proxy_header_timeout.count() <= 0)
     refuse("--proxy-header-timeout must be positive");
+  if (!f.proxy_protocol_from.empty() && !f.proxy_protocol)
+    refuse("--proxy-protocol-from needs --proxy-protocol");
+  try {
+    so.proxy_protocol_from = CidrSet::parse(f.proxy_protocol_from);
+  } catch (const std::invalid_argument& e) {
+    refuse(std::string("--proxy-protocol-from: ") + e.what());
+  }
   so.max_connections_per_ip = f.max_connections_per_ip;
   if (auto tls = make_tls(f.tls)) so.transport = tls->transport;
   net::OverloadOptions& o = so.overload;
@@ -109,6 +124,11 @@ void apply_server_flags(const ServerFlags& f, net::ServerOptions& so) {
     refuse(
         "--overload-min-scale/--overload-min-timeout need --overload-saturation or "
         "--overload-memory-saturation");
+  // Last, once nothing was refused: a line at start, on stderr with the errors.
+  if (f.proxy_protocol && f.proxy_protocol_from.empty())
+    std::fprintf(stderr,
+                 "%s: warning: --proxy-protocol without --proxy-protocol-from trusts every peer\n",
+                 f.program.empty() ? "heartwheel" : f.program.c_str());
 }
 
 }  // namespace heartwheel::cli

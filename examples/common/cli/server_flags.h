@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "tls_flags.h"
 
@@ -33,6 +34,7 @@ struct ServerFlags {
   std::size_t resume_batch = 32;  // net::ServerOptions::resume_batch's default
   bool proxy_protocol = false;
   std::string proxy_header_timeout = "5s";
+  std::vector<std::string> proxy_protocol_from;  // CIDR networks, repeatable
   std::size_t max_connections_per_ip = 0;
   bool drop_idle_at_limit = false;
   std::string drop_idle_after = "5s";
@@ -43,9 +45,11 @@ struct ServerFlags {
   double overload_min_scale = 1.0;
   std::string overload_min_timeout = "0";
   TlsFlags tls;  // --tls-cert, --tls-key, --tls-handshake-timeout (tls_flags.h)
+  std::string program;  // the app's name, set by add_server_flags (for the warning line)
 };
 
 // Registers --max-connections, --accept-batch, --resume-batch, --proxy-protocol, --proxy-header-timeout,
+// --proxy-protocol-from (repeatable),
 // --max-connections-per-ip, --drop-idle-at-limit, --drop-idle-after,
 // --overload-start, --overload-saturation, --overload-memory-start,
 // --overload-memory-saturation, --overload-min-scale, --overload-min-timeout,
@@ -55,6 +59,10 @@ struct ServerFlags {
 void add_server_flags(CLI::App& app, ServerFlags& flags);
 
 // Writes the flags into `options` (max_connections, accept_batch, resume_batch, proxy_protocol,
+// proxy_protocol_from: a bad network or the flag without --proxy-protocol is
+// refused naming it; --proxy-protocol without it prints
+// "NAME: warning: --proxy-protocol without --proxy-protocol-from trusts every peer"
+// on stderr,
 // max_connections_per_ip, overload, transport: TLS with --tls-cert; a
 // certificate file that cannot be used throws tls::ContextError naming it). Throws std::invalid_argument naming the
 // flag: a bad duration, one of a start/saturation pair without the other,

@@ -89,7 +89,10 @@ int Connection::open() noexcept {
   }
   // Behind a proxy the client is known only once its header came
   // (connection_proxy.cpp); then the same admit_and_open follows.
-  if (const Duration t = host_->proxy_header_timeout(); t.count() > 0) return begin_proxy_stage(t);
+  if (const Duration t = host_->proxy_header_timeout(); t.count() > 0) {
+    if (!proxy_source_trusted()) return 0;  // reset as proxy_untrusted
+    return begin_proxy_stage(t);
+  }
   admit_and_open({});
   return 0;
 }

@@ -3,6 +3,7 @@
 // is complete, then admit_and_open() hands the connection over.
 #include <heartwheel/common/error.h>
 #include <heartwheel/net/connection.h>
+#include <heartwheel/net/detail/connection_host.h>
 
 #include <cstring>
 
@@ -73,6 +74,20 @@ bool Connection::proxy_addresses(sockaddr_storage* peer, sockaddr_storage* local
     std::memcpy(local, &x.proxy.destination, sizeof x.proxy.destination);
   }
   return true;
+}
+
+bool Connection::proxy_source_trusted() noexcept {
+  sockaddr_storage ss{};  // AF_UNSPEC if the socket has no peer address
+  int len = sizeof ss;
+  uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&ss), &len);
+  if (host_->proxy_source_trusted(reinterpret_cast<const sockaddr&>(ss))) return true;
+  // Refused before a byte is read, header or not (a header is mandatory on a
+  // PROXY listener, so a silent peer would be refused anyway): the
+  // application never hears of it, and no parser is allocated for it.
+  ++stats().proxy.untrusted;
+  handler_ = &Gate::instance();
+  reset(CloseReason::proxy_untrusted);
+  return false;
 }
 
 int Connection::begin_proxy_stage(Duration timeout) noexcept {

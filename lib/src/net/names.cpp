@@ -63,6 +63,8 @@ const char* own_name(CloseReason reason) noexcept {
       return "drain";
     case CloseReason::local:
       return "local";
+    case CloseReason::proxy_untrusted:
+      return "proxy_untrusted";
   }
   return nullptr;
 }

@@ -41,6 +41,8 @@ void ServerOptions::validate() const {
   if (proxy_protocol && proxy_header_timeout.count() <= 0)
     throw std::invalid_argument(
         "server options: proxy_header_timeout must be positive with proxy_protocol");
+  if (!proxy_protocol && !proxy_protocol_from.empty())
+    throw std::invalid_argument("server options: proxy_protocol_from needs proxy_protocol");
   overload.validate();
   if (overload.drop_idle_at_limit && max_connections == 0)
     throw std::invalid_argument(

@@ -63,9 +63,10 @@ constexpr StatField<P> kProxyFields[] = {
      "Of the v2 headers, LOCAL ones (health checks: the socket's own addresses kept)."},
     {"invalid", &P::invalid, kCounter, kProxyErrors,
      "Connections closed for their PROXY header: malformed or cut short (invalid), not complete "
-     "in time (timeout).",
+     "in time (timeout), from a source outside --proxy-protocol-from (untrusted).",
      "cause", "invalid"},
     {"timeouts", &P::timeouts, kCounter, kProxyErrors, "", "cause", "timeout"},
+    {"untrusted", &P::untrusted, kCounter, kProxyErrors, "", "cause", "untrusted"},
 };
 static_assert(stat_fields_cover(StatTable<P>(kProxyFields), 0));
 

@@ -49,10 +49,12 @@ enum class CloseReason : std::uint8_t {
   proxy_header_invalid,  // a malformed PROXY protocol header
   drain,                 // the server drained (SIGTERM/SIGINT or Server::drain)
   local,                 // the application closed it (Connection::close) or stopped the server
+  // Added after the others so the numbers above keep their meaning.
+  proxy_untrusted,  // PROXY protocol from a source outside ServerOptions::proxy_protocol_from
 };
 
 // net's own reasons are 0 .. kNetCloseReasons - 1.
-inline constexpr std::size_t kNetCloseReasons = 19;
+inline constexpr std::size_t kNetCloseReasons = 20;
 // The first number a layer above net may take for a reason of its own.
 inline constexpr std::uint8_t kLayerCloseReasonFirst = 32;
 // Every reason is below this: the size of the per-reason counters.

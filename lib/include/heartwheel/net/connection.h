@@ -354,6 +354,9 @@ class Connection final : private DeadlineTimer {
   // The PROXY header's client (peer) and destination (local) addresses;
   // false when there is no header or it carries none.
   bool proxy_addresses(sockaddr_storage* peer, sockaddr_storage* local) const noexcept;
+  // False after resetting the connection as proxy_untrusted: its socket peer
+  // is not one the host believes PROXY headers from.
+  bool proxy_source_trusted() noexcept;
   int begin_proxy_stage(Duration timeout) noexcept;
   void feed_proxy(std::string_view data);
   void admit_and_open(std::string_view rest) noexcept;

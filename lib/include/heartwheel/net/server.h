@@ -68,6 +68,7 @@
 
 #include <uv.h>
 
+#include <heartwheel/common/cidr_set.h>
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/net/activity_list.h>
 #include <heartwheel/net/connection.h>
@@ -108,6 +109,13 @@ struct ServerOptions {
   // connection.h, "PROXY protocol".
   bool proxy_protocol = false;
   Duration proxy_header_timeout = std::chrono::seconds(5);
+  // The sources PROXY headers are believed from (the load balancers). Not
+  // empty: a connection whose socket peer is outside the set is reset at
+  // accept as proxy_untrusted (NetStats::proxy.untrusted), header or not,
+  // before any byte is read. Empty (the default): every peer is believed, so
+  // anyone who can reach the port can claim any client address. Needs
+  // proxy_protocol.
+  CidrSet proxy_protocol_from;
   // A transport every connection runs through (transport.h), after the
   // PROXY header: TLS (heartwheel/tls/net_transport.h). Null: plain.
   std::shared_ptr<TransportFactory> transport;
@@ -183,6 +191,9 @@ class Server final : private detail::ConnectionHost {
   bool host_draining() const noexcept override { return draining_; }
   Duration proxy_header_timeout() const noexcept override {
     return options_.proxy_protocol ? options_.proxy_header_timeout : Duration{0};
+  }
+  bool proxy_source_trusted(const sockaddr& peer) const noexcept override {
+    return options_.proxy_protocol_from.empty() || options_.proxy_protocol_from.contains(&peer);
   }
   TransportFactory* transport_factory() const noexcept override { return options_.transport.get(); }
   bool admit(Connection& conn, CloseReason& refusal) noexcept override;

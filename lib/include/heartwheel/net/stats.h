@@ -24,13 +24,14 @@ namespace heartwheel::net {
 
 // PROXY protocol headers read by a server with ServerOptions::proxy_protocol.
 // A refused header also counts in closed_by_reason (proxy_header_invalid,
-// proxy_header_timeout).
+// proxy_header_timeout, proxy_untrusted).
 struct ProxyProtocolStats {
-  std::uint64_t v1 = 0;        // complete v1 headers
-  std::uint64_t v2 = 0;        // complete v2 headers (LOCAL included)
-  std::uint64_t local = 0;     // of which v2 LOCAL (health checks: the socket's addresses kept)
-  std::uint64_t invalid = 0;   // malformed (or cut short by the peer's FIN)
-  std::uint64_t timeouts = 0;  // not complete within the header timeout
+  std::uint64_t v1 = 0;         // complete v1 headers
+  std::uint64_t v2 = 0;         // complete v2 headers (LOCAL included)
+  std::uint64_t local = 0;      // of which v2 LOCAL (health checks: the socket's addresses kept)
+  std::uint64_t invalid = 0;    // malformed (or cut short by the peer's FIN)
+  std::uint64_t timeouts = 0;   // not complete within the header timeout
+  std::uint64_t untrusted = 0;  // from a source outside ServerOptions::proxy_protocol_from
 
   void merge(const ProxyProtocolStats& o) noexcept;
   static StatTable<ProxyProtocolStats> fields() noexcept;  // lib/src/net/stats.cpp
@@ -128,7 +129,7 @@ struct LoopSnapshot {
 // connections_accepted, connections_current, closed_by_reason{...every named
 // reason, zeros included}, idle_events{...every named kind}, bytes_*, wheel{...}, expiry_lateness_ms{max, mean},
 // loop{iterations, stalls, stall_ms{total, max}, lag_ms{mean}},
-// proxy_protocol{v1, v2, local, invalid, timeouts}, overload{idle_scale, ...}.
+// proxy_protocol{v1, v2, local, invalid, timeouts, untrusted}, overload{idle_scale, ...}.
 std::string to_json(const LoopSnapshot& snapshot);
 
 }  // namespace heartwheel::net

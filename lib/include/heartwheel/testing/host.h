@@ -46,6 +46,7 @@
 #include <uv.h>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -113,6 +114,13 @@ class Host final : private net::detail::ConnectionHost {
   // within `header_timeout`, as with net::ServerOptions::proxy_protocol;
   // zero (the default): none expected.
   void set_proxy_protocol(Duration header_timeout) noexcept { proxy_timeout_ = header_timeout; }
+  // With set_proxy_protocol: connections opened from now on whose socket
+  // peer (an unnamed AF_UNIX address here) `trusted` refuses are reset at
+  // once as proxy_untrusted, as net::ServerOptions::proxy_protocol_from
+  // does; empty (the default): every peer trusted.
+  void set_proxy_trust(std::function<bool(const sockaddr&)> trusted) {
+    proxy_trust_ = std::move(trusted);
+  }
   // Every connection opened from now on runs through `factory`'s transport
   // (after the PROXY header), as with net::ServerOptions::transport (TLS:
   // heartwheel/tls/net_transport.h); null (the default): none.
@@ -135,6 +143,9 @@ class Host final : private net::detail::ConnectionHost {
   uv_loop_t* host_loop() const noexcept override { return const_cast<uv_loop_t*>(&loop_); }
   void connection_closed(net::Connection& conn) noexcept override;
   Duration proxy_header_timeout() const noexcept override { return proxy_timeout_; }
+  bool proxy_source_trusted(const sockaddr& peer) const noexcept override {
+    return !proxy_trust_ || proxy_trust_(peer);
+  }
   net::TransportFactory* transport_factory() const noexcept override { return transport_.get(); }
 
   net::ConnectionOptions options_;
@@ -144,6 +155,7 @@ class Host final : private net::detail::ConnectionHost {
   std::vector<std::unique_ptr<Peer>> peers_;
   std::uint64_t next_id_ = 1;
   Duration proxy_timeout_{0};
+  std::function<bool(const sockaddr&)> proxy_trust_;
   std::shared_ptr<net::TransportFactory> transport_;
 };
 

@@ -41,6 +41,10 @@ class ConnectionHost {
   // How long a new connection may take to send its PROXY header; zero (the
   // default): no header is expected.
   virtual Duration proxy_header_timeout() const noexcept { return Duration{0}; }
+  // With a PROXY header expected: may the socket peer `peer` (its own
+  // address, AF_UNSPEC if unknown) send one? False: the connection is reset
+  // at once as proxy_untrusted, before any byte is read. Default: every peer.
+  virtual bool proxy_source_trusted(const sockaddr& /*peer*/) const noexcept { return true; }
   // The transport every connection of this host runs through (transport.h);
   // nullptr (the default): none.
   virtual TransportFactory* transport_factory() const noexcept { return nullptr; }

@@ -1,6 +1,6 @@
 // A set of IP networks (cidr_set.h). Addresses are parsed by inet_pton and
 // printed by inet_ntop (libc), compared as bytes under the prefix mask.
-#include <heartwheel/auth/cidr_set.h>
+#include <heartwheel/common/cidr_set.h>
 
 #include <cstring>
 #include <stdexcept>
@@ -8,7 +8,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-namespace heartwheel::auth {
+namespace heartwheel {
 
 namespace {
 
@@ -120,4 +120,4 @@ std::vector<std::string> CidrSet::to_strings() const {
   return out;
 }
 
-}  // namespace heartwheel::auth
+}  // namespace heartwheel
