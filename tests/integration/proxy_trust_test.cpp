@@ -115,7 +115,7 @@ TEST_CASE("A PROXY header from 127.0.0.1 is believed with --proxy-protocol-from 
   CHECK(echo.reads("heartwheel_connections_closed_total{reason=\"proxy_untrusted\"}", 0));
 }
 
-TEST_CASE("--proxy-protocol without --proxy-protocol-from warns that every peer is trusted",
+TEST_CASE("A server with --proxy-protocol and no --proxy-protocol-from warns that every peer is trusted",
           "[process][proxy]") {
   Echo echo({});
   CHECK(echo.child->errors().find(
