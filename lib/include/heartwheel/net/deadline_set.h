@@ -41,11 +41,13 @@
 // set(), take_due's `now`) lands 3 * kRebaseStep or more past the base, the
 // base moves forward in whole steps to leave it between one and two steps
 // behind, and every stored time moves with it (absolute deadlines already
-// passed stay due; an anchor older than the new base, i.e. more than 2^30
-// ticks old, moves up to it: exact for idle timeouts up to 2^30 ticks).
-// Absolute deadlines more than about 2^30 ticks ahead (kFarFirst) are kept
+// passed stay due; an anchor older than the new base, at least 2^30 ticks
+// behind the stamp, moves up to it: exact for idle timeouts up to 2^30
+// ticks whose events fire on time). Absolute deadlines are exact up to
+// kFarFirst ticks past the base (so at least 2^30 - 2^26 ticks ahead of the
+// last stamp); later ones are kept
 // rounded up to 2^22 ticks (never early; late by at most 2^22 ticks, under
-// 0.4% of their distance); past 2^48 ticks ahead they are clamped, as the
+// 0.5% of their distance); past 2^48 ticks ahead they are clamped, as the
 // wheel clamps (TimingWheel::max_delay). At a 1 ms tick: 2^30 ticks is
 // 12.4 days, 2^22 ticks 70 minutes. A connection older than
 // 255 * kRebaseStep ticks (8.7 years at 1 ms) reports an open time that
