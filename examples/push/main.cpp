@@ -283,10 +283,11 @@ int main(int argc, char** argv) {
              if (metrics_options)
                endpoint = std::make_unique<heartwheel::metrics::Endpoint>(
                    *metrics_options,
-                   [&workers, &board, &broker](heartwheel::metrics::TextWriter& out) {
+                   [&workers, &board, &chat_board, &broker](heartwheel::metrics::TextWriter& out) {
                      heartwheel::metrics::write(out, workers.total());
                      const pushsrv::NodeStats n = board.total();
                      pushsrv::write_metrics(out, n);
+                     chat::write_limits_metrics(out, chat_board.total().chat);  // its /ws
                      // The nodes' links (the delayed queues') beside the broker's.
                      const heartwheel::metrics::RedisLink push[] = {
                          {"push", n.redis, n.redis_masters}};

@@ -112,6 +112,12 @@ void Worker::dispatch(Client& client, const Json& id, const std::string& op, con
               "unknown op; the ops are subscribe, unsubscribe, publish, presence, history"));
   }
   ++stats_.requests[op];
+  if (const std::optional<RateOp> rated = rate_op(op); rated && !within_rate(client, *rated)) {
+    ++stats_.limits["rate_" + op];
+    return reply(error(id, "limit_exceeded",
+                       "over this connection's " + op + " rate, " +
+                           config_.rate_limits.text(*rated) + " (--rate-limit)"));
+  }
   const auto channel_it = req.find("channel");
   if (channel_it == req.end() || !channel_it->is_string())
     return reply(error(id, "bad_request", "\"channel\" must be a string"));
@@ -193,7 +199,9 @@ void Worker::presence(const Json& id, const std::string& channel, const Reply& r
     std::string fields = ",\"count\":" + std::to_string(r.subscribers) + ",\"clients\":[";
     for (std::size_t i = 0; i < shown; ++i) fields += (i ? "," : "") + members[i];
     fields += ']';
-    if (total > shown) fields += ",\"truncated\":true";
+    // Cut (by --max-reply-bytes or the 1,000-member cap): the reply says how
+    // many it carries, as history's does.
+    if (total > shown) fields += ",\"truncated\":true,\"limit\":" + std::to_string(shown);
     reply(ok_reply(id, fields));
   });
 }
