@@ -614,3 +614,36 @@ TEST_CASE("A delivered push is uncounted once, when acknowledged, and makes room
   CHECK(pending_of(server, "key-1") == 2);
   CHECK(pending_of(server, "") == 0);
 }
+
+TEST_CASE("On a Redis Cluster each partition holds its share of an owner's cap",
+          "[push][delayed][redis]") {
+  hwproc::Watchdog dog(Ms(90000));
+  Cluster server;
+  TestLoop t;
+  push::DelayedQueueOptions o = fast_options();
+  o.partitions = 2;
+  o.max_pending_per_owner = 2;  // a share of 1 per partition
+  Node n(t, server.link(), o, [](const push::DelayedPush&) {});
+  n.queue.start();
+  REQUIRE(t.run_until([&] { return n.queue.stats().loads > 0; }));
+  // 20 attempts: the random ids fall in both partitions (all in one: 2^-19),
+  // each takes one, every other attempt is refused.
+  int accepted = 0, refused = 0;
+  for (int i = 0; i < 20; ++i) {
+    bool done = false;
+    REQUIRE_FALSE(n.queue.schedule("c", "1", push::WallClock::now() + 30s, "key-1",
+                                   [&](std::error_code ec, const push::DelayedPush&) {
+                                     if (ec == heartwheel::errc::limit_reached)
+                                       ++refused;
+                                     else if (!ec)
+                                       ++accepted;
+                                     done = true;
+                                   }));
+    REQUIRE(t.run_until([&] { return done; }));
+  }
+  CHECK(accepted == 2);
+  CHECK(refused == 18);
+  CHECK(n.queue.stats().schedule_capped == 18);
+  CHECK(server.size("HLEN", "owners", 2) == 2);  // one field in each partition's hash
+  CHECK(server.size("HLEN", "data", 2) == 2);
+}
