@@ -1,17 +1,12 @@
 // See rate_limits.h.
 #include "rate_limits.h"
 
-#include <heartwheel/net/connection.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
-
-#include "client.h"
-#include "worker.h"
 
 namespace chat {
 
@@ -42,11 +37,15 @@ void RateLimits::assign(RateOp op, double per_second) noexcept {
   Rate& r = rate_[index(op)];
   r.per_second = per_second;
   r.burst = static_cast<std::uint32_t>(std::max(1.0, std::floor(per_second)));
-  // The finest unit a full bucket still fits in 32 bits with: the rounding
-  // of a refill (down, at most one unit) is then below 1/4000 of a token.
-  r.unit = kFullScale / r.burst;
+  // Fixed point with a whole number of units refilled per millisecond, so
+  // that refills add up exactly however often they happen (a refill every
+  // millisecond loses nothing to rounding). The largest such step whose
+  // full bucket still fits in 32 bits; a token is then unit units (rounded
+  // down: the rate is at most 1/4000 above N).
+  r.units_per_ms = static_cast<std::uint32_t>(
+      std::floor(static_cast<double>(kFullScale) * per_second / (static_cast<double>(r.burst) * 1000.0)));
+  r.unit = static_cast<std::uint32_t>(std::floor(static_cast<double>(r.units_per_ms) * 1000.0 / per_second));
   r.capacity = r.burst * r.unit;
-  r.units_per_ms = per_second * r.unit / 1000.0;
 }
 
 void RateLimits::set(std::string_view value) {
@@ -91,9 +90,9 @@ void RateBuckets::refill(const RateLimits& limits, std::uint32_t now_ms) noexcep
   stamp_ms_ = now_ms;
   for (std::size_t i = 0; i < kRateOps; ++i) {
     const RateLimits::Rate& r = limits.rate_[i];
-    const double room = static_cast<double>(r.capacity - tokens_[i]);
-    const double add = std::min(room, std::floor(elapsed * r.units_per_ms));
-    tokens_[i] += static_cast<std::uint32_t>(add);
+    const std::uint64_t add = std::uint64_t{elapsed} * r.units_per_ms;
+    tokens_[i] = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(r.capacity, std::uint64_t{tokens_[i]} + add));
   }
 }
 
@@ -116,24 +115,3 @@ bool RateBuckets::full(const RateLimits& limits, std::uint32_t now_ms) const noe
 
 }  // namespace chat
 
-// ---- the worker's side -----------------------------------------------------
-
-namespace chat {
-
-namespace {
-// The loop's cached time in ms (uv_now: no system call), as the buckets keep it.
-std::uint32_t loop_ms(uv_loop_t* loop) noexcept { return static_cast<std::uint32_t>(uv_now(loop)); }
-}  // namespace
-
-bool Worker::within_rate(Client& client, RateOp op) {
-  const std::uint32_t now = loop_ms(client.ws.net().loop());
-  const auto [it, made] = rates_.try_emplace(client.key(), config_.rate_limits, now);
-  return it->second.take(config_.rate_limits, op, now);
-}
-
-void Worker::forget_full_buckets(uv_loop_t* loop) {
-  const std::uint32_t now = loop_ms(loop);
-  std::erase_if(rates_, [&](const auto& entry) { return entry.second.full(config_.rate_limits, now); });
-}
-
-}  // namespace chat

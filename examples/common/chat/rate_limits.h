@@ -60,13 +60,15 @@ class RateLimits {
  private:
   friend class RateBuckets;
   static constexpr std::size_t index(RateOp op) noexcept { return static_cast<std::size_t>(op); }
-  // A token is `unit` fixed-point units; a full bucket burst * unit <= 2^32 - 1.
+  // A token is `unit` fixed-point units, a millisecond refills units_per_ms
+  // (a whole number: refills never round); a full bucket, burst * unit, fits
+  // in 32 bits.
   struct Rate {
     double per_second = 0;
     std::uint32_t burst = 1;
+    std::uint32_t units_per_ms = 0;
     std::uint32_t unit = 0;
     std::uint32_t capacity = 0;  // burst * unit
-    double units_per_ms = 0;
   };
   void assign(RateOp op, double per_second) noexcept;
   std::array<Rate, kRateOps> rate_{};

@@ -1,6 +1,7 @@
 // The chat protocol's requests (docs/chat-protocol.md): one JSON text frame
 // in, one reply out, carrying the request's id. A frame that is not JSON, or
 // not a request, gets an error reply; the connection stays open.
+#include <heartwheel/net/connection.h>
 #include <heartwheel/pubsub/limits.h>
 
 #include "bounded_json.h"
@@ -226,6 +227,24 @@ void Worker::history(const Json& id, const std::string& channel, const Json& req
     reply(ok_reply(id, position_fields(r.position) + ",\"publications\":" +
                            publications_json(r.publications) + cut));
   });
+}
+
+// ---- --rate-limit (rate_limits.h) -------------------------------------------
+
+namespace {
+// The loop's cached time in ms (uv_now: no system call), as the buckets keep it.
+std::uint32_t loop_ms(uv_loop_t* loop) noexcept { return static_cast<std::uint32_t>(uv_now(loop)); }
+}  // namespace
+
+bool Worker::within_rate(Client& client, RateOp op) {
+  const std::uint32_t now = loop_ms(client.ws.net().loop());
+  const auto [it, made] = rates_.try_emplace(client.key(), config_.rate_limits, now);
+  return it->second.take(config_.rate_limits, op, now);
+}
+
+void Worker::forget_full_buckets(uv_loop_t* loop) {
+  const std::uint32_t now = loop_ms(loop);
+  std::erase_if(rates_, [&](const auto& entry) { return entry.second.full(config_.rate_limits, now); });
 }
 
 }  // namespace chat

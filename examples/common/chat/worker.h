@@ -120,7 +120,7 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   // history/presence/recovery list may take.
   void send_reply(Client& client, const std::string& reply);
   std::size_t reply_budget() const noexcept;
-  // rate_limits.cpp: false when `client` is over its --rate-limit for `op`
+  // requests.cpp: false when `client` is over its --rate-limit for `op`
   // (nothing taken); the buckets of connections whose buckets are all full
   // again are forgotten every --stats-interval (and at close).
   bool within_rate(Client& client, RateOp op);
