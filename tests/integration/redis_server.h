@@ -35,6 +35,11 @@ struct RedisServerOptions {
   Ms cluster_node_timeout = Ms(2000);
   // Another Redis to replicate (REPLICAOF 127.0.0.1 replica_of); 0: none.
   int replica_of = 0;
+  // A password: requirepass (AUTH password), or with `user` an ACL user
+  // (AUTH user password) allowed everything, the default user switched off.
+  // command() and the start-up PING authenticate with them.
+  std::string password = {};
+  std::string user = {};
 };
 
 class RedisServer {
@@ -61,7 +66,8 @@ class RedisServer {
   void thaw();
 
   // Runs one command on a fresh blocking connection (5 s limit; FAILs the
-  // test if there is no answer) and returns the reply.
+  // test if there is no answer) and returns the reply; AUTH first when the
+  // options have a password.
   heartwheel::redis::Reply command(std::vector<std::string_view> args);
 
  private:
