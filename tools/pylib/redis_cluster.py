@@ -42,16 +42,29 @@ def _read_reply(f):
     raise RuntimeError("not RESP: %r" % line)
 
 
-def command(port, *args, timeout=5):
+def _encode(args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+def command(port, *args, timeout=5, password=None, user=None, tls=None):
     """One command to 127.0.0.1:port on a fresh connection; the decoded reply
-    (a Redis error raises RuntimeError, a dead node OSError)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            a = str(a).encode()
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        s.sendall(out)
-        return _read_reply(s.makefile("rb"))
+    (a Redis error raises RuntimeError, a dead node OSError). With `password`
+    (and `user`, an ACL user) AUTH goes first; with `tls` (an ssl.SSLContext,
+    e.g. redis_server.TlsFiles.client_context()) the connection speaks TLS."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+        s = tls.wrap_socket(raw, server_hostname="127.0.0.1") if tls else raw
+        out = b""
+        if password:
+            out += _encode(["AUTH", user, password] if user else ["AUTH", password])
+        s.sendall(out + _encode(args))
+        f = s.makefile("rb")
+        if password:
+            _read_reply(f)  # a refused AUTH raises
+        return _read_reply(f)
 
 
 def _cluster_port():
