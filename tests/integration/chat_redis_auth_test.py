@@ -142,6 +142,24 @@ def test_mutual_tls_publish_crosses_two_nodes():
     os.unlink(pw)
 
 
+def test_password_protected_cluster_publish_crosses_two_nodes():
+    """Every node of a Redis Cluster with requirepass: the link authenticates
+    on the slot map reader, each master's command and sharded-subscriber
+    connection."""
+    from redis_cluster import RedisCluster
+    pw = secret_file(PASSWORD)
+    with RedisCluster(password=PASSWORD) as c:
+        flags = ("--redis-cluster", c.seeds(), "--redis-prefix", "t:", "--redis-password-file", pw)
+        with Server(SERVER_BINARY, *flags) as a, Server(SERVER_BINARY, *flags) as b:
+            cross_node_publish(a, b)
+            st = b.read_stats()["pubsub"]["redis"]
+            # Its connections (slot map reader, masters) authenticated.
+            assert st["link"]["auth_failures"] == 0 and st["link"]["connected"] >= 2, st["link"]
+            assert_not_shown(a, PASSWORD)
+            assert_not_shown(b, PASSWORD)
+    os.unlink(pw)
+
+
 if __name__ == "__main__":
     import sys
     run_tests(globals(), sys.argv)
