@@ -2,16 +2,22 @@
 // requirepass and with an ACL user: the right password carries commands and
 // pub/sub on every connection (reconnects too); a wrong or missing one is
 // reported (the address, never the password), counted, and retried with the
-// connector's backoff, not in a tight loop.
+// connector's backoff, not in a tight loop. Over mutual TLS (a client
+// certificate; tests/unit/tls_support.h makes the certificates).
 #include <heartwheel/redis/error.h>
 #include <heartwheel/redis/subscriber.h>
+#include <heartwheel/tls/context.h>
+#include <heartwheel/tls/net_transport.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "redis_test_support.h"
+#include "unit/tls_support.h"
 
 using namespace hwtest;
 using hwproc::Ms;
+namespace tls = heartwheel::tls;
 
 namespace {
 
@@ -142,4 +148,64 @@ TEST_CASE("AUTH to a Redis with no password is refused as a configuration error"
   REQUIRE(t.run_until([&] { return client.stats().auth_failures >= 1; }));
   CHECK(any_contains(events.errors, "AUTH refused by 127.0.0.1:"));
   CHECK_FALSE(any_contains(events.errors, "not-configured"));
+}
+
+TEST_CASE("A Redis link over mutual TLS with AUTH carries commands and messages",
+          "[redis][auth][tls]") {
+  hwproc::Watchdog dog(Ms(60000));
+  const auto& certs = tls_test::certs();
+  // Redis: ec_one's certificate; it trusts ec_two's (the client's).
+  RedisServer server(RedisServerOptions{.password = "pw",
+                                        .tls_cert = certs.ec_one.certificate,
+                                        .tls_key = certs.ec_one.key,
+                                        .tls_ca = certs.ec_two.certificate});
+  TestLoop t;
+  tls::ContextOptions co = tls_test::client_options(certs.ec_one.certificate);
+  co.alpn.clear();
+  co.certificates = {certs.ec_two};
+  const auto context = std::make_shared<tls::Context>(co);
+
+  auto o = link_to<redis::ClientOptions>(server);
+  o.connector.port = server.tls_port();
+  o.connector.transport = tls::client_transport(context, "127.0.0.1");
+  o.password = "pw";
+  redis::Client client(*t.wheel, o);
+  auto so = link_to<redis::SubscriberOptions>(server);
+  so.connector.port = server.tls_port();
+  so.connector.transport = o.connector.transport;
+  so.password = "pw";
+  std::vector<std::string> got;
+  so.on_message = [&](const redis::Message& m) { got.emplace_back(m.payload); };
+  redis::Subscriber sub(*t.wheel, so);
+  sub.subscribe("room");
+  client.start();
+  sub.start();
+  REQUIRE(t.run_until([&] { return sub.active("room") && client.connected(); }));
+  Outcome pub;
+  REQUIRE_FALSE(client.command({"PUBLISH", "room", "over tls"}, pub.callback()));
+  REQUIRE(t.run_until([&] { return pub.done && got.size() == 1; }));
+  CHECK(pub.reply.integer() == 1);
+  CHECK(got == std::vector<std::string>{"over tls"});
+  // Both connections came in on the TLS port.
+  CHECK(server.command({"INFO", "stats"}).str().find("total_connections_received") !=
+        std::string::npos);
+
+  // Without a client certificate Redis refuses the handshake: no connection.
+  tls::ContextOptions bare = tls_test::client_options(certs.ec_one.certificate);
+  bare.alpn.clear();
+  auto lo = link_to<redis::ClientOptions>(server);
+  lo.connector.port = server.tls_port();
+  lo.connector.transport =
+      tls::client_transport(std::make_shared<tls::Context>(bare), "127.0.0.1");
+  lo.password = "pw";
+  redis::Client lone(*t.wheel, lo);
+  lone.start();
+  // TLS 1.3: the client's side of the handshake is done before Redis checks
+  // the certificate, so a connection may open and be closed at once by
+  // Redis's alert; no command ever gets through.
+  Outcome ping;
+  REQUIRE_FALSE(lone.command({"PING"}, ping.callback(), {.timeout = 500ms}));
+  REQUIRE(t.run_until([&] { return ping.done; }));
+  CHECK(ping.error);
+  CHECK(lone.stats().replies_ok == 0);
 }

@@ -171,6 +171,12 @@ bool RedisServer::start_on(int port) {
                              "--repl-diskless-sync-delay", "0"});
   if (options_.replica_of != 0)
     argv.insert(argv.end(), {"--replicaof", "127.0.0.1", std::to_string(options_.replica_of)});
+  if (!options_.tls_cert.empty()) {
+    if (tls_port_ == 0) tls_port_ = free_port();  // kept across restart()
+    argv.insert(argv.end(), {"--tls-port", std::to_string(tls_port_), "--tls-cert-file",
+                             options_.tls_cert, "--tls-key-file", options_.tls_key,
+                             "--tls-ca-cert-file", options_.tls_ca});
+  }
   if (!options_.password.empty() && options_.user.empty())
     argv.insert(argv.end(), {"--requirepass", options_.password});
   if (!options_.password.empty() && !options_.user.empty())

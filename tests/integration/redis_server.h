@@ -40,6 +40,12 @@ struct RedisServerOptions {
   // command() and the start-up PING authenticate with them.
   std::string password = {};
   std::string user = {};
+  // TLS: with a certificate, Redis also listens on tls_port() with it and
+  // asks every TLS client for a certificate it can verify with tls_ca
+  // (tls-auth-clients, Redis's default). The plain port stays for command().
+  std::string tls_cert = {};
+  std::string tls_key = {};
+  std::string tls_ca = {};
 };
 
 class RedisServer {
@@ -55,6 +61,8 @@ class RedisServer {
   RedisServer& operator=(const RedisServer&) = delete;
 
   int port() const { return port_; }
+  // The TLS port (RedisServerOptions::tls_cert); 0 without TLS.
+  int tls_port() const { return tls_port_; }
   bool running() const { return child_ != nullptr; }
 
   // SIGKILL, and wait for the exit: the crash of a Redis.
@@ -76,6 +84,7 @@ class RedisServer {
   std::unique_ptr<hwproc::Child> child_;
   RedisServerOptions options_;
   int port_ = 0;
+  int tls_port_ = 0;
 };
 
 // A free loopback TCP port now (bind port 0 and close).
