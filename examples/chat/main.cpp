@@ -18,6 +18,7 @@
 #include "production.h"
 #include "protocol.h"
 #include "redis_link.h"
+#include "redis_link_flags.h"
 #include "stats_board.h"
 #include "uring_fanout.h"
 #include "worker.h"
@@ -38,6 +39,7 @@ struct Flags {
   std::string redis, redis_prefix = "hw:", presence_ttl = "30s", redis_timeout = "5s";
   std::size_t redis_buffer = 1024;
   chat::RedisClusterFlags redis_cluster;  // --redis-cluster, --redis-wait-replicas
+  heartwheel::cli::RedisLinkFlags redis_link;  // --redis-password-file, --redis-user, --redis-tls*
   bool no_join_leave = false;
   bool uring_fanout = false;
 };
@@ -69,6 +71,7 @@ Setup make_setup(const Flags& f) {
     if (r.channel.history_ttl.count() <= 0)
       throw std::invalid_argument("--history-ttl must be positive with --redis");
     chat::apply_redis_target(f.redis, f.redis_cluster, r.redis);
+    heartwheel::cli::apply_redis_link_flags(f.redis_link, r.redis, "heartwheel-chat");
     r.redis.command_timeout = parse_duration_flag("--redis-timeout", f.redis_timeout);
     r.redis.max_buffered = f.redis_buffer;
     r.key_prefix = f.redis_prefix;
@@ -141,6 +144,7 @@ int main(int argc, char** argv) {
                  "recovery and presence go through it (default: in-process only; a Redis "
                  "Cluster: --redis-cluster)");
   chat::add_redis_cluster_flags(app, f.redis_cluster);
+  heartwheel::cli::add_redis_link_flags(app, f.redis_link);
   app.add_option("--redis-prefix", f.redis_prefix,
                  "prefix of every Redis key and channel this server uses")
       ->capture_default_str();

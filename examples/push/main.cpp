@@ -22,6 +22,7 @@
 #include "protocol.h"
 #include "push_metrics.h"
 #include "redis_link.h"
+#include "redis_link_flags.h"
 #include "server_flags.h"
 #include "stats_board.h"
 #include "ws_flags.h"
@@ -39,6 +40,7 @@ struct Flags {
   chat::WsFlags ws;  // the WebSocket server flags heartwheel-chat shares
   std::string redis;
   chat::RedisClusterFlags redis_cluster;  // --redis-cluster, --redis-wait-replicas
+  heartwheel::cli::RedisLinkFlags redis_link;  // --redis-password-file, --redis-user, --redis-tls*
   std::string send_timeout = "30s", request_timeout = "10s";
   std::string metrics_listen;
   // Redis and the delayed queue.
@@ -71,6 +73,7 @@ void setup_sse(const Flags& f, Setup& s) {
 void setup_redis(const Flags& f, Setup& s) {
   heartwheel::redis::ClientOptions& r = s.node.redis;
   chat::apply_redis_target(f.redis, f.redis_cluster, r);
+  heartwheel::cli::apply_redis_link_flags(f.redis_link, r, "heartwheel-push");
   // While Redis is down a POST /publish waits this long in the link's
   // buffer for it to come back, then answers 503.
   r.command_timeout = parse_duration_flag("--redis-timeout", f.redis_timeout);
@@ -184,6 +187,7 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--redis", f.redis,
                  "HOST:PORT of the Redis every node shares (this or --redis-cluster is required)");
   chat::add_redis_cluster_flags(app, f.redis_cluster);
+  heartwheel::cli::add_redis_link_flags(app, f.redis_link);
   app.add_option("--redis-timeout", f.redis_timeout,
                  "each Redis command's deadline; while Redis is down a publish waits this long, "
                  "then gets 503")

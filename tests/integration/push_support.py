@@ -23,69 +23,19 @@ def free_port():
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
                                 "pylib"))
 from redis_cluster import command as redis_command  # noqa: E402
+from redis_server import RedisServer, TlsFiles  # noqa: E402,F401
 
 
-class Redis:
-    """redis-server on a free port; kill(), restart() on the same port,
-    freeze()/thaw() (SIGSTOP/SIGCONT)."""
-
-    def __init__(self):
-        self.dir = tempfile.mkdtemp()
-        self.port = free_port()
-        self.proc = None
-        self.start()
-
-    def start(self):
-        self.proc = subprocess.Popen(
-            ["/usr/bin/redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", self.dir, "--loglevel", "warning"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                if redis_command(self.port, "PING", timeout=1) == "PONG":
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError("redis-server did not start on %d" % self.port)
-
-    def address(self):
-        return "127.0.0.1:%d" % self.port
-
-    def kill(self):
-        self.proc.kill()
-        self.proc.wait(timeout=10)
-
-    def restart(self):
-        self.start()
-
-    def freeze(self):
-        self.proc.send_signal(19)  # SIGSTOP
-
-    def thaw(self):
-        self.proc.send_signal(18)  # SIGCONT
-
-    def command(self, *args):
-        return redis_command(self.port, *args)
+class Redis(RedisServer):
+    """redis-server on a free port (tools/pylib/redis_server.py: password,
+    ACL user and TLS options; kill(), restart() on the same port,
+    freeze()/thaw()), and the delayed queue's sizes."""
 
     def queue_size(self, kind, prefix="heartwheel:push:"):
         """The size of the delayed queue's `kind` (due, claims: ZCARD; data:
         HLEN) summed over its partitions (keys PREFIX{tag}KIND)."""
         count = "HLEN" if kind == "data" else "ZCARD"
         return sum(self.command(count, k) for k in self.command("KEYS", prefix + "{*}" + kind))
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(18)
-            self.proc.kill()
-        self.proc.wait(timeout=10)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
 
 
 def http(port, method, path, body=None, timeout=10):

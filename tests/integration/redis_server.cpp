@@ -2,6 +2,7 @@
 #include "redis_server.h"
 
 #include <arpa/inet.h>
+#include <heartwheel/redis/auth.h>
 #include <heartwheel/redis/command.h>
 #include <heartwheel/redis/reader.h>
 #include <netinet/in.h>
@@ -39,17 +40,27 @@ int connect_to(int port) {
 }
 
 // One command on a blocking socket; nullopt if no full reply within `limit`.
-std::optional<redis::Reply> run_command(int port, std::vector<std::string_view> args, Ms limit) {
+// With a password, AUTH goes first and its reply is skipped (an AUTH
+// refused: nullopt).
+std::optional<redis::Reply> run_command(int port, std::vector<std::string_view> args, Ms limit,
+                                        const RedisServerOptions* creds = nullptr) {
   const int fd = connect_to(port);
   if (fd < 0) return std::nullopt;
-  const redis::Command cmd{std::span<const std::string_view>(args)};
-  const std::string_view bytes = cmd.bytes();
+  const bool auth = creds != nullptr && !creds->password.empty();
+  std::string bytes;
+  if (auth) bytes = redis::auth_command(creds->user, creds->password).bytes();
+  bytes += redis::Command{std::span<const std::string_view>(args)}.bytes();
   bool ok =
       ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
   redis::ReplyReader reader;
   redis::Reply reply;
+  int replies_left = auth ? 2 : 1;
   const auto end = hwproc::now() + limit;
-  while (ok && !reader.next(reply)) {
+  while (ok && replies_left > 0) {
+    if (reader.next(reply)) {
+      if (--replies_left > 0 && reply.is_error()) ok = false;  // the AUTH refused
+      continue;
+    }
     const auto left = std::chrono::duration_cast<Ms>(end - hwproc::now()).count();
     pollfd p{fd, POLLIN, 0};
     if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) ok = false;
@@ -160,11 +171,22 @@ bool RedisServer::start_on(int port) {
                              "--repl-diskless-sync-delay", "0"});
   if (options_.replica_of != 0)
     argv.insert(argv.end(), {"--replicaof", "127.0.0.1", std::to_string(options_.replica_of)});
+  if (!options_.tls_cert.empty()) {
+    if (tls_port_ == 0) tls_port_ = free_port();  // kept across restart()
+    argv.insert(argv.end(), {"--tls-port", std::to_string(tls_port_), "--tls-cert-file",
+                             options_.tls_cert, "--tls-key-file", options_.tls_key,
+                             "--tls-ca-cert-file", options_.tls_ca});
+  }
+  if (!options_.password.empty() && options_.user.empty())
+    argv.insert(argv.end(), {"--requirepass", options_.password});
+  if (!options_.password.empty() && !options_.user.empty())
+    argv.insert(argv.end(), {"--user", "default", "off", "--user", options_.user, "on",
+                             ">" + options_.password, "~*", "&*", "+@all"});
   child_ = std::make_unique<hwproc::Child>(std::move(argv));
   const auto end = hwproc::now() + Ms(10000);
   while (hwproc::now() < end) {
     if (child_->wait_exit(Ms(0))) break;  // could not bind: the port was taken meanwhile
-    const auto pong = run_command(port, {"PING"}, Ms(1000));
+    const auto pong = run_command(port, {"PING"}, Ms(1000), &options_);
     if (pong && pong->is("PONG")) {
       port_ = port;
       return true;
@@ -193,7 +215,7 @@ void RedisServer::freeze() { child_->signal(SIGSTOP); }
 void RedisServer::thaw() { child_->signal(SIGCONT); }
 
 redis::Reply RedisServer::command(std::vector<std::string_view> args) {
-  auto reply = run_command(port_, std::move(args), Ms(5000));
+  auto reply = run_command(port_, std::move(args), Ms(5000), &options_);
   REQUIRE(reply);
   return std::move(*reply);
 }

@@ -35,6 +35,17 @@ struct RedisServerOptions {
   Ms cluster_node_timeout = Ms(2000);
   // Another Redis to replicate (REPLICAOF 127.0.0.1 replica_of); 0: none.
   int replica_of = 0;
+  // A password: requirepass (AUTH password), or with `user` an ACL user
+  // (AUTH user password) allowed everything, the default user switched off.
+  // command() and the start-up PING authenticate with them.
+  std::string password = {};
+  std::string user = {};
+  // TLS: with a certificate, Redis also listens on tls_port() with it and
+  // asks every TLS client for a certificate it can verify with tls_ca
+  // (tls-auth-clients, Redis's default). The plain port stays for command().
+  std::string tls_cert = {};
+  std::string tls_key = {};
+  std::string tls_ca = {};
 };
 
 class RedisServer {
@@ -50,6 +61,8 @@ class RedisServer {
   RedisServer& operator=(const RedisServer&) = delete;
 
   int port() const { return port_; }
+  // The TLS port (RedisServerOptions::tls_cert); 0 without TLS.
+  int tls_port() const { return tls_port_; }
   bool running() const { return child_ != nullptr; }
 
   // SIGKILL, and wait for the exit: the crash of a Redis.
@@ -61,7 +74,8 @@ class RedisServer {
   void thaw();
 
   // Runs one command on a fresh blocking connection (5 s limit; FAILs the
-  // test if there is no answer) and returns the reply.
+  // test if there is no answer) and returns the reply; AUTH first when the
+  // options have a password.
   heartwheel::redis::Reply command(std::vector<std::string_view> args);
 
  private:
@@ -70,6 +84,7 @@ class RedisServer {
   std::unique_ptr<hwproc::Child> child_;
   RedisServerOptions options_;
   int port_ = 0;
+  int tls_port_ = 0;
 };
 
 // A free loopback TCP port now (bind port 0 and close).

@@ -30,8 +30,10 @@ TEST_CASE("Context options that contradict each other are refused", "[tls][conte
   tls::ContextOptions server;  // a server without a certificate
   CHECK_THROWS_WITH(server.validate(), Catch::Contains("needs a certificate"));
   tls::ContextOptions client = client_options();
-  client.certificates = {certs().ec_one};
-  CHECK_THROWS_WITH(client.validate(), Catch::Contains("client certificates"));
+  client.certificates = {certs().ec_one, certs().rsa};
+  CHECK_THROWS_WITH(client.validate(), Catch::Contains("at most one certificate"));
+  client.certificates = {certs().ec_one};  // mutual TLS (redis-server's tls-auth-clients)
+  CHECK_NOTHROW(tls::Context(client));
   client = client_options(certs().ec_one.certificate);
   client.insecure = true;
   CHECK_THROWS_WITH(client.validate(), Catch::Contains("exclude each other"));

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "cli_program.h"
+#include "redis_link_flags.h"
 
 namespace {
 
@@ -45,6 +46,7 @@ struct Config {
   int redis_port = 6379;
   std::vector<std::string> cluster_seeds;  // --redis-cluster: in place of host:port
   int wait_replicas = 0;                   // --redis-wait-replicas
+  redis::ClientOptions link;  // --redis-password-file, --redis-user, --redis-tls*: both nodes'
   std::size_t pushes = 10000;
   Duration over = 20s;
   Duration lead = 3s;
@@ -105,7 +107,7 @@ class Node {
     uv_loop_init(&loop);
     {
       heartwheel::LoopWheel wheel(&loop, {.tick = config_.tick});
-      redis::ClientOptions ro;
+      redis::ClientOptions ro = config_.link;
       ro.connector.host = config_.redis_host;
       ro.connector.port = config_.redis_port;
       ro.cluster.seeds = config_.cluster_seeds;
@@ -218,6 +220,8 @@ int main(int argc, char** argv) {
                  "schedules and claims wait for this many replicas (WAIT, 1 s timeout)")
       ->capture_default_str()
       ->check(CLI::Range(0, 16));
+  heartwheel::cli::RedisLinkFlags link_flags;
+  heartwheel::cli::add_redis_link_flags(app, link_flags);
   app.add_option("--pushes", c.pushes, "how many pushes")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{10000000}));
@@ -248,6 +252,8 @@ int main(int argc, char** argv) {
       c.cluster_seeds.push_back(cluster.substr(from, comma - from));
       from = comma + 1;
     }
+    c.link.connector.host = c.redis_host;  // TLS names it
+    heartwheel::cli::apply_redis_link_flags(link_flags, c.link, "heartwheel-push-bench");
     if (c.over.count() <= 0 || c.tick < 1ms || c.lease.count() <= 0)
       throw std::invalid_argument("--over, --lease must be positive and --tick at least 1ms");
   } catch (const std::exception& e) {

@@ -42,16 +42,29 @@ def _read_reply(f):
     raise RuntimeError("not RESP: %r" % line)
 
 
-def command(port, *args, timeout=5):
+def _encode(args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+def command(port, *args, timeout=5, password=None, user=None, tls=None):
     """One command to 127.0.0.1:port on a fresh connection; the decoded reply
-    (a Redis error raises RuntimeError, a dead node OSError)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            a = str(a).encode()
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        s.sendall(out)
-        return _read_reply(s.makefile("rb"))
+    (a Redis error raises RuntimeError, a dead node OSError). With `password`
+    (and `user`, an ACL user) AUTH goes first; with `tls` (an ssl.SSLContext,
+    e.g. redis_server.TlsFiles.client_context()) the connection speaks TLS."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+        s = tls.wrap_socket(raw, server_hostname="127.0.0.1") if tls else raw
+        out = b""
+        if password:
+            out += _encode(["AUTH", user, password] if user else ["AUTH", password])
+        s.sendall(out + _encode(args))
+        f = s.makefile("rb")
+        if password:
+            _read_reply(f)  # a refused AUTH raises
+        return _read_reply(f)
 
 
 def _cluster_port():
@@ -68,11 +81,14 @@ def _cluster_port():
 
 
 class RedisCluster:
-    def __init__(self, masters=3, replicas=1, node_timeout_ms=2000):
+    def __init__(self, masters=3, replicas=1, node_timeout_ms=2000, password=None):
+        """password: every node's requirepass (and masterauth, for its
+        replicas); command() and the set-up authenticate with it."""
         if not shutil.which("redis-server") or not shutil.which("redis-cli"):
             raise SystemExit("redis-server / redis-cli missing: run tools/install-deps")
         self.dir = tempfile.mkdtemp(prefix="hw-cluster-")
         self.node_timeout_ms = node_timeout_ms
+        self.password = password
         self.procs = {}  # port -> Popen
         try:
             for _ in range(masters * (1 + replicas)):
@@ -80,7 +96,10 @@ class RedisCluster:
             subprocess.run(["redis-cli", "--cluster", "create",
                             *["127.0.0.1:%d" % p for p in self.procs],
                             "--cluster-replicas", str(replicas), "--cluster-yes"],
-                           check=True, capture_output=True, timeout=60)
+                           check=True, capture_output=True, timeout=60,
+                           # the password through the environment, not argv (ps)
+                           env=dict(os.environ, **({"REDISCLI_AUTH": password} if password
+                                                   else {})))
             self.wait_ok()
         except BaseException:
             self.stop()
@@ -94,17 +113,23 @@ class RedisCluster:
              "--appendonly", "no", "--dir", d, "--loglevel", "warning",
              "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
              "--cluster-node-timeout", str(self.node_timeout_ms),
-             "--repl-diskless-sync-delay", "0"],
+             "--repl-diskless-sync-delay", "0",
+             *(["--requirepass", self.password, "--masterauth", self.password]
+               if self.password else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
-                if command(port, "PING", timeout=1) == "PONG":
+                if self.command(port, "PING", timeout=1) == "PONG":
                     return
             except (OSError, RuntimeError):
                 pass
             time.sleep(0.05)
         raise AssertionError("redis-server did not start on %d" % port)
+
+    def command(self, port, *args, timeout=5):
+        """One command to the node on `port` (authenticated with the password)."""
+        return command(port, *args, timeout=timeout, password=self.password)
 
     def ports(self):
         return list(self.procs)
@@ -122,7 +147,7 @@ class RedisCluster:
             if not self.alive(p):
                 continue
             try:
-                r = command(p, "CLUSTER", "SLOTS", timeout=2)
+                r = self.command(p, "CLUSTER", "SLOTS", timeout=2)
             except (OSError, RuntimeError):
                 continue
             return sorted((int(x[0]), int(x[1]), int(x[2][1]), [int(y[1]) for y in x[3:]])
@@ -141,7 +166,7 @@ class RedisCluster:
     def owner_of_key_matching(self, pattern):
         """The master port holding a key matching `pattern` (KEYS), or None."""
         for m in self.masters():
-            if command(m, "KEYS", pattern):
+            if self.command(m, "KEYS", pattern):
                 return m
         return None
 
@@ -151,8 +176,8 @@ class RedisCluster:
             if not self.alive(p):
                 continue
             try:
-                info = command(p, "CLUSTER", "INFO", timeout=2)
-                r = command(p, "CLUSTER", "SLOTS", timeout=2)
+                info = self.command(p, "CLUSTER", "INFO", timeout=2)
+                r = self.command(p, "CLUSTER", "SLOTS", timeout=2)
             except (OSError, RuntimeError):
                 return False
             if "cluster_state:ok" not in info:
@@ -172,7 +197,7 @@ class RedisCluster:
         placed = 0
         for m in {r[2] for r in agreed}:
             try:
-                info = command(m, "INFO", "replication", timeout=2)
+                info = self.command(m, "INFO", "replication", timeout=2)
             except (OSError, RuntimeError):
                 return False
             placed += 1 + info.count("state=online")

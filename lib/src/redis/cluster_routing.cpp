@@ -18,9 +18,7 @@ void ClusterCore::ensure_link(Node& n) {
   o.cluster.seeds.clear();
   o.max_buffered = 0;
   try {
-    const net::HostPort hp = net::parse_host_port(n.address);
-    o.connector.host = hp.host;
-    o.connector.port = hp.port;
+    aim_at(o, n.address);
   } catch (const std::invalid_argument&) {
     return;  // not an address the connector takes: its commands wait and time out
   }

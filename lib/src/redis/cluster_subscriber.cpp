@@ -193,9 +193,7 @@ void ClusterSubscriberCore::ensure_link(Node& n) {
   SubscriberOptions o = options_;
   o.cluster.seeds.clear();
   try {
-    const net::HostPort hp = net::parse_host_port(n.address);
-    o.connector.host = hp.host;
-    o.connector.port = hp.port;
+    aim_at(o, n.address);
   } catch (const std::invalid_argument&) {
     return;  // not an address the connector takes
   }

@@ -31,6 +31,8 @@ class Category final : public std::error_category {
                "acknowledged it within wait_timeout (WAIT): a failover may lose it";
       case errc::too_many_redirects:
         return "Redis Cluster redirected the command more than max_redirects times";
+      case errc::auth_failed:
+        return "Redis refused the link's credentials (AUTH), or wants some (NOAUTH)";
       case errc::already_locked:
         return "this Lock already holds or waits for that lock (locks are not reentrant)";
       case errc::lock_not_held:

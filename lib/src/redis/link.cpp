@@ -3,8 +3,12 @@
 #include "link.h"
 
 #include <heartwheel/common/error.h>
+#include <heartwheel/net/address.h>
 #include <heartwheel/net/connection.h>
+#include <heartwheel/redis/auth.h>
 #include <heartwheel/redis/error.h>
+
+#include <string>
 
 namespace heartwheel::redis::detail {
 
@@ -19,11 +23,20 @@ const LinkOptions& validated(const LinkOptions& o) {
 }
 }  // namespace
 
+void aim_at(LinkOptions& o, const std::string& address) {
+  const net::HostPort hp = net::parse_host_port(address);
+  o.connector.host = hp.host;
+  o.connector.port = hp.port;
+  if (o.node_transport) o.connector.transport = o.node_transport(hp.host);
+}
+
 Link::Link(LoopWheel& wheel, const LinkOptions& options)
     : wheel_(wheel),
       options_(validated(options)),
       connector_(wheel, static_cast<net::Handler&>(*this), options_.connector),
       reader_(options_.max_reply_bytes) {
+  if (!options_.password.empty())
+    auth_ = std::string(auth_command(options_.user, options_.password).bytes());
   prepare_ = new uv_prepare_t;
   uv_prepare_init(wheel.loop(), prepare_);  // cannot fail (libuv: returns 0)
   prepare_->data = this;
@@ -89,6 +102,8 @@ void Link::on_open(net::Connection& conn) {
   ++stats_.connects;
   if (connector_.connects() > 1) ++stats_.reconnects;
   if (options_.heartbeat.interval.count() > 0) heartbeat_.start(conn, options_.heartbeat);
+  auth_pending_ = !auth_.empty();
+  if (auth_pending_) send(auth_);
   for (const Command& c : options_.setup) send(c.bytes());
   setup_left_ = options_.setup.size();
   link_opened(conn);
@@ -100,6 +115,12 @@ void Link::on_data(net::Connection& conn, std::string_view data) {
   if (reader_.feed(data)) return close_for_protocol_error(conn, reader_.error());
   Reply reply;
   while (reader_.next(reply)) {
+    if (auth_pending_) {
+      auth_pending_ = false;
+      if (reply.is_error()) return refuse_auth(conn, reply.str());
+      continue;
+    }
+    if (is_noauth(reply)) return refuse_auth(conn, reply.str());
     if (setup_left_ > 0) {
       --setup_left_;
       if (!reply.is_error()) continue;
@@ -112,6 +133,14 @@ void Link::on_data(net::Connection& conn, std::string_view data) {
     if (conn.closing()) return;  // closed from the reply (stop(), a bad reply)
   }
   if (reader_.error()) close_for_protocol_error(conn, reader_.error());
+}
+
+void Link::refuse_auth(net::Connection& conn, std::string_view reason) {
+  ++stats_.auth_failures;
+  const std::string address =
+      options_.connector.host + ':' + std::to_string(options_.connector.port);
+  report_error(errc::auth_failed, auth_failure_detail(address, options_.user, reason));
+  conn.close(net::CloseReason::protocol_error, errc::auth_failed);
 }
 
 void Link::close_for_protocol_error(net::Connection& conn, std::error_code error) {

@@ -1,5 +1,5 @@
 // Private: what a Client and a Subscriber share - one Connector connection
-// speaking RESP2: the reply reader, the setup commands, the heartbeat on the
+// speaking RESP2: the reply reader, the AUTH and setup commands, the heartbeat on the
 // ping / pong_timeout slots, and the batch of bytes written once per loop
 // iteration (a uv_prepare_t, as rpc::NetHandler does). The two kinds of link
 // derive from it and get replies, ping times and connection events through
@@ -18,6 +18,11 @@
 #include <string_view>
 
 namespace heartwheel::redis::detail {
+
+// Points `o` (a node's copy of the link's options) at `address` (HOST:PORT):
+// connector.host and port, and the node's transport when node_transport is
+// set. Throws std::invalid_argument for an address the connector cannot take.
+void aim_at(LinkOptions& o, const std::string& address);
 
 class Link : private net::Handler {
  public:
@@ -82,6 +87,9 @@ class Link : private net::Handler {
   net::DeadlineAction on_deadline(net::Connection& conn, net::DeadlineEvent event) override;
   void on_close(net::Connection& conn, net::CloseReason reason, std::error_code error) override;
   void close_for_protocol_error(net::Connection& conn, std::error_code error);
+  // Redis refused the AUTH or wants one: counted, reported, the connection
+  // closed (the connector retries after its backoff).
+  void refuse_auth(net::Connection& conn, std::string_view reason);
   void close_prepare() noexcept;
 
   LoopWheel& wheel_;
@@ -92,6 +100,8 @@ class Link : private net::Handler {
   std::string out_;                  // the batch
   uv_prepare_t* prepare_ = nullptr;  // writes the batch before the loop polls
   net::Connection* conn_ = nullptr;  // from on_open to on_close
+  std::string auth_;                 // the AUTH command's bytes; empty: no password
+  bool auth_pending_ = false;        // the AUTH's reply is still to come on this connection
   std::size_t setup_left_ = 0;       // setup replies still to come on this connection
 };
 

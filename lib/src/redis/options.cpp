@@ -47,10 +47,15 @@ void LinkOptions::validate() const {
   if (heartbeat.interval.count() > 0) heartbeat.validate();
   if (heartbeat.interval.count() < 0)
     throw std::invalid_argument("redis: heartbeat.interval must be >= 0 (0 = off)");
-  for (const Command& c : setup)
+  if (!user.empty() && password.empty())
+    throw std::invalid_argument("redis: user needs a password");
+  for (const Command& c : setup) {
+    if (!password.empty() && (c.name() == "AUTH" || c.name() == "auth"))
+      throw std::invalid_argument("redis: an AUTH in setup beside password: give one of them");
     if (c.breaks_reply_order())
       throw std::invalid_argument("redis: setup command " + std::string(c.name()) +
                                   " would break the one-reply-per-command order");
+  }
   if (max_reply_bytes == 0) throw std::invalid_argument("redis: max_reply_bytes must be > 0");
   if (flush_bytes == 0) throw std::invalid_argument("redis: flush_bytes must be > 0");
 }

@@ -90,9 +90,7 @@ void SlotMapReader::read() {
   if (!link_) {
     ClientOptions o = options_;
     try {
-      const net::HostPort hp = net::parse_host_port(candidates_[next_]);
-      o.connector.host = hp.host;
-      o.connector.port = hp.port;
+      aim_at(o, candidates_[next_]);
       link_ = std::make_unique<ClientCore>(wheel_, std::move(o));
     } catch (const std::invalid_argument&) {  // an address the connector cannot take
       ++errors_;
@@ -173,7 +171,7 @@ LinkStats SlotMapReader::stats() const noexcept {
        {&LinkStats::connected, &LinkStats::connects, &LinkStats::reconnects,
         &LinkStats::disconnects, &LinkStats::connect_failures, &LinkStats::pings_sent,
         &LinkStats::pong_timeouts, &LinkStats::protocol_errors, &LinkStats::setup_errors,
-        &LinkStats::writes, &LinkStats::callback_exceptions})
+        &LinkStats::auth_failures, &LinkStats::writes, &LinkStats::callback_exceptions})
     s.*field = all.*field;
   s.slot_map_refreshes = refreshes_;
   s.slot_map_errors = errors_;

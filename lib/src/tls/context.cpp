@@ -13,8 +13,8 @@ void ContextOptions::validate() const {
   if (server && certificates.empty()) {
     throw std::invalid_argument("tls: a server needs a certificate and its key");
   }
-  if (!server && !certificates.empty()) {
-    throw std::invalid_argument("tls: client certificates are not supported");
+  if (!server && certificates.size() > 1) {
+    throw std::invalid_argument("tls: a client presents at most one certificate");
   }
   for (const CertificateFiles& f : certificates) {
     if (f.certificate.empty() || f.key.empty()) {

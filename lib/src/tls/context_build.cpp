@@ -155,6 +155,9 @@ SSL_CTX* build_ssl_ctx(const ContextOptions& options, const Context& context,
     }
   } else {
     add_trust(c, options);
+    // A client certificate, for servers that ask for one (redis-server's
+    // tls-auth-clients, on by default).
+    add_certificates(c, options);
     if (!options.alpn.empty()) {
       const std::string wire = alpn_wire(options.alpn);
       // Returns 0 on success (unlike the rest of OpenSSL).

@@ -27,6 +27,8 @@ enum class errc {
                    // ClientOptions::wait_replicas acknowledge it in time: a failover may lose it
   too_many_redirects,  // Redis Cluster kept redirecting (MOVED / ASK) past
                        // ClusterOptions::max_redirects; the last error's text is in the Reply
+  // Given to LinkOptions::on_error (auth.h).
+  auth_failed,  // Redis refused the link's AUTH, or answered NOAUTH (it wants a password)
   // redis::Lock (lock.h).
   already_locked,  // returned: this Lock already holds or waits for that name (not reentrant)
   lock_not_held,   // returned by unlock(): this Lock neither holds nor waits for that name

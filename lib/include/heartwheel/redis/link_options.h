@@ -34,6 +34,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -83,12 +84,28 @@ struct LinkOptions {
   net::ConnectorOptions connector = default_connector_options();
   // interval 0 switches the heartbeat (and its pong_timeout close) off.
   net::HeartbeatConfig heartbeat{.interval = std::chrono::seconds(5)};
-  // Sent first on every connection, before anything else, e.g.
-  //   {{"AUTH", user, password}, {"SELECT", "2"}, {"CLIENT", "SETNAME", "push-1"}}.
+  // Credentials, sent first on every connection the link opens (auth.h):
+  // AUTH user password (an ACL user, Redis 6+), or AUTH password without a
+  // user. Empty password: no AUTH. A refusal closes that connection
+  // (auth_failures, errc::auth_failed to on_error naming the address, the
+  // user and Redis's reason, never the password); the connector retries
+  // after its backoff.
+  std::string user;
+  std::string password;
+  // Sent next on every connection, after the AUTH, e.g.
+  //   {{"SELECT", "2"}, {"CLIENT", "SETNAME", "push-1"}}.
   // An error reply closes that connection (CloseReason::protocol_error,
   // counted in setup_errors, reported to on_error); the connector then tries
   // again after its backoff.
   std::vector<Command> setup;
+  // TLS (or any transport) on the link: connector.transport, e.g.
+  // tls::client_transport(context, "redis.example") (heartwheel/tls). A
+  // cluster link uses it for every node too, unless node_transport is set:
+  // then the transport of a node at `host` is node_transport(host) (a TLS
+  // transport naming that node, so its certificate is checked against its
+  // own address). Called on the link's loop thread when a node's connection
+  // is made; it may return null (plain).
+  std::function<std::shared_ptr<net::TransportFactory>(const std::string& host)> node_transport;
   // Redis Cluster: see above. Empty seeds: a single redis-server.
   ClusterOptions cluster;
   // A reply larger than this closes the connection (protocol_errors).
@@ -105,7 +122,8 @@ struct LinkOptions {
   // how). The connector reconnects unless stopped. In cluster mode: any of
   // them (a connection to a master that lost its slots is closed `local`).
   std::function<void(net::CloseReason reason, std::error_code error)> on_disconnect;
-  // Something the application may want to log: a setup command's error
+  // Something the application may want to log: a refused AUTH or a NOAUTH
+  // (auth_failed, auth_failure_detail's text), a setup command's error
   // (server_error, Redis's text) or bytes that are not RESP2
   // (protocol_error / frame_too_large, hiredis's text).
   std::function<void(std::error_code error, std::string_view detail)> on_error;

@@ -46,7 +46,8 @@ struct LinkStats {
   std::uint64_t pings_sent = 0;
   std::uint64_t pong_timeouts = 0;    // connections closed: Redis went silent (pong_timeout)
   std::uint64_t protocol_errors = 0;  // connections closed: bytes that are not RESP2 / too large
-  std::uint64_t setup_errors = 0;     // connections closed: a setup command (AUTH ...) failed
+  std::uint64_t setup_errors = 0;     // connections closed: a setup command failed
+  std::uint64_t auth_failures = 0;    // connections closed: AUTH refused, or NOAUTH (auth.h)
   std::uint64_t writes = 0;           // batches written (one Connection::write each)
   std::uint64_t callback_exceptions = 0;  // application callbacks that threw (swallowed)
 
@@ -122,6 +123,8 @@ inline constexpr LinkStatsField kLinkStatsFields[] = {
      "Redis connections closed on bytes that are not RESP2"},
     {"setup_errors", &LinkStats::setup_errors, false,
      "Redis connections closed because a setup command failed"},
+    {"auth_failures", &LinkStats::auth_failures, false,
+     "Redis connections closed because Redis refused AUTH or wanted it (NOAUTH)"},
     {"writes", &LinkStats::writes, false, "batches written to Redis"},
     {"callback_exceptions", &LinkStats::callback_exceptions, false,
      "application callbacks that threw"},

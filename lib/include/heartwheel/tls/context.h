@@ -95,7 +95,8 @@ struct ContextOptions {
   Role role = Role::server;
   // Server: at least one; at most one per key type, so an ECDSA and an RSA
   // chain can be served side by side (the client's offer picks). Client:
-  // none (client certificates are not supported).
+  // none, or one: the certificate it presents when the server asks for one
+  // (mutual TLS, e.g. redis-server with tls-auth-clients).
   std::vector<CertificateFiles> certificates;
   // Client: the certificates to trust (PEM). Empty: the system's store.
   std::string ca_file;

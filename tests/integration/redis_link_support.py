@@ -1,0 +1,47 @@
+"""What the Redis link's credential and TLS tests share (chat and push):
+the password file (mode 600), the test's own redis-server with a password,
+an ACL user or mutual TLS (tools/pylib/redis_server.py), and the checks that
+a password never shows: not in the process's command line (what ps shows),
+not in its stderr. Standard library only."""
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                                "pylib"))
+from redis_server import RedisServer, TlsFiles  # noqa: E402,F401
+
+PASSWORD = "s3cret-redis-pw-4711"
+WRONG = "not-the-redis-pw-0815"
+
+
+def secret_file(text, mode=0o600):
+    """A file holding `text` and a newline, with `mode`; its path."""
+    fd, path = tempfile.mkstemp(prefix="hw-redis-pw-")
+    os.write(fd, (text + "\n").encode())
+    os.close(fd)
+    os.chmod(path, mode)
+    return path
+
+
+def tls_files():
+    return TlsFiles(tempfile.mkdtemp(prefix="hw-redis-tls-"))
+
+
+def tls_flags(tls):
+    return ("--redis-tls-ca", tls.ca, "--redis-tls-cert", tls.client_cert,
+            "--redis-tls-key", tls.client_key)
+
+
+def assert_not_shown(server, *secrets):
+    """None of `secrets` is on the running process's command line (what ps
+    shows); returns its stderr after it stopped, checked too."""
+    with open("/proc/%d/cmdline" % server.proc.pid, "rb") as f:
+        cmdline = f.read().decode(errors="replace")
+    for s in secrets:
+        assert s not in cmdline, "the password is on the command line"
+    server.stop()
+    err = server.proc.stderr.read()
+    for s in secrets:
+        assert s not in err, "the password is in the log: %s" % err
+    return err

@@ -1,0 +1,144 @@
+"""One redis-server for the Python tests and tools, optionally with a
+password (requirepass, or an ACL user allowed everything with the default
+user switched off) and TLS (mutual: redis-server's tls-auth-clients is on by
+default), on a free loopback port, no persistence, stopped by PID. The TLS
+certificates are made by the `openssl` command (a CA, a server certificate
+for IP 127.0.0.1, a client certificate). Standard library only.
+
+    sys.path.insert(0, os.path.join(ROOT, "tools", "pylib"))
+    from redis_server import RedisServer, TlsFiles
+    tls = TlsFiles(tmpdir)                       # ca.crt, server.*, client.*
+    with RedisServer(password="pw", user="chat", tls=tls) as r:
+        r.address()                              # "127.0.0.1:PORT" for --redis
+        r.command("PUBLISH", "ch", "x")          # authenticated, over TLS
+"""
+import os
+import shutil
+import ssl
+import subprocess
+import tempfile
+import time
+
+from procs import free_port
+from redis_cluster import command as _command
+
+
+class TlsFiles:
+    """A CA, a server certificate (IP:127.0.0.1) and a client certificate,
+    ECDSA P-256, made with the openssl CLI in `directory`."""
+
+    def __init__(self, directory):
+        if not shutil.which("openssl"):
+            raise SystemExit("openssl missing: run tools/install-deps")
+        self.dir = directory
+        self.ca = self._path("ca.crt")
+        self.server_cert, self.server_key = self._path("server.crt"), self._path("server.key")
+        self.client_cert, self.client_key = self._path("client.crt"), self._path("client.key")
+        self._openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                      "-nodes", "-keyout", self._path("ca.key"), "-out", self.ca, "-days", "2",
+                      "-subj", "/CN=heartwheel test CA")
+        self._leaf("server", "127.0.0.1", "subjectAltName=IP:127.0.0.1\n")
+        self._leaf("client", "heartwheel", "extendedKeyUsage=clientAuth\n")
+
+    def _path(self, name):
+        return os.path.join(self.dir, name)
+
+    def _openssl(self, *args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+    def _leaf(self, name, cn, extensions):
+        ext = self._path(name + ".ext")
+        with open(ext, "w") as f:
+            f.write(extensions)
+        self._openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                      "-keyout", self._path(name + ".key"), "-out", self._path(name + ".csr"),
+                      "-subj", "/CN=" + cn)
+        self._openssl("x509", "-req", "-in", self._path(name + ".csr"), "-CA", self.ca,
+                      "-CAkey", self._path("ca.key"), "-CAcreateserial", "-days", "2",
+                      "-out", self._path(name + ".crt"), "-extfile", ext)
+
+    def client_context(self):
+        """An ssl.SSLContext that trusts the CA and presents the client certificate."""
+        c = ssl.create_default_context(cafile=self.ca)
+        c.load_cert_chain(self.client_cert, self.client_key)
+        return c
+
+
+class RedisServer:
+    """redis-server on a free port: kill(), restart() on the same port,
+    freeze()/thaw() (SIGSTOP/SIGCONT), command(), stop() by PID."""
+
+    def __init__(self, password=None, user=None, tls=None, loglevel="warning"):
+        if not shutil.which("redis-server"):
+            raise SystemExit("redis-server is missing: run tools/install-deps")
+        self.password, self.user, self.tls = password, user, tls
+        self.loglevel = loglevel
+        self.dir = tempfile.mkdtemp(prefix="hw-redis-")
+        self.port = free_port()
+        self.proc = None
+        self._client_tls = tls.client_context() if tls else None
+        self.start()
+
+    def argv(self):
+        a = ["/usr/bin/redis-server", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.dir, "--loglevel", self.loglevel]
+        if self.tls:
+            a += ["--port", "0", "--tls-port", str(self.port),
+                  "--tls-cert-file", self.tls.server_cert, "--tls-key-file", self.tls.server_key,
+                  "--tls-ca-cert-file", self.tls.ca]
+        else:
+            a += ["--port", str(self.port)]
+        if self.password and self.user:
+            a += ["--user", "default", "off",
+                  "--user", self.user, "on", ">" + self.password, "~*", "&*", "+@all"]
+        elif self.password:
+            a += ["--requirepass", self.password]
+        return a
+
+    def start(self):
+        self.proc = subprocess.Popen(self.argv(), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if self.command("PING", timeout=1) == "PONG":
+                    return
+            except (OSError, RuntimeError, ssl.SSLError):
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise AssertionError("redis-server did not start on %d" % self.port)
+
+    def address(self):
+        return "127.0.0.1:%d" % self.port
+
+    def command(self, *args, timeout=5):
+        return _command(self.port, *args, timeout=timeout, password=self.password,
+                        user=self.user, tls=self._client_tls)
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+    def restart(self):
+        self.start()
+
+    def freeze(self):
+        self.proc.send_signal(19)  # SIGSTOP
+
+    def thaw(self):
+        self.proc.send_signal(18)  # SIGCONT
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(18)
+            self.proc.kill()
+        if self.proc:
+            self.proc.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
