@@ -270,6 +270,67 @@ def test_plain_http_to_tls_port_refused():
         assert st["closed_by_reason"].get("tls_protocol_error", 0) == 1, st["closed_by_reason"]
 
 
+def scrape(port):
+    """The Prometheus text of a --metrics-listen port, as {name: value} (no labels)."""
+    import urllib.request
+    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=20).read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#") and "{" not in line:
+            name, value = line.split()
+            out[name] = float(value)
+    return out
+
+
+def test_handshake_counts_full_and_resumed():
+    """handshakes_completed / handshakes_resumed in the stats JSON and Prometheus: a full
+    handshake, one that resumes its ticket (Python ssl, session=), one with openssl
+    s_client -sess_out/-sess_in; a refused handshake counts only as its close reason."""
+    cert, key = make_cert("counts", "heartwheel-test")
+    with Server(ECHO, cert, key, "--metrics-listen", "127.0.0.1:0") as srv:
+        line = srv.proc.stdout.readline()
+        assert line.startswith("metrics on "), line
+        mport = int(line.rsplit(":", 1)[1])
+        ctx = client_context(cafile=cert)
+        first = tls_connect(srv.port, ctx)
+        first.sendall(b"x")
+        assert recv_exactly(first, 1) == b"x"  # the TLS 1.3 ticket came before the echo
+        session = first.session
+        assert not first.session_reused
+        first.close()
+        again = ctx.wrap_socket(socket.create_connection(("127.0.0.1", srv.port), timeout=10),
+                                server_hostname="localhost", session=session)
+        again.sendall(b"y")
+        assert recv_exactly(again, 1) == b"y"
+        assert again.session_reused
+        again.close()
+        end = time.monotonic() + 20  # the workers publish every half second
+        while True:
+            m = scrape(mport)
+            if m["heartwheel_handshakes_completed_total"] >= 2 or time.monotonic() > end:
+                break
+            time.sleep(0.1)
+        assert m["heartwheel_handshakes_completed_total"] == 2, m
+        assert m["heartwheel_handshakes_resumed_total"] == 1, m
+        # openssl s_client: a full handshake saves its session, the next one resumes it.
+        sess = os.path.join(TMP, "s_client.sess")
+        for flag in ("-sess_out", "-sess_in"):
+            r = subprocess.run([OPENSSL, "s_client", "-connect", "127.0.0.1:%d" % srv.port,
+                                "-servername", "localhost", "-CAfile", cert, flag, sess],
+                               input="ping\n", capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0, r.stderr
+            assert ("Reused, TLSv1.3" in r.stdout) == (flag == "-sess_in"), r.stdout[-600:]
+        # Not TLS at all: a failure by cause, no completion.
+        plain = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        plain.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        wait_closed(plain, 20)
+        plain.close()
+        stats = srv.final_stats()
+        assert stats["handshakes_completed"] == 4, stats
+        assert stats["handshakes_resumed"] == 2, stats
+        assert stats["closed_by_reason"]["tls_protocol_error"] == 1, stats["closed_by_reason"]
+
+
 def test_sighup_reload_under_load():
     """SIGHUP: new handshakes get the new certificate, an open connection keeps working,
     a bad file is refused with a message naming it and the old certificate stays."""

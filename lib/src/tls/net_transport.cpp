@@ -84,7 +84,7 @@ class SessionTransport final : public net::Transport {
       if (conn.closing()) return;
       if (r.handshake_done) {
         conn.clear_deadline(deadline::tls_handshake_timeout);
-        if (!net::TransportIo::ready(conn)) return;
+        if (!net::TransportIo::ready(conn, session_.resumed())) return;
       }
       if (r.plaintext > 0) {
         net::TransportIo::deliver(conn, std::string_view(plain.data(), r.plaintext));
