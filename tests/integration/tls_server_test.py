@@ -3,7 +3,8 @@
 Python's ssl module, `openssl s_client`, curl (issue 21).
 
 Usage: tls_server_test.py PATH/TO/heartwheel-echo [PATH/TO/heartwheel-http
-       [PATH/TO/heartwheel-chat [PATH/TO/heartwheel-load]]] [test-name ...]
+       [PATH/TO/heartwheel-chat [PATH/TO/heartwheel-load [PATH/TO/heartwheel-rpc-server
+       PATH/TO/heartwheel-rpc-client]]]] [test-name ...]
 
 Certificates are made by the `openssl` command line in a temporary folder.
 Every server binds port 0 and prints its real port; every process started is
@@ -27,6 +28,8 @@ ECHO = None
 HTTP = None
 CHAT = None
 LOAD = None
+RPC_SERVER = None
+RPC_CLIENT = None
 WATCHDOG_SECONDS = 150
 OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"
 TMP = None
@@ -488,8 +491,59 @@ def test_load_harness_tls():
             closed.get("peer_closed", 0) >= 60, closed
 
 
+def test_rpc_client_tls():
+    """heartwheel-rpc-client --tls against heartwheel-rpc-server --tls-cert: calls succeed
+    (verified, by name and by IP); a wrong CA ends the run at once with the reason and
+    status 1; a plain client to the TLS port ends cleanly, no call succeeding, and the
+    server counts it as tls_protocol_error and goes on serving."""
+    if RPC_SERVER is None:
+        print("no heartwheel-rpc-server/-client given: skipped")
+        return
+    cert, key = make_cert("rpc", "heartwheel-test")
+    other, _ = make_cert("rpc-other", "stranger")
+
+    def client(target, *flags, timeout=60, duration="10s"):
+        start = time.monotonic()
+        r = subprocess.run([RPC_CLIENT, "--server", target, "--calls", "200", "--rate", "0",
+                            "--duration", duration, "--connect-timeout", "5s", *flags],
+                           capture_output=True, text=True, timeout=timeout)
+        return r, time.monotonic() - start
+
+    with Server(RPC_SERVER, cert, key) as srv:
+        for host in ("localhost", "127.0.0.1"):
+            r, _ = client("%s:%d" % (host, srv.port), "--tls", "--tls-ca", cert)
+            assert r.returncode == 0, r.stderr
+            out = json.loads(r.stdout)
+            assert out["calls_ok"] == 200 and out["connects"] == 1, out
+        r, _ = client("localhost:%d" % srv.port, "--tls", "--tls-insecure")
+        assert r.returncode == 0 and json.loads(r.stdout)["calls_ok"] == 200, r.stderr
+        # A CA that did not sign the server's certificate: no retry, a reason.
+        r, took = client("localhost:%d" % srv.port, "--tls", "--tls-ca", other)
+        assert r.returncode == 1, (r.returncode, r.stdout[-300:])
+        assert "heartwheel-rpc-client: error: tls: handshake with localhost:%d failed: " \
+            "certificate verify failed" % srv.port in r.stderr, r.stderr
+        assert took < 8, took  # well before --duration
+        # Plain to the TLS port: the run ends, nothing succeeds, nothing hangs.
+        r, took = client("127.0.0.1:%d" % srv.port, duration="3s")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["calls_ok"] == 0, out
+        assert out["calls_started"] == out["calls_failed"] + out["calls_timed_out"] + \
+            out["calls_error"], out
+        assert took < 20, took
+        # The server still serves TLS.
+        r, _ = client("localhost:%d" % srv.port, "--tls", "--tls-ca", cert)
+        assert r.returncode == 0 and json.loads(r.stdout)["calls_ok"] == 200, r.stderr
+        stats = srv.final_stats()
+        net = stats.get("net", stats)
+        closed = net["closed_by_reason"]
+        assert closed["tls_protocol_error"] >= 1, closed
+        assert closed["tls_certificate"] + closed["tls_protocol_error"] >= 2, closed
+        assert net["handshakes_completed"] == 4, net  # localhost, 127.0.0.1, insecure, after
+
+
 def main():
-    global ECHO, HTTP, CHAT, LOAD, TMP
+    global ECHO, HTTP, CHAT, LOAD, RPC_SERVER, RPC_CLIENT, TMP
     args = sys.argv[1:]
     ECHO = args.pop(0)
     if args and os.path.sep in args[0]:
@@ -498,6 +552,9 @@ def main():
         CHAT = args.pop(0)
     if args and os.path.sep in args[0]:
         LOAD = args.pop(0)
+    if len(args) >= 2 and os.path.sep in args[0] and os.path.sep in args[1]:
+        RPC_SERVER = args.pop(0)
+        RPC_CLIENT = args.pop(0)
     signal.signal(signal.SIGALRM, lambda *a: (_ for _ in ()).throw(AssertionError("watchdog")))
     signal.alarm(WATCHDOG_SECONDS)
     names = args or [n for n in globals() if n.startswith("test_")]
