@@ -393,6 +393,37 @@ def test_sighup_reload_under_load():
         assert srv.proc.poll() is None
 
 
+def test_sighup_reload_reaches_every_process():
+    """heartwheel-echo --processes 2: SIGHUP to the parent reaches both children (each
+    says it reloaded), and every new handshake, whichever process takes it, sees the new
+    certificate; no child died of the signal."""
+    cert, key = make_cert("prefork", "first")
+    live_cert = os.path.join(TMP, "prefork-live.pem")
+    live_key = os.path.join(TMP, "prefork-live.key")
+    shutil.copy(cert, live_cert)
+    shutil.copy(key, live_key)
+    with Server(ECHO, live_cert, live_key, "--processes", "2") as srv:
+        ctx = client_context()
+        before = [peer_cn(tls_connect(srv.port, ctx)) for _ in range(6)]
+        assert before == ["first"] * 6, before
+        new_cert, new_key = make_cert("prefork2", "second")
+        shutil.copy(new_cert, live_cert)
+        shutil.copy(new_key, live_key)
+        srv.proc.send_signal(signal.SIGHUP)
+        end = time.monotonic() + 20
+        while sum("certificates reloaded (generation 2)" in l for l in srv.err_lines) < 2:
+            assert time.monotonic() < end, srv.err_lines
+            time.sleep(0.05)
+        # SO_REUSEPORT spreads connections by their source port: 40 reach both.
+        after = [peer_cn(tls_connect(srv.port, ctx)) for _ in range(40)]
+        assert after == ["second"] * 40, after
+        assert srv.proc.poll() is None
+        stats = srv.final_stats()
+        assert stats["processes"] == 2 and stats.get("restarts", 0) == 0, stats
+        assert stats["handshakes_completed"] == 46, stats
+        assert not any("restarting" in l for l in srv.err_lines), srv.err_lines
+
+
 def test_curl_https_to_http_server():
     """curl over https to heartwheel-http: verified, ALPN http/1.1, a 200."""
     if HTTP is None:
