@@ -103,7 +103,7 @@ TEST_CASE("The handler gets on_open after the handshake and plaintext both ways"
   CHECK(peer.open());
 }
 
-TEST_CASE("Completed handshakes are counted, resumed ones apart; failed ones are not",
+TEST_CASE("Completed handshakes are counted, resumed ones apart, failed ones not",
           "[tls][net][stats]") {
   Fixture f;
   auto options = client_options(certs().ec_one.certificate);
