@@ -35,7 +35,8 @@
 // takes it at once.
 //
 // Cost per connection: a 40-byte transport (the Session, the timeout, a vtable
-// pointer) in the connection's rarely-used block, plus OpenSSL's SSL object
+// pointer; a client's 16 more for its failure hook) in the connection's
+// rarely-used block, plus OpenSSL's SSL object
 // from the first complete record on (session.h); per loop thread, a 64 KiB
 // plaintext buffer and the ciphertext strings of the last read and write.
 //
