@@ -317,19 +317,26 @@ def test_handshake_counts_full_and_resumed():
         assert m["heartwheel_handshakes_resumed_total"] == 1, m
         # openssl s_client: a full handshake saves its session, the next one resumes it.
         sess = os.path.join(TMP, "s_client.sess")
-        for flag in ("-sess_out", "-sess_in"):
+        # s_client may quit at its stdin's end before the TLS 1.3 ticket came
+        # (a loaded machine): then no session is saved, and it tries again.
+        full = 0
+        for flag in ("-sess_out",) * 5 + ("-sess_in",):
+            if flag == "-sess_out" and os.path.exists(sess):
+                continue
             r = subprocess.run([OPENSSL, "s_client", "-connect", "127.0.0.1:%d" % srv.port,
                                 "-servername", "localhost", "-CAfile", cert, flag, sess],
                                input="ping\n", capture_output=True, text=True, timeout=30)
             assert r.returncode == 0, r.stderr
             assert ("Reused, TLSv1.3" in r.stdout) == (flag == "-sess_in"), r.stdout[-600:]
+            full += flag == "-sess_out"
+        assert os.path.exists(sess)
         # Not TLS at all: a failure by cause, no completion.
         plain = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
         plain.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         wait_closed(plain, 20)
         plain.close()
         stats = srv.final_stats()
-        assert stats["handshakes_completed"] == 4, stats
+        assert stats["handshakes_completed"] == 3 + full, stats
         assert stats["handshakes_resumed"] == 2, stats
         assert stats["closed_by_reason"]["tls_protocol_error"] == 1, stats["closed_by_reason"]
 
