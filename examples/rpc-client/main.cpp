@@ -14,10 +14,12 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli_program.h"
 #include "rpc_client.h"
+#include "tls_flags.h"
 
 namespace net = heartwheel::net;
 using heartwheel::cli::parse_duration_flag;
@@ -32,6 +34,7 @@ struct Config {
   std::uint64_t calls = 0;
   std::size_t max_in_flight = 1000, payload = 16;
   std::string json;
+  heartwheel::cli::TlsClientFlags tls;
 };
 
 rpcclient::ClientOptions make_options(const Config& c) {
@@ -53,6 +56,14 @@ rpcclient::ClientOptions make_options(const Config& c) {
   o.call_timeout = parse_duration_flag("--call-timeout", c.call_timeout);
   o.duration = parse_duration_flag("--duration", c.duration);
   o.payload_size = c.payload;
+  o.tls = heartwheel::cli::make_tls_client(c.tls);
+  // The host as given ("localhost", not the 127.0.0.1 it connects to) is the
+  // name the certificate must carry.
+  std::string_view given(c.server);
+  given = given.substr(0, given.rfind(':'));
+  if (given.size() >= 2 && given.front() == '[' && given.back() == ']')
+    given = given.substr(1, given.size() - 2);
+  o.tls_server_name = given;
   o.validate();
   return o;
 }
@@ -126,8 +137,9 @@ int main(int argc, char** argv) {
   CLI::App app{
       "heartwheel-rpc-client: calls an RPC server at a steady rate with per-call deadlines, "
       "heartbeats, and reconnect with backoff; prints a JSON summary at exit.\n"
-      "Durations: 250ms, 2s, 1.5s, 5m; 0 = off. Exit status: 0 ok, 1 runtime failure, 2 "
-      "usage error.",
+      "Durations: 250ms, 2s, 1.5s, 5m; 0 = off. Exit status: 0 ok, 1 runtime failure (with "
+      "--tls: a handshake the server refused or a certificate this client refused), 2 usage "
+      "error.",
       "heartwheel-rpc-client"};
   app.add_option("--server", c.server, "HOST:PORT of the server")->required();
   app.add_option("--rate", c.rate,
@@ -157,8 +169,10 @@ int main(int argc, char** argv) {
   app.add_option("--backoff-initial", c.backoff_initial, "first reconnect delay (doubles per failure, "
                                                          "with jitter)")->capture_default_str();
   app.add_option("--backoff-max", c.backoff_max, "longest reconnect delay")->capture_default_str();
-  app.add_option("--connect-timeout", c.connect_timeout, "give up on one connect attempt after this long")
+  app.add_option("--connect-timeout", c.connect_timeout,
+                 "give up on one connect attempt (with --tls: and its handshake) after this long")
       ->capture_default_str();
+  heartwheel::cli::add_tls_client_flags(app, c.tls);
   app.add_option("--tick", c.tick, "timing wheel resolution (>= 1ms)")->capture_default_str();
   app.add_option("--json", c.json, "also write the summary to this file");
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
@@ -201,6 +215,7 @@ int main(int argc, char** argv) {
       client.start([&loop] { uv_stop(&loop); });
       uv_run(&loop, UV_RUN_DEFAULT);
       result = summary(client);
+      if (!client.fatal_error().empty()) status = heartwheel::cli::failure(app, client.fatal_error());
       uv_close(reinterpret_cast<uv_handle_t*>(&term), nullptr);
       uv_close(reinterpret_cast<uv_handle_t*>(&intr), nullptr);
     } catch (const std::exception& e) {

@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include <heartwheel/common/error.h>
+#include <heartwheel/tls/net_transport.h>
 
 namespace rpcclient {
 
@@ -57,11 +58,36 @@ rpc::NetHandlerOptions RpcClient::handler_options() {
   return o;  // validated by the handler
 }
 
+net::ConnectorOptions RpcClient::connector_options() {
+  net::ConnectorOptions o = options_.connector;
+  if (options_.tls) {
+    o.transport = heartwheel::tls::client_transport(
+        options_.tls, options_.tls_server_name.empty() ? o.host : options_.tls_server_name, {},
+        {.handshake_timeout = o.connect_timeout,
+         .on_failure = [this](heartwheel::tls::FailureCause cause, const std::string& message) {
+           on_tls_failure(cause, message);
+         }});
+  }
+  return o;
+}
+
+void RpcClient::on_tls_failure(heartwheel::tls::FailureCause cause, const std::string& message) {
+  // A slow handshake may be the server's load: retried with backoff like a
+  // connect. The rest would fail the same way on every attempt.
+  if (cause == heartwheel::tls::FailureCause::timeout || !fatal_error_.empty()) return;
+  const std::string& name =
+      options_.tls_server_name.empty() ? options_.connector.host : options_.tls_server_name;
+  fatal_error_ = "tls: handshake with " + name + ":" + std::to_string(options_.connector.port) +
+                 " failed: " + message;
+  // Not from inside the failing connection's close: finish on the next tick.
+  wheel_.schedule(pacer_->end, Duration{0});
+}
+
 RpcClient::RpcClient(heartwheel::LoopWheel& wheel, ClientOptions options)
     : wheel_(wheel),
       options_(std::move(options)),
       handler_(handler_options()),
-      connector_(wheel, handler_, options_.connector),
+      connector_(wheel, handler_, connector_options()),
       pacer_(std::make_unique<Pacer>(this)),
       payload_(options_.payload_size, 'x') {
   options_.validate();

@@ -11,6 +11,8 @@
 #include <heartwheel/rpc/call_table.h>
 #include <heartwheel/rpc/frame.h>
 #include <heartwheel/rpc/net_handler.h>
+#include <heartwheel/tls/context.h>
+#include <heartwheel/tls/failure.h>
 
 #include <cstdint>
 #include <memory>
@@ -37,6 +39,11 @@ struct ClientOptions {
   Duration duration = std::chrono::seconds(10);  // 0 = until `calls` are done
   std::size_t payload_size = 16;
   std::size_t max_frame_length = rpc::kDefaultMaxFrameLength;
+  // A client Context: every connection speaks TLS, the handshake bounded by
+  // connector.connect_timeout. Null: plain.
+  std::shared_ptr<const heartwheel::tls::Context> tls;
+  // The name sent (SNI) and verified; empty: connector.host.
+  std::string tls_server_name;
 
   // Throws std::invalid_argument naming the flag to change (rate, call
   // timeout, max in flight, and a run without an end).
@@ -72,11 +79,18 @@ class RpcClient final {
   const ClientCounters& counters() const noexcept { return counters_; }
   const net::NetStats& net_stats() const noexcept { return connector_.stats(); }
   std::uint64_t connects() const noexcept { return connector_.connects(); }
+  // Why the run ended early: a TLS handshake refused for a reason a retry
+  // cannot change (the certificate, no common cipher or version, not TLS at
+  // all), as "tls: handshake with HOST:PORT failed: MESSAGE"; empty
+  // otherwise. A handshake timeout is retried like a failed connect.
+  const std::string& fatal_error() const noexcept { return fatal_error_; }
   Duration elapsed() const noexcept;
 
  private:
   struct Pacer;
   rpc::NetHandlerOptions handler_options();
+  net::ConnectorOptions connector_options();
+  void on_tls_failure(heartwheel::tls::FailureCause cause, const std::string& message);
   // The handler's hooks.
   void on_open(net::Connection& conn);
   void on_close();
@@ -96,6 +110,7 @@ class RpcClient final {
   net::Connection* conn_ = nullptr;
   std::string payload_;
   ClientCounters counters_;
+  std::string fatal_error_;
   std::uint64_t issued_ = 0;      // calls started
   std::uint64_t due_taken_ = 0;   // paced slots used (started or unsent)
   TimePoint started_at_{};

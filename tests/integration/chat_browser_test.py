@@ -10,7 +10,10 @@ checks that "Online" lists both names in both tabs. Then it takes a
 screenshot (Page.captureScreenshot) and checks it is a PNG of the window's
 size with something drawn on it. A third test kills the server and starts a
 new one on the same port: both tabs must reconnect by themselves, say the
-history was lost, and exchange messages again.
+history was lost, and exchange messages again. Another serves the page over
+https (--tls-cert/--tls-key, a certificate made with the openssl CLI that
+Chromium is told to accept): the page's WebSocket must be wss:// and a
+message published over wss by python3-websockets must show in it.
 
 Usage:
   chat_browser_test.py PATH/TO/heartwheel-chat [test ...]
@@ -54,7 +57,7 @@ class Chromium:
     directory, its DevTools endpoint on a port it picks (port 0) and reports
     in <profile>/DevToolsActivePort."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, extra_args=()):
         self.profile = os.path.join(workdir, "profile")
         os.mkdir(self.profile)
         self.log_path = os.path.join(workdir, "chromium.log")
@@ -78,6 +81,7 @@ class Chromium:
             # their timers and rendering at full speed.
             "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
             "--disable-backgrounding-occluded-windows",
+            *extra_args,
             "about:blank",
         ]
         # A new session makes Chromium the leader of its own process group,
@@ -139,6 +143,7 @@ class Cdp:
         self.next_id = 1
         self.pending = {}  # id -> future of the result
         self.exceptions = []  # (sessionId, text) of uncaught page exceptions
+        self.websockets = []  # URLs of the WebSockets pages opened (with Network.enable)
         self.reader = asyncio.ensure_future(self._read())
 
     @classmethod
@@ -160,6 +165,8 @@ class Cdp:
                     details = msg["params"]["exceptionDetails"]
                     text = details.get("exception", {}).get("description") or details.get("text")
                     self.exceptions.append((msg.get("sessionId"), text))
+                elif msg.get("method") == "Network.webSocketCreated":
+                    self.websockets.append(msg["params"]["url"])
         except websockets.ConnectionClosed:
             pass
         finally:
@@ -199,13 +206,15 @@ class Tab:
         self.cdp, self.session, self.label = cdp, session, label
 
     @classmethod
-    async def open(cls, cdp, url, label):
+    async def open(cls, cdp, url, label, network=False):
         target = (await cdp.call("Target.createTarget", {"url": "about:blank"}))["targetId"]
         session = (await cdp.call("Target.attachToTarget",
                                   {"targetId": target, "flatten": True}))["sessionId"]
         tab = cls(cdp, session, label)
         await tab.call("Runtime.enable")
         await tab.call("Page.enable")
+        if network:  # WebSocket URLs into cdp.websockets
+            await tab.call("Network.enable")
         await tab.call("Emulation.setDeviceMetricsOverride",
                        {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False})
         await tab.call("Page.navigate", {"url": url})
@@ -273,10 +282,10 @@ class Tab:
 
 
 @contextlib.asynccontextmanager
-async def browser(workdir):
+async def browser(workdir, extra_args=()):
     """Chromium and a CDP connection to it; stopped on the way out (its log's
     end printed when something failed)."""
-    chromium = Chromium(workdir)
+    chromium = Chromium(workdir, extra_args)
     cdp = None
     try:
         cdp = await Cdp.connect(chromium.url)
@@ -506,6 +515,55 @@ def test_a_message_the_page_cannot_render_does_not_hide_later_ones():
 
     with Server(SERVER_BINARY) as s, tempfile.TemporaryDirectory() as d:  # noqa: F821
         asyncio.run(go(s, d))
+
+
+def test_page_over_https_chats_over_wss():
+    """heartwheel-chat with --tls-cert/--tls-key (a self-signed certificate the
+    test makes with the openssl CLI; Chromium told to accept it): the page
+    loads over https, its WebSocket is wss:// (seen by the DevTools Network
+    domain), and a message another client publishes over wss (python3-websockets,
+    verifying the certificate) appears in the page."""
+    import ssl
+
+    async def go(server, cafile, workdir):
+        port = server.port
+        async with browser(workdir, ["--ignore-certificate-errors"]) as cdp:
+            a = await Tab.open(cdp, "https://127.0.0.1:%d/" % port, "tab A", network=True)
+            assert await a.evaluate("location.protocol") == "https:"
+            await a.join("alice", ROOM)
+            assert cdp.websockets, "no WebSocket seen"
+            assert all(u.startswith("wss://127.0.0.1:%d/ws?" % port) for u in cdp.websockets), \
+                cdp.websockets
+            ctx = ssl.create_default_context(cafile=cafile)
+            async with websockets.connect("wss://127.0.0.1:%d/ws?name=bob" % port, ssl=ctx,
+                                          ping_interval=None) as ws:
+                await asyncio.wait_for(ws.recv(), WAIT_TIMEOUT)
+                await ws.send(json.dumps({"id": 1, "op": "publish", "channel": ROOM,
+                                          "data": {"text": "over wss from bob"}}))
+                deadline = time.monotonic() + WAIT_TIMEOUT
+                while json.loads(await asyncio.wait_for(ws.recv(), WAIT_TIMEOUT)).get("id") != 1:
+                    assert time.monotonic() < deadline, "no reply to the publish"
+            await a.wait_for_message("bob", "over wss from bob")
+            await a.type_into("text", "and back from alice")
+            await a.wait_for_message("alice", "and back from alice")
+
+    with tempfile.TemporaryDirectory() as d:
+        cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
+                        "-days", "2", "-subj", "/CN=heartwheel-test",
+                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                       check=True, capture_output=True, timeout=30)
+        with Server(SERVER_BINARY, "--tls-cert", cert, "--tls-key", key) as s:  # noqa: F821
+            asyncio.run(go(s, cert, d))
+            st = s.read_stats(lambda st: st["chat"]["publications"] == 2)
+            net = st["net"]
+            # The page, its WebSocket and bob's: every handshake done, none failed
+            # (Chromium may open a spare connection it never uses: a timeout at most).
+            assert net["handshakes_completed"] >= 3, net
+            failed = {k: v for k, v in net["closed_by_reason"].items()
+                      if k.startswith("tls_") and k != "tls_handshake_timeout" and v}
+            assert not failed, failed
 
 
 def main(argv):

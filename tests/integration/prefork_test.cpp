@@ -12,6 +12,7 @@
 #include <csignal>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 namespace net = heartwheel::net;
 using namespace std::chrono_literals;
@@ -147,4 +148,39 @@ TEST_CASE("When a restart cannot fork, run_prefork throws with the signal handle
   CHECK(errno == ECHILD);
   sigaction(SIGTERM, &old_term, nullptr);
   sigaction(SIGINT, &old_int, nullptr);
+}
+
+TEST_CASE("With forward_hangup SIGHUP reaches the serving children, and a late one once it is ready",
+          "[net][prefork][process]") {
+  // Child 0 says ready and sends the parent SIGHUP while child 1 is still
+  // starting (it says ready 500 ms later): child 0 must get it at once,
+  // child 1 once it said ready (earlier, with no handler up, it would die).
+  // Child 1 then asks for the shutdown. A child that never gets its SIGHUP
+  // dies of its alarm (status 142) after 10 s.
+  const auto hup_before = disposition(SIGHUP).handler;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto result = net::run_prefork(
+      2,
+      [](net::PreforkChild& child) {
+        const sigset_t term = block_sigterm();
+        // Child 1 starts with SIGHUP's default (fatal) for 500 ms: a SIGHUP
+        // passed on before it said ready would kill it.
+        if (child.index() == 1) std::this_thread::sleep_for(500ms);
+        sigset_t hup;
+        sigemptyset(&hup);
+        sigaddset(&hup, SIGHUP);
+        sigprocmask(SIG_BLOCK, &hup, nullptr);  // its "handler" is up
+        child.ready();
+        if (child.index() == 0) ::kill(::getppid(), SIGHUP);
+        int sig = 0;
+        sigwait(&hup, &sig);
+        if (child.index() == 1) ::kill(::getppid(), SIGTERM);
+        return wait_for_sigterm(term);
+      },
+      nullptr, net::kPreforkMaxRestarts, true);
+  CHECK(ms_since(t0) < 5000);
+  CHECK(result.all_ready);
+  CHECK(result.exit_statuses == std::vector<int>{0, 0});
+  CHECK(result.restarts == 0);
+  CHECK(disposition(SIGHUP).handler == hup_before);
 }

@@ -3,7 +3,8 @@
 Python's ssl module, `openssl s_client`, curl (issue 21).
 
 Usage: tls_server_test.py PATH/TO/heartwheel-echo [PATH/TO/heartwheel-http
-       [PATH/TO/heartwheel-chat [PATH/TO/heartwheel-load]]] [test-name ...]
+       [PATH/TO/heartwheel-chat [PATH/TO/heartwheel-load [PATH/TO/heartwheel-rpc-server
+       PATH/TO/heartwheel-rpc-client]]]] [test-name ...]
 
 Certificates are made by the `openssl` command line in a temporary folder.
 Every server binds port 0 and prints its real port; every process started is
@@ -27,6 +28,8 @@ ECHO = None
 HTTP = None
 CHAT = None
 LOAD = None
+RPC_SERVER = None
+RPC_CLIENT = None
 WATCHDOG_SECONDS = 150
 OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"
 TMP = None
@@ -270,6 +273,74 @@ def test_plain_http_to_tls_port_refused():
         assert st["closed_by_reason"].get("tls_protocol_error", 0) == 1, st["closed_by_reason"]
 
 
+def scrape(port):
+    """The Prometheus text of a --metrics-listen port, as {name: value} (no labels)."""
+    import urllib.request
+    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=20).read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#") and "{" not in line:
+            name, value = line.split()
+            out[name] = float(value)
+    return out
+
+
+def test_handshake_counts_full_and_resumed():
+    """handshakes_completed / handshakes_resumed in the stats JSON and Prometheus: a full
+    handshake, one that resumes its ticket (Python ssl, session=), one with openssl
+    s_client -sess_out/-sess_in; a refused handshake counts only as its close reason."""
+    cert, key = make_cert("counts", "heartwheel-test")
+    with Server(ECHO, cert, key, "--metrics-listen", "127.0.0.1:0") as srv:
+        line = srv.proc.stdout.readline()
+        assert line.startswith("metrics on "), line
+        mport = int(line.rsplit(":", 1)[1])
+        ctx = client_context(cafile=cert)
+        first = tls_connect(srv.port, ctx)
+        first.sendall(b"x")
+        assert recv_exactly(first, 1) == b"x"  # the TLS 1.3 ticket came before the echo
+        session = first.session
+        assert not first.session_reused
+        first.close()
+        again = ctx.wrap_socket(socket.create_connection(("127.0.0.1", srv.port), timeout=10),
+                                server_hostname="localhost", session=session)
+        again.sendall(b"y")
+        assert recv_exactly(again, 1) == b"y"
+        assert again.session_reused
+        again.close()
+        end = time.monotonic() + 20  # the workers publish every half second
+        while True:
+            m = scrape(mport)
+            if m["heartwheel_handshakes_completed_total"] >= 2 or time.monotonic() > end:
+                break
+            time.sleep(0.1)
+        assert m["heartwheel_handshakes_completed_total"] == 2, m
+        assert m["heartwheel_handshakes_resumed_total"] == 1, m
+        # openssl s_client: a full handshake saves its session, the next one resumes it.
+        sess = os.path.join(TMP, "s_client.sess")
+        # s_client may quit at its stdin's end before the TLS 1.3 ticket came
+        # (a loaded machine): then no session is saved, and it tries again.
+        full = 0
+        for flag in ("-sess_out",) * 5 + ("-sess_in",):
+            if flag == "-sess_out" and os.path.exists(sess):
+                continue
+            r = subprocess.run([OPENSSL, "s_client", "-connect", "127.0.0.1:%d" % srv.port,
+                                "-servername", "localhost", "-CAfile", cert, flag, sess],
+                               input="ping\n", capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0, r.stderr
+            assert ("Reused, TLSv1.3" in r.stdout) == (flag == "-sess_in"), r.stdout[-600:]
+            full += flag == "-sess_out"
+        assert os.path.exists(sess)
+        # Not TLS at all: a failure by cause, no completion.
+        plain = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        plain.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        wait_closed(plain, 20)
+        plain.close()
+        stats = srv.final_stats()
+        assert stats["handshakes_completed"] == 3 + full, stats
+        assert stats["handshakes_resumed"] == 2, stats
+        assert stats["closed_by_reason"]["tls_protocol_error"] == 1, stats["closed_by_reason"]
+
+
 def test_sighup_reload_under_load():
     """SIGHUP: new handshakes get the new certificate, an open connection keeps working,
     a bad file is refused with a message naming it and the old certificate stays."""
@@ -327,6 +398,37 @@ def test_sighup_reload_under_load():
         for c in (old, fresh, again):
             c.close()
         assert srv.proc.poll() is None
+
+
+def test_sighup_reload_reaches_every_process():
+    """heartwheel-echo --processes 2: SIGHUP to the parent reaches both children (each
+    says it reloaded), and every new handshake, whichever process takes it, sees the new
+    certificate; no child died of the signal."""
+    cert, key = make_cert("prefork", "first")
+    live_cert = os.path.join(TMP, "prefork-live.pem")
+    live_key = os.path.join(TMP, "prefork-live.key")
+    shutil.copy(cert, live_cert)
+    shutil.copy(key, live_key)
+    with Server(ECHO, live_cert, live_key, "--processes", "2") as srv:
+        ctx = client_context()
+        before = [peer_cn(tls_connect(srv.port, ctx)) for _ in range(6)]
+        assert before == ["first"] * 6, before
+        new_cert, new_key = make_cert("prefork2", "second")
+        shutil.copy(new_cert, live_cert)
+        shutil.copy(new_key, live_key)
+        srv.proc.send_signal(signal.SIGHUP)
+        end = time.monotonic() + 20
+        while sum("certificates reloaded (generation 2)" in l for l in srv.err_lines) < 2:
+            assert time.monotonic() < end, srv.err_lines
+            time.sleep(0.05)
+        # SO_REUSEPORT spreads connections by their source port: 40 reach both.
+        after = [peer_cn(tls_connect(srv.port, ctx)) for _ in range(40)]
+        assert after == ["second"] * 40, after
+        assert srv.proc.poll() is None
+        stats = srv.final_stats()
+        assert stats["processes"] == 2 and stats.get("restarts", 0) == 0, stats
+        assert stats["handshakes_completed"] == 46, stats
+        assert not any("restarting" in l for l in srv.err_lines), srv.err_lines
 
 
 def test_curl_https_to_http_server():
@@ -427,8 +529,59 @@ def test_load_harness_tls():
             closed.get("peer_closed", 0) >= 60, closed
 
 
+def test_rpc_client_tls():
+    """heartwheel-rpc-client --tls against heartwheel-rpc-server --tls-cert: calls succeed
+    (verified, by name and by IP); a wrong CA ends the run at once with the reason and
+    status 1; a plain client to the TLS port ends cleanly, no call succeeding, and the
+    server counts it as tls_protocol_error and goes on serving."""
+    if RPC_SERVER is None:
+        print("no heartwheel-rpc-server/-client given: skipped")
+        return
+    cert, key = make_cert("rpc", "heartwheel-test")
+    other, _ = make_cert("rpc-other", "stranger")
+
+    def client(target, *flags, timeout=60, duration="10s"):
+        start = time.monotonic()
+        r = subprocess.run([RPC_CLIENT, "--server", target, "--calls", "200", "--rate", "0",
+                            "--duration", duration, "--connect-timeout", "5s", *flags],
+                           capture_output=True, text=True, timeout=timeout)
+        return r, time.monotonic() - start
+
+    with Server(RPC_SERVER, cert, key) as srv:
+        for host in ("localhost", "127.0.0.1"):
+            r, _ = client("%s:%d" % (host, srv.port), "--tls", "--tls-ca", cert)
+            assert r.returncode == 0, r.stderr
+            out = json.loads(r.stdout)
+            assert out["calls_ok"] == 200 and out["connects"] == 1, out
+        r, _ = client("localhost:%d" % srv.port, "--tls", "--tls-insecure")
+        assert r.returncode == 0 and json.loads(r.stdout)["calls_ok"] == 200, r.stderr
+        # A CA that did not sign the server's certificate: no retry, a reason.
+        r, took = client("localhost:%d" % srv.port, "--tls", "--tls-ca", other)
+        assert r.returncode == 1, (r.returncode, r.stdout[-300:])
+        assert "heartwheel-rpc-client: error: tls: handshake with localhost:%d failed: " \
+            "certificate verify failed" % srv.port in r.stderr, r.stderr
+        assert took < 8, took  # well before --duration
+        # Plain to the TLS port: the run ends, nothing succeeds, nothing hangs.
+        r, took = client("127.0.0.1:%d" % srv.port, duration="3s")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["calls_ok"] == 0, out
+        assert out["calls_started"] == out["calls_failed"] + out["calls_timed_out"] + \
+            out["calls_error"], out
+        assert took < 20, took
+        # The server still serves TLS.
+        r, _ = client("localhost:%d" % srv.port, "--tls", "--tls-ca", cert)
+        assert r.returncode == 0 and json.loads(r.stdout)["calls_ok"] == 200, r.stderr
+        stats = srv.final_stats()
+        net = stats.get("net", stats)
+        closed = net["closed_by_reason"]
+        assert closed["tls_protocol_error"] >= 1, closed
+        assert closed["tls_certificate"] + closed["tls_protocol_error"] >= 2, closed
+        assert net["handshakes_completed"] == 4, net  # localhost, 127.0.0.1, insecure, after
+
+
 def main():
-    global ECHO, HTTP, CHAT, LOAD, TMP
+    global ECHO, HTTP, CHAT, LOAD, RPC_SERVER, RPC_CLIENT, TMP
     args = sys.argv[1:]
     ECHO = args.pop(0)
     if args and os.path.sep in args[0]:
@@ -437,6 +590,9 @@ def main():
         CHAT = args.pop(0)
     if args and os.path.sep in args[0]:
         LOAD = args.pop(0)
+    if len(args) >= 2 and os.path.sep in args[0] and os.path.sep in args[1]:
+        RPC_SERVER = args.pop(0)
+        RPC_CLIENT = args.pop(0)
     signal.signal(signal.SIGALRM, lambda *a: (_ for _ in ()).throw(AssertionError("watchdog")))
     signal.alarm(WATCHDOG_SECONDS)
     names = args or [n for n in globals() if n.startswith("test_")]

@@ -135,6 +135,8 @@ TEST_CASE("The net families keep their names and list every close reason and dea
                                                    "heartwheel_accept_fd_exhausted_total",
                                                    "heartwheel_accept_pauses_total",
                                                    "heartwheel_accept_deferrals_total",
+                                                   "heartwheel_handshakes_completed_total",
+                                                   "heartwheel_handshakes_resumed_total",
                                                    "heartwheel_bytes_read_total",
                                                    "heartwheel_bytes_written_total",
                                                    "heartwheel_bytes_dropped_total",

@@ -52,8 +52,9 @@ struct Fixture {
   }
   // A client session on `peer`: the ClientHello sent, answers pumped until
   // established (or failed).
-  End handshake(testing::Peer& peer) {
-    End c(tls::Session::client(client, "localhost"));
+  End handshake(testing::Peer& peer) { return handshake(peer, client); }
+  End handshake(testing::Peer& peer, const tls::Context& with, std::string_view resume_key = {}) {
+    End c(tls::Session::client(with, "localhost", resume_key));
     REQUIRE(c.session.start(c.out));
     for (int i = 0; i < 8 && !c.out.empty(); ++i) {
       peer.send(std::exchange(c.out, {}));
@@ -100,6 +101,35 @@ TEST_CASE("The handler gets on_open after the handshake and plaintext both ways"
   // The handshake deadline was cleared: nothing closes it at 10 s.
   f.host.run_for(30s);
   CHECK(peer.open());
+}
+
+TEST_CASE("Completed handshakes are counted, resumed ones apart, failed ones not",
+          "[tls][net][stats]") {
+  Fixture f;
+  auto options = client_options(certs().ec_one.certificate);
+  options.client_session_cache = true;
+  const tls::Context resuming{options};
+  const auto& stats = f.host.stats();
+  auto& first = f.host.open(f.app);
+  End a = f.handshake(first, resuming, "srv");
+  REQUIRE(a.session.established());
+  CHECK_FALSE(a.session.resumed());
+  CHECK(stats.handshakes_completed == 1);
+  CHECK(stats.handshakes_resumed == 0);
+  // The ticket of the first came back with its handshake: the second resumes.
+  auto& second = f.host.open(f.app);
+  End b = f.handshake(second, resuming, "srv");
+  REQUIRE(b.session.established());
+  REQUIRE(b.session.resumed());
+  CHECK(stats.handshakes_completed == 2);
+  CHECK(stats.handshakes_resumed == 1);
+  // A refused handshake counts as its close reason only.
+  auto& plain = f.host.open(f.app);
+  plain.send("GET / HTTP/1.1\r\n\r\n");
+  f.host.poll();
+  CHECK(closed_as(f.host, tls::close_reason::tls_protocol_error) == 1);
+  CHECK(stats.handshakes_completed == 2);
+  CHECK(stats.handshakes_resumed == 1);
 }
 
 TEST_CASE("A silent peer and a half ClientHello are closed at the handshake timeout, not before",

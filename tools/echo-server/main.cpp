@@ -264,7 +264,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--processes", c.processes,
                  "pre-forked processes sharing the port (for low "
-                 "per-process descriptor limits)")
+                 "per-process descriptor limits); with --tls-cert the parent passes "
+                 "SIGHUP on to every process")
       ->check(CLI::Range(1u, 256u))
       ->capture_default_str();
   // --max-connections, --proxy-protocol, --max-connections-per-ip, --overload-*...
@@ -346,7 +347,11 @@ int main(int argc, char** argv) {
           net::announce("listening", host, port);
           if (setup.metrics)
             net::announce("metrics", setup.metrics->host, setup.metrics->port);
-        });
+        },
+        net::kPreforkMaxRestarts,
+        // With TLS the parent passes SIGHUP on: every child reloads its
+        // certificates (each has its SighupReload up before it says ready).
+        setup.tls != nullptr);
     ::close(reserve_fd);
     if (metrics_fd >= 0) ::close(metrics_fd);
     net::LoopSnapshot total;

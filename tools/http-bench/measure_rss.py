@@ -29,6 +29,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
+from procs import read_http_response as read_response, rss_kib  # noqa: E402
+
 BIN_DIR = os.path.join(HERE, "..", "..", "build", "bin")
 REQUEST = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 
@@ -40,32 +43,6 @@ def start(cmd):
         proc.kill()
         raise SystemExit("server did not start: %r" % line)
     return proc, int(line.strip().rsplit(":", 1)[1])
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS"):
-                return int(line.split()[1])
-    raise SystemExit("no VmRSS for %d" % pid)
-
-
-def read_response(sock):
-    """Reads one Content-Length-framed response."""
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = sock.recv(4096)
-        if not chunk:
-            raise SystemExit("closed before a response: %r" % buf)
-        buf += chunk
-    head, body = buf.split(b"\r\n\r\n", 1)
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    while len(body) < length:
-        body += sock.recv(4096)
 
 
 def open_connections(port, n, http, first=0):

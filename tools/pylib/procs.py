@@ -1,5 +1,7 @@
 """Small process and port helpers shared by the Python tools under tools/
-(slow-attack, reconnect-storm). Standard library only; Linux /proc.
+(slow-attack, reconnect-storm, tls-bench, http-bench's measure_rss): ports,
+process trees, CPU seconds, RSS, one HTTP response. Standard library only;
+Linux /proc.
 
     sys.path.insert(0, os.path.join(ROOT, "tools", "pylib"))
     import procs
@@ -53,3 +55,40 @@ def count_sockets(pid):
     except OSError:
         pass
     return n
+
+
+def rss_kib(pids):
+    """Resident set size (VmRSS) in KiB of one process, or the sum over a list
+    of them (nginx's workers, pre-forked servers)."""
+    total = 0
+    for pid in ([pids] if isinstance(pids, int) else pids):
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS"):
+                    total += int(line.split()[1])
+                    break
+            else:
+                raise SystemExit(f"no VmRSS for {pid}")
+    return total
+
+
+def read_http_response(sock):
+    """Reads one Content-Length-framed HTTP/1.1 response from `sock` (plain or
+    TLS); SystemExit if the peer closes first."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise SystemExit("closed before a response: %r" % buf)
+        buf += chunk
+    head, body = buf.split(b"\r\n\r\n", 1)
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise SystemExit("closed inside a response body")
+        body += chunk

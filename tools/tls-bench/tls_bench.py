@@ -11,6 +11,13 @@ same certificates and the same OpenSSL (issue 21):
     CPU second compares the servers even when the client is the bottleneck.
 
 Usage: tls_bench.py [--http BIN] [--nginx BIN] [--connections N] [--seconds S] [--json]
+       tls_bench.py stall [--peers N] [--handshake-timeout S] [--quick] [--no-nginx] [--json]
+
+`stall`: N peers send half a ClientHello and stall (the TLS form of
+slowloris); each server must close every one at its handshake timeout (not
+before), and a normal client's handshake+request latency is measured before
+and meanwhile (p50/p99/max), with the server's RSS growth and CPU seconds.
+Exit status 1 if a peer was not closed, or closed early.
 
 Every process started is stopped by PID; files go to a temporary folder
 removed at exit; a watchdog ends a hung run. Figures: docs/BENCHMARKS.md
@@ -32,7 +39,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
-from procs import cpu_seconds, process_tree  # noqa: E402
+from procs import free_port, cpu_seconds, process_tree, read_http_response, rss_kib  # noqa: E402
 
 BIN_DIR = os.path.join(HERE, "..", "..", "build", "bin")
 OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"
@@ -50,22 +57,16 @@ def make_cert(tmp, name, kind):
     return cert, key
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 class Heartwheel:
     name = "heartwheel-http"
 
-    def __init__(self, binary, cert, key, tmp):
+    def __init__(self, binary, cert, key, tmp, handshake_timeout=None):
         self.proc = subprocess.Popen(
             [binary, "--listen", "127.0.0.1:0", "--workers", "1", "--tls-cert", cert,
              "--tls-key", key, "--keepalive-timeout", "10m", "--header-timeout", "10m",
-             "--request-timeout", "10m"], stdout=subprocess.PIPE, text=True)
+             "--request-timeout", "10m",
+             *(["--tls-handshake-timeout", "%gs" % handshake_timeout] if handshake_timeout
+               else [])], stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if "listening on" not in line:
             self.stop()
@@ -88,8 +89,11 @@ class Heartwheel:
 class Nginx:
     name = "nginx"
 
-    def __init__(self, binary, cert, key, tmp):
+    def __init__(self, binary, cert, key, tmp, handshake_timeout=None):
         self.port = free_port()
+        # nginx's http module bounds the TLS handshake by client_header_timeout.
+        header_timeout = "client_header_timeout %dms;" % (handshake_timeout * 1000) \
+            if handshake_timeout else ""
         self.dir = tempfile.mkdtemp(dir=tmp)
         conf = os.path.join(self.dir, "nginx.conf")
         with open(conf, "w") as f:
@@ -105,8 +109,9 @@ http {
   uwsgi_temp_path %(d)s; scgi_temp_path %(d)s;
   keepalive_timeout 10m;
   keepalive_requests 100000;
+  %(header_timeout)s
   server {
-    listen 127.0.0.1:%(port)d ssl;
+    listen 127.0.0.1:%(port)d ssl backlog=4096;
     ssl_certificate %(cert)s;
     ssl_certificate_key %(key)s;
     ssl_protocols TLSv1.2 TLSv1.3;
@@ -114,7 +119,8 @@ http {
     location / { return 200 "ok\\n"; }
   }
 }
-""" % {"d": self.dir, "port": self.port, "cert": cert, "key": key})
+""" % {"d": self.dir, "port": self.port, "cert": cert, "key": key,
+       "header_timeout": header_timeout})
         self.proc = subprocess.Popen([binary, "-c", conf, "-e", os.path.join(self.dir, "error.log")],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         for _ in range(100):
@@ -141,33 +147,6 @@ http {
                 self.proc.wait()
 
 
-def rss_kib(pids):
-    total = 0
-    for pid in pids:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmRSS"):
-                    total += int(line.split()[1])
-    return total
-
-
-def read_response(sock):
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = sock.recv(4096)
-        if not chunk:
-            raise SystemExit("closed before a response: %r" % buf)
-        buf += chunk
-    head, body = buf.split(b"\r\n\r\n", 1)
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    while len(body) < length:
-        body += sock.recv(4096)
-
-
 def open_tls(port, n, first, ctx):
     socks = []
     for i in range(first, first + n):
@@ -176,7 +155,7 @@ def open_tls(port, n, first, ctx):
         raw.connect(("127.0.0.1", port))
         s = ctx.wrap_socket(raw, server_hostname="localhost")
         s.sendall(REQUEST)
-        read_response(s)
+        read_http_response(s)
         socks.append(s)
     return socks
 
@@ -217,7 +196,153 @@ def s_time(server, seconds, mode):
             "per_server_cpu_second": round(count / cpu) if cpu > 0 else None}
 
 
+# A TLS record header announcing 512 bytes of handshake, then the first 100
+# of a ClientHello: a server must wait for the rest.
+HALF_HELLO = b"\x16\x03\x01\x02\x00" + b"\x01\x00\x01\xfc\x03\x03" + bytes(range(94))
+
+
+def percentiles_ms(samples):
+    if not samples:
+        return {"count": 0}
+    xs = sorted(samples)
+    at = lambda q: round(xs[min(len(xs) - 1, int(q * (len(xs) - 1) + 0.5))] * 1000, 2)  # noqa: E731
+    return {"count": len(xs), "p50": at(0.5), "p99": at(0.99), "max": round(xs[-1] * 1000, 2)}
+
+
+def normal_client(port, stop, latencies):
+    """Handshake + GET + answer + close, back to back with a 20 ms pause: the
+    latency of each (TLS 1.3, full handshakes) into `latencies`."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    while not stop.is_set():
+        t0 = time.monotonic()
+        try:
+            with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=30),
+                                 server_hostname="localhost") as s:
+                s.sendall(REQUEST)
+                read_http_response(s)
+            latencies.append(time.monotonic() - t0)
+        except (OSError, SystemExit) as e:
+            latencies.append(float("inf"))
+            print("normal client: %r" % e, file=sys.stderr)
+        stop.wait(0.02)
+
+
+def stall(server, peers, timeout):
+    """`peers` connections each send HALF_HELLO and stall; how long until the
+    server closes each (it must: the handshake timeout), and a normal client's
+    latency before and meanwhile."""
+    import selectors
+    import threading
+    baseline, during = [], []
+    stop = threading.Event()
+    t = threading.Thread(target=normal_client, args=(server.port, stop, baseline))
+    t.start()
+    time.sleep(2)
+    stop.set()
+    t.join()
+    rss0 = rss_kib(server.pids())
+    cpu0 = sum(cpu_seconds(p) for p in server.pids())
+    sel = selectors.DefaultSelector()
+    sent = {}
+    closed_after = []
+    for i in range(peers):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.%d" % (2 + i % 8), 0))
+        sock.connect(("127.0.0.1", server.port))
+        sock.sendall(HALF_HELLO)
+        sock.setblocking(False)
+        sent[sock] = time.monotonic()
+        sel.register(sock, selectors.EVENT_READ)
+    opened = time.monotonic()
+    stop = threading.Event()
+    t = threading.Thread(target=normal_client, args=(server.port, stop, during))
+    t.start()
+    rss_peak = rss_kib(server.pids())
+    deadline = opened + timeout * 1.5 + 5
+    try:
+        while sent and time.monotonic() < deadline:
+            for key, _ in sel.select(timeout=0.1):
+                sock = key.fileobj
+                try:
+                    data = sock.recv(4096)
+                except OSError:
+                    data = b""
+                if data:
+                    continue  # an alert first; the close follows
+                closed_after.append(time.monotonic() - sent.pop(sock))
+                sel.unregister(sock)
+                sock.close()
+            if time.monotonic() - opened < timeout:
+                rss_peak = max(rss_peak, rss_kib(server.pids()))
+    finally:
+        stop.set()
+        t.join()
+        for sock in sent:
+            sock.close()
+        sel.close()
+    cpu = sum(cpu_seconds(p) for p in server.pids()) - cpu0
+    closed_after.sort()
+    return {"peers": peers, "handshake_timeout_s": timeout, "closed": len(closed_after),
+            "not_closed": len(sent),
+            "closed_early": sum(1 for x in closed_after if x < timeout - 0.05),
+            "closed_after_s": {"min": round(closed_after[0], 3) if closed_after else None,
+                               "p50": round(closed_after[len(closed_after) // 2], 3)
+                               if closed_after else None,
+                               "max": round(closed_after[-1], 3) if closed_after else None},
+            "normal_client_ms": {"before": percentiles_ms(baseline),
+                                 "during": percentiles_ms(during)},
+            "rss_growth_kib": rss_peak - rss0,
+            "server_cpu_s": round(cpu, 2)}
+
+
+def stall_main(argv):
+    ap = argparse.ArgumentParser(
+        prog="tls_bench.py stall",
+        description="Peers that send half a ClientHello and stall, against heartwheel-http and "
+                    "nginx in turn: all must be closed at the handshake timeout (nginx: "
+                    "client_header_timeout), while a normal client's latency is measured.")
+    ap.add_argument("--http", default=os.path.join(BIN_DIR, "heartwheel-http"))
+    ap.add_argument("--nginx", default=shutil.which("nginx") or "/usr/sbin/nginx")
+    ap.add_argument("--peers", type=int, default=2000)
+    ap.add_argument("--handshake-timeout", type=float, default=10.0, help="seconds")
+    ap.add_argument("--quick", action="store_true",
+                    help="a small run that shows it works: 200 peers, a 2 s timeout")
+    ap.add_argument("--no-nginx", action="store_true", help="heartwheel-http only")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.peers, args.handshake_timeout = 200, 2.0
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("watchdog")))
+    signal.alarm(int(args.handshake_timeout * 4) + 300)
+    tmp = tempfile.mkdtemp(prefix="hw-tls-bench-")
+    status = 0
+    try:
+        cert, key = make_cert(tmp, "ecdsa", "ecdsa")
+        servers = [(Heartwheel, args.http)] + ([] if args.no_nginx else [(Nginx, args.nginx)])
+        for cls, binary in servers:
+            server = cls(binary, cert, key, tmp, handshake_timeout=args.handshake_timeout)
+            try:
+                r = {"server": server.name, "mode": "stall", "load": round(os.getloadavg()[0], 1),
+                     **stall(server, args.peers, args.handshake_timeout)}
+            finally:
+                server.stop()
+            if r["not_closed"] or r["closed_early"]:
+                status = 1
+            print(json.dumps(r) if args.json else "%-16s %s" % (
+                r["server"], json.dumps({k: v for k, v in r.items() if k != "server"})),
+                flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return status
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "stall":
+        return stall_main(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--http", default=os.path.join(BIN_DIR, "heartwheel-http"))
     ap.add_argument("--nginx", default=shutil.which("nginx") or "/usr/sbin/nginx")

@@ -41,6 +41,29 @@ std::optional<TlsSetup> make_tls(const TlsFlags& f) {
   return s;
 }
 
+void add_tls_client_flags(CLI::App& app, TlsClientFlags& f) {
+  app.add_flag("--tls", f.tls,
+               "speak TLS (1.2/1.3) to the server, verifying its certificate for the host "
+               "name given (sent as SNI unless it is an IP address)");
+  app.add_option("--tls-ca", f.ca,
+                 "with --tls: trust the certificates in this PEM file (default: the system's)");
+  app.add_flag("--tls-insecure", f.insecure,
+               "with --tls: do not verify the server's certificate (tests only)");
+}
+
+std::shared_ptr<tls::Context> make_tls_client(const TlsClientFlags& f) {
+  if (!f.tls && (!f.ca.empty() || f.insecure))
+    throw std::invalid_argument(f.insecure ? "--tls-insecure needs --tls" : "--tls-ca needs --tls");
+  if (f.insecure && !f.ca.empty())
+    throw std::invalid_argument("give --tls-ca or --tls-insecure, not both");
+  if (!f.tls) return nullptr;
+  tls::ContextOptions o;
+  o.role = tls::Role::client;
+  o.ca_file = f.ca;
+  o.insecure = f.insecure;
+  return std::make_shared<tls::Context>(std::move(o));
+}
+
 struct SighupReload::State {
   std::shared_ptr<tls::Context> context;
   std::string program;

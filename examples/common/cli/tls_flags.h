@@ -1,6 +1,7 @@
 // cli/tls_flags.h - the TLS flags every heartwheel server program shares
 // (issue 21): --tls-cert FILE --tls-key FILE [--tls-handshake-timeout D],
-// and the certificate reload on SIGHUP. add_server_flags / apply_server_flags
+// and the certificate reload on SIGHUP; and a client's --tls [--tls-ca FILE
+// | --tls-insecure]. add_server_flags / apply_server_flags
 // (server_flags.h) register and apply them; a program adds only the reload:
 //
 //   const cli::SighupReload reload(tls::server_context(options.transport.get()),
@@ -44,6 +45,24 @@ struct TlsSetup {
 
 // The server Context and its transport, or nullopt without --tls-cert.
 std::optional<TlsSetup> make_tls(const TlsFlags& flags);
+
+// The client side, for programs that connect (heartwheel-rpc-client):
+// --tls [--tls-ca FILE | --tls-insecure]. The name sent (SNI) and checked is
+// the host the program connects to (an IP literal is checked against the
+// certificate's IP addresses and not sent, RFC 6066).
+struct TlsClientFlags {
+  bool tls = false;
+  std::string ca;
+  bool insecure = false;
+};
+
+// Registers --tls, --tls-ca, --tls-insecure.
+void add_tls_client_flags(CLI::App& app, TlsClientFlags& flags);
+
+// The client Context, or nullptr without --tls. Throws std::invalid_argument
+// naming the flag (--tls-ca or --tls-insecure without --tls, or both) and
+// tls::ContextError naming the file (an unreadable --tls-ca).
+std::shared_ptr<tls::Context> make_tls_client(const TlsClientFlags& flags);
 
 // Reloads `context` from its files on every SIGHUP (as nginx does after a
 // certificate renewal) on a thread of its own, and says so on stderr:

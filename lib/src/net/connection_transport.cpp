@@ -60,9 +60,12 @@ bool TransportIo::write_now(Connection& conn, std::string_view bytes) noexcept {
   return static_cast<std::size_t>(rc) == bytes.size();
 }
 
-bool TransportIo::ready(Connection& conn) noexcept {
+bool TransportIo::ready(Connection& conn, bool resumed) noexcept {
   Connection::Extras& x = *conn.extra_;
   if (conn.closing_ || !x.app_handler) return false;
+  NetStats& stats = conn.stats();
+  ++stats.handshakes_completed;
+  if (resumed) ++stats.handshakes_resumed;
   conn.handler_ = x.app_handler;
   x.app_handler = nullptr;
   return conn.guarded([&] { conn.handler_->on_open(conn); }) && !conn.closing_;

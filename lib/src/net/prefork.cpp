@@ -1,7 +1,8 @@
 // See heartwheel/net/prefork.h. Parent side: one pipe per child carries
 // 'R' (ready) and 'D' <8-byte length> <bytes> (report). Signals reach the
 // parent's poll() through a self-pipe: SIGTERM/SIGINT are forwarded, SIGCHLD
-// says "reap now". A child is reaped only when waitpid(WNOHANG) says it ended,
+// says "reap now", SIGHUP (when asked for) is forwarded to the children that
+// serve and owed to the others until they do. A child is reaped only when waitpid(WNOHANG) says it ended,
 // never because its pipe closed: a child may close its pipe and keep running.
 #include <fcntl.h>
 #include <heartwheel/net/prefork.h>
@@ -50,22 +51,22 @@ bool write_all(int fd, const void* data, std::size_t n) noexcept {
   return true;
 }
 
-// The parent's handlers for SIGTERM, SIGINT and SIGCHLD and the self-pipe
-// they write to, for the duration of run_prefork. The destructor puts back
-// the dispositions found at construction and closes the pipe, on every way
-// out, exceptions included.
+// The parent's handlers for SIGTERM, SIGINT and SIGCHLD (and SIGHUP when
+// forwarded) and the self-pipe they write to, for the duration of
+// run_prefork. The destructor puts back the dispositions found at
+// construction and closes the pipe, on every way out, exceptions included.
 class ParentSignals {
  public:
-  ParentSignals() {
+  explicit ParentSignals(bool hangup) : count_(hangup ? kSignals.size() : kSignals.size() - 1) {
     if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) throw_errno("prefork: pipe");
     struct sigaction sa {};
     sa.sa_handler = on_parent_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_NOCLDSTOP;  // SIGCHLD for exits only, not for stops
-    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
+    for (std::size_t i = 0; i < count_; ++i) sigaction(kSignals[i], &sa, &old_[i]);
   }
   ~ParentSignals() {
-    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+    for (std::size_t i = 0; i < count_; ++i) sigaction(kSignals[i], &old_[i], nullptr);
     ::close(g_signal_pipe[0]);
     ::close(g_signal_pipe[1]);
     g_signal_pipe[0] = g_signal_pipe[1] = -1;
@@ -75,7 +76,7 @@ class ParentSignals {
 
   int read_fd() const noexcept { return g_signal_pipe[0]; }
 
-  // Blocks the three signals around fork(): a signal that reached a new
+  // Blocks the signals around fork(): a signal that reached a new
   // child before it reset its handlers would run the parent's handler there
   // and write into the parent's self-pipe. Returns the mask to restore.
   static sigset_t block() noexcept {
@@ -87,18 +88,21 @@ class ParentSignals {
   }
   static void unblock(const sigset_t& old) noexcept { pthread_sigmask(SIG_SETMASK, &old, nullptr); }
 
-  // In a freshly forked child (signals blocked): the child's own dispositions
-  // are the defaults, then `old` is its mask again.
-  static void reset_in_child(const sigset_t& old) noexcept {
+  // In a freshly forked child (signals blocked): the dispositions the parent
+  // installed are the defaults again (the others stay inherited: SIGHUP
+  // ignored under nohup stays ignored), then `old` is its mask again.
+  void reset_in_child(const sigset_t& old) const noexcept {
     ::close(g_signal_pipe[0]);
     ::close(g_signal_pipe[1]);
-    for (int sig : kSignals) ::signal(sig, SIG_DFL);
+    for (std::size_t i = 0; i < count_; ++i) ::signal(kSignals[i], SIG_DFL);
     unblock(old);
   }
 
  private:
-  static constexpr std::array<int, 3> kSignals = {SIGTERM, SIGINT, SIGCHLD};
-  std::array<struct sigaction, 3> old_{};
+  // SIGHUP last: installed only when forwarded.
+  static constexpr std::array<int, 4> kSignals = {SIGTERM, SIGINT, SIGCHLD, SIGHUP};
+  std::size_t count_;
+  std::array<struct sigaction, 4> old_{};
 };
 
 struct Child {
@@ -106,6 +110,8 @@ struct Child {
   int fd = -1;  // read end of its pipe; -1 once the pipe reached EOF
   std::string buffer;
   bool ready = false;
+  bool serving = false;  // it said 'R' itself (a restarted child is `ready` at once, not this)
+  bool hangup_owed = false;  // a forwarded SIGHUP waits until it serves
   bool reaped = false;
 };
 
@@ -114,7 +120,7 @@ void parse(Child& c, std::string& report) {
   for (;;) {
     if (c.buffer.empty()) return;
     if (c.buffer[0] == 'R') {
-      c.ready = true;
+      c.ready = c.serving = true;
       c.buffer.erase(0, 1);
       continue;
     }
@@ -214,15 +220,19 @@ void PreforkChild::report(std::string_view bytes) noexcept {
 }
 
 PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChild&)>& child_main,
-                          const std::function<void()>& on_ready, unsigned max_restarts) {
+                          const std::function<void()>& on_ready, unsigned max_restarts,
+                          bool forward_hangup) {
   PreforkResult result;
   result.reports.resize(processes);
   result.exit_statuses.resize(processes, 0);
   std::fflush(nullptr);  // or buffered output is written once per process
   // Handlers first: a SIGTERM while the children are being forked is then
   // forwarded to them, not fatal to the parent alone. Destroyed last.
-  ParentSignals signals;
+  ParentSignals signals(forward_hangup);
   Children children(processes);
+  // A SIGHUP came: every child forked from here on holds the parent's
+  // memory from before it (a reload's old certificates), so it is owed one.
+  bool hangup_seen = false;
 
   // Forks child `i`; in the child, never returns.
   auto spawn = [&](unsigned i) {
@@ -242,7 +252,7 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
       ::close(fds[0]);
       for (auto& other : children.all())
         if (other.fd >= 0) ::close(other.fd);
-      ParentSignals::reset_in_child(mask);
+      signals.reset_in_child(mask);
       PreforkChild child(i, fds[1]);
       int code = 1;
       try {
@@ -260,6 +270,19 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
     children[i] = Child{};
     children[i].pid = pid;
     children[i].fd = fds[0];
+    children[i].hangup_owed = hangup_seen;
+  };
+  // SIGHUP now to a child that serves (its handler is up: it said ready), or
+  // when it does: one that died of it before its handler was up would stop
+  // the whole start.
+  auto hangup = [](Child& c) {
+    if (c.reaped) return;
+    if (!c.serving) {
+      c.hangup_owed = true;
+      return;
+    }
+    c.hangup_owed = false;
+    ::kill(c.pid, SIGHUP);
   };
   for (unsigned i = 0; i < processes; ++i) spawn(i);
 
@@ -315,6 +338,11 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
     unsigned char sig;
     while (::read(signals.read_fd(), &sig, 1) == 1) {
       if (sig == SIGCHLD) continue;  // reaped below
+      if (sig == SIGHUP) {
+        hangup_seen = true;
+        for (auto& c : children.all()) hangup(c);
+        continue;
+      }
       shutting_down = true;
       children.signal_all(sig);
     }
@@ -322,6 +350,7 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
       if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       Child& c = children[which[k - 1]];
       drain(c, result.reports[which[k - 1]]);
+      if (c.hangup_owed && c.serving) hangup(c);
       // A pipe closed before 'R' can never say ready, whether or not the
       // process lives on.
       if (c.fd < 0 && !c.ready) abort_start();

@@ -30,6 +30,13 @@ constexpr StatField<NetStats> kNetFields[] = {
     {"accept_deferrals", &NetStats::accept_deferrals, kCounter, "heartwheel_accept_deferrals_total",
      "Loop turns that accepted their accept_batch; the rest waited for the next turn."},
     {"connect_failures", &NetStats::connect_failures, kCounter, "", ""},  // client side
+    {"handshakes_completed", &NetStats::handshakes_completed, kCounter,
+     "heartwheel_handshakes_completed_total",
+     "Transport (TLS) handshakes completed, resumed ones included; failed ones are "
+     "heartwheel_connections_closed_total{reason=\"tls_...\"}."},
+    {"handshakes_resumed", &NetStats::handshakes_resumed, kCounter,
+     "heartwheel_handshakes_resumed_total",
+     "Of the completed transport (TLS) handshakes, those that resumed a session (a ticket)."},
     {"bytes_read", &NetStats::bytes_read, kCounter, "heartwheel_bytes_read_total",
      "Bytes read from connections."},
     {"bytes_written", &NetStats::bytes_written, kCounter, "heartwheel_bytes_written_total",

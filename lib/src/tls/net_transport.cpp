@@ -6,6 +6,8 @@
 #include <heartwheel/tls/session.h>
 
 #include <array>
+#include <chrono>
+#include <string>
 #include <stdexcept>
 #include <utility>
 
@@ -53,7 +55,7 @@ void trim(std::string& s) noexcept {
   if (s.capacity() > kKeptCapacity) std::string().swap(s);
 }
 
-class SessionTransport final : public net::Transport {
+class SessionTransport : public net::Transport {
  public:
   SessionTransport(Session session, Duration handshake_timeout) noexcept
       : session_(std::move(session)), handshake_timeout_(handshake_timeout) {}
@@ -84,7 +86,7 @@ class SessionTransport final : public net::Transport {
       if (conn.closing()) return;
       if (r.handshake_done) {
         conn.clear_deadline(deadline::tls_handshake_timeout);
-        if (!net::TransportIo::ready(conn)) return;
+        if (!net::TransportIo::ready(conn, session_.resumed())) return;
       }
       if (r.plaintext > 0) {
         net::TransportIo::deliver(conn, std::string_view(plain.data(), r.plaintext));
@@ -128,6 +130,7 @@ class SessionTransport final : public net::Transport {
 
   void on_deadline(net::Connection& conn, net::DeadlineEvent event) override {
     if (event.kind == deadline::tls_handshake_timeout) {
+      failed(FailureCause::timeout);
       conn.close(close_reason::tls_handshake_timeout);
     } else {
       conn.close(net::close_reason_for(event.kind));
@@ -136,10 +139,17 @@ class SessionTransport final : public net::Transport {
 
   void on_eof(net::Connection& conn) override { conn.close(net::CloseReason::peer_closed); }
 
+ protected:
+  // The handshake failed (before the close): a client's hook says why.
+  virtual void failed(FailureCause) {}
+  const Session& session() const noexcept { return session_; }
+  Duration handshake_timeout() const noexcept { return handshake_timeout_; }
+
  private:
   // The session failed: its alert goes out if the socket takes it now.
   void fail(net::Connection& conn, const std::string& alert) {
     if (!alert.empty()) net::TransportIo::write_now(conn, alert);
+    failed(session_.cause());
     conn.close(close_reason_for(session_.cause()));
   }
 
@@ -147,6 +157,31 @@ class SessionTransport final : public net::Transport {
   // The stage's timeout, read once at start(): a copy here keeps the
   // transport free of its factory's lifetime.
   Duration handshake_timeout_;
+};
+
+// A client's transport: the server's plus the failure hook (kept out of the
+// server's, which has many more connections and no use for it).
+class ClientSessionTransport final : public SessionTransport {
+ public:
+  ClientSessionTransport(Session session, Duration handshake_timeout,
+                         std::shared_ptr<const HandshakeFailureHook> hook) noexcept
+      : SessionTransport(std::move(session), handshake_timeout), hook_(std::move(hook)) {}
+
+ private:
+  void failed(FailureCause cause) override {
+    if (!hook_) return;
+    const std::string message =
+        cause == FailureCause::timeout
+            ? "no handshake within " +
+                  std::to_string(
+                      std::chrono::duration_cast<std::chrono::milliseconds>(handshake_timeout())
+                          .count()) +
+                  " ms"
+            : session().message();
+    (*hook_)(cause, message);
+  }
+
+  std::shared_ptr<const HandshakeFailureHook> hook_;
 };
 
 void check(const std::shared_ptr<const Context>& context, Role role,
@@ -185,11 +220,14 @@ class ClientFactory final : public net::TransportFactory {
       : context_(std::move(context)),
         server_name_(std::move(server_name)),
         resume_key_(std::move(resume_key)),
-        options_(options) {}
+        timeout_(options.handshake_timeout),
+        hook_(options.on_failure
+                  ? std::make_shared<const HandshakeFailureHook>(std::move(options.on_failure))
+                  : nullptr) {}
   std::unique_ptr<net::Transport> make(net::Connection&) noexcept override {
     try {
-      return std::make_unique<SessionTransport>(
-          Session::client(*context_, server_name_, resume_key_), options_.handshake_timeout);
+      return std::make_unique<ClientSessionTransport>(
+          Session::client(*context_, server_name_, resume_key_), timeout_, hook_);
     } catch (...) {
       return nullptr;
     }
@@ -199,7 +237,8 @@ class ClientFactory final : public net::TransportFactory {
   std::shared_ptr<const Context> context_;
   std::string server_name_;
   std::string resume_key_;
-  TransportOptions options_;
+  Duration timeout_;
+  std::shared_ptr<const HandshakeFailureHook> hook_;
 };
 
 }  // namespace
@@ -221,7 +260,7 @@ std::shared_ptr<net::TransportFactory> client_transport(std::shared_ptr<const Co
                                                         TransportOptions options) {
   check(context, Role::client, options);
   return std::make_shared<ClientFactory>(std::move(context), std::move(server_name),
-                                         std::move(resume_key), options);
+                                         std::move(resume_key), std::move(options));
 }
 
 }  // namespace heartwheel::tls

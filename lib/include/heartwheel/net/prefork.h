@@ -15,9 +15,16 @@
 // result becomes their exit status (_exit).
 //
 // Signals: for the duration of the call the parent handles SIGTERM, SIGINT
-// (forwarded to every child) and SIGCHLD (reaping); the dispositions found at
+// (forwarded to every child) and SIGCHLD (reaping), and with
+// `forward_hangup` SIGHUP: forwarded to every child that has said ready
+// (children reload on it, e.g. their TLS certificates); one not ready yet,
+// and every child forked after a SIGHUP (a restart: it holds the parent's
+// memory from before the reload), gets it once it says ready. Children must
+// then handle SIGHUP from before they say ready. The dispositions found at
 // the call are restored before it returns or throws. One run_prefork at a
-// time per process. Children start with the default dispositions.
+// time per process. Children start with the default dispositions for the
+// signals the parent handles, and inherit the others (without
+// `forward_hangup`, SIGHUP's).
 //
 // A child is reaped when it has exited (waitpid), not when its pipe closes: a
 // child that closes its pipe (say, it closes every descriptor) and keeps
@@ -54,6 +61,8 @@ struct PreforkResult {
   unsigned restarts = 0;             // children restarted after dying while serving
 };
 
+inline constexpr unsigned kPreforkMaxRestarts = 16;  // run_prefork's default
+
 // Runs the children and supervises them until all have exited. A child that
 // ends before it reported ready makes the parent stop the others (SIGTERM);
 // the result then has all_ready == false. A child that dies while serving
@@ -64,6 +73,7 @@ struct PreforkResult {
 // the children already running get SIGTERM, then SIGKILL after 10 s, and are
 // reaped, and the signal dispositions are restored.
 PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChild&)>& child_main,
-                          const std::function<void()>& on_ready, unsigned max_restarts = 16);
+                          const std::function<void()>& on_ready,
+                          unsigned max_restarts = kPreforkMaxRestarts, bool forward_hangup = false);
 
 }  // namespace heartwheel::net

@@ -65,6 +65,11 @@ struct NetStats {
   std::uint64_t accept_pauses = 0;     // times accepting stopped for ServerOptions::accept_pause
   std::uint64_t accept_deferrals = 0;  // loop turns that used up ServerOptions::accept_batch
   std::uint64_t connect_failures = 0;  // client: failed connect attempts
+  // Transport-stage handshakes (TLS) that completed, and of those the ones
+  // that resumed an earlier session (a ticket) instead of a full handshake.
+  // Failed ones count in closed_by_reason by cause (tls_*).
+  std::uint64_t handshakes_completed = 0;
+  std::uint64_t handshakes_resumed = 0;
   // By number: net's reasons and kinds and every layer's (close_reason.h,
   // deadline.h), so counters of any process merge index by index.
   CloseReasonCounts closed_by_reason{};

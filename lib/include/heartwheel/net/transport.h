@@ -90,8 +90,10 @@ class TransportIo {
   static bool write_now(Connection& conn, std::string_view bytes) noexcept;
   // The stage is done (handshake): the application's handler gets on_open,
   // then the connection runs as any other with the transport in its path.
-  // False when the connection closed meanwhile (admission, on_open).
-  static bool ready(Connection& conn) noexcept;
+  // Counts NetStats::handshakes_completed, and handshakes_resumed when
+  // `resumed` (the handshake resumed an earlier session). False when the
+  // connection closed meanwhile (admission, on_open).
+  static bool ready(Connection& conn, bool resumed = false) noexcept;
   // Bytes for the application's handler (on_data). Only after ready().
   static void deliver(Connection& conn, std::string_view bytes) noexcept;
   // The stream ended (TLS: the peer's close_notify): on_eof, as for a FIN.

@@ -35,7 +35,8 @@
 // takes it at once.
 //
 // Cost per connection: a 40-byte transport (the Session, the timeout, a vtable
-// pointer) in the connection's rarely-used block, plus OpenSSL's SSL object
+// pointer; a client's 16 more for its failure hook) in the connection's
+// rarely-used block, plus OpenSSL's SSL object
 // from the first complete record on (session.h); per loop thread, a 64 KiB
 // plaintext buffer and the ciphertext strings of the last read and write.
 //
@@ -52,6 +53,7 @@
 #include <heartwheel/common/time.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -90,10 +92,22 @@ inline const net::NameRegistrar kNames{kCloseReasonNames, kDeadlineNames};
 // gives tls_failed.
 net::CloseReason close_reason_for(FailureCause cause) noexcept;
 
+// Why a client's handshake failed: the cause, and a line for a person
+// (Session::message(): "certificate verify failed: self-signed certificate";
+// for a timeout "no handshake within 2000 ms").
+using HandshakeFailureHook = std::function<void(FailureCause cause, const std::string& message)>;
+
 struct TransportOptions {
   // From the stage's start (the connection admitted, its PROXY header read)
   // to the handshake done. Must be positive.
   Duration handshake_timeout = std::chrono::seconds(10);
+  // Client transports only (a server counts failures by close reason and
+  // ignores it): called on the connection's loop when a handshake fails,
+  // just before the connection closes with the cause's reason, so a program
+  // can say why it cannot connect (a refused certificate) and decide whether
+  // to go on. It must not close or destroy the connection or its connector
+  // (defer that to a timer). Optional.
+  HandshakeFailureHook on_failure = {};
 };
 
 // Every connection of a server speaks TLS with `context` (Role::server).
