@@ -157,8 +157,8 @@ class Reporter:
     def __init__(self, queue):
         self.queue, self.batch = queue, []
 
-    def add(self, kind):
-        self.batch.append((kind, time.monotonic()))
+    def add(self, kind, why=None):
+        self.batch.append((kind, time.monotonic(), why))
 
     async def run(self):
         while True:
@@ -183,6 +183,7 @@ async def client(i, token, port, opts, report, start_at):
     while True:
         writer = None
         back = False
+        why = None
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(handshake)
@@ -216,15 +217,16 @@ async def client(i, token, port, opts, report, start_at):
                 elif op == 0x8:
                     break
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
-                ConnectionError, ValueError):
-            pass
+                ConnectionError, ValueError) as e:
+            why = (type(e).__name__ + (":" + e.strerror if isinstance(e, OSError) and e.strerror
+                                       else ""))[:60]
         finally:
             if writer:
                 writer.close()
         if back:
             report.add("lost")
         else:
-            report.add("failed")
+            report.add("failed", why)
             failures += 1
         delay = min(opts["max"], opts["initial"] * 2 ** max(failures - 1, 0))
         await asyncio.sleep(random.uniform(0, delay))  # full jitter
@@ -284,6 +286,7 @@ class Tally(threading.Thread):
         self.queue, self.t0 = queue, t0
         self.up = 0
         self.events = {"back": [], "lost": [], "failed": []}
+        self.why = {}  # failed attempts by cause
         self.lock = threading.Lock()
 
     def run(self):
@@ -292,8 +295,10 @@ class Tally(threading.Thread):
             if batch is None:
                 return
             with self.lock:
-                for kind, t in batch:
+                for kind, t, why in batch:
                     self.events[kind].append(t - self.t0)
+                    if kind == "failed":
+                        self.why[why] = self.why.get(why, 0) + 1
                     self.up += {"back": 1, "lost": -1, "failed": 0}[kind]
 
 
@@ -404,6 +409,7 @@ def main():
         with tally.lock:
             storm = [t for t in tally.events["back"] if t >= up_s]
             failed = [t for t in tally.events["failed"] if t >= restart_s]
+            lost = [t for t in tally.events["lost"] if t >= restart_s]
         end = all_back if all_back is not None else time.monotonic() - t0
         series = per_second(storm, up_s, end)
         first_back = min(storm) if storm else None
@@ -418,7 +424,10 @@ def main():
             "server_cpu_s_storm": round(cpu, 2),
             "server_cpu_us_per_connect": round(1e6 * cpu / max(len(storm), 1), 1),
             "failed_attempts_after_kill": len(failed),
+            "failed_by_cause": dict(tally.why),
             "connects_per_s_series": series,
+            "lost_per_s_series": per_second(lost, restart_s, end),
+            "failed_per_s_series": per_second(failed, restart_s, end),
             "server_after": second.counters(),
         })
         ok = all_back is not None
