@@ -36,7 +36,7 @@ struct Stream {
 };
 }  // namespace
 
-TEST_CASE("A handler deadline passes on time; keep leaves the connection open",
+TEST_CASE("A handler deadline passes on time, and keep leaves the connection open",
           "[http][timeout]") {
   Stream s;
   int calls = 0;
