@@ -13,7 +13,7 @@ clients come back.
      or --token-ecdsa-public-key) on a free port;
   3. starts the clients (--client-processes asyncio processes, raw sockets):
      each opens /ws, sends its connect and a subscribe to channel
-     storm-<i mod 100> in one write, and counts as connected when the
+     storm-<i> (its own: no presence fan-out; --channels K shares K) in one write, and counts as connected when the
      subscribe reply comes (the token was verified); a lost connection comes
      back after a backoff with full jitter (--reconnect-initial doubling to
      --reconnect-max, uniform in [0, delay]);
@@ -177,7 +177,8 @@ async def client(i, token, port, opts, report, start_at):
                  f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
                  f"Sec-WebSocket-Version: 13\r\n\r\n").encode()
     hello = (frame(json.dumps({"id": 1, "op": "connect", "token": token})) +
-             frame(json.dumps({"id": 2, "op": "subscribe", "channel": f"storm-{i % 100}"})))
+             frame(json.dumps({"id": 2, "op": "subscribe",
+                               "channel": f"storm-{i % opts['channels'] if opts['channels'] else i}"})))
     await asyncio.sleep(max(0.0, start_at - time.monotonic()))
     failures = 0
     while True:
@@ -320,6 +321,9 @@ def main():
                    help="asyncio client processes (each holds clients / P connections)")
     p.add_argument("--connect-rate", type=float, default=2000,
                    help="the first ramp, connects/s over all client processes")
+    p.add_argument("--channels", type=int, default=0,
+                   help="clients share K channels (each join is then sent to the channel's "
+                        "other subscribers: presence fan-out); 0: a channel per client")
     p.add_argument("--down", type=float, default=2.0, help="seconds the server stays down")
     p.add_argument("--after-restart", type=float, default=60,
                    help="give up when not every client is back this long after the new start")
@@ -358,7 +362,8 @@ def main():
     t0 = time.monotonic()
     tally = Tally(queue, t0)
     tally.start()
-    opts = {"initial": args.reconnect_initial, "max": args.reconnect_max}
+    opts = {"initial": args.reconnect_initial, "max": args.reconnect_max,
+            "channels": args.channels}
     procs = []
     for k in range(args.client_processes):
         idx = list(range(k, args.clients, args.client_processes))
