@@ -39,6 +39,7 @@ std::unique_ptr<metrics::Endpoint> start_metrics(
         metrics::write(out, workers.total());
         const WorkerStats t = board.total();
         metrics::write(out, t.ws);
+        write_limits_metrics(out, t.chat);
         // No hub before a worker's first connection: zeros, so every family
         // is there from the first scrape.
         metrics::write(out, t.has_hub ? t.hub : heartwheel::pubsub::HubStats{});

@@ -48,6 +48,7 @@ struct Flags {
   heartwheel::cli::ServerFlags server;
   chat::AuthFlags auth;  // tokens, channel rules, origins (examples/common/chat/auth_gate.h)
   std::string api_key_file;
+  std::size_t max_delayed_per_key = 100000;
 };
 
 struct Setup {
@@ -97,6 +98,7 @@ void setup_redis(const Flags& f, Setup& s) {
                                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(r.wait_timeout).count()) +
                                 " ms) with --redis-wait-replicas");
   s.node.max_delay = parse_duration_flag("--max-delay", f.max_delay);
+  d.max_pending_per_owner = f.max_delayed_per_key;
 }
 
 Setup make_setup(const Flags& f) {
@@ -165,7 +167,8 @@ void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
               {"token_expired", n.sse.token_expired}};
   j["api"] = {
       {"publish_accepted", n.publish_accepted},       {"publish_refused", n.publish_refused},
-      {"publish_unavailable", n.publish_unavailable}, {"cancels_done", n.cancels_done},
+      {"publish_unavailable", n.publish_unavailable}, {"publish_capped", n.publish_capped},
+      {"cancels_done", n.cancels_done},
       {"cancels_missed", n.cancels_missed},           {"delivered", n.delivered},
       {"deliver_refused", n.deliver_refused},        {"unauthorized", n.publish_unauthorized},
       {"sse_refused", n.sse_refused}};
@@ -201,6 +204,12 @@ void add_flags(CLI::App& app, Flags& f) {
                  "an overdue push unclaimed this long is taken over by every node")
       ->capture_default_str();
   app.add_option("--max-delay", f.max_delay, "largest delay_ms accepted")->capture_default_str();
+  app.add_option("--max-delayed-per-key", f.max_delayed_per_key,
+                 "pushes of one API key (without --api-key-file: of every caller together) "
+                 "stored and not yet delivered or cancelled, counted in Redis across every node; "
+                 "one more: 429 limit_exceeded (0: no cap)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 40));
   app.add_option("--sse-heartbeat", f.sse_heartbeat,
                  "a ': ping' comment on every SSE stream this often")
       ->capture_default_str();
@@ -284,10 +293,11 @@ int main(int argc, char** argv) {
              if (metrics_options)
                endpoint = std::make_unique<heartwheel::metrics::Endpoint>(
                    *metrics_options,
-                   [&workers, &board, &broker](heartwheel::metrics::TextWriter& out) {
+                   [&workers, &board, &chat_board, &broker](heartwheel::metrics::TextWriter& out) {
                      heartwheel::metrics::write(out, workers.total());
                      const pushsrv::NodeStats n = board.total();
                      pushsrv::write_metrics(out, n);
+                     chat::write_limits_metrics(out, chat_board.total().chat);  // its /ws
                      // The nodes' links (the delayed queues') beside the broker's.
                      const heartwheel::metrics::RedisLink push[] = {
                          {"push", n.redis, n.redis_masters}};

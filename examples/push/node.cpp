@@ -1,6 +1,8 @@
 // See node.h.
 #include "node.h"
 
+#include <heartwheel/common/error.h>
+
 #include <algorithm>
 #include <charconv>
 
@@ -32,6 +34,7 @@ void NodeStats::merge(const NodeStats& o) {
   publish_accepted += o.publish_accepted;
   publish_refused += o.publish_refused;
   publish_unavailable += o.publish_unavailable;
+  publish_capped += o.publish_capped;
   publish_unauthorized += o.publish_unauthorized;
   sse_refused += o.sse_refused;
   cancels_done += o.cancels_done;
@@ -171,6 +174,16 @@ void Node::publish(const http::Request& req, http::Responder r) {
   const std::error_code refused = queue_.schedule(
       std::move(p.channel), std::move(p.data), due, caller_of(req).key_id,
       [this, answer](std::error_code ec, const push::DelayedPush& stored) {
+        if (ec == heartwheel::errc::limit_reached) {  // --max-delayed-per-key
+          ++stats_.publish_capped;
+          answer->respond(json_response(
+              429, error_json("limit_exceeded",
+                              "this API key has " +
+                                  std::to_string(config_.delayed.max_pending_per_owner) +
+                                  " pushes waiting for delivery (--max-delayed-per-key); cancel "
+                                  "one or wait for one to be delivered")));
+          return;
+        }
         if (ec) {
           ++stats_.publish_unavailable;
           answer->respond(unavailable(ec));

@@ -51,6 +51,7 @@ struct NodeStats {
   std::uint64_t publish_accepted = 0;     // 202
   std::uint64_t publish_refused = 0;      // 400
   std::uint64_t publish_unavailable = 0;  // 503: Redis down or slow
+  std::uint64_t publish_capped = 0;       // 429: the key's pending pushes at --max-delayed-per-key
   std::uint64_t publish_unauthorized = 0; // 401: no or wrong API key (POST and DELETE)
   std::uint64_t sse_refused = 0;          // 401/403: SSE token or channel rules
   std::uint64_t cancels_done = 0;         // 204

@@ -27,6 +27,7 @@ void write_metrics(metrics::TextWriter& out, const NodeStats& s) {
   out.sample(s.publish_accepted, {{"result", "accepted"}});
   out.sample(s.publish_refused, {{"result", "refused"}});
   out.sample(s.publish_unavailable, {{"result", "unavailable"}});
+  out.sample(s.publish_capped, {{"result", "capped"}});
   out.counter("heartwheel_push_api_unauthorized_total",
               "POST and DELETE /publish answered 401 (no or wrong API key)",
               s.publish_unauthorized);

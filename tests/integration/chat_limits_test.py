@@ -225,5 +225,127 @@ def test_client_library_is_served_from_clients_js_as_a_module():
     assert body == expected, "the served library differs from clients/js/heartwheel.js"
 
 
+def scrape_limits(metrics_port):
+    """heartwheel_chat_limits_total by its limit label, from GET /metrics."""
+    from chat_support import http_get
+    status, _, body = http_get(metrics_port, "/metrics")
+    assert status == 200, status
+    text = body.decode() if isinstance(body, bytes) else body
+    out = {}
+    for line in text.splitlines():
+        if line.startswith('heartwheel_chat_limits_total{limit="'):
+            name = line.split('"')[1]
+            out[name] = int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
+def test_publish_over_its_rate_is_refused_and_counted():
+    """--rate-limit publish=5/s: 50 publishes sent at once get 5 (the burst)
+    plus what refilled meanwhile accepted, the rest limit_exceeded, counted in
+    chat.limits and /metrics; publishing at half the rate is never refused;
+    history=0.5/s allows one, then one every 2 s."""
+    import time
+
+    async def burst(s):
+        async with websockets.connect(s.url("/ws?name=flood"), ping_interval=None) as ws:
+            await ws.recv()
+            start = time.monotonic()
+            for i in range(50):
+                await ws.send(json.dumps({"id": i + 1, "op": "publish", "channel": "c",
+                                          "data": i}))
+            codes = []
+            for i in range(50):
+                r = await recv_reply(ws, i + 1)
+                codes.append("ok" if r.get("ok") else r["error"]["code"])
+            elapsed = time.monotonic() - start
+            # Refills at 5/s over the time the 50 took: the bound has that slack.
+            ok = codes.count("ok")
+            assert 5 <= ok <= 6 + 5 * elapsed, (ok, elapsed, codes)
+            assert codes.count("limit_exceeded") == 50 - ok, codes
+            assert codes[:5] == ["ok"] * 5, codes
+            await ws.send(json.dumps({"id": 99, "op": "history", "channel": "c"}))
+            assert (await recv_reply(ws, 99))["ok"]
+            await ws.send(json.dumps({"id": 100, "op": "history", "channel": "c"}))
+            r = await recv_reply(ws, 100)
+            assert r["error"]["code"] == "limit_exceeded", r
+            assert "history" in r["error"]["message"] and "0.5/s" in r["error"]["message"], r
+            return 50 - ok
+
+    async def steady(s):
+        # Fresh connection, fresh buckets: 20 publishes at 2.5/s (half the rate)
+        # over 8 s, 4 times the burst. A stall of the server under 1.6 s
+        # cannot bunch them past what refilled.
+        async with websockets.connect(s.url("/ws?name=calm"), ping_interval=None) as ws:
+            await ws.recv()
+            for i in range(20):
+                await ws.send(json.dumps({"id": i + 1, "op": "publish", "channel": "c",
+                                          "data": i}))
+                r = await recv_reply(ws, i + 1)
+                assert r.get("ok"), (i, r)
+                await asyncio.sleep(0.4)
+
+    with Server(SERVER_BINARY, "--rate-limit", "publish=5/s", "--rate-limit", "history=0.5/s",
+                "--metrics-listen", "127.0.0.1:0") as s:
+        metrics_port = int(s.proc.stdout.readline().rsplit(":", 1)[1])
+        refused = asyncio.run(burst(s))
+        st = s.read_stats(lambda st: st["chat"]["limits"].get("rate_publish", 0) == refused)
+        assert st["chat"]["limits"]["rate_history"] == 1, st["chat"]["limits"]
+        assert st["chat"]["errors"]["limit_exceeded"] == refused + 1, st["chat"]["errors"]
+        prom = scrape_limits(metrics_port)
+        assert prom["rate_publish"] == refused and prom["rate_history"] == 1, prom
+        assert prom["rate_subscribe"] == 0 and prom["rate_presence"] == 0, prom
+        asyncio.run(steady(s))
+        st = s.read_stats()
+        assert st["chat"]["limits"]["rate_publish"] == refused, st["chat"]["limits"]
+
+
+def test_bad_rate_limit_values_are_usage_errors():
+    import subprocess
+    for value in ["publish", "publish=", "publish=5", "publish=5/m", "publish=abc/s",
+                  "publish=0/s", "publish=-1/s", "publish=nan/s", "publish=2000000/s",
+                  "unsubscribe=5/s", "=5/s"]:
+        p = subprocess.run([SERVER_BINARY, "--listen", "127.0.0.1:0", "--rate-limit", value],
+                           capture_output=True, text=True, timeout=20)
+        assert p.returncode == 2, (value, p.returncode, p.stderr)
+        assert "--rate-limit" in p.stderr and value in p.stderr, (value, p.stderr)
+    # Fractions and every op are accepted.
+    with Server(SERVER_BINARY, "--rate-limit", "presence=0.5/s", "--rate-limit",
+                "subscribe=1000000/s", "--rate-limit", "history=0.001/s",
+                "--rate-limit", "publish=3.5/s"):
+        pass
+
+
+def test_presence_cut_to_max_reply_bytes_says_its_limit():
+    """60 members with 64-byte names do not fit in --max-reply-bytes 4096:
+    the reply carries the ones that fit and says "truncated":true and
+    "limit":N, N the number it carries (as history does)."""
+    async def go(s):
+        members = []
+        try:
+            for i in range(60):
+                ws = await websockets.connect(s.url("/ws?name=%s" % ("m%02d" % i).ljust(64, "x")),
+                                              ping_interval=None)
+                members.append(ws)
+                await ws.recv()
+                await ws.send(json.dumps({"id": 1, "op": "subscribe", "channel": "room"}))
+                assert (await recv_reply(ws, 1))["ok"]
+            ws = members[0]
+            await ws.send(json.dumps({"id": 2, "op": "presence", "channel": "room"}))
+            return await recv_reply(ws, 2)
+        finally:
+            for ws in members:
+                await ws.close()
+
+    with Server(SERVER_BINARY, "--max-reply-bytes", "4096", "--no-join-leave") as s:
+        r = asyncio.run(go(s))
+        assert r["ok"] and r["count"] == 60, {k: v for k, v in r.items() if k != "clients"}
+        assert r["truncated"] is True and r["limit"] == len(r["clients"]), \
+            {k: v for k, v in r.items() if k != "clients"}
+        assert 10 <= r["limit"] < 60, r["limit"]
+        assert len(json.dumps(r)) <= 4096
+        st = s.read_stats(lambda st: st["chat"]["limits"].get("reply_truncated", 0) >= 1)
+        assert st["chat"]["limits"]["reply_truncated"] == 1, st["chat"]["limits"]
+
+
 if __name__ == "__main__":
     run_tests(globals(), sys.argv)

@@ -6,6 +6,7 @@
 // and delivered by the other queue; cancel; a restart delivers overdue
 // pushes at once; pushes accepted before a Redis restart are delivered after
 // it, once; pushes due while a cluster master is killed are delivered.
+#include <heartwheel/common/error.h>
 #include <heartwheel/push/delayed_queue.h>
 #include <heartwheel/redis/slot.h>
 
@@ -498,4 +499,151 @@ TEST_CASE("A push scheduled with an owner is cancelled only by that owner or an 
     CHECK(id[14] == '4');
     CHECK(std::string_view("89ab").find(id[19]) != std::string_view::npos);
   }
+}
+
+namespace {
+// An owner's pending count as Redis holds it (one redis-server: one hash).
+std::int64_t pending_of(RedisServer& server, const std::string& owner) {
+  const redis::Reply r = server.command({"HGET", std::string(kPrefix) + "owners", owner});
+  return r.is_string() ? std::stoll(std::string(r.str())) : 0;
+}
+
+struct CappedNode {
+  CappedNode(TestLoop& t, RedisServer& server, std::size_t cap, push::DeliverFunction deliver)
+      : loop(t), node(t, link_to<redis::ClientOptions>(server), options(cap), std::move(deliver)) {
+    node.queue.start();
+    REQUIRE(t.run_until([&] { return node.queue.stats().loads > 0; }));
+  }
+  static push::DelayedQueueOptions options(std::size_t cap) {
+    push::DelayedQueueOptions o = fast_options();
+    o.max_pending_per_owner = cap;
+    return o;
+  }
+  // The push's id, or "" when the callback said limit_reached.
+  std::string schedule(const std::string& owner, push::WallTime due) {
+    std::optional<std::string> id;
+    REQUIRE_FALSE(node.queue.schedule("c", "1", due, owner,
+                                      [&](std::error_code ec, const push::DelayedPush& p) {
+                                        if (ec) CHECK(ec == heartwheel::errc::limit_reached);
+                                        id = ec ? std::string() : p.id;
+                                      }));
+    REQUIRE(loop.run_until([&] { return id.has_value(); }));
+    return *id;
+  }
+  bool cancel(const std::string& id) {
+    std::optional<bool> result;
+    REQUIRE_FALSE(node.queue.cancel(id, [&](std::error_code ec, bool cancelled) {
+      CHECK_FALSE(ec);
+      result = cancelled;
+    }));
+    REQUIRE(loop.run_until([&] { return result.has_value(); }));
+    return *result;
+  }
+  TestLoop& loop;
+  Node node;
+};
+}  // namespace
+
+TEST_CASE("An owner's pending pushes are capped in Redis, and a cancel uncounts a push once",
+          "[push][delayed][redis]") {
+  hwproc::Watchdog dog(Ms(60000));
+  RedisServer server;
+  TestLoop t;
+  CappedNode n(t, server, 3, [](const push::DelayedPush&) {});
+  const auto later = push::WallClock::now() + 30s;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(n.schedule("key-1", later));
+  for (const std::string& id : ids) CHECK_FALSE(id.empty());
+  CHECK(pending_of(server, "key-1") == 3);
+  CHECK(n.schedule("key-1", later).empty());  // the 4th: refused, nothing stored
+  CHECK(n.node.queue.stats().schedule_capped == 1);
+  CHECK(n.node.queue.stats().scheduled == 3);
+  CHECK(pending_of(server, "key-1") == 3);
+  // Another owner (and the empty one) has a count of its own.
+  const std::string other = n.schedule("key-2", later);
+  CHECK_FALSE(other.empty());
+  CHECK_FALSE(n.schedule("", later).empty());
+  CHECK(pending_of(server, "key-2") == 1);
+  CHECK(pending_of(server, "") == 1);
+  // A cancel uncounts once: a second cancel of the same id changes nothing.
+  CHECK(n.cancel(ids[0]));
+  CHECK(pending_of(server, "key-1") == 2);
+  CHECK_FALSE(n.cancel(ids[0]));
+  CHECK(pending_of(server, "key-1") == 2);
+  CHECK_FALSE(n.cancel("not-an-id"));
+  CHECK(pending_of(server, "key-1") == 2);
+  // Room for one again, then the cap again.
+  CHECK_FALSE(n.schedule("key-1", later).empty());
+  CHECK(n.schedule("key-1", later).empty());
+  CHECK(pending_of(server, "key-1") == 3);
+  // At zero the owner's field is gone (the hash does not keep every owner ever seen).
+  CHECK(n.cancel(other));
+  CHECK(server.command({"HEXISTS", std::string(kPrefix) + "owners", "key-2"}).integer() == 0);
+}
+
+TEST_CASE("A delivered push is uncounted once, when acknowledged, and makes room for the next",
+          "[push][delayed][redis]") {
+  hwproc::Watchdog dog(Ms(60000));
+  RedisServer server;
+  TestLoop t;
+  Deliveries got;
+  CappedNode n(t, server, 2, got.recorder());
+  const auto later = push::WallClock::now() + 30s;
+  CHECK_FALSE(n.schedule("key-1", later).empty());
+  const std::string soon = n.schedule("key-1", push::WallClock::now() + 200ms);
+  CHECK_FALSE(soon.empty());
+  CHECK(n.schedule("key-1", later).empty());  // at the cap while `soon` waits
+  CHECK(pending_of(server, "key-1") == 2);
+  REQUIRE(t.run_until([&] { return n.node.queue.stats().acked == 1; }, 10s));
+  CHECK(got.count[soon] == 1);
+  CHECK(pending_of(server, "key-1") == 1);
+  t.run_for(500ms);  // nothing else decrements it (the lease, the reaper)
+  CHECK(pending_of(server, "key-1") == 1);
+  CHECK_FALSE(n.schedule("key-1", later).empty());
+  CHECK(n.schedule("key-1", later).empty());
+  CHECK(pending_of(server, "key-1") == 2);
+  // A push stored before the counts (no owner prefix) is delivered and
+  // uncounts nothing.
+  const redis::Partitions tags(16);
+  const std::string base = std::string(kPrefix) + tags.braced(tags.of("legacy-id"));
+  server.command({"HSET", base + "data", "legacy-id", "1:c\"old\""});
+  server.command({"ZADD", base + "due", "0", "legacy-id"});
+  REQUIRE(t.run_until([&] { return got.count["legacy-id"] == 1; }, 10s));
+  REQUIRE(t.run_until([&] { return n.node.queue.stats().acked == 2; }, 10s));
+  CHECK(got.data["legacy-id"] == "\"old\"");
+  CHECK(pending_of(server, "key-1") == 2);
+  CHECK(pending_of(server, "") == 0);
+}
+
+TEST_CASE("On a Redis Cluster each partition holds its share of an owner's cap",
+          "[push][delayed][redis]") {
+  hwproc::Watchdog dog(Ms(90000));
+  Cluster server;
+  TestLoop t;
+  push::DelayedQueueOptions o = fast_options();
+  o.partitions = 2;
+  o.max_pending_per_owner = 2;  // a share of 1 per partition
+  Node n(t, server.link(), o, [](const push::DelayedPush&) {});
+  n.queue.start();
+  REQUIRE(t.run_until([&] { return n.queue.stats().loads > 0; }));
+  // 20 attempts: the random ids fall in both partitions (all in one: 2^-19),
+  // each takes one, every other attempt is refused.
+  int accepted = 0, refused = 0;
+  for (int i = 0; i < 20; ++i) {
+    bool done = false;
+    REQUIRE_FALSE(n.queue.schedule("c", "1", push::WallClock::now() + 30s, "key-1",
+                                   [&](std::error_code ec, const push::DelayedPush&) {
+                                     if (ec == heartwheel::errc::limit_reached)
+                                       ++refused;
+                                     else if (!ec)
+                                       ++accepted;
+                                     done = true;
+                                   }));
+    REQUIRE(t.run_until([&] { return done; }));
+  }
+  CHECK(accepted == 2);
+  CHECK(refused == 18);
+  CHECK(n.queue.stats().schedule_capped == 18);
+  CHECK(server.size("HLEN", "owners", 2) == 2);  // one field in each partition's hash
+  CHECK(server.size("HLEN", "data", 2) == 2);
 }

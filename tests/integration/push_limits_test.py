@@ -99,5 +99,70 @@ def test_trickled_post_is_closed_at_the_request_timeout():
         sse.close()
 
 
+def test_pending_pushes_per_key_are_capped_across_nodes():
+    """--max-delayed-per-key 3 on two nodes of one Redis: the count is Redis's,
+    so three delayed pushes (two on A, one on B) fill it; the fourth, on
+    either node, is 429 limit_exceeded, counted (api.publish_capped,
+    delayed.schedule_capped, /metrics). A cancel makes room for one; so does
+    a delivery (an immediate push counts until it is delivered)."""
+    import time
+    from chat_support import http_get
+    from push_support import Sse
+    with Redis() as r, node(r, "--max-delayed-per-key", "3",
+                            "--metrics-listen", "127.0.0.1:0") as a, \
+            node(r, "--max-delayed-per-key", "3") as b:
+        metrics_port = int(a.proc.stdout.readline().rsplit(":", 1)[1])
+        ids = []
+        for n, delay in ((a, 60000), (a, 60000), (b, 60000)):
+            status, _, body = publish(n.port, "c", "later", delay_ms=delay)
+            assert status == 202, (status, body)
+            ids.append(body["id"])
+        assert r.command("HGET", "heartwheel:push:owners", "") == "3"
+        for n in (a, b):
+            status, _, body = publish(n.port, "c", "one too many", delay_ms=60000)
+            assert status == 429 and body["error"]["code"] == "limit_exceeded", (status, body)
+            assert "--max-delayed-per-key" in body["error"]["message"], body
+        assert r.queue_size("due") == 3
+        # A cancel (on the other node) makes room for exactly one.
+        assert http(b.port, "DELETE", "/publish/" + ids[0])[0] == 204
+        assert http(a.port, "DELETE", "/publish/" + ids[0])[0] == 404  # once only
+        status, _, body = publish(a.port, "c", "in the freed place", delay_ms=60000)
+        assert status == 202, (status, body)
+        ids[0] = body["id"]
+        assert publish(a.port, "c", "full again", delay_ms=60000)[0] == 429
+        # A delivery makes room too: cancel one, push one due now, and once it
+        # is delivered (and acknowledged) the next is accepted.
+        sse = Sse(a.port, "c")
+        sse.event()
+        assert http(a.port, "DELETE", "/publish/" + ids[1])[0] == 204
+        assert publish(a.port, "c", "now")[0] == 202
+        assert sse.messages(1, timeout=10)[0]["data"]["data"] == "now"
+        deadline = time.monotonic() + 10
+        while r.command("HGET", "heartwheel:push:owners", "") != "2":
+            assert time.monotonic() < deadline, r.command("HGET", "heartwheel:push:owners", "")
+            time.sleep(0.05)
+        assert publish(b.port, "c", "after the delivery", delay_ms=60000)[0] == 202
+        assert publish(b.port, "c", "full", delay_ms=60000)[0] == 429
+        sse.close()
+        st = a.read_stats(lambda st: st["api"]["publish_capped"] == 2)
+        assert st["delayed"]["schedule_capped"] == 2, st["delayed"]
+        stb = b.read_stats(lambda st: st["api"]["publish_capped"] == 2)
+        assert stb["delayed"]["schedule_capped"] == 2, stb["delayed"]
+        status, _, text = http_get(metrics_port, "/metrics")
+        text = text.decode()
+        assert 'heartwheel_push_api_publish_total{result="capped"} 2' in text, text[:2000]
+        assert "heartwheel_push_delayed_schedule_capped_total 2" in text
+        assert 'heartwheel_chat_limits_total{limit="rate_publish"} 0' in text
+
+
+def test_max_delayed_per_key_flag_values():
+    import subprocess
+    for value in ["-1", "x", "2000000000000"]:
+        p = subprocess.run([SERVER_BINARY, "--listen", "127.0.0.1:0", "--redis", "127.0.0.1:1",
+                            "--max-delayed-per-key", value],
+                           capture_output=True, text=True, timeout=20)
+        assert p.returncode == 2 and "--max-delayed-per-key" in p.stderr, (value, p.stderr)
+
+
 if __name__ == "__main__":
     run_tests(globals(), sys.argv)

@@ -164,7 +164,8 @@ async def failover_run(cluster, a, b, channels, publishers, wait_replicas):
 def failover(args):
     chat = os.path.join(args.build, "bin", "heartwheel-chat")
     flags = ["--redis-prefix", "t:", "--redis-timeout", "3s", "--history-size", "100000",
-             "--history-ttl", "10m", "--ping-interval", "0"]
+             "--history-ttl", "10m", "--ping-interval", "0",
+             "--rate-limit", "publish=1000000/s"]  # closed-loop publishers: no rate limit
     if args.wait_replicas:
         flags += ["--redis-wait-replicas", str(args.wait_replicas)]
     channels = ["f-%d" % i for i in range(args.channels)]
@@ -247,7 +248,8 @@ def throughput_one(args, kind, rate):
     try:
         where = (["--redis", "127.0.0.1:%d" % target.port] if kind == "single"
                  else ["--redis-cluster", target.seeds()])
-        flags = where + ["--redis-prefix", "t:", "--ping-interval", "0", "--no-join-leave"]
+        flags = where + ["--redis-prefix", "t:", "--ping-interval", "0", "--no-join-leave",
+                         "--rate-limit", "publish=1000000/s"]  # the publisher's rate is the load
         with Server(chat, *flags) as a, Server(chat, *flags) as b:
             fd, out = tempfile.mkstemp(suffix=".json")
             os.close(fd)

@@ -6,8 +6,8 @@
 // - subscribe with recovery: the missed publications are all or nothing (a
 //   partial recovery would be a silent gap): when they do not fit, none are
 //   sent and the reply says "recovered":false (the client reloads history).
-// - presence: the member list is cut to fit ("truncated":true, as for the
-//   1,000-member cap).
+// - presence: the member list is cut to fit ("truncated":true and
+//   "limit":N, as for the 1,000-member cap).
 // Replies are also subject to the slow-consumer rule (worker's send_reply)
 // and to --max-requests-in-flight (requests.cpp).
 //

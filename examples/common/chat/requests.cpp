@@ -1,6 +1,7 @@
 // The chat protocol's requests (docs/chat-protocol.md): one JSON text frame
 // in, one reply out, carrying the request's id. A frame that is not JSON, or
 // not a request, gets an error reply; the connection stays open.
+#include <heartwheel/net/connection.h>
 #include <heartwheel/pubsub/limits.h>
 
 #include "bounded_json.h"
@@ -112,6 +113,12 @@ void Worker::dispatch(Client& client, const Json& id, const std::string& op, con
               "unknown op; the ops are subscribe, unsubscribe, publish, presence, history"));
   }
   ++stats_.requests[op];
+  if (const std::optional<RateOp> rated = rate_op(op); rated && !within_rate(client, *rated)) {
+    ++stats_.limits["rate_" + op];
+    return reply(error(id, "limit_exceeded",
+                       "over this connection's " + op + " rate, " +
+                           config_.rate_limits.text(*rated) + " (--rate-limit)"));
+  }
   const auto channel_it = req.find("channel");
   if (channel_it == req.end() || !channel_it->is_string())
     return reply(error(id, "bad_request", "\"channel\" must be a string"));
@@ -193,7 +200,9 @@ void Worker::presence(const Json& id, const std::string& channel, const Reply& r
     std::string fields = ",\"count\":" + std::to_string(r.subscribers) + ",\"clients\":[";
     for (std::size_t i = 0; i < shown; ++i) fields += (i ? "," : "") + members[i];
     fields += ']';
-    if (total > shown) fields += ",\"truncated\":true";
+    // Cut (by --max-reply-bytes or the 1,000-member cap): the reply says how
+    // many it carries, as history's does.
+    if (total > shown) fields += ",\"truncated\":true,\"limit\":" + std::to_string(shown);
     reply(ok_reply(id, fields));
   });
 }
@@ -218,6 +227,24 @@ void Worker::history(const Json& id, const std::string& channel, const Json& req
     reply(ok_reply(id, position_fields(r.position) + ",\"publications\":" +
                            publications_json(r.publications) + cut));
   });
+}
+
+// ---- --rate-limit (rate_limits.h) -------------------------------------------
+
+namespace {
+// The loop's cached time in ms (uv_now: no system call), as the buckets keep it.
+std::uint32_t loop_ms(uv_loop_t* loop) noexcept { return static_cast<std::uint32_t>(uv_now(loop)); }
+}  // namespace
+
+bool Worker::within_rate(Client& client, RateOp op) {
+  const std::uint32_t now = loop_ms(client.ws.net().loop());
+  const auto [it, made] = rates_.try_emplace(client.key(), config_.rate_limits, now);
+  return it->second.take(config_.rate_limits, op, now);
+}
+
+void Worker::forget_full_buckets(uv_loop_t* loop) {
+  const std::uint32_t now = loop_ms(loop);
+  std::erase_if(rates_, [&](const auto& entry) { return entry.second.full(config_.rate_limits, now); });
 }
 
 }  // namespace chat

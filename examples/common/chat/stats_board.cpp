@@ -14,6 +14,16 @@ void ChatStats::merge(const ChatStats& o) {
   for (const auto& [what, n] : o.limits) limits[what] += n;
 }
 
+void write_limits_metrics(heartwheel::metrics::TextWriter& out, const ChatStats& stats) {
+  out.family("heartwheel_chat_limits_total", heartwheel::metrics::Type::counter,
+             "chat requests refused or replies cut by a per-connection budget (stats JSON "
+             "chat.limits)");
+  for (const std::string_view name : kLimitNames) {
+    const auto it = stats.limits.find(std::string(name));
+    out.sample(it == stats.limits.end() ? std::uint64_t{0} : it->second, {{"limit", name}});
+  }
+}
+
 WorkerStats StatsBoard::total() const {
   std::lock_guard lock(mu_);
   WorkerStats t;

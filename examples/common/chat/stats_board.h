@@ -3,8 +3,11 @@
 // every --stats-interval and when it ends; the main thread merges the copies
 // for --stats-json.
 // Threads: publish() from worker threads, total() from any thread.
+// Prometheus: the limits as heartwheel_chat_limits_total (both programs'
+// /metrics).
 #pragma once
 
+#include <heartwheel/metrics/text_writer.h>
 #include <heartwheel/pubsub/stats.h>
 #include <heartwheel/ws/stats.h>
 
@@ -12,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace chat {
@@ -25,12 +29,23 @@ struct ChatStats {
   std::map<std::string, std::uint64_t> requests;  // by op (unknown ops as "unknown")
   std::map<std::string, std::uint64_t> errors;    // error replies by code
   std::uint64_t publications = 0;                 // publish requests that succeeded
-  // Budgets applied (reply_limits.h): reply_truncated, recovery_cut,
-  // requests_in_flight, reply_slow_consumer.
+  // Budgets applied, by kLimitNames (reply_limits.h, rate_limits.h).
   std::map<std::string, std::uint64_t> limits;
 
   void merge(const ChatStats& o);
 };
+
+// Every key of ChatStats::limits: a request refused (requests_in_flight,
+// rate_OP: over its --rate-limit), a reply cut to --max-reply-bytes
+// (reply_truncated, recovery_cut), a reply that met the slow-consumer rule
+// (reply_slow_consumer).
+inline constexpr std::string_view kLimitNames[] = {
+    "requests_in_flight", "rate_publish",    "rate_subscribe", "rate_history",
+    "rate_presence",      "reply_truncated", "recovery_cut",   "reply_slow_consumer"};
+
+// heartwheel_chat_limits_total{limit=NAME}, every kLimitNames entry (zeros
+// included: the series exist from the first scrape).
+void write_limits_metrics(heartwheel::metrics::TextWriter& out, const ChatStats& stats);
 
 struct WorkerStats {
   bool has_hub = false;  // false until the worker's first connection

@@ -83,8 +83,13 @@ void Worker::start_on_loop(uv_loop_t* loop) {
   const auto every =
       std::max<std::uint64_t>(1, heartwheel::to_uv_millis_ceil(config_.stats_interval));
   uv_timer_start(
-      stats_timer_, [](uv_timer_t* t) { static_cast<Worker*>(t->data)->publish_stats(); }, every,
-      every);
+      stats_timer_,
+      [](uv_timer_t* t) {
+        auto* w = static_cast<Worker*>(t->data);
+        w->forget_full_buckets(t->loop);
+        w->publish_stats();
+      },
+      every, every);
   uv_unref(reinterpret_cast<uv_handle_t*>(stats_timer_));  // the server keeps the loop alive
 }
 
@@ -175,6 +180,7 @@ void Worker::on_close(ws::Connection& conn, const ws::CloseInfo&) {
   // Answers still outstanding find it gone (their replies are dropped).
   if (const auto it = pending_.find(client->key()); it != pending_.end())
     it->second.client = nullptr;
+  rates_.erase(client->key());
   client->for_each_channel([&](std::string_view channel) { roster_.remove(channel, *client); });
   if (hub_) hub_->unsubscribe_all(*client);  // leave events to the others
   delete client;

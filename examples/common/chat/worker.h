@@ -31,6 +31,7 @@
 
 #include "auth_gate.h"
 #include "bounded_json.h"
+#include "rate_limits.h"
 #include "roster.h"
 #include "stats_board.h"
 
@@ -47,6 +48,7 @@ struct Config {
   std::size_t max_json_depth = heartwheel::cli::kDefaultMaxJsonDepth;  // --max-json-depth: deeper requests are refused (too_deep)
   std::size_t max_reply_bytes = std::size_t{1} << 20;  // --max-reply-bytes (reply_limits.h)
   std::size_t max_requests_in_flight = 32;             // --max-requests-in-flight, per connection
+  RateLimits rate_limits;                              // --rate-limit OP=N/s, per connection
   bool presence_events = true;   // join/leave pushes (--presence-events)
   bool uring_fanout = false;     // --uring-fanout: a fan-out's sends in io_uring batches
   heartwheel::Duration stats_interval = std::chrono::seconds(1);
@@ -115,6 +117,11 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   // history/presence/recovery list may take.
   void send_reply(Client& client, const std::string& reply);
   std::size_t reply_budget() const noexcept;
+  // requests.cpp: false when `client` is over its --rate-limit for `op`
+  // (nothing taken); the buckets of connections whose buckets are all full
+  // again are forgotten every --stats-interval (and at close).
+  bool within_rate(Client& client, RateOp op);
+  void forget_full_buckets(uv_loop_t* loop);
 
   // worker_auth.cpp: protocol version 2 (auth_gate.h).
   void connect(Client& client, std::string_view text);
@@ -135,6 +142,9 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   // The client of an entry with answers outstanding, or null if it closed.
   Client* pending_client(std::uint64_t key) const;
   std::unordered_map<std::uint64_t, PendingReplies> pending_;
+  // The rate buckets of clients with a bucket not full (by Client::key()):
+  // like pending_, an idle connection has no entry.
+  std::unordered_map<std::uint64_t, RateBuckets> rates_;
 
   const unsigned index_;
   const Config& config_;

@@ -46,6 +46,12 @@ void add_ws_flags(CLI::App& app, WsFlags& f, const std::string& workers_help) {
                  "(limit_exceeded)")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{100000}));
+  app.add_option("--rate-limit", f.rate_limit,
+                 "OP=N/s, repeatable: per connection, at most N OP requests a second (a token "
+                 "bucket of N, at least 1; N may be a fraction, e.g. 0.5/s), OP one of publish, "
+                 "subscribe, history, presence; more are refused (limit_exceeded). Default: " +
+                     RateLimits().describe())
+      ->allow_extra_args(false);
   app.add_option("--max-channels", f.max_channels,
                  "channels the in-process bus holds at once (with subscribers or history); a "
                  "publish or subscribe that needs one more: limit_exceeded")
@@ -99,6 +105,7 @@ void apply_ws_flags(const WsFlags& f, Config& c) {
   c.max_json_depth = f.max_json_depth;
   c.max_reply_bytes = f.max_reply_bytes;
   c.max_requests_in_flight = f.max_requests_in_flight;
+  for (const std::string& r : f.rate_limit) c.rate_limits.set(r);
   c.stats_interval = parse_duration_flag("--stats-interval", f.stats_interval);
   if (c.stats_interval.count() <= 0)
     throw std::invalid_argument("--stats-interval must be positive");

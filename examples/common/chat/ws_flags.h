@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "worker.h"
 
@@ -39,13 +40,14 @@ struct WsFlags {
               max_json_depth = heartwheel::cli::kDefaultMaxJsonDepth,
               max_reply_bytes = std::size_t{1} << 20, max_requests_in_flight = 32,
               max_channels = 100000, max_history_bytes = std::size_t{256} << 20;
+  std::vector<std::string> rate_limit;  // --rate-limit OP=N/s, repeatable (rate_limits.h)
   std::string slow_consumer = "close";
   std::string stats_json;
 };
 
 // Registers --listen, --workers (with `workers_help`), --ping-interval,
 // --pong-timeout, --close-timeout, --max-message-size, --max-json-depth,
-// --max-reply-bytes, --max-requests-in-flight, --max-channels,
+// --max-reply-bytes, --max-requests-in-flight, --rate-limit, --max-channels,
 // --max-history-bytes, --history-size,
 // --history-ttl, --slow-consumer, --max-queued-bytes, --drain-timeout, --tick,
 // --stats-json and --stats-interval.
@@ -53,7 +55,7 @@ void add_ws_flags(CLI::App& app, WsFlags& flags, const std::string& workers_help
 
 // config.ws (pings, pongs, close handshake, message size, slow consumers),
 // config.history_size, the request budgets (max_json_depth, max_reply_bytes,
-// max_requests_in_flight) and config.stats_interval.
+// max_requests_in_flight, rate_limits) and config.stats_interval.
 void apply_ws_flags(const WsFlags& flags, Config& config);
 
 // Every channel's history (size and TTL), join/leave events, and limits (the

@@ -65,9 +65,17 @@ DelayedQueue::DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueue
   if (link.wait_replicas > 0 && link.wait_timeout * 2 > options_.lease)
     throw std::invalid_argument(
         "DelayedQueue: lease must be at least twice the Redis client's wait_timeout");
+  // One redis-server: one owners hash for every partition (an exact cap).
+  // A cluster: a script touches one slot, so each partition counts its own
+  // and holds its share of the cap.
+  const bool cluster = !link.cluster.seeds.empty();
+  const std::size_t cap = options_.max_pending_per_owner;
+  owner_cap_ = cluster ? (cap + tags_.size() - 1) / tags_.size() : cap;
   for (std::size_t i = 0; i < tags_.size(); ++i) {
     const std::string base = options_.key_prefix + tags_.braced(i);
-    partitions_.push_back({{base + "due", base + "data", base + "claims"}, kNothingLoaded});
+    partitions_.push_back({{base + "due", base + "data", base + "claims",
+                            cluster ? base + "owners" : options_.key_prefix + "owners"},
+                           kNothingLoaded});
   }
   if (!deliver_) throw std::invalid_argument("DelayedQueue: a deliver function is required");
   load_timer_.owner = this;
@@ -152,17 +160,21 @@ std::error_code DelayedQueue::schedule(std::string channel, std::string data, Wa
   const std::string due_arg = std::to_string(due_ms);
   const std::string payload = detail::encode_payload(push.channel, push.data, push.owner);
   Partition& part = partition_of(push.id);
-  redis::Command cmd = detail::schedule_script().call({part.keys.due, part.keys.data},
-                                                      {push.id, due_arg, payload});
+  redis::Command cmd = detail::schedule_script().call(
+      {part.keys.due, part.keys.data, part.keys.owners},
+      {push.id, due_arg, payload, push.owner, std::to_string(owner_cap_)});
   // Idempotent (same id, same values): safe to send again after a reconnect.
   // Durable: acknowledged once wait_replicas replicas have it, if set.
   const std::error_code refused = client_.command(
       std::move(cmd),
       guarded([this, &part, push = std::move(push), due_ms, done = std::move(done)](
-                  std::error_code ec, redis::Reply) {
+                  std::error_code ec, redis::Reply reply) {
         if (ec) {
           ++stats_.schedule_errors;
           ++stats_.redis_errors;
+        } else if (reply.integer() == 0) {  // the owner's cap: nothing stored
+          ++stats_.schedule_capped;
+          ec = heartwheel::errc::limit_reached;
         } else {
           ++stats_.scheduled;
           // Inside the loaded window no load will bring it: into the wheel now.
@@ -189,7 +201,7 @@ std::error_code DelayedQueue::cancel(std::string_view id, std::optional<std::str
   const Keys& keys = partition_of(id).keys;
   const std::string who = owner ? "=" + std::string(*owner) : std::string("*");
   const std::error_code refused = client_.command(
-      detail::cancel_script().call({keys.due, keys.data}, {id, who}),
+      detail::cancel_script().call({keys.due, keys.data, keys.owners}, {id, who}),
       guarded([this, id = std::string(id), done = std::move(done)](std::error_code ec,
                                                                    redis::Reply reply) {
         const bool removed = !ec && reply.integer() == 1;
@@ -319,7 +331,7 @@ void DelayedQueue::on_claimed(const std::string& id, std::error_code ec, redis::
 void DelayedQueue::acknowledge(const std::string& id) {
   const Keys& keys = partition_of(id).keys;
   const std::error_code refused =
-      client_.command(detail::ack_script().call({keys.due, keys.data, keys.claims}, {id}),
+      client_.command(detail::ack_script().call({keys.due, keys.data, keys.claims, keys.owners}, {id}),
                       guarded([this](std::error_code ec, redis::Reply) {
                         if (ec)
                           ++stats_.redis_errors;

@@ -13,6 +13,7 @@ void each_field(S& s, F&& f) {
   f("held", s.held);
   f("scheduled", s.scheduled);
   f("schedule_errors", s.schedule_errors);
+  f("schedule_capped", s.schedule_capped);
   f("loads", s.loads);
   f("load_errors", s.load_errors);
   f("loaded", s.loaded);

@@ -30,6 +30,21 @@
 //   Pushes stored by a version before partitions (keys P"due" ...) are not
 //   read: no migration is made.
 //
+// Pending per owner
+//   Every push is counted in its owner's pending count (the empty owner is
+//   one owner too) by the script that stores it, and uncounted by the script
+//   that removes its payload (the acknowledgement after delivery, or a
+//   cancel): the count is what Redis holds, across nodes and restarts, and a
+//   resent schedule or acknowledgement counts once. With
+//   max_pending_per_owner set, a schedule that would pass it stores nothing
+//   and its callback gets heartwheel::errc::limit_reached. The counts live
+//   in the hash P"owners" on one redis-server, checked exactly. On a Redis
+//   Cluster a script may touch one slot only, so each partition has its own
+//   P{T}owners and holds at most ceil(max / partitions) pushes of an owner:
+//   the total never passes max + partitions - 1, and an owner whose pushes
+//   happen to crowd one partition is refused a little before max. Pushes
+//   stored by a version before the counts are not counted.
+//
 // Guarantees
 //   - A push whose schedule callback got no error is in Redis (as durable as
 //     Redis is configured to be: appendonly + appendfsync for restarts of
@@ -137,6 +152,9 @@ struct DelayedQueueOptions {
   Duration retry_interval = std::chrono::milliseconds(500);
   // Pushes per ZRANGE page.
   std::size_t load_batch = 10000;
+  // At most this many pushes per owner stored and not yet delivered (acked)
+  // or cancelled, across every node (0: no cap). See "Pending per owner".
+  std::size_t max_pending_per_owner = 0;
   // The wall clock; empty: WallClock::now. Tests may shift it.
   std::function<WallTime()> clock;
 
@@ -184,7 +202,9 @@ class DelayedQueue {
 
   // Stores a push due at `due` (in the past: delivered at once). See
   // "Outcomes". Errors at once: std::errc::invalid_argument (empty channel),
-  // the Client's refusals.
+  // the Client's refusals. In the callback also heartwheel::errc::
+  // limit_reached: the owner has max_pending_per_owner pushes pending
+  // (nothing stored; counted as schedule_capped).
   std::error_code schedule(std::string channel, std::string data, WallTime due,
                            ScheduleCallback done);
   // The same, remembering `owner` with the push (see DelayedPush::owner).
@@ -212,6 +232,7 @@ class DelayedQueue {
   };
   struct Keys {
     std::string due, data, claims;
+    std::string owners;  // pending per owner: shared by every partition but on a cluster
   };
   // One partition: its keys and how far its window is loaded.
   struct Partition {
@@ -249,6 +270,9 @@ class DelayedQueue {
   AsyncDeliverFunction deliver_;
   redis::Partitions tags_;
   std::vector<Partition> partitions_;
+  // max_pending_per_owner as each partition's script checks it (see "Pending
+  // per owner"): the whole cap, or a cluster partition's share.
+  std::size_t owner_cap_ = 0;
   std::shared_ptr<int> life_;  // callbacks hold a weak_ptr: expired = stopped
   bool started_ = false;
   std::unordered_map<std::string_view, std::unique_ptr<Held>> held_;

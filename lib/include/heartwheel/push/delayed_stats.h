@@ -17,6 +17,7 @@ struct DelayedQueueStats {
   std::uint64_t held = 0;       // gauge: pushes in the wheel now
   std::uint64_t scheduled = 0;  // stored in Redis (schedule callback without error)
   std::uint64_t schedule_errors = 0;
+  std::uint64_t schedule_capped = 0;  // refused: the owner had max_pending_per_owner pending
   std::uint64_t loads = 0;        // window loads completed
   std::uint64_t load_errors = 0;  // loads that failed (retried)
   std::uint64_t loaded = 0;       // pushes put into the wheel (by a load, a schedule or a reap)
