@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstddef>
 #include <functional>
 #include <vector>
 
@@ -44,6 +45,9 @@ class Probe final : public DeadlineTimer {
 };
 
 TimePoint at(Duration d) { return TimePoint{} + d; }
+
+// The grid of a 1 ms wheel at the clock's zero, for the set used alone.
+constexpr heartwheel::TickScale kScale{TimePoint{}, std::chrono::milliseconds(1)};
 
 // Kinds of imaginary layers (a handshake, a token's expiry, a close wait):
 // the set keeps any number from kFirstClaimedDeadline on, named or not.
@@ -211,23 +215,36 @@ TEST_CASE("A zero policy arms nothing", "[idle]") {
 }
 
 TEST_CASE("The deadline set stays small", "[idle][memory]") {
-  // policy, open time, 3 anchors, request and write stall, 6 claimed slots
-  // (a deadline and a one-byte kind each), flags
-  CHECK(sizeof(DeadlineSet) <= 112);
-  CHECK(sizeof(DeadlineTimer) <= 168);  // vtable, entry, set, armed deadline, flags
+  // policy, open tick with the rebase count and the flags, 3 anchors, request
+  // and write stall, 6 claimed slots (a 32-bit offset and a one-byte kind
+  // each): 66 bytes used, 6 of padding an owner's fields may take.
+  CHECK(sizeof(DeadlineSet) <= 72);
+  // vtable, entry, set (the timer's flags in the set's, its armed time the
+  // entry's own tick), and an owner's fields from byte 106 on.
+  CHECK(sizeof(DeadlineTimer) <= 112);
+  struct Owner : DeadlineTimer {
+    std::uint16_t first_field;
+  };
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"  // GCC and Clang give the real offset
+  CHECK(offsetof(Owner, first_field) <= 106);
+#pragma GCC diagnostic pop
 }
 
-TEST_CASE("Timer lateness is measured against the unrounded deadline", "[idle]") {
+TEST_CASE("Timer lateness is measured against the tick-rounded deadline", "[idle]") {
   ManualTimerService timers(10ms);  // deadlines round up to the 10 ms tick
   IdlePolicy policy{.read_idle = 15ms};
   Probe p(timers);
   p.start_deadlines(policy);
+  // The set keeps ticks: 15 ms is two 10 ms ticks, so the deadline is 20 ms.
+  CHECK(p.deadline(Deadline::read_idle) == at(20ms));
+  CHECK(p.armed_for() == at(20ms));
   timers.run_for(15ms);
-  CHECK(p.fired.empty());  // never early, and the wheel has not reached 20 ms
+  CHECK(p.fired.empty());  // never early
   timers.run_for(5ms);
   REQUIRE(p.fired.size() == 1);
   REQUIRE(p.lateness.size() == 1);
-  CHECK(p.lateness[0] == 5ms);  // at most one tick late, by design
+  CHECK(p.lateness[0] == 0ms);  // the rounding is not the loop's lateness
 }
 
 // ---- claimed slots (issues: one deadline set per connection; net knows no
@@ -374,25 +391,25 @@ TEST_CASE("Protocol slots and idle slots share the entry and the earliest wins",
 TEST_CASE("Kinds claim free slots, give them back when cleared or fired", "[idle][slots]") {
   IdlePolicy off{};
   DeadlineSet set;
-  set.start(off, TimePoint{});
+  set.start(off, TimePoint{}, kScale);
   CHECK(set.claimed() == 0);
-  CHECK(set.set(kHandshake, at(30ms)));
-  CHECK(set.set(Deadline::ping, at(20ms)));
-  CHECK(set.set(kTokenExpiry, at(10ms)));
+  CHECK(set.set(kHandshake, at(30ms), TimePoint{}, kScale));
+  CHECK(set.set(Deadline::ping, at(20ms), TimePoint{}, kScale));
+  CHECK(set.set(kTokenExpiry, at(10ms), TimePoint{}, kScale));
   CHECK(set.claimed() == 3);
-  CHECK(set.set(kHandshake, at(40ms)));  // moved in its own slot
+  CHECK(set.set(kHandshake, at(40ms), TimePoint{}, kScale));  // moved in its own slot
   CHECK(set.claimed() == 3);
-  CHECK(set.at(kHandshake) == at(40ms));
-  CHECK(set.next_deadline() == at(10ms));
+  CHECK(set.at(kHandshake, kScale) == at(40ms));
+  CHECK(set.next_deadline(kScale) == at(10ms));
   set.clear(Deadline::ping);
   CHECK(set.claimed() == 2);
-  CHECK(set.at(Deadline::ping) == heartwheel::kNever);
-  const auto e = set.take_due(at(10ms));
+  CHECK(set.at(Deadline::ping, kScale) == heartwheel::kNever);
+  const auto e = set.take_due(at(10ms), kScale);
   REQUIRE(e);
   CHECK(e->kind == kTokenExpiry);
   CHECK(set.claimed() == 1);  // a fired kind gives its slot back
-  CHECK_FALSE(set.take_due(at(10ms)));
-  CHECK(set.next_deadline() == at(40ms));
+  CHECK_FALSE(set.take_due(at(10ms), kScale));
+  CHECK(set.next_deadline(kScale) == at(40ms));
   // Clearing a kind that holds no slot is a no-op.
   set.clear(kCloseWait);
   CHECK(set.claimed() == 1);
@@ -402,12 +419,12 @@ TEST_CASE("Due claimed slots come out by kind number, whatever the claim order",
           "[idle][slots]") {
   DeadlineSet set;
   IdlePolicy off{};
-  set.start(off, TimePoint{});
-  REQUIRE(set.set(kCloseWait, at(5ms)));
-  REQUIRE(set.set(kHandshake, at(7ms)));
-  REQUIRE(set.set(Deadline::pong_timeout, at(9ms)));
+  set.start(off, TimePoint{}, kScale);
+  REQUIRE(set.set(kCloseWait, at(5ms), TimePoint{}, kScale));
+  REQUIRE(set.set(kHandshake, at(7ms), TimePoint{}, kScale));
+  REQUIRE(set.set(Deadline::pong_timeout, at(9ms), TimePoint{}, kScale));
   std::vector<Deadline> order;
-  while (const auto e = set.take_due(at(10ms))) order.push_back(e->kind);
+  while (const auto e = set.take_due(at(10ms), kScale)) order.push_back(e->kind);
   CHECK(order == std::vector<Deadline>{Deadline::pong_timeout, kHandshake, kCloseWait});
 }
 
@@ -468,4 +485,87 @@ TEST_CASE("deadline_after saturates and treats <= 0 as off", "[idle][never]") {
   CHECK(deadline_after(now, Duration::max()) == kNever);
   CHECK(deadline_after(kNever, 1ns) == kNever);
   CHECK(deadline_after(TimePoint{} - 1h, Duration::max()) < kNever);  // no overflow below zero
+}
+
+// ---- 32-bit ticks (issue 26): rounding and rebasing ------------------------
+
+TEST_CASE("Deadlines off the tick grid round up: never early, at most one tick late",
+          "[idle][ticks]") {
+  // A 10 ms tick, a clock that starts off the grid, deadlines at odd times.
+  ManualTimerService timers(10ms, TimePoint{} + 3ms);
+  IdlePolicy policy{.read_idle = 100ms};  // a whole number of ticks
+  Probe p(timers);
+  p.start_deadlines(policy);
+  timers.run_for(4ms);  // 7 ms: activity between two ticks
+  p.note_read();
+  // What the set reports is on the grid (3, 13, 23 ms ...), not before the truth.
+  CHECK(p.deadlines().read_anchor(p.scale()) == at(13ms));
+  p.set_timeout(kHandshake, 27ms);  // due at 34 ms
+  for (int step = 0; step < 200; ++step) timers.run_for(1ms);
+  REQUIRE(p.fired.size() >= 2);
+  CHECK(p.fired[0].event.kind == kHandshake);
+  CHECK(p.fired[0].at >= at(34ms));       // never early
+  CHECK(p.fired[0].at <= at(34ms) + 10ms);  // at most one tick late (43 ms)
+  CHECK(p.fired[1].event.kind == Deadline::read_idle);
+  CHECK(p.fired[1].at >= at(107ms));  // the read at 7 ms + 100 ms
+  CHECK(p.fired[1].at <= at(107ms) + 10ms);
+}
+
+TEST_CASE("A connection that lives past 2^32 ticks is rebased and keeps its deadlines right",
+          "[idle][ticks]") {
+  // A 1 us tick: 2^32 ticks are 72 minutes of virtual time.
+  ManualTimerService timers(1us);
+  IdlePolicy policy{.read_idle = 10min, .max_age = 5h};
+  Probe p(timers);
+  p.start_deadlines(policy);
+  const TimePoint opened = timers.now();
+  // Reads every 5 minutes for 3 hours: about 2.5 * 2^32 ticks, several rebases.
+  for (int i = 0; i < 36; ++i) {
+    timers.run_for(5min);
+    p.note_read();
+  }
+  CHECK(p.fired.empty());
+  const TimePoint last = timers.now();
+  CHECK(p.deadlines().read_anchor(p.scale()) == last);
+  CHECK(p.deadlines().opened_at(p.scale()) == opened);
+  // A layer's deadline set now, far past 2^32 ticks after the open tick.
+  p.set_timeout(kHandshake, 90s);
+  CHECK(p.deadline(kHandshake) == last + 90s);
+  CHECK(p.deadline(Deadline::read_idle) == last + 10min);
+  timers.run_for(90s);
+  REQUIRE(p.fired.size() == 1);
+  CHECK(p.fired[0].event.kind == kHandshake);
+  CHECK(p.fired[0].at == last + 90s);
+  timers.run_for(10min - 90s);
+  REQUIRE(p.fired.size() == 2);
+  CHECK(p.fired[1].event.kind == Deadline::read_idle);
+  CHECK(p.fired[1].at == last + 10min);
+  // Silent from here: read idle repeats every 10 minutes, max age at 5 h.
+  timers.run_for(5h - (timers.now() - opened));
+  REQUIRE(!p.fired.empty());
+  CHECK(p.fired.back().event.kind == Deadline::max_age);
+  CHECK(p.fired.back().at == opened + 5h);
+  for (std::size_t i = 2; i + 1 < p.fired.size(); ++i) {
+    CHECK(p.fired[i].event.kind == Deadline::read_idle);
+    CHECK(p.fired[i].at == last + 10min * static_cast<int>(i));
+  }
+}
+
+TEST_CASE("A deadline far beyond 32 bits of ticks comes late by a bounded amount, never early",
+          "[idle][ticks]") {
+  ManualTimerService timers(1us);
+  IdlePolicy off{};
+  Probe p(timers);
+  p.start_deadlines(off);
+  // 3 hours at 1 us: 10.8e9 ticks ahead, past the exact range.
+  p.set_timeout(kTokenExpiry, 3h);
+  const TimePoint due = timers.now() + 3h;
+  CHECK(p.deadline(kTokenExpiry) >= due);
+  CHECK(p.deadline(kTokenExpiry) <= due + (1 << 22) * 1us);
+  timers.run_for(3h - 1ms);
+  CHECK(p.fired.empty());
+  timers.run_for(1ms + (1 << 22) * 1us);
+  REQUIRE(p.fired.size() == 1);
+  CHECK(p.fired[0].event.kind == kTokenExpiry);
+  CHECK(p.fired[0].at >= due);
 }

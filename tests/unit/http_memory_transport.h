@@ -85,7 +85,7 @@ class MemoryTransport final : public heartwheel::http::Transport,
   using DeadlineTimer::deadline;
   using DeadlineTimer::in_request;
   // The earliest deadline any slot holds (kNever: nothing set).
-  heartwheel::TimePoint next_deadline() const noexcept { return deadlines().next_deadline(); }
+  heartwheel::TimePoint next_deadline() const noexcept { return deadlines().next_deadline(scale()); }
   std::optional<heartwheel::net::CloseReason> reason() const noexcept { return reason_; }
 
   std::string out;

@@ -113,7 +113,7 @@ unsigned shift_for(const Options& o, const net::IdlePolicy& policy) {
 inline bool read(Conn& c, List& list, bool track, unsigned shift) {
   c.note_read();
   if (!track) return false;
-  const auto gen = net::activity_generation(c.deadlines().read_anchor(), shift);
+  const auto gen = net::activity_generation(c.deadlines().read_anchor(c.scale()), shift);
   return gen != c.host_activity_gen && list.touch(c, gen);
 }
 
@@ -186,7 +186,7 @@ Result run(Mode mode, const Options& o) {
     const TimePoint now = timers.now();
     const TimePoint next = list.sweep(
         now, policy.read_idle, Duration(Duration::rep{1} << shift), budget,
-        [](Conn& c) { return c.deadlines().read_anchor(); },
+        [](Conn& c) { return c.deadlines().read_anchor(c.scale()); },
         [&](Conn& c) {
           c.policy_changed();
           ++r.swept;

@@ -23,9 +23,10 @@ std::vector<ConnectionHost::LayoutRow> ConnectionHost::connection_layout() {
   constexpr std::size_t counters_end = offsetof(C, wq_);
   constexpr std::size_t pointers_end = offsetof(C, error_);
   return {
-      // DeadlineTimer: vtable pointer, wheel entry, DeadlineSet, armed
-      // deadline, two flags (its tail padding holds the host's stamps).
-      {"DeadlineTimer base (vptr, TimerEntry, DeadlineSet, armed_for, 2 flags)", 0,
+      // DeadlineTimer: vtable pointer, wheel entry, DeadlineSet (the
+      // timer's two flags in its flag byte; its tail padding holds the
+      // host's stamps).
+      {"DeadlineTimer base (vptr, TimerEntry, DeadlineSet in 32-bit ticks)", 0,
        timer_end, false},
       {"host fields (activity stamp, IpLimiter slot, intrusive list)", timer_end,
        host_end - timer_end, false},

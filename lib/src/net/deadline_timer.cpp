@@ -10,26 +10,26 @@ namespace heartwheel::net {
 DeadlineTimer::~DeadlineTimer() { assert(!armed() && "call stop_deadlines() in the owner's destructor"); }
 
 void DeadlineTimer::start_deadlines(const IdlePolicy& policy, Duration jitter_offset) noexcept {
-  stopped_ = false;
-  set_.start(policy, timers().now(), jitter_offset);
+  const TimerService& t = timers();
+  set_.start(policy, t.now(), t.wheel().scale(), jitter_offset);
+  set_flag(DeadlineSet::kOwnerStopped, false);
   rearm();
 }
 
 void DeadlineTimer::stop_deadlines() noexcept {
-  stopped_ = true;
+  set_flag(DeadlineSet::kOwnerStopped, true);
   // Only touch the service if armed: a connection may be freed after the
   // wheel (its owner went away first), and then it is never armed.
   if (armed()) timers().cancel(*this);
-  armed_for_ = kNever;
 }
 
 void DeadlineTimer::set_idle_policy_ref(const IdlePolicy& policy) noexcept {
   set_.set_policy(policy);
-  if (!stopped_) rearm();
+  if (!deadlines_stopped()) rearm();
 }
 
 void DeadlineTimer::policy_changed() noexcept {
-  if (stopped_) return;
+  if (deadlines_stopped()) return;
   if (set_.policy().refresh == RefreshMode::eager)
     rearm();
   else
@@ -38,28 +38,31 @@ void DeadlineTimer::policy_changed() noexcept {
 
 bool DeadlineTimer::set_deadline(Deadline kind, TimePoint when) noexcept {
   assert(DeadlineSet::is_absolute(kind) && "idle slots follow the IdlePolicy");
-  if (!set_.set(kind, when)) return false;
-  if (stopped_) return true;
+  const TimerService& t = timers();
+  if (!set_.set(kind, when, t.now(), t.wheel().scale())) return false;
+  if (deadlines_stopped()) return true;
   // Later or cleared: lazy keeps the armed time (the entry fires, finds the
   // slot not due and re-arms); eager moves the entry now. The entry is never
   // armed later than the set's next deadline, so only a slot set before the
   // armed time can move it: otherwise no scan of the slots, just the store.
   if (set_.policy().refresh == RefreshMode::eager)
     rearm();
-  else if (when < armed_for_)
+  else if (when < armed_for())
     rearm_if_earlier();
   return true;
 }
 
 void DeadlineTimer::begin_request(Duration timeout) noexcept {
-  const TimePoint deadline = deadline_after(timers().now(), timeout);
-  set_.begin_request(deadline);
-  if (!stopped_ && deadline < armed_for_) rearm_if_earlier();
+  const TimerService& t = timers();
+  const TimePoint now = t.now();
+  const TimePoint deadline = deadline_after(now, timeout);
+  set_.begin_request(deadline, now, t.wheel().scale());
+  if (!deadlines_stopped() && deadline < armed_for()) rearm_if_earlier();
 }
 
 void DeadlineTimer::end_request() noexcept {
   set_.end_request();
-  if (!stopped_ && set_.policy().refresh == RefreshMode::eager) rearm();
+  if (!deadlines_stopped() && set_.policy().refresh == RefreshMode::eager) rearm();
 }
 
 void DeadlineTimer::on_entry(TimerEntry& entry) {
@@ -71,38 +74,39 @@ void DeadlineTimer::on_entry(TimerEntry& entry) {
 }
 
 void DeadlineTimer::fire(TimePoint now) {
-  const TimePoint due = armed_for_;
-  armed_for_ = kNever;
-  if (stopped_) return;
-  if (due != kNever) on_timer_fired(now > due ? now - due : Duration{0});
-  firing_ = true;
+  if (deadlines_stopped()) return;
+  // The entry's tick is still the one it fired for (TimingWheel::deadline_of).
+  const TimingWheel& wheel = timers().wheel();
+  const TimePoint due = wheel.deadline_of(*this);
+  const TickScale scale = wheel.scale();
+  on_timer_fired(now > due ? now - due : Duration{0});
+  set_flag(DeadlineSet::kOwnerFiring, true);
   // Bounded: a handler that sets the firing slot again at or before `now`
   // gets it at the next expiry (the wheel runs entries re-armed into the
   // past on its next advance), not in an endless loop here.
-  for (std::size_t n = 0; !stopped_ && n < 2 * DeadlineSet::kSlots; ++n) {
-    const auto event = set_.take_due(now);
+  for (std::size_t n = 0; !deadlines_stopped() && n < 2 * DeadlineSet::kSlots; ++n) {
+    const auto event = set_.take_due(now, scale);
     if (!event) break;
     on_deadline_event(*event, now);
   }
-  firing_ = false;
-  if (!stopped_) rearm();
+  set_flag(DeadlineSet::kOwnerFiring, false);
+  if (!deadlines_stopped()) rearm();
 }
 
 void DeadlineTimer::rearm() noexcept {
-  if (firing_) return;  // fire() re-arms once at the end
-  const TimePoint due = set_.next_deadline();
-  if (due == armed_for_) return;
+  if (flag(DeadlineSet::kOwnerFiring)) return;  // fire() re-arms once at the end
+  const TimePoint due = set_.next_deadline(scale());
+  if (due == armed_for()) return;
   arm(due);
 }
 
 void DeadlineTimer::rearm_if_earlier() noexcept {
-  if (firing_) return;
-  const TimePoint due = set_.next_deadline();
-  if (due < armed_for_) arm(due);
+  if (flag(DeadlineSet::kOwnerFiring)) return;
+  const TimePoint due = set_.next_deadline(scale());
+  if (due < armed_for()) arm(due);
 }
 
 void DeadlineTimer::arm(TimePoint due) noexcept {
-  armed_for_ = due;
   if (due == kNever) {
     timers().cancel(*this);
   } else {

@@ -277,11 +277,13 @@ class Connection final : private DeadlineTimer {
   // Bytes refused or dropped at close (kept beside the rarely used state:
   // most connections never drop a byte).
   std::uint64_t bytes_dropped() const noexcept;
-  TimePoint opened_at() const noexcept { return deadlines().opened_at(); }
+  // (These three are rounded up to the wheel's tick: the deadline set keeps
+  // its times in ticks, deadline_set.h.)
+  TimePoint opened_at() const noexcept { return deadlines().opened_at(scale()); }
   // When the last read was stamped (at open, plus any jitter, before one).
-  TimePoint last_read() const noexcept { return deadlines().read_anchor(); }
+  TimePoint last_read() const noexcept { return deadlines().read_anchor(scale()); }
   // When the last write progress was stamped (the same rule).
-  TimePoint last_write() const noexcept { return deadlines().write_anchor(); }
+  TimePoint last_write() const noexcept { return deadlines().write_anchor(scale()); }
   // True while the PROXY header is awaited.
   bool in_proxy_stage() const noexcept;
   // The connection's transport (transport.h), or nullptr; in its stage (not

@@ -1,7 +1,8 @@
 // heartwheel/net/deadline_timer.h - a DeadlineSet bound to ONE timer entry.
 //
 // The base of Connection, usable alone (tests, custom transports). It keeps a
-// single 32-byte TimerEntry armed at the set's next deadline:
+// single 32-byte TimerEntry armed at the set's next deadline (the set's times
+// are the wheel's ticks, so the entry's own tick is the armed time):
 //   - lazy refresh: note_read()/note_write() only store a timestamp, and a
 //     slot moved LATER or cleared only stores its deadline; when the entry
 //     fires, due slots are reported and the entry re-arms for what remains.
@@ -25,6 +26,7 @@
 #include <heartwheel/net/deadline_set.h>
 #include <heartwheel/timer/timer_entry.h>
 #include <heartwheel/timer/timer_service.h>
+#include <heartwheel/timer/timing_wheel.h>
 
 namespace heartwheel::net {
 
@@ -44,7 +46,7 @@ class DeadlineTimer : private TimerEntry {
   void start_deadlines(const IdlePolicy& policy, Duration jitter_offset = Duration{0}) noexcept;
   // Disarms for good; no more events. Idempotent.
   void stop_deadlines() noexcept;
-  bool deadlines_stopped() const noexcept { return stopped_; }
+  bool deadlines_stopped() const noexcept { return flag(DeadlineSet::kOwnerStopped); }
 
   // Replaces the policy (by pointer, as above) and re-arms.
   void set_idle_policy_ref(const IdlePolicy& policy) noexcept;
@@ -57,11 +59,13 @@ class DeadlineTimer : private TimerEntry {
 
   // Activity, stamped with timers().now(). The I/O hot path.
   void note_read() noexcept {
-    set_.on_read(timers().now());
+    const TimerService& t = timers();
+    set_.on_read(t.now(), t.wheel().scale());
     if (set_.policy().refresh == RefreshMode::eager) rearm();
   }
   void note_write() noexcept {
-    set_.on_write(timers().now());
+    const TimerService& t = timers();
+    set_.on_write(t.now(), t.wheel().scale());
     if (set_.policy().refresh == RefreshMode::eager) rearm();
   }
 
@@ -74,7 +78,8 @@ class DeadlineTimer : private TimerEntry {
     return set_deadline(kind, deadline_after(timers().now(), timeout));
   }
   void clear_deadline(Deadline kind) noexcept { set_deadline(kind, kNever); }
-  TimePoint deadline(Deadline kind) const noexcept { return set_.at(kind); }
+  // When `kind` is due (DeadlineSet::at), on the wheel's tick grid.
+  TimePoint deadline(Deadline kind) const noexcept { return set_.at(kind, scale()); }
 
   // Starts a request: a request_timeout event fires `timeout` from now unless
   // end_request() comes first. A zero timeout marks a request in flight with
@@ -86,8 +91,13 @@ class DeadlineTimer : private TimerEntry {
 
   TimerService& timers() const noexcept { return timer_service(); }
   const DeadlineSet& deadlines() const noexcept { return set_; }
-  // The time the timer is armed for (kNever if none).
-  TimePoint armed_for() const noexcept { return armed_for_; }
+  // The wheel's grid of ticks, which the set's times are rounded to.
+  TickScale scale() const noexcept { return timers().wheel().scale(); }
+  // The time the timer is armed for (kNever if none): read from the wheel
+  // entry itself (TimingWheel::deadline_of), so it costs no field.
+  TimePoint armed_for() const noexcept {
+    return armed() ? timers().wheel().deadline_of(*this) : kNever;
+  }
 
  protected:
   // The service the entry lives in. The owner knows it (a connection asks
@@ -110,10 +120,15 @@ class DeadlineTimer : private TimerEntry {
   void rearm_if_earlier() noexcept;
   void arm(TimePoint due) noexcept;
 
-  DeadlineSet set_;
-  TimePoint armed_for_ = kNever;
-  bool stopped_ = false;
-  bool firing_ = false;
+  bool flag(std::uint8_t bit) const noexcept { return (set_.flags_ & bit) != 0; }
+  void set_flag(std::uint8_t bit, bool on) noexcept {
+    set_.flags_ = on ? (set_.flags_ | bit) : (set_.flags_ & static_cast<std::uint8_t>(~bit));
+  }
+
+  // [[no_unique_address]]: the set's 6 bytes of tail padding hold the
+  // owner's first fields (a Connection's host fields: docs/memory.md). The
+  // timer's two flags live in the set's flag byte (DeadlineSet::kOwnerFlags).
+  [[no_unique_address]] DeadlineSet set_;
 };
 
 }  // namespace heartwheel::net

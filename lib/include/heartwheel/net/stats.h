@@ -79,8 +79,9 @@ struct NetStats {
   std::uint64_t unwritable_events = 0;  // high-watermark crossings
   std::uint64_t read_pauses = 0;        // slow-reader pauses
   // Connection timer wake-ups (either backend, incl. lazy re-arms) and how
-  // late they ran after the deadline they were armed for: the same measure
-  // for the wheel and the uv_timer baseline. count() is the number of
+  // late they ran after the deadline they were armed for (for the wheel, on
+  // its tick grid: the rounding up to a tick is not counted, only the
+  // loop's delay): the same measure for the wheel and the uv_timer baseline. count() is the number of
   // wake-ups, sum the total lateness.
   DurationHistogram<LoopWheel::kLagBuckets> timer_lateness;
   Duration timer_lateness_max{0};

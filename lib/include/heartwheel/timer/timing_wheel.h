@@ -97,6 +97,7 @@
 #include <string>
 
 #include <heartwheel/common/time.h>
+#include <heartwheel/timer/tick_scale.h>
 #include <heartwheel/timer/timer_entry.h>
 
 namespace heartwheel {
@@ -184,12 +185,15 @@ class TimingWheel {
   // before now() when entries are ready. nullopt when the wheel is empty.
   std::optional<TimePoint> next_deadline() const noexcept;
 
-  // The rounded-up deadline of an armed entry. Precondition: entry.armed().
+  // The rounded-up deadline of an armed entry, or of an entry whose callback
+  // is running (the deadline it fired for). Precondition: one of the two.
   TimePoint deadline_of(const TimerEntry& entry) const noexcept;
 
   TimePoint now() const noexcept { return now_; }
   TimePoint origin() const noexcept { return origin_; }
   Duration tick() const noexcept { return tick_; }
+  // The grid of ticks deadlines are rounded to (tick_scale.h).
+  TickScale scale() const noexcept { return TickScale{origin_, tick_}; }
   SameTickOrder same_tick_order() const noexcept { return order_; }
   // The longest delay the wheel holds; longer ones are clamped to it. It is
   // (2^48 - 1) ticks, or about 146 years, whichever is shorter.
