@@ -26,12 +26,20 @@
 //   last offset and epoch), and the publications it missed are delivered to
 //   onPublication in order before live ones (`recovered` says whether the
 //   server could cover the gap; onRecoveryFailed is called if not);
+// - a gap in a channel's offsets (the server skipped this client as a slow
+//   consumer) is filled the same way: unsubscribe, resubscribe with `since`;
+//   live publications until the reply are left to it;
 // - publish, presence and history as promises (rejected with an Error whose
 //   `code` is the protocol's error code, or "disconnected").
 //
 // Events (client.on(name, fn)): "state" {state: "disconnected" | "connecting"
 // | "connected"}, "connected" (the connect reply or hello), "disconnected"
-// {code, reason}, "error" {code, message}, "refreshed" {expiresInMs}.
+// {code, reason}, "reconnecting" {attempt, delayMs} (the next try is due in
+// delayMs), "error" {code, message}, "refreshed" {expiresInMs}.
+// A subscription's events (sub.on, or the same names as options): "subscribed"
+// / onSubscribed(reply) after each subscribe reply (the first, after each
+// reconnect, after a gap), "publication" / onPublication(p), "join" /
+// onJoin(info, count), "leave" / onLeave(info, count), "error".
 
 const STATES = ["disconnected", "connecting", "connected"];
 
@@ -65,6 +73,7 @@ export class Subscription extends Emitter {
     this.options = options;
     this.position = null;  // {offset, epoch} of the last publication seen
     this.subscribed = false;
+    this._resyncing = false;  // a gap was seen: waiting for the resubscribe reply
     this._newReady();
   }
   _newReady() {
@@ -240,6 +249,8 @@ export class Client extends Emitter {
       if (!sub.position || sub.position.epoch !== reply.epoch)
         sub.position = { offset: reply.offset, epoch: reply.epoch };
       sub._resolve(reply);
+      sub.options.onSubscribed?.(reply);
+      sub.emit("subscribed", reply);
     } catch (e) {
       if (e.code === "disconnected") return;  // again after the reconnect
       sub._reject(e);
@@ -280,9 +291,25 @@ export class Client extends Emitter {
     }
     const sub = msg.channel !== undefined ? this.subscriptions.get(msg.channel) : undefined;
     if (!sub) return;
-    if (msg.offset !== undefined) sub._publication(msg);
+    if (msg.offset !== undefined) {
+      if (sub._resyncing) return;  // the resubscribe reply carries it
+      const last = sub.position;
+      if (last && msg.epoch === last.epoch && msg.offset > last.offset + 1) this._resync(sub);
+      else sub._publication(msg);
+    }
     else if (msg.join) { sub.options.onJoin?.(msg.join, msg.count); sub.emit("join", msg); }
     else if (msg.leave) { sub.options.onLeave?.(msg.leave, msg.count); sub.emit("leave", msg); }
+  }
+
+  // A gap: resubscribe from the last publication seen (its reply holds the
+  // missed ones). After a disconnect, the reconnect resubscribes instead.
+  _resync(sub) {
+    sub._resyncing = true;
+    const again = () => {
+      sub._resyncing = false;
+      if (this.state === "connected" && this.subscriptions.get(sub.channel) === sub) this._subscribe(sub);
+    };
+    this._request({ op: "unsubscribe", channel: sub.channel }).then(again, again);
   }
 
   _closed(code, reason) {
@@ -297,6 +324,7 @@ export class Client extends Emitter {
     for (const sub of this.subscriptions.values()) {
       if (sub.subscribed) sub._newReady();
       sub.subscribed = false;
+      sub._resyncing = false;
     }
     if (this._refreshTimer) { clearTimeout(this._refreshTimer); this._timers.delete(this._refreshTimer); }
     this._refreshTimer = null;
@@ -313,6 +341,7 @@ export class Client extends Emitter {
                           this.options.minReconnectDelay * 2 ** this._attempt);
     this._attempt = Math.min(this._attempt + 1, 30);
     const delay = base / 2 + Math.random() * base / 2;  // jitter: a storm spreads out
+    this.emit("reconnecting", { attempt: this._attempt, delayMs: delay });
     this._later(() => { if (this._wanted && this.state === "disconnected") this._open(); }, delay);
   }
 }

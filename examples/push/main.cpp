@@ -166,7 +166,8 @@ void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
   j["sse"] = {{"opened", n.sse.opened},           {"current", n.sse.current},
               {"events", n.sse.events},           {"heartbeats", n.sse.heartbeats},
               {"resumed", n.sse.resumed},         {"resets", n.sse.resets},
-              {"slow_closes", n.sse.slow_closes}, {"slow_skips", n.sse.slow_skips}};
+              {"slow_closes", n.sse.slow_closes}, {"slow_skips", n.sse.slow_skips},
+              {"token_expired", n.sse.token_expired}};
   j["api"] = {
       {"publish_accepted", n.publish_accepted},       {"publish_refused", n.publish_refused},
       {"publish_unavailable", n.publish_unavailable}, {"publish_capped", n.publish_capped},

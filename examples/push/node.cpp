@@ -224,7 +224,8 @@ void Node::open_sse(const http::Request& req, http::Responder r) {
     r.respond(json_response(400, error_json("bad_request", "GET /sse?channel=NAME")));
     return;
   }
-  if (const auto refused = auth_.check_sse(req, *channel)) {
+  std::optional<heartwheel::Duration> expires_in;
+  if (const auto refused = auth_.check_sse(req, *channel, expires_in)) {
     ++stats_.sse_refused;
     r.respond(json_response(refused->status, error_json(refused->code, refused->message)));
     return;
@@ -251,6 +252,7 @@ void Node::open_sse(const http::Request& req, http::Responder r) {
                                             [this](SseStream& s) { streams_.erase(&s); });
   SseStream* s = stream.get();
   streams_.emplace(s, std::move(stream));
+  if (expires_in) s->expire_at(heartwheel::deadline_after(timers->now(), *expires_in));
   s->start(hub_, std::string(*channel), last);  // a refusal ends it (released on the wheel)
 }
 

@@ -23,7 +23,9 @@ std::optional<ApiError> PushAuth::check_publish(const heartwheel::http::Request&
 }
 
 std::optional<ApiError> PushAuth::check_sse(const heartwheel::http::Request& req,
-                                            std::string_view channel) {
+                                            std::string_view channel,
+                                            std::optional<heartwheel::Duration>& expires_in) {
+  expires_in.reset();
   if (settings_ == nullptr || !settings_->check_channels) return std::nullopt;
   std::string user;
   if (gate_) {
@@ -31,8 +33,7 @@ std::optional<ApiError> PushAuth::check_sse(const heartwheel::http::Request& req
     if (!token || token->empty())
       return ApiError{401, "unauthorized", "GET /sse?channel=C&token=JWT: a token is required"};
     auth::ConnectionClaims claims;
-    std::optional<heartwheel::Duration> left;
-    if (const auth::Error e = gate_->verify_connection(*token, claims, left); !e.ok())
+    if (const auth::Error e = gate_->verify_connection(*token, claims, expires_in); !e.ok())
       return ApiError{401, "unauthorized", e.message};
     user = std::move(claims.user);
   }
@@ -46,6 +47,7 @@ std::optional<ApiError> PushAuth::check_sse(const heartwheel::http::Request& req
   }
   const auth::Decision d = settings_->policy.can_subscribe(channel, who);
   if (d.allowed()) return std::nullopt;
+  expires_in.reset();
   return ApiError{403, std::string(auth::code_name(d.code)), std::string(d.reason)};
 }
 

@@ -30,9 +30,12 @@ class PushAuth {
   // POST/DELETE /publish: nullopt when allowed, else the 401 refusal.
   std::optional<ApiError> check_publish(const heartwheel::http::Request& req) const;
   // GET /sse for `channel`: nullopt when allowed, else 401 (no or bad
-  // token) or 403 (permission_denied, unknown_channel).
+  // token) or 403 (permission_denied, unknown_channel). When allowed,
+  // `expires_in` is the connection token's time left (its `exp`), nullopt
+  // when the token has none or none was needed: the stream ends then.
   std::optional<ApiError> check_sse(const heartwheel::http::Request& req,
-                                    std::string_view channel);
+                                    std::string_view channel,
+                                    std::optional<heartwheel::Duration>& expires_in);
 
  private:
   const heartwheel::auth::ApiKey* api_key_;

@@ -44,6 +44,9 @@ void write_metrics(metrics::TextWriter& out, const NodeStats& s) {
   out.counter("heartwheel_push_sse_opened_total", "SSE streams opened", s.sse.opened);
   out.counter("heartwheel_push_sse_events_total", "publications written to SSE streams",
               s.sse.events);
+  out.counter("heartwheel_push_sse_token_expired_total",
+              "SSE streams ended at their token's exp (close reason token_expired)",
+              s.sse.token_expired);
   out.counter("heartwheel_push_sse_resets_total",
               "SSE resumes the history could not cover (a reset event)", s.sse.resets);
 }

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "auth_gate.h"
 #include "protocol.h"
 
 namespace pushsrv {
@@ -19,6 +20,7 @@ void SseStats::merge(const SseStats& o) noexcept {
   resets += o.resets;
   slow_closes += o.slow_closes;
   slow_skips += o.slow_skips;
+  token_expired += o.token_expired;
 }
 
 std::string sse_event(const pubsub::Publication& p) {
@@ -112,7 +114,30 @@ void SseStream::on_subscribed(const pubsub::SubscribeResult& r, const std::strin
   }
   head += "id: " + std::to_string(r.position.offset) +
           "\nevent: subscribed\ndata: " + where.dump() + "\n\n";
-  if (send(head)) timers_.schedule(*this, options_.heartbeat);
+  if (!send(head)) return;
+  timers_.schedule(*this, options_.heartbeat);
+  arm_expiry();
+}
+
+void SseStream::expire_at(heartwheel::TimePoint when) { expires_at_ = when; }
+
+void SseStream::arm_expiry() {
+  if (expires_at_ == heartwheel::kNever) return;
+  // The stream's connection keeps it (no wheel entry of ours); the kind is
+  // chat's, so token_expiry reads the same in every statistic.
+  responder_.set_deadline(chat::deadline::token_expiry, expires_at_,
+                          [this] { return on_token_expired(); });
+}
+
+heartwheel::net::DeadlineAction SseStream::on_token_expired() {
+  if (over_) return heartwheel::net::DeadlineAction::keep;
+  ++stats_.token_expired;
+  (void)responder_.write(
+      "event: token_expired\ndata: {\"reason\":\"the token expired: reconnect with a fresh "
+      "one\"}\n\n");
+  responder_.end();
+  finish();  // released on the wheel entry, outside this call
+  return heartwheel::net::DeadlineAction::close;  // close reason token_expired
 }
 
 pubsub::DeliveryOutcome SseStream::on_publication(const pubsub::Publication& p,

@@ -10,6 +10,15 @@
 // its wheel entry, never inside a hub callback). A reader that stops reading
 // is closed by its connection's write-stall deadline (the HTTP send
 // timeout): the heartbeats make sure bytes are waiting for it.
+//
+// Token expiry: a stream opened with a token that has `exp` ends at `exp`
+// (expire_at), as heartwheel-chat's WebSocket connections do: one slot of
+// the connection's deadline set (the kind chat::deadline::token_expiry,
+// through http::Responder::set_deadline; no wheel entry of its own), which
+// writes an event "token_expired", ends the response and closes the
+// connection with close reason token_expired (counted in token_expired).
+// SSE cannot take a fresh token on the same stream: the client reconnects
+// with a new token and its Last-Event-ID, and resumes from history.
 #pragma once
 
 #include <heartwheel/http/responder.h>
@@ -41,6 +50,7 @@ struct SseStats {
   std::uint64_t resets = 0;   // Last-Event-ID that could not be recovered (a "reset" event)
   std::uint64_t slow_closes = 0;
   std::uint64_t slow_skips = 0;
+  std::uint64_t token_expired = 0;  // ended at their token's exp
 
   void merge(const SseStats& o) noexcept;
 };
@@ -62,6 +72,10 @@ class SseStream final : public heartwheel::pubsub::Subscriber, private heartwhee
   void start(heartwheel::pubsub::Hub& hub, const std::string& channel,
              std::optional<std::uint64_t> last_event_id);
 
+  // Ends the stream at `when` (the token's exp): see "Token expiry" above.
+  // Call before start(); the deadline is set when the stream begins.
+  void expire_at(heartwheel::TimePoint when);
+
   // Ends the response now (the server drains); the owner then destroys it.
   void end() noexcept;
 
@@ -78,6 +92,8 @@ class SseStream final : public heartwheel::pubsub::Subscriber, private heartwhee
   void on_subscribed(const heartwheel::pubsub::SubscribeResult& r, const std::string& channel,
                      std::optional<std::uint64_t> last_event_id);
   static void on_tick(heartwheel::TimerEntry& e);
+  void arm_expiry();
+  heartwheel::net::DeadlineAction on_token_expired();
   bool send(std::string_view bytes);
   void finish() noexcept;  // over: released on the next wheel expiry
 
@@ -87,6 +103,7 @@ class SseStream final : public heartwheel::pubsub::Subscriber, private heartwhee
   SseStats& stats_;
   std::function<void(SseStream&)> release_;
   bool over_ = false;
+  heartwheel::TimePoint expires_at_ = heartwheel::kNever;
   // The broker's answers come later: they hold a weak reference.
   std::shared_ptr<SseStream*> self_ = std::make_shared<SseStream*>(this);
 };

@@ -566,6 +566,93 @@ def test_page_over_https_chats_over_wss():
             assert not failed, failed
 
 
+LIBRARY_LOADED = ("performance.getEntriesByType('resource').some("
+                  "e => new URL(e.name).pathname === '/heartwheel.js')")
+
+
+def test_the_library_in_the_page_recovers_what_it_missed_across_a_restart():
+    """The page's client is clients/js/heartwheel.js, imported from
+    /heartwheel.js (the page's resource list says it was loaded). Two chat
+    nodes share a redis-server (--redis), so the room's history and epoch
+    outlive a node. The tab on node A joins; a python3-websockets client on
+    node B publishes: the tab shows it. Node A is killed (SIGKILL); B
+    publishes two more while A is down; A starts again on the same port: the
+    tab reconnects by itself and the library recovers both (`since`,
+    recovered: true), in order, with no "history was lost"; a publication
+    after that shows up too."""
+    from chat_redis_test import Redis
+
+    def node(redis, listen="127.0.0.1:0"):
+        return Server(SERVER_BINARY, "--redis", redis.address(), "--redis-prefix",  # noqa: F821
+                      "t:", listen=listen)
+
+    async def publish(ws, ids, text):
+        request = next(ids)
+        await ws.send(json.dumps({"id": request, "op": "publish", "channel": ROOM,
+                                  "data": {"text": text}}))
+        while True:
+            reply = json.loads(await asyncio.wait_for(ws.recv(), WAIT_TIMEOUT))
+            if reply.get("id") == request:
+                assert reply.get("ok"), reply
+                return
+
+    async def go(a_port, b_port, workdir, restart):
+        async with browser(workdir) as cdp:
+            tab = await Tab.open(cdp, "http://127.0.0.1:%d/" % a_port, "tab A")
+            assert await tab.evaluate(LIBRARY_LOADED), "the page did not load /heartwheel.js"
+            await tab.join("alice", ROOM)
+            ids = iter(range(1, 100))
+            async with websockets.connect("ws://127.0.0.1:%d/ws?name=bob" % b_port,
+                                          ping_interval=None) as ws:
+                await asyncio.wait_for(ws.recv(), WAIT_TIMEOUT)  # the hello
+                await publish(ws, ids, "live from node B")
+                await tab.wait_for_message("bob", "live from node B")
+                restart.kill_a()
+                await tab.wait_for(
+                    "document.getElementById('status').dataset.state === 'reconnecting'",
+                    "reconnecting after node A died")
+                await publish(ws, ids, "missed 1")
+                await publish(ws, ids, "missed 2")
+                restart.start_a()
+                await tab.wait_for(CONNECTED, "connected again", timeout=30)
+                await tab.wait_for_message("bob", "missed 2")
+                await tab.wait_for(
+                    "[...document.querySelectorAll('#messages li.system')]"
+                    ".some(li => li.textContent === 'recovered 2 missed message(s)')",
+                    "the notice that 2 messages were recovered")
+                await publish(ws, ids, "after the restart")
+                await tab.wait_for_message("bob", "after the restart")
+            shown = await tab.messages()
+            assert shown == [["bob", "live from node B"], ["bob", "missed 1"], ["bob", "missed 2"],
+                             ["bob", "after the restart"]], shown
+            notices = await tab.evaluate(
+                "[...document.querySelectorAll('#messages li.system')].map(li => li.textContent)")
+            assert not any(n.startswith("history was lost") for n in notices), notices
+
+    class Restart:
+        def __init__(self, redis, a):
+            self.redis, self.a, self.port, self.second = redis, a, a.port, None
+
+        def kill_a(self):
+            self.a.stop()
+
+        def start_a(self):
+            self.second = node(self.redis, listen="127.0.0.1:%d" % self.port)
+
+    with Redis() as redis, node(redis) as a, node(redis) as b, \
+            tempfile.TemporaryDirectory() as d:
+        restart = Restart(redis, a)
+        try:
+            asyncio.run(go(a.port, b.port, d, restart))
+            # The recovery came from the subscribe reply, not from history.
+            st = restart.second.read_stats(
+                lambda st: st["chat"]["requests"].get("subscribe", 0) >= 1)
+            assert st["chat"]["requests"].get("history", 0) == 0, st["chat"]["requests"]
+        finally:
+            if restart.second:
+                restart.second.stop()
+
+
 def main(argv):
     if not os.access(CHROMIUM, os.X_OK):
         if "--screenshot" in argv:

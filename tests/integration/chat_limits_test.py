@@ -10,6 +10,7 @@ test. Bounds have slack for a loaded 2-core machine.
 """
 import asyncio
 import json
+import os
 import sys
 
 from chat_support import Server, run_tests
@@ -201,6 +202,27 @@ def test_page_headers_forbid_framing_sniffing_and_foreign_loads():
         assert part in csp, csp
     assert headers["x-content-type-options"] == "nosniff", headers
     assert headers["x-frame-options"] == "DENY", headers
+    # Scripts: this origin's (the library) and the inline module by its hash.
+    script_src = [d for d in csp.split(";") if d.strip().startswith("script-src")]
+    assert len(script_src) == 1 and "'self'" in script_src[0], csp
+    assert "'unsafe-inline'" not in script_src[0] and "'sha256-" in script_src[0], csp
+
+
+def test_client_library_is_served_from_clients_js_as_a_module():
+    """GET /heartwheel.js is clients/js/heartwheel.js, byte for byte (one
+    source of truth, embedded at build time), as JavaScript a browser will
+    run as a module under nosniff."""
+    from chat_support import http_get
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients",
+                          "js", "heartwheel.js")
+    with open(source, "rb") as f:
+        expected = f.read()
+    with Server(SERVER_BINARY) as s:
+        status, headers, body = http_get(s.port, "/heartwheel.js")
+    assert status == 200, status
+    assert headers["content-type"] == "text/javascript; charset=utf-8", headers
+    assert headers["x-content-type-options"] == "nosniff", headers
+    assert body == expected, "the served library differs from clients/js/heartwheel.js"
 
 
 def scrape_limits(metrics_port):

@@ -1,6 +1,10 @@
-// Runs the chat page's own script (served at GET /) in Node, twice (two
-// "tabs"), against a running heartwheel-chat, with a minimal DOM made here
-// and Node's `ws` as the browser's WebSocket. Not a browser test (that is
+// Runs the chat page's own script (served at GET /) with the client library
+// it imports (served at GET /heartwheel.js) in Node, twice (two "tabs"),
+// against a running heartwheel-chat, with a minimal DOM made here and Node's
+// `ws` as the browser's WebSocket. The page is an ES module importing the
+// library: both run here as one script in the tab's context (the import
+// line and the library's `export`s taken out), so the library sees the
+// tab's WebSocket as its global one. Not a browser test (that is
 // headless Chromium's job); it checks the page's protocol logic: join from
 // URL parameters, who is online, sending and showing messages, and after a
 // lost connection: reconnect with backoff and recovery of what was missed.
@@ -52,7 +56,17 @@ class Element {
   }
 }
 
-function makeTab(html, search) {
+// The page's module and the library, as one classic script.
+function pageScript(html, library) {
+  const module = html.split('<script type="module">')[1].split("</script>")[0];
+  const page = module.replace(/^import \{ Client \} from "\/heartwheel\.js";$/m, "");
+  assert.notStrictEqual(page, module, "the page no longer imports Client from /heartwheel.js");
+  const lib = library.replace(/^export \{[^}]*\};?$/gm, "").replace(/^export (?=class |function |const )/gm, "");
+  assert.ok(!/^export /m.test(lib), "an export form this test does not handle");
+  return '"use strict";\n' + lib + "\n" + page;
+}
+
+function makeTab(script, search) {
   const ids = ["status", "name", "room", "join", "leave", "notice", "messages", "text", "send",
                "online", "online-count", "join-form", "send-form"];
   const byId = Object.fromEntries(ids.map((id) => [id, new Element("div", id)]));
@@ -68,10 +82,10 @@ function makeTab(html, search) {
   }
   const context = vm.createContext({
     document, WebSocket: TrackedWebSocket, URLSearchParams, setTimeout, clearTimeout, console,
-    JSON, Math, Map, Number, String,
+    JSON, Math, Map, Number, String, queueMicrotask,
+    CSS: { escape: (s) => String(s).replace(/["\\]/g, "\\$&") },
     location: { protocol: "http:", host: `127.0.0.1:${port}`, search },
   });
-  const script = html.split("<script>")[1].split("</script>")[0];
   vm.runInContext(script, context);
   const messages = () => byId.messages.querySelectorAll("li.msg").map((li) => ({
     who: li.children[0].textContent, text: li.children[1].textContent,
@@ -106,10 +120,10 @@ function say(tab, text) {
 }
 
 (async () => {
-  const html = await get("/");
-  const alice = makeTab(html, "?name=alice&room=r1&autojoin=1");
+  const script = pageScript(await get("/"), await get("/heartwheel.js"));
+  const alice = makeTab(script, "?name=alice&room=r1&autojoin=1");
   await until("alice is connected", () => alice.state() === "connected");
-  const bob = makeTab(html, "?name=bob&room=r1&autojoin=1");
+  const bob = makeTab(script, "?name=bob&room=r1&autojoin=1");
   await until("bob is connected", () => bob.state() === "connected");
   await until("alice sees both online", () => alice.online().length === 2);
   assert.ok(bob.online().some((n) => n.startsWith("bob") && n.endsWith("(you)")));

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 from chat_support import RawClient, Server, TEXT, http_get, run_tests
@@ -91,14 +92,22 @@ def test_page_and_routes():
 
 
 def test_page_script_is_valid_javascript():
-    """The page's script compiles (node parses it; the browser test is a
-    later helper's). No DOM here: only a syntax check."""
+    """The page's script and the library it imports compile as ES modules
+    (node --check; the browser test runs them). No DOM here: only a syntax
+    check."""
     with Server(SERVER_BINARY) as s:
         _, _, body = http_get(s.port, "/")
-    script = body.decode().split("<script>")[1].split("</script>")[0]
-    r = subprocess.run(["node", "-e", "new Function(require('fs').readFileSync(0, 'utf8'))"],
-                       input=script, capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0, r.stderr
+        _, _, library = http_get(s.port, "/heartwheel.js")
+    script = body.decode().split('<script type="module">')[1].split("</script>")[0]
+    assert 'from "/heartwheel.js"' in script, "the page does not import the library"
+    with tempfile.TemporaryDirectory() as d:
+        for name, text in (("page.mjs", script), ("heartwheel.mjs", library.decode())):
+            path = os.path.join(d, name)
+            with open(path, "w") as f:
+                f.write(text)
+            r = subprocess.run(["node", "--check", path], capture_output=True, text=True,
+                               timeout=30)
+            assert r.returncode == 0, (name, r.stderr)
 
 
 def test_page_joins_chats_and_recovers():

@@ -11,6 +11,7 @@ Usage: push_auth_test.py PATH/TO/heartwheel-push [test ...]
 import json
 import socket
 import sys
+import time
 
 import chat_auth_test as chat
 from chat_support import Server, run_tests
@@ -106,6 +107,59 @@ def test_sse_token_and_channel_rules():
         sse.close()
         st = s.read_stats(lambda st: st["api"]["sse_refused"] >= 9)
         assert st["api"]["sse_refused"] == 9, st["api"]
+
+
+def test_sse_stream_ends_at_its_token_exp():
+    """A stream whose token has `exp` ends at exp (plus the verifier's 5 s
+    leeway, as for WebSocket): a last event "token_expired", then the
+    connection closes (close reason token_expired), counted in
+    sse.token_expired and heartwheel_push_sse_token_expired_total. Streams
+    whose token has no exp, or a later one, stay open and keep receiving."""
+    import urllib.request
+    LEEWAY = 5
+    with Redis() as r, node(r, "--token-hmac-secret-file", chat.SECRET_FILE,
+                            "--sse-heartbeat", "500ms",
+                            "--metrics-listen", "127.0.0.1:0") as s:
+        line = s.proc.stdout.readline()
+        assert line.startswith("metrics on "), line
+        metrics_url = "http://%s/metrics" % line.split()[-1]
+        exp = int(time.time()) - LEEWAY + 2  # about 2 s left (1 to 2: exp is whole seconds)
+        ends_at = exp + LEEWAY  # wall clock, this machine's (the server's too)
+        expiring = Sse(s.port, "room&token=" + chat.hs256({"sub": "alice", "exp": exp}))
+        no_exp = Sse(s.port, "room&token=" + chat.hs256({"sub": "bob"}))
+        later = Sse(s.port, "room&token=" + chat.user_token("carol", ttl=600))
+        for sse in (expiring, no_exp, later):
+            assert sse.status == 200 and sse.event()["event"] == "subscribed"
+        last = None
+        while True:  # heartbeats (comments) until the last event
+            ev = expiring.event(timeout=10)
+            if ev["event"] == "token_expired":
+                last = ev
+                break
+        ended = time.time()
+        print("the stream ended %+.3f s from exp + leeway" % (ended - ends_at))
+        assert ended >= ends_at - 0.05, "ended %.2f s before exp + leeway" % (ends_at - ended)
+        # Loaded 2-core machine: a tick plus a slow loop turn, with room to spare.
+        assert ended <= ends_at + 3, "ended %.2f s after exp + leeway" % (ended - ends_at)
+        assert "expired" in last["data"]["reason"], last
+        try:
+            extra = expiring.event(timeout=5)
+            raise AssertionError("an event after token_expired: %r" % extra)
+        except ConnectionError:
+            pass  # the server closed the connection
+        expiring.close()
+        # The others outlive it: a publication reaches both.
+        assert request(s.port, "POST", "/publish", {"channel": "room", "data": "still"})[0] == 202
+        for sse in (no_exp, later):
+            assert sse.messages(1)[0]["data"]["data"] == "still"
+            sse.close()
+        st = s.read_stats(lambda st: st["sse"]["token_expired"] >= 1 and
+                          st["net"]["closed_by_reason"].get("token_expired", 0) >= 1)
+        assert st["sse"]["token_expired"] == 1, st["sse"]
+        assert st["net"]["closed_by_reason"]["token_expired"] == 1, st["net"]["closed_by_reason"]
+        text = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
+        assert "heartwheel_push_sse_token_expired_total 1" in text, \
+            [l for l in text.split("\n") if "sse" in l]
 
 
 def test_websocket_speaks_version_2():

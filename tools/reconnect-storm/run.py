@@ -16,6 +16,9 @@ server; measure how the clients come back.
      errors during the storm, reconnects / failed attempts / server CPU per
      second, an ASCII histogram, and an SVG plot (--svg).
 
+With tokens against heartwheel-chat (a version-2 connect per client, HS256
+or ES256): tools/reconnect-storm/chat_tokens.py --help.
+
 Everything started here is stopped by PID (process groups of our own).
 Exit status: 0 every client came back, 1 not all came back or a run failed,
 2 usage error.

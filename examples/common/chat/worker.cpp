@@ -7,6 +7,7 @@
 
 #include "client.h"
 #include "protocol.h"
+#include "static_files.h"
 
 namespace chat {
 
@@ -105,6 +106,7 @@ void Worker::publish_stats() {
 
 void Worker::route(const http::Request& req, http::Responder r) {
   if (config_.routes && config_.routes(index_, *hub_, req, r)) return;
+  if (serve_static_file(req, r)) return;
   const std::string_view path = req.path();
   if ((path == "/ws" || path == "/echo") && !origin_allowed(config_.auth.get(), req)) {
     ++stats_.errors["origin_refused"];  // cross-site WebSocket hijacking (auth_gate.h)
@@ -123,25 +125,6 @@ void Worker::route(const http::Request& req, http::Responder r) {
     ws_->upgrade(req, std::move(r), [this, name](ws::Connection& c) { open_chat(c, name); });
   } else if (path == "/echo") {
     ws_->upgrade(req, std::move(r), [this](ws::Connection&) { ++stats_.echo_connections; });
-  } else if (path == "/") {
-    if (req.method != "GET" && req.method != "HEAD") {
-      http::Response refusal = http::Response::text(405, "Method Not Allowed\n");
-      refusal.headers.push_back({"Allow", "GET, HEAD"});
-      r.respond(std::move(refusal));
-      return;
-    }
-    http::Response page = http::Response::text(200, std::string(kPage), "text/html; charset=utf-8");
-    page.headers.push_back({"Cache-Control", "no-cache"});
-    // The page is one file with its script and style inline: nothing else
-    // may load, connect only back here (ws: / wss: of this origin), never in
-    // a frame (clickjacking), and no content-type sniffing.
-    page.headers.push_back({"Content-Security-Policy",
-                            "default-src 'none'; script-src 'unsafe-inline'; style-src "
-                            "'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action "
-                            "'none'; frame-ancestors 'none'"});
-    page.headers.push_back({"X-Content-Type-Options", "nosniff"});
-    page.headers.push_back({"X-Frame-Options", "DENY"});
-    r.respond(std::move(page));
   } else {
     r.respond(404, "Not Found\n");
   }

@@ -62,9 +62,6 @@ struct Config {
       routes;
 };
 
-// The chat page (chat.html, embedded at build time by embed_page.py).
-extern const std::string_view kPage;
-
 class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Application {
  public:
   Worker(unsigned index, const Config& config, heartwheel::pubsub::Broker& broker, Roster& roster,

@@ -20,6 +20,12 @@ struct UpgradeState {
   UpgradeHandler next;  // set by Responder::upgrade
 };
 
+// A deadline of the handler's own on the connection (Responder::set_deadline).
+struct HandlerDeadline {
+  net::Deadline slot;
+  std::function<net::DeadlineAction()> on_passed;
+};
+
 struct Exchange {
   Session* session = nullptr;  // nullptr once finished, timed out or the session closed
   std::uint64_t seq = 0;       // 1, 2, ... per session; never reused (unlike addresses)
@@ -50,6 +56,7 @@ struct Exchange {
   std::function<void()> on_writable;      // Responder::on_writable
   std::string error;                      // why the handler's last call was refused
   std::unique_ptr<UpgradeState> upgrade;  // only for a request that asked to switch protocols
+  std::unique_ptr<HandlerDeadline> handler_deadline;  // only while the handler has one set
 
   // Answered with Responder::upgrade: the connection switches protocols after it.
   bool switching() const noexcept { return upgrade && upgrade->next; }

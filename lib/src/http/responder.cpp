@@ -2,6 +2,7 @@
 // belongs to a live session and is in the right state, so a late answer (after
 // a timeout or close) is a harmless false, never a write to a dead connection;
 // the session does the rest (session_answer.cpp).
+#include <heartwheel/http/deadlines.h>
 #include <heartwheel/http/responder.h>
 #include <heartwheel/http/session.h>
 
@@ -53,6 +54,15 @@ void Responder::clear_deadline() noexcept {
   // The one request slot is set for the oldest exchange: if that is this one,
   // set it again without a deadline (a second begin_request replaces it).
   if (s.timed_seq_ == exchange_->seq) s.transport_->begin_request(Duration{0});
+}
+
+bool Responder::set_deadline(net::Deadline slot, TimePoint when,
+                             std::function<net::DeadlineAction()> on_passed) {
+  if (!active() || static_cast<std::uint8_t>(slot) < net::kLayerDeadlineFirst ||
+      slot == deadline::header_timeout || slot == deadline::body_timeout ||
+      slot == deadline::keepalive_timeout)
+    return false;
+  return exchange_->session->set_handler_deadline(*exchange_, slot, when, std::move(on_passed));
 }
 
 const std::string& Responder::error() const noexcept {

@@ -362,6 +362,11 @@ net::DeadlineAction Session::on_deadline(Deadline slot) {
     on_request_timeout();
     return net::DeadlineAction::keep;
   }
+  if (const auto handled = handler_deadline_passed(slot)) {
+    if (*handled == net::DeadlineAction::close && !closed())
+      close(Transport::CloseMode::kAfterFlush, net::close_reason_for(slot));
+    return net::DeadlineAction::keep;
+  }
   return net::DeadlineAction::close;  // not ours (an IdlePolicy, max age, ...)
 }
 

@@ -176,6 +176,7 @@ void Session::finish_exchange() {
   }
   std::shared_ptr<Exchange> ex = std::move(queue_.front());
   queue_.erase(queue_.begin());
+  clear_handler_deadline(*ex);
   stats_->request_duration.record(now() - ex->request.started);
   ex->session = nullptr;
   ex->on_writable = nullptr;
@@ -268,6 +269,7 @@ void Session::finish_upgrade() {
     close(Transport::CloseMode::kAfterFlush, CloseReason::peer_closed);
     return;
   }
+  clear_handler_deadline(ex);  // the new protocol's handler would get it
   upgraded_ = true;
   ++stats_->upgrades;
   drop_pending();

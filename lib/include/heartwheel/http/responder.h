@@ -53,6 +53,7 @@
 
 #include <heartwheel/http/message.h>
 #include <heartwheel/common/time.h>
+#include <heartwheel/net/deadline.h>
 #include <heartwheel/timer/timer_service.h>
 
 #include <functional>
@@ -145,6 +146,25 @@ class Responder {
   // Requests pipelined behind this one wait for it without a deadline.
   // No-op when inactive.
   void clear_deadline() noexcept;
+  // A deadline of the handler's own for this answer, kept in the connection's
+  // deadline set (no wheel entry of its own): e.g. a stream that must end when
+  // its client's token expires. `slot` passes at `when` (never early, at most
+  // a tick late) and `on_passed` runs on the loop thread; it may write and
+  // end() this answer. It returns keep (the connection goes on) or close (the
+  // session closes the connection once what is written is flushed, with
+  // net::close_reason_for(slot): the reason registered with the kind; an
+  // answer that ends its connection anyway, HTTP/1.0's, and is ended inside
+  // the callback closes with that reason too). A
+  // second call replaces the first (kind and callback); `when` == kNever
+  // clears it. Cleared when the answer completes; never runs once the answer
+  // is inactive.
+  // Preconditions: `slot` is a layer's kind (>= net::kLayerDeadlineFirst)
+  // registered with its close reason (net/names.h) and not one of HTTP's
+  // (deadlines.h); a connection keeps few claimed slots (net/deadline_set.h).
+  // Returns false (nothing set) when the answer is inactive or `slot` is
+  // HTTP's or net's.
+  bool set_deadline(net::Deadline slot, TimePoint when,
+                    std::function<net::DeadlineAction()> on_passed);
   // Why the last refused call was refused (see "Errors"); empty if none was.
   const std::string& error() const noexcept;
 

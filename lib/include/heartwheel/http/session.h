@@ -178,8 +178,11 @@ class Session {
   // The peer will send nothing more: answer what was fully received, then close.
   void on_eof();
   // A slot passed. The session's slots (header, body, keep-alive, request)
-  // are handled here (408, 503, quiet close) and give keep; any other slot
-  // gives close (the owner closes with net::close_reason_for(slot)).
+  // are handled here (408, 503, quiet close) and give keep; a handler's slot
+  // (Responder::set_deadline) runs its callback, which says keep or close
+  // (then the session closes after flushing, with close_reason_for(slot));
+  // any other slot gives close (the owner closes with
+  // net::close_reason_for(slot)).
   net::DeadlineAction on_deadline(net::Deadline slot);
   // The transport's writability changed: reading resumes, and the answer on
   // the wire gets its Responder::on_writable callback.
@@ -240,6 +243,10 @@ class Session {
   bool write_stream(detail::Exchange& ex, std::string_view piece);
   bool end_stream(detail::Exchange& ex);
   void drop_responder(detail::Exchange& ex);
+  bool set_handler_deadline(detail::Exchange& ex, net::Deadline slot, TimePoint when,
+                            std::function<net::DeadlineAction()> on_passed);
+  void clear_handler_deadline(detail::Exchange& ex) noexcept;
+  std::optional<net::DeadlineAction> handler_deadline_passed(net::Deadline slot);
   bool upgrade(detail::Exchange& ex, Headers headers, UpgradeHandler next);
   bool refused(detail::Exchange& ex, int status, const Headers& headers,
                const char* also_wrong = nullptr);
