@@ -113,19 +113,27 @@ TEST_CASE("The net tables drive merge, the JSON form and the net families", "[st
   check_table(net::NetStats::fields());
   check_table(net::ProxyProtocolStats::fields());
   check_table(net::OverloadStats::fields());
+  check_table(heartwheel::WheelStats::fields());
+  check_table(heartwheel::LoopWheel::LoopStats::fields());
   net::LoopSnapshot s;
   fill(net::NetStats::fields(), s.net, 100);
   fill(net::ProxyProtocolStats::fields(), s.net.proxy, 200);
   fill(net::OverloadStats::fields(), s.net.overload, 300);
+  fill(heartwheel::WheelStats::fields(), s.wheel, 400);
+  fill(heartwheel::LoopWheel::LoopStats::fields(), s.loop, 500);
   const std::string json = to_json(s);
   check_json(net::NetStats::fields(), s.net, json);
   check_json(net::ProxyProtocolStats::fields(), s.net.proxy, json);
   check_json(net::OverloadStats::fields(), s.net.overload, json);
+  check_json(heartwheel::WheelStats::fields(), s.wheel, json);
+  check_json(heartwheel::LoopWheel::LoopStats::fields(), s.loop, json);
   heartwheel::metrics::TextWriter out;
   heartwheel::metrics::write(out, s);
   check_families(net::NetStats::fields(), s.net, out.text());
   check_families(net::ProxyProtocolStats::fields(), s.net.proxy, out.text());
   check_families(net::OverloadStats::fields(), s.net.overload, out.text());
+  check_families(heartwheel::WheelStats::fields(), s.wheel, out.text());
+  check_families(heartwheel::LoopWheel::LoopStats::fields(), s.loop, out.text());
 }
 
 TEST_CASE("The WebSocket table drives merge, the JSON form and the ws families",

@@ -43,27 +43,26 @@ void write_timers(TextWriter& out, const net::LoopSnapshot& s) {
   write_duration_histogram(out, s.net.timer_lateness);
   out.gauge("heartwheel_wheel_entries", "Timer entries armed in the timing wheels now.",
             s.wheel_entries);
-  out.counter("heartwheel_wheel_fired_total", "Timing wheel entries that fired.", s.wheel.fired);
+  write_families(out, WheelStats::fields(), s.wheel);
 }
 
 void write_loop(TextWriter& out, const net::LoopSnapshot& s) {
   out.gauge("heartwheel_loops", "Event loops whose counters this scrape merges.", s.loops);
-  out.counter("heartwheel_loop_iterations_total", "Event loop iterations.", s.loop.iterations);
+  // The table's families with the hand-written ones in the exposition's
+  // order: iterations, the lag histogram, stalls, their seconds, the rest.
+  const auto [through_iterations, after_iterations] =
+      split_after(LoopWheel::LoopStats::fields(), "heartwheel_loop_iterations_total");
+  const auto [through_stalls, rest] = split_after(after_iterations, "heartwheel_loop_stalls_total");
+  write_families(out, through_iterations, s.loop);
   out.family("heartwheel_loop_lag_seconds", Type::histogram,
              "Time each loop iteration spent outside the poll: callbacks before and after it, "
              "plus any poll overrun.");
   write_duration_buckets(out, s.loop.lag_buckets, s.loop.lag_total);
-  out.counter("heartwheel_loop_stalls_total",
-              "Loop iterations whose lag reached the stall threshold.", s.loop.stalls);
+  write_families(out, through_stalls, s.loop);
   out.family("heartwheel_loop_stall_seconds_total", Type::counter,
              "Lag of the stalled iterations, summed.");
   out.sample(seconds(s.loop.stall_total));
-  out.counter("heartwheel_loop_expiries_deferred_total",
-              "Iterations whose expiry waited for one more poll after a stall.",
-              s.loop.expiries_deferred);
-  out.counter("heartwheel_loop_budget_exhausted_total",
-              "Iterations that ran out of expiry budget with entries left to fire.",
-              s.loop.budget_exhausted);
+  write_families(out, rest, s.loop);
 }
 
 // Written whether or not the server reads PROXY headers or has overload

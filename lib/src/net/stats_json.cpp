@@ -4,20 +4,13 @@
 #include <heartwheel/net/deadline.h>
 #include <heartwheel/net/stats.h>
 
-#include <algorithm>
 #include <sstream>
 
 namespace heartwheel::net {
 
 void LoopSnapshot::merge(const LoopSnapshot& o) noexcept {
   net.merge(o.net);
-  wheel.scheduled += o.wheel.scheduled;
-  wheel.relinked += o.wheel.relinked;
-  wheel.cancelled += o.wheel.cancelled;
-  wheel.fired += o.wheel.fired;
-  wheel.cascaded += o.wheel.cascaded;
-  wheel.max_lateness = std::max(wheel.max_lateness, o.wheel.max_lateness);
-  wheel.total_lateness += o.wheel.total_lateness;
+  wheel.merge(o.wheel);
   wheel_entries += o.wheel_entries;
   loop.merge(o.loop);
   loops += o.loops;
@@ -58,21 +51,26 @@ std::string to_json(const LoopSnapshot& s) {
     out += "\":" + std::to_string(n.idle_events[i]);
   }
   out += '}';
-  // The timers, the wheel and the loop: durations and means as doubles.
+  // The timers, the wheel and the loop: counters from their tables (the
+  // loop's budget_exhausted also in "wheel", where it was first), durations
+  // and means as doubles.
   std::ostringstream o;
   o << ",\"connection_timers\":{\"fires\":" << n.timer_fires()
     << ",\"lateness_ms\":{\"max\":" << ms(n.timer_lateness_max) << ",\"mean\":"
     << (n.timer_fires() ? ms(n.timer_lateness.sum) / static_cast<double>(n.timer_fires()) : 0.0)
     << "}}"
-    << ",\"loops\":" << s.loops << ",\"wheel\":{\"entries\":" << s.wheel_entries
-    << ",\"scheduled\":" << s.wheel.scheduled << ",\"relinked\":" << s.wheel.relinked
-    << ",\"cancelled\":" << s.wheel.cancelled << ",\"fired\":" << s.wheel.fired
-    << ",\"cascaded\":" << s.wheel.cascaded << ",\"budget_exhausted\":" << s.loop.budget_exhausted
+    << ",\"loops\":" << s.loops << ",\"wheel\":{\"entries\":" << s.wheel_entries;
+  out += o.str();
+  append_stat_fields_json(out, WheelStats::fields(), s.wheel);
+  o.str("");
+  o << ",\"budget_exhausted\":" << s.loop.budget_exhausted
     << "},\"expiry_lateness_ms\":{\"max\":" << ms(s.wheel.max_lateness) << ",\"mean\":"
     << (s.wheel.fired ? ms(s.wheel.total_lateness) / static_cast<double>(s.wheel.fired) : 0.0)
-    << "},\"loop\":{\"iterations\":" << s.loop.iterations << ",\"stalls\":" << s.loop.stalls
-    << ",\"expiries_deferred\":" << s.loop.expiries_deferred
-    << ",\"stall_ms\":{\"total\":" << ms(s.loop.stall_total) << ",\"max\":" << ms(s.loop.stall_max)
+    << "},\"loop\":{";
+  out += o.str();
+  append_stat_fields_json(out, LoopWheel::LoopStats::fields(), s.loop);
+  o.str("");
+  o << ",\"stall_ms\":{\"total\":" << ms(s.loop.stall_total) << ",\"max\":" << ms(s.loop.stall_max)
     << "},\"lag_ms\":{\"mean\":"
     << (s.loop.iterations ? ms(s.loop.lag_total) / static_cast<double>(s.loop.iterations) : 0.0)
     << "}}";

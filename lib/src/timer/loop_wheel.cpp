@@ -137,17 +137,6 @@ bool LoopWheel::check_for_stall() noexcept {
   return false;
 }
 
-void LoopWheel::LoopStats::merge(const LoopStats& o) noexcept {
-  iterations += o.iterations;
-  budget_exhausted += o.budget_exhausted;
-  stalls += o.stalls;
-  expiries_deferred += o.expiries_deferred;
-  stall_total += o.stall_total;
-  stall_max = std::max(stall_max, o.stall_max);
-  for (std::size_t i = 0; i < lag_buckets.size(); ++i) lag_buckets[i] += o.lag_buckets[i];
-  lag_total += o.lag_total;
-}
-
 void LoopWheel::on_prepare(uv_prepare_t* h) {
   auto* block = static_cast<Handles*>(h->data);
   LoopWheel* self = block->owner;

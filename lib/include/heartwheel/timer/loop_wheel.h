@@ -88,6 +88,10 @@ class LoopWheel final : public TimerService {
     std::array<std::uint64_t, kLagBuckets> lag_buckets{};
     Duration lag_total{0};
 
+    // The counters' table (heartwheel/common/stat_fields.h); the durations
+    // and the lag buckets are written by hand.
+    static StatTable<LoopStats> fields() noexcept;
+    // Sums, except stall_max: the larger.
     void merge(const LoopStats& other) noexcept;
   };
 

@@ -96,6 +96,7 @@
 #include <optional>
 #include <string>
 
+#include <heartwheel/common/stat_fields.h>
 #include <heartwheel/common/time.h>
 #include <heartwheel/timer/tick_scale.h>
 #include <heartwheel/timer/timer_entry.h>
@@ -120,6 +121,12 @@ struct WheelStats {
                                  // level, or entries postponed in place
   Duration max_lateness{0};      // worst lateness seen
   Duration total_lateness{0};    // sum, for the mean: total_lateness / fired
+
+  // The counters' table (heartwheel/common/stat_fields.h): JSON keys as
+  // above, Prometheus families; the two durations are written by hand.
+  static StatTable<WheelStats> fields() noexcept;
+  // Adds `other`'s counters and lateness sum; keeps the larger maximum.
+  void merge(const WheelStats& other) noexcept;
 };
 
 class TimingWheel {
