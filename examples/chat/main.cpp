@@ -106,14 +106,7 @@ void write_stats(const std::string& path, const chat::StatsBoard& board,
                         {"max_queued_bytes", f.max_queued_bytes},
                         {"closes", t.ws.slow_consumer_closes},
                         {"skips", t.ws.slow_consumer_skips}};
-  j["chat"] = {{"chat_connections", t.chat.chat_connections},
-               {"echo_connections", t.chat.echo_connections},
-               {"publications", t.chat.publications},
-               {"bad_json", t.chat.bad_json},
-               {"binary_frames", t.chat.binary_frames},
-               {"requests", t.chat.requests},
-               {"errors", t.chat.errors},
-               {"limits", t.chat.limits}};
+  j["chat"] = Json::parse(chat::to_json(t.chat));
   heartwheel::cli::write_file_atomically(path, j.dump(2) + '\n');
 }
 

@@ -24,7 +24,11 @@ the load, divided by the subscribers), server CPU per delivered message,
 dead subscribers closed on time, the load average.
 
 Usage: tools/ws-compare/fanout.py [--connections 100000] [--servers 6]
-       [--load-processes 6] [--rate 1] [--redis] [--json FILE] [--build-dir build]
+       [--load-processes 6] [--rate 1] [--redis | --redis-cluster] [--json FILE]
+       [--build-dir build]
+With --redis-cluster the servers are nodes of one Redis Cluster (three
+masters, three replicas: tools/pylib/redis_cluster.py, started here and
+stopped by PID), published to through the first server as with --redis.
 Everything started here runs in its own process group, stopped by its id.
 Exit status: 0 every publication reached every live subscriber and the dead
 ones were closed on time; 1 otherwise or a failure; 2 usage error."""
@@ -40,6 +44,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run import ROOT, marginal, open_files, proc_sample, start, stop  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "tools", "pylib"))
+from redis_cluster import RedisCluster  # noqa: E402
 
 
 def free_port():
@@ -93,7 +100,14 @@ def main():
     ap.add_argument("--redis", action="store_true",
                     help="the servers share one redis-server (started here): one publish, on "
                          "the first server, must reach every node's subscribers")
+    ap.add_argument("--redis-cluster", action="store_true",
+                    help="the servers are nodes of one Redis Cluster (3 masters, 3 replicas, "
+                         "started here): one publish, on the first server, must reach every "
+                         "node's subscribers")
     args = ap.parse_args()
+    if args.redis and args.redis_cluster:
+        ap.error("--redis and --redis-cluster: choose one")
+    shared = args.redis or args.redis_cluster
     per_server = -(-args.connections // args.servers)
     per_load = -(-(args.connections + args.servers) // args.load_processes)
     if per_server > 19000 or per_load > 19000:
@@ -112,6 +126,7 @@ def main():
                        ramp + args.ping_interval + args.pong_timeout + 5))
     servers = []
     redis = None
+    cluster = None
     stats_dir = tempfile.mkdtemp(prefix="fanout-stats-")
     try:
         node_flags = []
@@ -123,6 +138,9 @@ def main():
                                      start_new_session=True)
             wait_for_port(redis_port)
             node_flags = ["--redis", "127.0.0.1:%d" % redis_port]
+        if args.redis_cluster:
+            cluster = RedisCluster(node_timeout_ms=2000)
+            node_flags = ["--redis-cluster", cluster.seeds()]
         for i in range(args.servers):
             servers.append(start([chat, "--listen", "127.0.0.1:0", "--workers", "1",
                                   "--stats-json", os.path.join(stats_dir, "%d.json" % i),
@@ -136,7 +154,7 @@ def main():
                "--target", ",".join("127.0.0.1:%d" % port for _, port in servers),
                "--connections", str(args.connections), "--processes", str(args.load_processes),
                "--source-ips", "127.0.0.1-127.0.0.8", "--connect-rate", str(args.connect_rate),
-               "--channels", "1", "--publish-rate", str(args.rate), "--publish-targets", "first" if args.redis else "all",
+               "--channels", "1", "--publish-rate", str(args.rate), "--publish-targets", "first" if shared else "all",
                "--publish-start", "%gs" % publish_start,
                "--publish-stop-before", "%ds" % args.settle,
                "--dead-fraction", str(args.dead_fraction),
@@ -172,6 +190,8 @@ def main():
         if redis is not None:
             redis.terminate()
             redis.wait(timeout=10)
+        if cluster is not None:
+            cluster.stop()
         shutil.rmtree(stats_dir, ignore_errors=True)
 
     def at(t):
@@ -201,7 +221,8 @@ def main():
         "subscribed": w["subscribed"],
         "live_subscribers_at_end": subscribers,
         "redis": args.redis,
-        "publications_per_server": w["publish_acks"] // (1 if args.redis else max(1, args.servers)),
+        "redis_cluster": args.redis_cluster,
+        "publications_per_server": w["publish_acks"] // (1 if shared else max(1, args.servers)),
         "publish_acks": w["publish_acks"],
         "expected": w["expected"],
         "delivered": w["delivered"],

@@ -7,6 +7,7 @@
 // /metrics).
 #pragma once
 
+#include <heartwheel/common/stat_fields.h>
 #include <heartwheel/metrics/text_writer.h>
 #include <heartwheel/pubsub/stats.h>
 #include <heartwheel/ws/stats.h>
@@ -32,8 +33,15 @@ struct ChatStats {
   // Budgets applied, by kLimitNames (reply_limits.h, rate_limits.h).
   std::map<std::string, std::uint64_t> limits;
 
+  // The counters' table (heartwheel/common/stat_fields.h: JSON keys, no
+  // Prometheus families); the three maps are merged and written by hand.
+  static heartwheel::StatTable<ChatStats> fields() noexcept;
   void merge(const ChatStats& o);
 };
+
+// heartwheel-chat's "chat" object of --stats-json: the counters by their
+// table's keys, then requests, errors and limits as objects.
+std::string to_json(const ChatStats& stats);
 
 // Every key of ChatStats::limits: a request refused (requests_in_flight,
 // rate_OP: over its --rate-limit), a reply cut to --max-reply-bytes

@@ -365,11 +365,20 @@ void TimingWheel::validate() const {
 }
 
 std::string TimingWheel::dump() const {
-  std::string out = "elapsed=" + std::to_string(elapsed_) + " size=" + std::to_string(size_) +
-                    " ready=" + std::to_string(ready_count_) + "\n";
+  // Appends only: GCC 12 at -O3 reports a false -Wrestrict on
+  // `"literal" + std::to_string(...)` (its bug 105329).
+  std::string out = "elapsed=";
+  out += std::to_string(elapsed_);
+  out += " size=";
+  out += std::to_string(size_);
+  out += " ready=";
+  out += std::to_string(ready_count_);
+  out += '\n';
   for (unsigned level = 0; level < kLevels; ++level) {
     if (occupied_[level] == 0) continue;
-    out += "  level " + std::to_string(level) + ":";
+    out += "  level ";
+    out += std::to_string(level);
+    out += ':';
     for (unsigned slot = 0; slot < kSlots; ++slot) {
       // "[slot]xN (a/b/...)": N entries, of which a in way 0, b in way 1, ...
       std::size_t n = 0;
@@ -377,12 +386,20 @@ std::string TimingWheel::dump() const {
       for (const auto& h : slot_at(level, slot).ways) {
         std::size_t in_way = 0;
         for (const detail::ListNode* p = h.next; p != &h; p = p->next) ++in_way;
-        ways += (ways.empty() ? "" : "/") + std::to_string(in_way);
+        if (!ways.empty()) ways += '/';
+        ways += std::to_string(in_way);
         n += in_way;
       }
-      if (n) out += " [" + std::to_string(slot) + "]x" + std::to_string(n) + " (" + ways + ")";
+      if (n == 0) continue;
+      out += " [";
+      out += std::to_string(slot);
+      out += "]x";
+      out += std::to_string(n);
+      out += " (";
+      out += ways;
+      out += ')';
     }
-    out += "\n";
+    out += '\n';
   }
   return out;
 }
