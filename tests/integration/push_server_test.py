@@ -306,7 +306,12 @@ def test_sse_heartbeats_and_a_dead_reader_closed_by_the_wheel():
         st = s.read_stats(lambda st: st["net"]["closed_by_reason"]["write_stall"] >= 1
                           and st["sse"]["current"] == 0
                           and st["api"]["delivered"] == 3, timeout=20)  # 1, the big one, 3
-        assert st["sse"]["slow_closes"] == 1, st["sse"]
+        # The small push usually finds the connection unwritable and ends
+        # the stream (slow_closes 1); when it reaches the stream while the
+        # big one is still being taken by the kernel, it is queued behind it
+        # and the stall deadline alone closes the connection (slow_closes 0,
+        # seen on a loaded machine). Either way the wheel closed the reader.
+        assert st["sse"]["slow_closes"] in (0, 1), st["sse"]
         dead.close()
         again = Sse(s.port, "hb")  # the server serves on
         again.event()
