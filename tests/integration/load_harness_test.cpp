@@ -133,7 +133,10 @@ TEST_CASE("Messages of 16 bytes (the stamps alone) and of odd sizes are counted 
     INFO("size " << size << ": " << run.report.dump().substr(0, 1500));
     CHECK(run.status == 0);
     CHECK(u(run.report["messages_received"]) > 20 * 10);
-    CHECK(u(run.report["messages_received"]) + 20 >= u(run.report["messages_sent"]));
+    // At the end each connection may still wait for the echoes of its last
+    // 250 ms of sends (5 at 50 ms): a fresh-clone run on a loaded 2-core
+    // machine saw 80 of 420 in flight, 4 per connection.
+    CHECK(u(run.report["messages_received"]) + 20 * 5 >= u(run.report["messages_sent"]));
     CHECK(u(run.report["rtt_us"]["count"]) == u(run.report["messages_received"]));
   }
 }
