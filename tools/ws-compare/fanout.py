@@ -169,7 +169,7 @@ def main():
         while load.poll() is None:
             rss = cpu = files = 0
             for p, _ in servers:
-                r, c = proc_sample(p.pid)
+                r, c = proc_sample(p.pid)[:2]
                 rss, cpu, files = rss + r, cpu + c, files + open_files(p.pid)
             samples.append((time.monotonic() - t0, rss, cpu,
                             open("/proc/loadavg").read().split()[0], files,
