@@ -7,6 +7,11 @@ target_compile_options(heartwheel_options INTERFACE -Wall -Wextra -Wpedantic -Ws
 if(HEARTWHEEL_WERROR)
   target_compile_options(heartwheel_options INTERFACE -Werror)
 endif()
+# GCC 12 reports false -Wrestrict in libstdc++'s string concatenation at -O2
+# and -O3 (GCC bug 105329): it would fail a Release build with -Werror.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+  target_compile_options(heartwheel_options INTERFACE -Wno-restrict)
+endif()
 if(HEARTWHEEL_SANITIZE)
   target_compile_options(heartwheel_options INTERFACE -fsanitize=${HEARTWHEEL_SANITIZE} -fno-omit-frame-pointer
                          -fno-sanitize-recover=all)

@@ -1,49 +1,49 @@
-// DelayedQueueStats: merge and JSON. See heartwheel/push/delayed_stats.h.
+// DelayedQueueStats: its table of fields (heartwheel/common/stat_fields.h),
+// merge and JSON. See heartwheel/push/delayed_stats.h. heartwheel-push writes
+// the Prometheus families (examples/push/push_metrics.cpp).
+#include <heartwheel/common/stat_fields.h>
 #include <heartwheel/push/delayed_stats.h>
-
-#include <nlohmann/json.hpp>
 
 namespace heartwheel::push {
 
 namespace {
-// Every field once, for merge and to_json alike.
-template <class S, class F>
-void each_field(S& s, F&& f) {
-  f("queues", s.queues);
-  f("held", s.held);
-  f("scheduled", s.scheduled);
-  f("schedule_errors", s.schedule_errors);
-  f("schedule_capped", s.schedule_capped);
-  f("loads", s.loads);
-  f("load_errors", s.load_errors);
-  f("loaded", s.loaded);
-  f("fired", s.fired);
-  f("claimed", s.claimed);
-  f("claimed_elsewhere", s.claimed_elsewhere);
-  f("claim_retries", s.claim_retries);
-  f("lost_claims", s.lost_claims);
-  f("delivered", s.delivered);
-  f("deliver_errors", s.deliver_errors);
-  f("acked", s.acked);
-  f("requeued", s.requeued);
-  f("cancelled", s.cancelled);
-  f("cancel_missed", s.cancel_missed);
-  f("redis_errors", s.redis_errors);
-}
+using S = DelayedQueueStats;
+constexpr auto kCounter = StatKind::counter;
+constexpr auto kGauge = StatKind::gauge;  // merged: summed over the queues
+constexpr StatField<S> kFields[] = {
+    {"queues", &S::queues, kGauge, "", ""},
+    {"held", &S::held, kGauge, "", ""},
+    {"scheduled", &S::scheduled, kCounter, "", ""},
+    {"schedule_errors", &S::schedule_errors, kCounter, "", ""},
+    {"schedule_capped", &S::schedule_capped, kCounter, "", ""},
+    {"loads", &S::loads, kCounter, "", ""},
+    {"load_errors", &S::load_errors, kCounter, "", ""},
+    {"loaded", &S::loaded, kCounter, "", ""},
+    {"fired", &S::fired, kCounter, "", ""},
+    {"claimed", &S::claimed, kCounter, "", ""},
+    {"claimed_elsewhere", &S::claimed_elsewhere, kCounter, "", ""},
+    {"claim_retries", &S::claim_retries, kCounter, "", ""},
+    {"lost_claims", &S::lost_claims, kCounter, "", ""},
+    {"delivered", &S::delivered, kCounter, "", ""},
+    {"deliver_errors", &S::deliver_errors, kCounter, "", ""},
+    {"acked", &S::acked, kCounter, "", ""},
+    {"requeued", &S::requeued, kCounter, "", ""},
+    {"cancelled", &S::cancelled, kCounter, "", ""},
+    {"cancel_missed", &S::cancel_missed, kCounter, "", ""},
+    {"redis_errors", &S::redis_errors, kCounter, "", ""},
+};
+static_assert(stat_fields_cover(StatTable<S>(kFields), 0), "a DelayedQueueStats field without a row");
 }  // namespace
 
 void DelayedQueueStats::merge(const DelayedQueueStats& other) noexcept {
-  std::uint64_t* mine[32];
-  std::size_t n = 0;
-  each_field(*this, [&](const char*, std::uint64_t& v) { mine[n++] = &v; });
-  n = 0;
-  each_field(other, [&](const char*, const std::uint64_t& v) { *mine[n++] += v; });
+  merge_stat_fields(StatTable<S>(kFields), *this, other);
 }
 
 std::string to_json(const DelayedQueueStats& stats) {
-  nlohmann::json j = nlohmann::json::object();
-  each_field(stats, [&](const char* name, const std::uint64_t& v) { j[name] = v; });
-  return j.dump();
+  std::string out = "{";
+  append_stat_fields_json(out, StatTable<S>(kFields), stats);
+  out += '}';
+  return out;
 }
 
 }  // namespace heartwheel::push
