@@ -4,8 +4,11 @@ an ACL user or mutual TLS (tools/pylib/redis_server.py), and the checks that
 a password never shows: not in the process's command line (what ps shows),
 not in its stderr. Standard library only."""
 import os
+import socket
 import sys
 import tempfile
+import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
                                 "pylib"))
@@ -45,3 +48,55 @@ def assert_not_shown(server, *secrets):
     for s in secrets:
         assert s not in err, "the password is in the log: %s" % err
     return err
+
+
+class CountingForwarder:
+    """A loopback TCP forwarder to 127.0.0.1:`port` that counts the
+    connections it accepts: how often a link tried, where Redis cannot tell
+    (it does not count TLS connections whose handshake failed). Threads, all
+    daemons; close() stops accepting."""
+
+    def __init__(self, port):
+        self.lst = socket.create_server(("127.0.0.1", 0))
+        self.port = self.lst.getsockname()[1]
+        self.accepted = 0
+        threading.Thread(target=self._accept, args=(port,), daemon=True).start()
+
+    def address(self):
+        return "127.0.0.1:%d" % self.port
+
+    def wait_accepted(self, n, timeout=20):
+        deadline = time.monotonic() + timeout
+        while self.accepted < n:
+            assert time.monotonic() < deadline, "only %d connections came" % self.accepted
+            time.sleep(0.05)
+
+    def _accept(self, port):
+        while True:
+            try:
+                down, _ = self.lst.accept()
+                up = socket.create_connection(("127.0.0.1", port), timeout=5)
+            except OSError:
+                return
+            self.accepted += 1
+            for a, b in ((down, up), (up, down)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        for sk in (a, b):
+            try:
+                sk.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        self.lst.close()

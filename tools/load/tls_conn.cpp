@@ -11,6 +11,7 @@
 #include <new>
 #include <string>
 
+#include "tls_flags.h"
 #include "worker.h"
 
 namespace heartwheel::load {
@@ -20,12 +21,11 @@ constexpr std::size_t kPlaintextBuffer = 64 * 1024;
 }  // namespace
 
 void Worker::tls_setup() {
-  tls::ContextOptions o;
-  o.role = tls::Role::client;
-  o.ca_file = options_.tls_ca;
-  o.insecure = options_.tls_insecure;
-  o.client_session_cache = options_.tls_resume;
-  tls_ = std::make_shared<tls::Context>(std::move(o));
+  cli::ClientContextFlags c;
+  c.ca = options_.tls_ca;
+  c.insecure = options_.tls_insecure;
+  c.session_cache = options_.tls_resume;
+  tls_ = cli::client_context(c);
 }
 
 void Worker::tls_start(Conn& c) {

@@ -7,12 +7,18 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <utility>
+
+#include "tls_flags.h"
 
 namespace heartwheel::cli {
 
@@ -62,13 +68,70 @@ std::shared_ptr<const tls::Context> make_redis_tls(const RedisLinkFlags& f) {
                                                    : "--redis-tls-cert needs --redis-tls-key");
   if (f.tls_insecure && !f.tls_ca.empty())
     throw std::invalid_argument("--redis-tls-insecure and --redis-tls-ca exclude each other");
-  tls::ContextOptions o;
-  o.role = tls::Role::client;
-  o.ca_file = f.tls_ca;
-  o.insecure = f.tls_insecure;
-  o.alpn.clear();  // Redis selects no ALPN protocol
-  if (!f.tls_cert.empty()) o.certificates.push_back({f.tls_cert, f.tls_key});
-  return std::make_shared<tls::Context>(std::move(o));
+  ClientContextFlags c;
+  c.ca = f.tls_ca;
+  c.insecure = f.tls_insecure;
+  c.cert = f.tls_cert;
+  c.key = f.tls_key;
+  c.alpn.clear();  // Redis selects no ALPN protocol
+  return client_context(c);
+}
+
+// Why a node's TLS handshake failed, one line per node and reason, not one
+// per retry: the connector retries with backoff (every 5 s at most, per
+// link), so a wrong CA would otherwise print a line every few seconds from
+// each link of the program for as long as it runs. The same line again
+// within kRepeatEvery is counted; the first one after that prints with the
+// count. Shared by every link and node of a program, whose loops may be
+// several threads: a mutex.
+class HandshakeFailureLog {
+ public:
+  static constexpr std::chrono::seconds kRepeatEvery{60};
+
+  explicit HandshakeFailureLog(std::string program) : program_(std::move(program)) {}
+
+  void report(const std::string& address, const std::string& message) {
+    const auto now = std::chrono::steady_clock::now();
+    std::uint64_t repeats = 0;
+    {
+      const std::lock_guard lock(mutex_);
+      auto [it, first] = seen_.try_emplace(address + ": " + message);
+      Seen& s = it->second;
+      if (!first && now - s.printed < kRepeatEvery) {
+        ++s.repeats;
+        return;
+      }
+      repeats = s.repeats;
+      s = {now, 0};
+    }
+    std::string line = program_ + ": warning: redis link " + address +
+                       ": tls handshake failed: " + message;
+    if (repeats > 0)
+      line += " (" + std::to_string(repeats) + " more since this was last said)";
+    line += "\n";
+    std::fputs(line.c_str(), stderr);  // one call: lines from two loops do not mix
+  }
+
+ private:
+  struct Seen {
+    std::chrono::steady_clock::time_point printed;
+    std::uint64_t repeats = 0;
+  };
+  const std::string program_;
+  std::mutex mutex_;
+  std::map<std::string, Seen> seen_;  // "HOST:PORT: MESSAGE": a handful of entries
+};
+
+std::shared_ptr<net::TransportFactory> redis_tls_transport(
+    std::shared_ptr<const tls::Context> context, const std::string& host, int port,
+    const std::shared_ptr<HandshakeFailureLog>& log) {
+  const std::string address = host + ":" + std::to_string(port);
+  return tls::client_transport(
+      std::move(context), host, {},
+      {.handshake_timeout = tls::TransportOptions{}.handshake_timeout,
+       .on_failure = [log, address](tls::FailureCause, const std::string& message) {
+         log->report(address, message);
+       }});
 }
 
 }  // namespace
@@ -84,9 +147,10 @@ void apply_redis_link_flags(const RedisLinkFlags& f, redis::LinkOptions& o,
   if (f.tls || f.tls_insecure || !f.tls_ca.empty() || !f.tls_cert.empty() ||
       !f.tls_key.empty()) {
     std::shared_ptr<const tls::Context> context = make_redis_tls(f);
-    o.connector.transport = tls::client_transport(context, o.connector.host);
-    o.node_transport = [context](const std::string& host) {
-      return tls::client_transport(context, host);
+    auto log = std::make_shared<HandshakeFailureLog>(program);
+    o.connector.transport = redis_tls_transport(context, o.connector.host, o.connector.port, log);
+    o.node_transport = [context, log](const std::string& host, int port) {
+      return redis_tls_transport(context, host, port, log);
     };
   }
   o.on_error = [program, user = std::move(o.on_error)](std::error_code ec,

@@ -25,7 +25,13 @@
 // each node's transport names that node), and an on_error that logs what the
 // link reports on stderr, one line each:
 //   "NAME: redis: AUTH refused by 127.0.0.1:6379 for user chat: WRONGPASS ..."
-// (after any on_error already set). It warns on stderr when the password
+// (after any on_error already set). With TLS, a refused handshake (a wrong
+// CA, a name that does not match, no client certificate) is a warning naming
+// the node, once per node and reason, not once per retry (the same line
+// again within 60 s is counted and the count printed with it later):
+//   "NAME: warning: redis link 127.0.0.1:6380: tls handshake failed:
+//    certificate verify failed: self-signed certificate in certificate chain"
+// It warns on stderr when the password
 // file is readable by its group or by others:
 //   "NAME: warning: --redis-password-file FILE is readable by group or others (chmod 600 it)"
 // The password is kept only in the options (and the AUTH command's bytes).

@@ -57,10 +57,20 @@ std::shared_ptr<tls::Context> make_tls_client(const TlsClientFlags& f) {
   if (f.insecure && !f.ca.empty())
     throw std::invalid_argument("give --tls-ca or --tls-insecure, not both");
   if (!f.tls) return nullptr;
+  ClientContextFlags c;
+  c.ca = f.ca;
+  c.insecure = f.insecure;
+  return client_context(c);
+}
+
+std::shared_ptr<tls::Context> client_context(const ClientContextFlags& f) {
   tls::ContextOptions o;
   o.role = tls::Role::client;
   o.ca_file = f.ca;
   o.insecure = f.insecure;
+  o.alpn = f.alpn;
+  o.client_session_cache = f.session_cache;
+  if (!f.cert.empty() || !f.key.empty()) o.certificates.push_back({f.cert, f.key});
   return std::make_shared<tls::Context>(std::move(o));
 }
 

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -63,6 +64,24 @@ void add_tls_client_flags(CLI::App& app, TlsClientFlags& flags);
 // naming the flag (--tls-ca or --tls-insecure without --tls, or both) and
 // tls::ContextError naming the file (an unreadable --tls-ca).
 std::shared_ptr<tls::Context> make_tls_client(const TlsClientFlags& flags);
+
+// What a program's client TLS flags say, whatever they are called
+// (--tls-ca, --redis-tls-ca, ...): the one place a client Context is made
+// from them (heartwheel-rpc-client, the Redis link, heartwheel-load).
+struct ClientContextFlags {
+  std::string ca;         // trust these certificates (PEM); empty: the system's store
+  bool insecure = false;  // verify nothing (tests and load harnesses only)
+  std::string cert;       // a client certificate to present (mutual TLS), with
+  std::string key;        // its key; both or neither
+  std::vector<std::string> alpn = {"http/1.1"};  // offered; empty: no ALPN
+  bool session_cache = false;  // keep and offer session tickets (resumption)
+};
+
+// A client Context from `flags`. The caller refuses contradictions first
+// in its own flags' words; what is left throws std::invalid_argument
+// (tls::ContextOptions::validate) or tls::ContextError naming a file and
+// its reason (unreadable CA, a key not matching its certificate).
+std::shared_ptr<tls::Context> client_context(const ClientContextFlags& flags);
 
 // Reloads `context` from its files on every SIGHUP (as nginx does after a
 // certificate renewal) on a thread of its own, and says so on stderr:

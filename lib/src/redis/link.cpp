@@ -27,7 +27,7 @@ void aim_at(LinkOptions& o, const std::string& address) {
   const net::HostPort hp = net::parse_host_port(address);
   o.connector.host = hp.host;
   o.connector.port = hp.port;
-  if (o.node_transport) o.connector.transport = o.node_transport(hp.host);
+  if (o.node_transport) o.connector.transport = o.node_transport(hp.host, hp.port);
 }
 
 Link::Link(LoopWheel& wheel, const LinkOptions& options)

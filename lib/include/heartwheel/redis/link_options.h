@@ -101,11 +101,13 @@ struct LinkOptions {
   // TLS (or any transport) on the link: connector.transport, e.g.
   // tls::client_transport(context, "redis.example") (heartwheel/tls). A
   // cluster link uses it for every node too, unless node_transport is set:
-  // then the transport of a node at `host` is node_transport(host) (a TLS
-  // transport naming that node, so its certificate is checked against its
-  // own address). Called on the link's loop thread when a node's connection
-  // is made; it may return null (plain).
-  std::function<std::shared_ptr<net::TransportFactory>(const std::string& host)> node_transport;
+  // then the transport of a node at `host`:`port` is node_transport(host,
+  // port) (a TLS transport naming that node, so its certificate is checked
+  // against its own address; the port lets a program's log name the node).
+  // Called on the link's loop thread when a node's connection is made; it
+  // may return null (plain).
+  std::function<std::shared_ptr<net::TransportFactory>(const std::string& host, int port)>
+      node_transport;
   // Redis Cluster: see above. Empty seeds: a single redis-server.
   ClusterOptions cluster;
   // A reply larger than this closes the connection (protocol_errors).
