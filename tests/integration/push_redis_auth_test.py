@@ -5,7 +5,8 @@ over mutual TLS, a publish on node A reaches an SSE reader on node B and a
 delayed push is delivered; with a wrong password POST /publish answers 503,
 the refusal is a clear line on stderr naming the address, counted in the
 stats (auth_failures) and retried with backoff while the node stays up; the
-password is never on the command line or in the log.
+password is never on the command line or in the log; a Redis certificate the
+node cannot verify is one warning line, not one per retry.
 
 Usage: push_redis_auth_test.py PATH/TO/heartwheel-push [test ...]
 """
@@ -15,8 +16,8 @@ import time
 
 from chat_support import Server, run_tests
 from push_support import Sse, publish
-from redis_link_support import (PASSWORD, WRONG, RedisServer, assert_not_shown, secret_file,
-                                tls_files, tls_flags)
+from redis_link_support import (PASSWORD, WRONG, CountingForwarder, RedisServer, assert_not_shown,
+                                secret_file, tls_files, tls_flags)
 
 SERVER_BINARY = None  # set by run_tests
 
@@ -80,6 +81,24 @@ def test_wrong_password_503_logged_counted_and_the_node_stays_up():
         assert ("heartwheel-push: redis: AUTH refused by %s for the default user: WRONGPASS"
                 % r.address()) in err, err
     os.unlink(bad)
+
+
+def test_refused_tls_handshake_is_one_warning_not_one_per_retry():
+    tls, other = tls_files(), tls_files()
+    with RedisServer(tls=tls) as r:
+        fwd = CountingForwarder(r.port)  # counts the attempts Redis does not
+        a = Server(SERVER_BINARY, "--redis", fwd.address(), "--tick", "5ms",
+                   "--redis-tls-ca", other.ca, "--redis-tls-cert", tls.client_cert,
+                   "--redis-tls-key", tls.client_key)
+        fwd.wait_accepted(6)  # backoff 100 ms doubling: retries of each link
+        assert publish(a.port, "x", 1)[0] == 503
+        a.stop()
+        fwd.close()
+        err = a.proc.stderr.read()
+    line = ("heartwheel-push: warning: redis link %s: tls handshake failed: "
+            "certificate verify failed" % fwd.address())
+    assert err.count(line) == 1, err
+    assert err.count("tls handshake failed") == 1, err
 
 
 if __name__ == "__main__":

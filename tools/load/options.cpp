@@ -180,7 +180,7 @@ void add_options(CLI::App& app, LoadOptions& o) {
                  "New connections per second over all processes (ramp)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-pending-connects", o.max_pending_connects, "Connects in flight per process")
+  app.add_option("--max-pending-connects", o.max_pending_connects, "Connects in flight per process (with --tls: until the handshake is over)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 100000u));
   add_duration(app, "--connect-timeout", o.connect_timeout,

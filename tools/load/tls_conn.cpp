@@ -99,6 +99,12 @@ void Worker::tls_send(Conn& c, std::string_view plaintext) {
   send_raw(c, reinterpret_cast<const std::uint8_t*>(out.data()), out.size());
 }
 
+void Worker::handshake_over(Conn& c) noexcept {
+  if (!c.handshaking) return;
+  c.handshaking = false;
+  --pending_;
+}
+
 void Worker::tls_free(Conn& c) {
   delete c.tls;
   c.tls = nullptr;

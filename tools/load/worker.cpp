@@ -250,20 +250,23 @@ void Worker::on_connect(uv_connect_t* req, int status) {
   Conn& c = *static_cast<Conn*>(req->data);
   delete req;
   Worker& w = *c.worker;
-  --w.pending_;
+  if (status < 0 || !w.tls_) --w.pending_;  // with --tls: when its handshake is over
   if (status == UV_ECANCELED) return;  // we closed it (timeout or stop) and counted it then
   if (status < 0) return w.connect_failed(c, status);
   w.result_.connect_us.record((uv_hrtime() - c.next_send_ns) / 1000);
   const bool first_attempt = !c.was_open && c.failures == 0;
-  if (w.tls_)
+  if (w.tls_) {
+    c.handshaking = true;
     w.tls_start(c);  // on_open once the handshake is done
-  else
+  } else {
     w.on_open(c);
+  }
   if (first_attempt && counted(c)) w.note_resolved();
   if (w.pending_ < w.options_.max_pending_connects && w.started_ < w.share_.connections) w.ramp();
 }
 
 void Worker::on_open(Conn& c) {
+  handshake_over(c);
   if (counted(c)) ++result_.connections_established;
   ++open_;
   const bool reopened = c.was_open;
@@ -430,6 +433,7 @@ void Worker::on_write(uv_write_t* req, int status) {
 }
 
 void Worker::close_conn(Conn& c) {
+  handshake_over(c);
   if (c.state == Conn::State::backoff) {  // no handle: only the wait to cancel
     wheel_->cancel(c);
     c.state = Conn::State::closed;

@@ -68,6 +68,7 @@ struct Conn final : TimerEntry {
   bool publisher = false;                     // ws: the publisher connection of a target
   bool was_open = false;                      // --auto-reconnect: opened at least once
   bool retry = false;                         // --auto-reconnect: try again once the handle closed
+  bool handshaking = false;                   // --tls: connected, handshake under way (in pending_)
   std::uint8_t failures = 0;                  // --auto-reconnect: consecutive failed attempts
   std::uint32_t opened_ms = 0;                // --auto-reconnect: when it last opened (since start)
   std::uint8_t rx_buf[16] = {};               // header or stamp bytes being assembled
@@ -150,6 +151,7 @@ class Worker {
   void tls_data(Conn& c, const std::uint8_t* data, std::size_t len);
   void tls_send(Conn& c, std::string_view plaintext);
   static void tls_free(Conn& c);
+  void handshake_over(Conn& c) noexcept;  // leaves pending_ (done, failed or closed)
   void send_raw(Conn& c, const std::uint8_t* data, std::size_t len);
   // --auto-reconnect (worker_reconnect.cpp)
   void attempt_started(Conn& c);
@@ -168,7 +170,11 @@ class Worker {
   uv_signal_t sigterm_{}, sigint_{};
   std::unique_ptr<Conn[]> conns_;
   std::uint64_t started_ = 0;   // connects started (next conns_ slot)
-  std::uint64_t pending_ = 0;   // connects in flight
+  // Connects in flight, bounded by max_pending_connects: with --tls until
+  // the handshake is done or failed, so a server slower at handshakes than
+  // the connect rate slows the ramp instead of letting handshakes pile up
+  // past their timeout.
+  std::uint64_t pending_ = 0;
   std::uint64_t resolved_ = 0;  // connects that succeeded or failed
   std::uint64_t open_ = 0;      // connections open now
   std::uint64_t closed_by_server_ = 0;
