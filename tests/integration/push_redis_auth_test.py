@@ -16,8 +16,9 @@ import time
 
 from chat_support import Server, run_tests
 from push_support import Sse, publish
-from redis_link_support import (PASSWORD, WRONG, CountingForwarder, RedisServer, assert_not_shown,
-                                secret_file, tls_files, tls_flags)
+from redis_link_support import (PASSWORD, WRONG, RedisServer, assert_not_shown,
+                                check_refused_tls_is_one_warning, secret_file, tls_files,
+                                tls_flags)
 
 SERVER_BINARY = None  # set by run_tests
 
@@ -84,21 +85,12 @@ def test_wrong_password_503_logged_counted_and_the_node_stays_up():
 
 
 def test_refused_tls_handshake_is_one_warning_not_one_per_retry():
-    tls, other = tls_files(), tls_files()
-    with RedisServer(tls=tls) as r:
-        fwd = CountingForwarder(r.port)  # counts the attempts Redis does not
-        a = Server(SERVER_BINARY, "--redis", fwd.address(), "--tick", "5ms",
-                   "--redis-tls-ca", other.ca, "--redis-tls-cert", tls.client_cert,
-                   "--redis-tls-key", tls.client_key)
-        fwd.wait_accepted(6)  # backoff 100 ms doubling: retries of each link
-        assert publish(a.port, "x", 1)[0] == 503
-        a.stop()
-        fwd.close()
-        err = a.proc.stderr.read()
-    line = ("heartwheel-push: warning: redis link %s: tls handshake failed: "
-            "certificate verify failed" % fwd.address())
-    assert err.count(line) == 1, err
-    assert err.count("tls handshake failed") == 1, err
+    def refused(node):
+        assert publish(node.port, "x", 1)[0] == 503
+    check_refused_tls_is_one_warning(
+        "heartwheel-push",
+        lambda redis, *flags: Server(SERVER_BINARY, "--redis", redis, "--tick", "5ms", *flags),
+        refused)
 
 
 if __name__ == "__main__":

@@ -100,3 +100,25 @@ class CountingForwarder:
 
     def close(self):
         self.lst.close()
+
+
+def check_refused_tls_is_one_warning(program, start_node, while_refused):
+    """A Redis certificate the node cannot verify (another CA): one warning
+    line naming the address and OpenSSL's reason, however often its links
+    retry. `start_node(redis_address, *flags)` starts the node (a Server);
+    `while_refused(node)` checks what the program does meanwhile."""
+    tls, other = tls_files(), tls_files()
+    with RedisServer(tls=tls) as r:
+        fwd = CountingForwarder(r.port)  # counts the attempts Redis does not
+        node = start_node(fwd.address(), "--redis-tls-ca", other.ca, "--redis-tls-cert",
+                          tls.client_cert, "--redis-tls-key", tls.client_key)
+        # Backoff 100 ms doubling: six attempts are retries of each link.
+        fwd.wait_accepted(6)
+        while_refused(node)
+        node.stop()
+        fwd.close()
+        err = node.proc.stderr.read()
+    line = ("%s: warning: redis link %s: tls handshake failed: certificate verify failed"
+            % (program, fwd.address()))
+    assert err.count(line) == 1, err
+    assert err.count("tls handshake failed") == 1, err
