@@ -78,8 +78,8 @@ std::shared_ptr<const tls::Context> make_redis_tls(const RedisLinkFlags& f) {
 }
 
 // Why a node's TLS handshake failed, one line per node and reason, not one
-// per retry: the connector retries with backoff (every 5 s at most, per
-// link), so a wrong CA would otherwise print a line every few seconds from
+// per retry: the connector retries with backoff (attempts at most 5 s apart,
+// per link), so a wrong CA would otherwise print a line every few seconds from
 // each link of the program for as long as it runs. The same line again
 // within kRepeatEvery is counted; the first one after that prints with the
 // count. Shared by every link and node of a program, whose loops may be
@@ -107,7 +107,7 @@ class HandshakeFailureLog {
     std::string line = program_ + ": warning: redis link " + address +
                        ": tls handshake failed: " + message;
     if (repeats > 0)
-      line += " (" + std::to_string(repeats) + " more since this was last said)";
+      line += " (" + std::to_string(repeats) + " more like it since the last such line)";
     line += "\n";
     std::fputs(line.c_str(), stderr);  // one call: lines from two loops do not mix
   }
