@@ -112,11 +112,13 @@ def check_refused_tls_is_one_warning(program, start_node, while_refused):
         fwd = CountingForwarder(r.port)  # counts the attempts Redis does not
         node = start_node(fwd.address(), "--redis-tls-ca", other.ca, "--redis-tls-cert",
                           tls.client_cert, "--redis-tls-key", tls.client_key)
-        # Backoff 100 ms doubling: six attempts are retries of each link.
-        fwd.wait_accepted(6)
-        while_refused(node)
-        node.stop()
-        fwd.close()
+        try:
+            # Backoff 100 ms doubling: six attempts are retries of each link.
+            fwd.wait_accepted(6)
+            while_refused(node)
+        finally:  # stopped by PID whatever failed
+            node.stop()
+            fwd.close()
         err = node.proc.stderr.read()
     line = ("%s: warning: redis link %s: tls handshake failed: certificate verify failed"
             % (program, fwd.address()))
