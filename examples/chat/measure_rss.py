@@ -5,9 +5,12 @@ memory only (VmRSS growth after 200 warm-up connections).
 Usage: examples/chat/measure_rss.py [N [SERVER_FLAG...]]   (after building; N
 defaults to 5000, run with `ulimit -n 20000`: client and server each hold N
 descriptors; flags go to heartwheel-chat, e.g. --no-join-leave).
-With the flag --auth (not passed on): authentication on (an HS256 secret);
-every client connects with its own PyJWT token (sub "u<i>", exp, info
-{"name": "User <i>"}), protocol version 2."""
+With the flag --auth (not passed on): the same run measures twice, first
+without tokens, then with authentication on (the server given an HS256
+secret with --token-hmac-secret-file; every client connects with its own
+PyJWT token: sub "u<i>", exp, info {"name": "User <i>"}, protocol version
+2), and ends with a line putting the two side by side:
+  per connection, without / with a token: idle A / B B (+D), subscribed ..."""
 import json
 import os
 import sys
@@ -51,13 +54,19 @@ def open_client(port, i, token):
 
 
 def measure(n, subscribe, flags=(), auth=False):
-    if auth:
-        import tempfile
-        secret = tempfile.NamedTemporaryFile("w", suffix=".secret", delete=False)
+    """Prints and returns the server's RSS growth per connection."""
+    if not auth:
+        return measure_with(n, subscribe, flags, [None] * (n + 200))
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".secret") as secret:
         secret.write(SECRET + "\n")
-        secret.close()
-        flags = ("--token-hmac-secret-file", secret.name, *flags)
-    toks = tokens(n + 200) if auth else [None] * (n + 200)
+        secret.flush()
+        return measure_with(n, subscribe, ("--token-hmac-secret-file", secret.name, *flags),
+                            tokens(n + 200))
+
+
+def measure_with(n, subscribe, flags, toks):
+    auth = toks[0] is not None
     with Server(BIN, *flags) as s:
         warm = [open_client(s.port, n + i, toks[n + i]) for i in range(200)]
         time.sleep(0.5)
@@ -76,14 +85,22 @@ def measure(n, subscribe, flags=(), auth=False):
         grown = rss(s.proc.pid) - before
         print("%d connections%s, %s: %.0f bytes of server RSS each"
               % (n, " with tokens" if auth else "",
-                 "each subscribed to 1 of 10 rooms" if subscribe else "idle", grown / n))
+                 "each subscribed to 1 of 10 rooms" if subscribe else "idle", grown / n),
+              flush=True)
         for c in clients + warm:
             c.close()
+    return grown / n
 
 
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
     flags = [f for f in sys.argv[2:] if f != "--auth"]
-    auth = "--auth" in sys.argv[2:]
-    measure(n, False, flags, auth)
-    measure(n, True, flags, auth)
+    if "--auth" not in sys.argv[2:]:
+        measure(n, False, flags)
+        measure(n, True, flags)
+    else:
+        plain = (measure(n, False, flags), measure(n, True, flags))
+        token = (measure(n, False, flags, True), measure(n, True, flags, True))
+        print("per connection, without / with a token: idle %.0f / %.0f B (%+.0f), "
+              "subscribed %.0f / %.0f B (%+.0f)"
+              % (plain[0], token[0], token[0] - plain[0], plain[1], token[1], token[1] - plain[1]))
