@@ -94,8 +94,9 @@ async def open_from(source, port):
     return await asyncio.open_connection(sock=sock)
 
 
-async def client(c, opts, report, start_at):
-    """c: {"i", "token", "port", "server", "source"}."""
+async def client(c, opts, report, gate, start_at):
+    """c: {"i", "token", "port", "server", "source"}; gate: the process's
+    semaphore of handshakes in flight."""
     i, port = c["i"], c["port"]
     key = base64.b64encode(os.urandom(16)).decode()
     handshake = (f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
@@ -111,28 +112,34 @@ async def client(c, opts, report, start_at):
         back = False
         why = None
         try:
-            reader, writer = await open_from(c["source"], port)
-            writer.write(handshake)
-            head = await reader.readuntil(b"\r\n\r\n")
-            if not head.startswith(b"HTTP/1.1 101"):
-                raise ConnectionError("status " + head[:12].decode(errors="replace"))
-            writer.write(hello)
-            while True:
-                op, payload = await read_frame(reader)
-                if op == 0x9:
-                    writer.write(pong(payload))
-                    continue
-                if op == 0x8:
-                    raise ConnectionError("closed by the server")
-                if op != 0x1:
-                    continue
-                msg = json.loads(payload)
-                if msg.get("id") == 1 and not msg.get("ok"):
-                    raise ConnectionError("connect refused: %s" % msg)
-                if msg.get("id") == 2:
-                    if not msg.get("ok"):
-                        raise ConnectionError("subscribe refused: %s" % msg)
-                    break
+            # From connect() to the subscribe reply under the gate: a client
+            # process behind on its work does not connect more than it can
+            # carry through the handshake, so the server's timeouts (the
+            # request's, --connect-timeout) measure the server, not the
+            # clients' own backlog.
+            async with gate:
+                reader, writer = await open_from(c["source"], port)
+                writer.write(handshake)
+                head = await reader.readuntil(b"\r\n\r\n")
+                if not head.startswith(b"HTTP/1.1 101"):
+                    raise ConnectionError("status " + head[:12].decode(errors="replace"))
+                writer.write(hello)
+                while True:
+                    op, payload = await read_frame(reader)
+                    if op == 0x9:
+                        writer.write(pong(payload))
+                        continue
+                    if op == 0x8:
+                        raise ConnectionError("closed by the server")
+                    if op != 0x1:
+                        continue
+                    msg = json.loads(payload)
+                    if msg.get("id") == 1 and not msg.get("ok"):
+                        raise ConnectionError("connect refused: %s" % msg)
+                    if msg.get("id") == 2:
+                        if not msg.get("ok"):
+                            raise ConnectionError("subscribe refused: %s" % msg)
+                        break
             back = True
             report.add("back", c["server"])
             failures = 0
@@ -162,11 +169,13 @@ async def client(c, opts, report, start_at):
 
 def client_process(clients, opts, queue, t_start, rate):
     """Runs `clients` (dicts as client() takes) until SIGTERM; client i
-    first connects at t_start + i / rate."""
+    first connects at t_start + i / rate; at most opts["in_flight"]
+    handshakes at once."""
     async def main():
         report = Reporter(queue)
+        gate = asyncio.Semaphore(opts["in_flight"])
         asyncio.ensure_future(report.run())
-        await asyncio.gather(*(client(c, opts, report, t_start + c["i"] / rate)
+        await asyncio.gather(*(client(c, opts, report, gate, t_start + c["i"] / rate)
                                for c in clients))
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     asyncio.run(main())

@@ -146,8 +146,10 @@ class Server:
                     flag, key, "--stats-json", self.stats, "--stats-interval", "500ms"]
         if redis:
             self.cmd += ["--redis", redis]
-        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, start_new_session=True)
+        self.log = os.path.join(tmp, f"chat-{index}-{tag}.log")  # its stderr
+        with open(self.log, "w") as err:
+            self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=err,
+                                         text=True, start_new_session=True)
         self.listening_at = None
 
     def wait_listening(self):
@@ -319,6 +321,9 @@ def main():
     p.add_argument("--source-ips", type=int, default=0,
                    help="clients connect from 127.0.0.1 .. 127.0.0.K (default: enough that no "
                         "(source, server) pair uses more than a quarter of the ephemeral ports)")
+    p.add_argument("--handshakes-in-flight", type=int, default=200,
+                   help="per client process: connections between connect() and the subscribe "
+                        "reply at most (the others wait in the client before connecting)")
     p.add_argument("--connect-rate", type=float, default=2000,
                    help="the first ramp, connects/s over all client processes")
     p.add_argument("--channels", type=int, default=0,
@@ -335,9 +340,10 @@ def main():
                    help="the server binary (default build-rel/bin, else build/bin)")
     p.add_argument("--json", help="write the whole result here")
     args = p.parse_args()
-    if args.clients < 1 or args.servers < 0 or args.client_processes < 0 or args.source_ips < 0:
-        die("--clients must be positive; --servers, --client-processes, --source-ips at least 0",
-            EXIT_USAGE)
+    if (args.clients < 1 or args.handshakes_in_flight < 1 or args.servers < 0
+            or args.client_processes < 0 or args.source_ips < 0):
+        die("--clients and --handshakes-in-flight must be positive; --servers, "
+            "--client-processes, --source-ips at least 0", EXIT_USAGE)
     plan(args)
     if not os.access(args.chat, os.X_OK):
         die(f"heartwheel-chat not found at {args.chat!r} (cmake --build build-rel "
@@ -373,7 +379,7 @@ def main():
     tally = Tally(queue, t0)
     tally.start()
     opts = {"initial": args.reconnect_initial, "max": args.reconnect_max,
-            "channels": args.channels}
+            "channels": args.channels, "in_flight": args.handshakes_in_flight}
     clients = [{"i": i, "token": tokens[i], "server": i % n_servers,
                 "port": ports[i % n_servers],
                 "source": f"127.0.0.{1 + (i // n_servers) % args.source_ips}"}
@@ -389,6 +395,7 @@ def main():
     del clients
     result = {"clients": args.clients, "token_alg": args.token_alg,
               "servers": n_servers, "redis": bool(redis),
+              "handshakes_in_flight": args.handshakes_in_flight,
               "client_processes": args.client_processes, "source_ips": args.source_ips,
               "server": first[0].cmd[0]}
     ok = False
