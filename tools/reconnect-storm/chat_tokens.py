@@ -56,6 +56,7 @@ import multiprocessing
 import os
 import resource
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -373,6 +374,8 @@ def main():
     except RuntimeError as e:
         if redis:
             redis.stop()
+        if not args.tokens_file:
+            shutil.rmtree(tmp, ignore_errors=True)
         die(str(e))
     second = []
     queue = multiprocessing.Queue()
@@ -514,7 +517,6 @@ def main():
             json.dump(result, f, indent=1)
     print(json.dumps({k: v for k, v in result.items() if not k.endswith("_series")}))
     if not args.tokens_file:
-        import shutil
         shutil.rmtree(tmp, ignore_errors=True)
     sys.exit(0 if ok else EXIT_FAILURE)
 
