@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
 """Server RSS per WebSocket connection of heartwheel-chat: N connections
 through /ws, idle, then subscribed (each to one of 10 rooms). User-space
-memory only (VmRSS growth after 200 warm-up connections).
+memory only (VmRSS growth after 200 warm-up connections; in parentheses the
+growth of RssAnon, the process's anonymous memory: the heap without the
+binary's pages).
 Usage: examples/chat/measure_rss.py [N [SERVER_FLAG...]]   (after building; N
 defaults to 5000, run with `ulimit -n 20000`: client and server each hold N
 descriptors; flags go to heartwheel-chat, e.g. --no-join-leave).
-With the flag --auth (not passed on): authentication on (an HS256 secret);
-every client connects with its own PyJWT token (sub "u<i>", exp, info
-{"name": "User <i>"}), protocol version 2."""
+With the flag --auth (not passed on): the same run measures twice, first
+without tokens, then with authentication on (the server given an HS256
+secret with --token-hmac-secret-file; every client connects with its own
+PyJWT token: sub "u<i>", exp, info {"name": "User <i>"}, protocol version
+2), and ends with two lines putting the two side by side:
+  per connection, without / with a token (RSS): idle A / B B (+D), subscribed ...
+  per connection, without / with a token (anonymous): ..."""
 import json
 import os
 import sys
@@ -21,11 +27,15 @@ BIN = os.path.join(HERE, "..", "..", "build", "bin", "heartwheel-chat")
 
 
 def rss(pid):
+    """(VmRSS, RssAnon) in bytes. RssAnon leaves out the binary's pages
+    first run after the baseline (a Debug binary's subscribe path alone
+    moves VmRSS by MiBs)."""
+    out = {}
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith("VmRSS"):
-                return int(line.split()[1]) * 1024
-    return 0
+            if line.startswith(("VmRSS", "RssAnon")):
+                out[line.split(":")[0]] = int(line.split()[1]) * 1024
+    return out.get("VmRSS", 0), out.get("RssAnon", 0)
 
 
 SECRET = "measure-rss-secret-of-at-least-32-bytes!"
@@ -51,13 +61,19 @@ def open_client(port, i, token):
 
 
 def measure(n, subscribe, flags=(), auth=False):
-    if auth:
-        import tempfile
-        secret = tempfile.NamedTemporaryFile("w", suffix=".secret", delete=False)
+    """Prints and returns the server's RSS growth per connection."""
+    if not auth:
+        return measure_with(n, subscribe, flags, [None] * (n + 200))
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".secret") as secret:
         secret.write(SECRET + "\n")
-        secret.close()
-        flags = ("--token-hmac-secret-file", secret.name, *flags)
-    toks = tokens(n + 200) if auth else [None] * (n + 200)
+        secret.flush()
+        return measure_with(n, subscribe, ("--token-hmac-secret-file", secret.name, *flags),
+                            tokens(n + 200))
+
+
+def measure_with(n, subscribe, flags, toks):
+    auth = toks[0] is not None
     with Server(BIN, *flags) as s:
         warm = [open_client(s.port, n + i, toks[n + i]) for i in range(200)]
         time.sleep(0.5)
@@ -73,17 +89,29 @@ def measure(n, subscribe, flags=(), auth=False):
                 while "id" not in c.recv_json():  # presence events come too
                     pass
         time.sleep(1.0)
-        grown = rss(s.proc.pid) - before
-        print("%d connections%s, %s: %.0f bytes of server RSS each"
+        after = rss(s.proc.pid)
+        grown, anon = after[0] - before[0], after[1] - before[1]
+        print("%d connections%s, %s: %.0f bytes of server RSS each (anonymous: %.0f)"
               % (n, " with tokens" if auth else "",
-                 "each subscribed to 1 of 10 rooms" if subscribe else "idle", grown / n))
+                 "each subscribed to 1 of 10 rooms" if subscribe else "idle", grown / n,
+                 anon / n),
+              flush=True)
         for c in clients + warm:
             c.close()
+    return grown / n, anon / n
 
 
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
     flags = [f for f in sys.argv[2:] if f != "--auth"]
-    auth = "--auth" in sys.argv[2:]
-    measure(n, False, flags, auth)
-    measure(n, True, flags, auth)
+    if "--auth" not in sys.argv[2:]:
+        measure(n, False, flags)
+        measure(n, True, flags)
+    else:
+        plain = (measure(n, False, flags), measure(n, True, flags))
+        token = (measure(n, False, flags, True), measure(n, True, flags, True))
+        for k, what in enumerate(("RSS", "anonymous")):
+            print("per connection, without / with a token (%s): idle %.0f / %.0f B (%+.0f), "
+                  "subscribed %.0f / %.0f B (%+.0f)"
+                  % (what, plain[0][k], token[0][k], token[0][k] - plain[0][k],
+                     plain[1][k], token[1][k], token[1][k] - plain[1][k]))
