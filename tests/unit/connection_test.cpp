@@ -116,6 +116,64 @@ TEST_CASE("note_written counts bytes sent around write() and refreshes write idl
   CHECK_FALSE(peer.open());
 }
 
+TEST_CASE("The byte counters carry past 4 GiB into the side block, exact to the byte",
+          "[connection][memory]") {
+  Host host(ConnectionOptions{});
+  Events events;
+  auto& peer = host.open(events);
+  Connection* conn = peer.connection();
+  REQUIRE_FALSE(conn->write("abc"));
+  const std::size_t three_gib = std::size_t{3} << 30;
+  conn->note_written(three_gib);  // below 2^32 with the 3 bytes: no carry yet
+  CHECK(conn->bytes_written() == three_gib + 3);
+  conn->note_written(three_gib);  // past 2^32: the high half goes to the side block
+  CHECK(conn->bytes_written() == 2 * three_gib + 3);
+  conn->note_written(std::size_t{5} << 32);  // several carries at once
+  CHECK(conn->bytes_written() == 2 * three_gib + 3 + (std::uint64_t{5} << 32));
+  CHECK(host.stats().bytes_written == conn->bytes_written());
+  CHECK(conn->bytes_read() == 0);
+  conn->close();
+  host.poll();
+  CHECK_FALSE(peer.open());
+}
+
+TEST_CASE("on_close gets the close reason and error the connection closed with",
+          "[connection][memory]") {
+  struct Closes final : Handler {
+    void on_data(Connection&, std::string_view) override {}
+    void on_close(Connection&, CloseReason r, std::error_code e) override {
+      reason = r;
+      error = e;
+    }
+    CloseReason reason = CloseReason::local;
+    std::error_code error;
+  };
+  Host host(ConnectionOptions{});
+  const std::pair<CloseReason, std::error_code> cases[] = {
+      {CloseReason::error, heartwheel::uv_error(UV_ECONNRESET)},
+      {CloseReason::error, heartwheel::uv_error(UV__EOF)},  // libuv's lowest code, -4095
+      {CloseReason::write_stall, heartwheel::make_error_code(heartwheel::errc::timed_out)},
+      {kAuthExpired, {}},  // a layer's reason (58): kept in 6 bits
+      {CloseReason::proxy_untrusted, {}},
+  };
+  for (const auto& [reason, error] : cases) {
+    Closes closes;
+    auto& peer = host.open(closes);
+    peer.connection()->close(reason, error);
+    host.poll();
+    CHECK_FALSE(peer.open());
+    CHECK(closes.reason == reason);
+    CHECK(closes.error == error);
+  }
+  // A value outside the category's range (another category's) is kept as
+  // UV_UNKNOWN: the connection keeps 13 bits of it (connection.h).
+  Closes closes;
+  auto& peer = host.open(closes);
+  peer.connection()->close(CloseReason::error, std::error_code(100000, std::generic_category()));
+  host.poll();
+  CHECK(closes.error == heartwheel::uv_error(UV_UNKNOWN));
+}
+
 TEST_CASE("Queued bytes with no progress close the connection as write_stall, counted as dropped",
           "[connection][write]") {
   ConnectionOptions o;

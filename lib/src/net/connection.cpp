@@ -32,7 +32,7 @@ constexpr std::size_t kReadBufferSize = 64 * 1024;
 }  // namespace
 
 Connection::Connection(detail::ConnectionHost& host, Handler& handler, std::uint64_t id)
-    : host_(&host), handler_(&handler), id_(id) {
+    : host_(&host), handler_(&handler), id_(static_cast<std::uint32_t>(id)) {
   tcp_.data = nullptr;  // user_data()
 }
 
@@ -66,6 +66,35 @@ NetStats& Connection::stats() noexcept {
 Connection::Extras& Connection::extras() {
   if (!extra_) extra_ = std::make_unique<Extras>();
   return *extra_;
+}
+
+Connection::Extras* Connection::extras_nothrow() noexcept {
+  if (!extra_) extra_.reset(new (std::nothrow) Extras);
+  return extra_.get();
+}
+
+// The counters' carries: once per 4 GiB, so the side block's allocation is
+// off every usual path (docs/memory.md).
+void Connection::count_read(std::size_t n) noexcept {
+  const std::uint64_t sum = std::uint64_t{bytes_read_lo_} + n;
+  bytes_read_lo_ = static_cast<std::uint32_t>(sum);
+  if (sum >> 32 != 0)
+    if (Extras* x = extras_nothrow()) x->bytes_read_high += static_cast<std::uint32_t>(sum >> 32);
+}
+
+void Connection::count_written(std::size_t n) noexcept {
+  const std::uint64_t sum = std::uint64_t{bytes_written_lo_} + n;
+  bytes_written_lo_ = static_cast<std::uint32_t>(sum);
+  if (sum >> 32 != 0)
+    if (Extras* x = extras_nothrow()) x->bytes_written_high += static_cast<std::uint32_t>(sum >> 32);
+}
+
+std::uint64_t Connection::bytes_read() const noexcept {
+  return (extra_ ? std::uint64_t{extra_->bytes_read_high} << 32 : 0) + bytes_read_lo_;
+}
+
+std::uint64_t Connection::written_total() const noexcept {
+  return (extra_ ? std::uint64_t{extra_->bytes_written_high} << 32 : 0) + bytes_written_lo_;
 }
 
 const WritePolicy& Connection::write_policy() const noexcept {
@@ -199,7 +228,7 @@ void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf
   auto* c = from_handle(stream);
   if (nread > 0) {
     const auto n = static_cast<std::size_t>(nread);
-    c->bytes_read_ += n;
+    c->count_read(n);
     c->stats().bytes_read += n;
     // Stamped with TimerService::now(), which under LoopWheel is never older
     // than the read (the loop's cached time may be: a stalled loop).
@@ -295,7 +324,7 @@ void Connection::close_after_flush(CloseReason reason) noexcept {
     return;
   }
   flush_then_close_ = true;
-  reason_ = reason;
+  reason_ = static_cast<std::uint8_t>(reason);
   update_reading();
 }
 
@@ -305,8 +334,11 @@ void Connection::finish_close(CloseReason reason, std::error_code error, bool rs
   if (transport_ && !rst && !flush_then_close_ && queued_bytes() == 0) transport_closing(false);
   closing_ = true;
   flush_then_close_ = false;
-  reason_ = reason;
-  error_ = error.value();
+  assert(static_cast<std::size_t>(reason) < kCloseReasonCapacity);
+  reason_ = static_cast<std::uint8_t>(reason);
+  // Kept in 13 bits (connection.h): every heartwheel_category() value fits.
+  const int code = error.value();
+  error_ = code >= -4096 && code < 4096 ? code : UV_UNKNOWN;
   if (const std::size_t queued = queued_bytes(); queued > 0) count_dropped(queued);
   stop_deadlines();
   if (reading_) uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
@@ -335,7 +367,7 @@ void Connection::on_closed(uv_handle_t* handle) {
   }
   try {
     c->handler_->on_close(
-        *c, c->reason_,
+        *c, c->close_reason(),
         c->error_ ? std::error_code(c->error_, heartwheel_category()) : std::error_code{});
   } catch (...) {
     ++c->stats().handler_exceptions;

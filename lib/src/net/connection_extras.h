@@ -42,6 +42,10 @@ struct Connection::Extras {
   Handler* app_handler = nullptr;               // the host's handler, while Gate stands in
   std::unique_ptr<Transport> transport;         // the transport stage (transport.h)
   std::uint64_t bytes_dropped = 0;              // Connection::bytes_dropped()
+  // The byte counters' high halves (Connection::bytes_read()), from the
+  // first carry on.
+  std::uint32_t bytes_read_high = 0;
+  std::uint32_t bytes_written_high = 0;
 };
 
 // The handler of a connection the application has not been given yet: its

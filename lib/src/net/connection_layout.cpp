@@ -19,24 +19,26 @@ std::vector<ConnectionHost::LayoutRow> ConnectionHost::connection_layout() {
   constexpr std::size_t timer_end = offsetof(C, host_activity_gen);
   constexpr std::size_t host_end = offsetof(C, tcp_);
   constexpr std::size_t tcp_end = offsetof(C, tcp_) + sizeof(uv_tcp_t);
-  constexpr std::size_t links_end = offsetof(C, id_);
-  constexpr std::size_t counters_end = offsetof(C, wq_);
-  constexpr std::size_t pointers_end = offsetof(C, error_);
+  constexpr std::size_t links_end = offsetof(C, wq_);
+  constexpr std::size_t pointers_end = offsetof(C, bytes_read_lo_);
+  constexpr std::size_t counters_end = offsetof(C, id_) + sizeof(C::id_);
   return {
       // DeadlineTimer: vtable pointer, wheel entry, DeadlineSet (the
       // timer's two flags in its flag byte; its tail padding holds the
-      // host's stamps).
+      // host's two small fields).
       {"DeadlineTimer base (vptr, TimerEntry, DeadlineSet in 32-bit ticks)", 0,
        timer_end, false},
-      {"host fields (activity stamp, IpLimiter slot, intrusive list)", timer_end,
+      {"host fields in its tail padding (activity stamp, IpLimiter slot)", timer_end,
        host_end - timer_end, false},
       {"uv_tcp_t (its data pointer holds user_data)", host_end, tcp_end - host_end, false},
-      {"host, handler", tcp_end, links_end - tcp_end, false},
-      {"id, bytes read, bytes written", links_end, counters_end - links_end, false},
-      {"write queue and side block pointers", counters_end, pointers_end - counters_end, false},
-      {"error, close reason, flags (+ padding)", pointers_end, sizeof(C) - pointers_end, false},
+      {"host, handler, the host's list links", tcp_end, links_end - tcp_end, false},
+      {"write queue and side block pointers", links_end, pointers_end - links_end, false},
+      {"bytes read, bytes written (low 32 bits), id (32 bits)", pointers_end,
+       counters_end - pointers_end, false},
+      {"close reason (6 bits), error (13 bits), flags (11 bits) (+ padding)", counters_end,
+       sizeof(C) - counters_end, false},
       {"WriteQueue (only while bytes are queued)", 0, sizeof(C::WriteQueue), true},
-      {"Extras (overrides, PROXY info, transport stage, dropped bytes: only when used)", 0, sizeof(C::Extras), true},
+      {"Extras (overrides, PROXY info, transport stage, dropped bytes, counters' high halves: only when used)", 0, sizeof(C::Extras), true},
       {"Overrides (a per-connection policy)", 0, sizeof(C::Overrides), true},
       {"ProxyHeaderParser (only while a PROXY header is awaited)", 0, sizeof(ProxyHeaderParser),
        true},

@@ -55,7 +55,7 @@ bool TransportIo::write_now(Connection& conn, std::string_view bytes) noexcept {
   uv_buf_t buf = uv_buf_init(const_cast<char*>(bytes.data()), static_cast<unsigned>(bytes.size()));
   const int rc = uv_try_write(reinterpret_cast<uv_stream_t*>(&conn.tcp_), &buf, 1);
   if (rc <= 0) return false;
-  conn.bytes_written_ += static_cast<std::size_t>(rc);
+  conn.count_written(static_cast<std::size_t>(rc));
   conn.stats().bytes_written += static_cast<std::size_t>(rc);
   return static_cast<std::size_t>(rc) == bytes.size();
 }

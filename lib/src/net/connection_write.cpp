@@ -24,14 +24,14 @@ std::size_t Connection::queued_bytes() const noexcept {
 
 void Connection::note_written(std::size_t bytes) noexcept {
   if (bytes == 0 || closing_ || !host_) return;
-  bytes_written_ += bytes;
+  count_written(bytes);
   stats().bytes_written += bytes;
   note_write();
 }
 
 std::uint64_t Connection::bytes_written() const noexcept {
-  if (!wq_ || !wq_->writing) return bytes_written_;
-  return bytes_written_ + (wq_->inflight.bytes() - tcp_.write_queue_size);
+  if (!wq_ || !wq_->writing) return written_total();
+  return written_total() + (wq_->inflight.bytes() - tcp_.write_queue_size);
 }
 
 std::error_code Connection::write(std::string_view bytes) { return write_parts(&bytes, 1); }
@@ -89,7 +89,7 @@ std::error_code Connection::write_socket(const std::string_view* parts, std::siz
     const int rc = uv_try_write(reinterpret_cast<uv_stream_t*>(&tcp_), bufs, nbufs);
     if (rc > 0) {
       done = static_cast<std::size_t>(rc);
-      bytes_written_ += done;
+      count_written(done);
       stats().bytes_written += done;
       note_write();
       if (done == total) return {};
@@ -102,7 +102,7 @@ std::error_code Connection::write_socket(const std::string_view* parts, std::siz
     wq_ = std::make_unique<WriteQueue>();
     const TimePoint now = timers().now();
     wq_->last_progress = wq_->window_start = now;
-    wq_->progress_mark = wq_->window_mark = bytes_written_;
+    wq_->progress_mark = wq_->window_mark = written_total();
     schedule_write_check();
   }
   stats().write_queue_bytes += total - done;  // leaves in on_write_done or ~Connection
@@ -177,7 +177,7 @@ void Connection::on_write_done(uv_write_t* req, int status) {
     return;
   }
   q.writing = false;
-  c->bytes_written_ += q.inflight.bytes();
+  c->count_written(q.inflight.bytes());
   c->stats().bytes_written += q.inflight.bytes();
   c->stats().write_queue_bytes -= q.inflight.bytes();
   q.inflight.clear();  // releases the shared buffers it referenced
@@ -208,7 +208,7 @@ void Connection::after_progress() noexcept {
     drain_watch_ = false;
     guarded([&] { handler_->on_writable(*this, true); });
   }
-  if (flush_then_close_ && !closing_ && queued_bytes() == 0) finish_close(reason_, {}, false);
+  if (flush_then_close_ && !closing_ && queued_bytes() == 0) finish_close(close_reason(), {}, false);
 }
 
 void Connection::schedule_write_check() noexcept {

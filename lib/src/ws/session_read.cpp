@@ -59,19 +59,21 @@ bool Session::begin_frame() {
     return true;
   }
   if (h.opcode != Opcode::continuation) utf8_.reset();  // a new message
-  const std::size_t held = message_.size();
+  if (!message_) message_ = std::make_unique<std::string>();  // session.h: only while in use
+  std::string& message = *message_;
+  const std::size_t held = message.size();
   if (h.payload_length > options_.max_message_bytes - held) {
     fail(kCloseMessageTooBig, "message above max_message_bytes");
     return false;
   }
   const std::size_t total = held + static_cast<std::size_t>(h.payload_length);
-  if (total > message_.capacity()) {
+  if (total > message.capacity()) {
     // A single-frame message gets its exact size: one copy, no re-growth.
     // Fragments grow geometrically (bounded by the limit).
     std::size_t want = total;
     if (h.opcode == Opcode::continuation || !h.fin)
-      want = std::max(total, std::min(options_.max_message_bytes, 2 * message_.capacity()));
-    message_.reserve(want);
+      want = std::max(total, std::min(options_.max_message_bytes, 2 * message.capacity()));
+    message.reserve(want);
   }
   return true;
 }
@@ -83,10 +85,11 @@ bool Session::read_payload(std::string_view& in) {
         control_size_ + parser_.read_payload(in, control_.get() + control_size_));
     return true;
   }
-  const std::size_t start = message_.size();
-  const std::size_t n = parser_.read_payload(in, message_);
+  std::string& message = *message_;  // begin_frame made it
+  const std::size_t start = message.size();
+  const std::size_t n = parser_.read_payload(in, message);
   if (n > 0 && parser_.message_opcode() == Opcode::text &&
-      !utf8_.feed(std::string_view(message_.data() + start, n))) {
+      !utf8_.feed(std::string_view(message.data() + start, n))) {
     fail(kCloseInvalidPayload, "text message is not valid UTF-8");
     return false;
   }
@@ -121,13 +124,17 @@ void Session::end_message() {
     fail(kCloseInvalidPayload, "text message ends inside a UTF-8 character");
     return;
   }
-  handler_.on_message(*this, text ? MessageType::text : MessageType::binary, message_);
+  handler_.on_message(*this, text ? MessageType::text : MessageType::binary, *message_);
   // The handler may have moved the buffer out; either way start empty, and
-  // give back memory an idle connection should not hold.
-  if (message_.capacity() > options_.retained_buffer_bytes)
-    std::string().swap(message_);
+  // give back memory an idle connection should not hold: the string itself
+  // too, unless retained_buffer_bytes asks to keep a buffer. (finish() may
+  // have run inside on_message: it emptied the string but kept it, since
+  // the handler's reference pointed into it.)
+  if (options_.retained_buffer_bytes == 0 ||
+      message_->capacity() > options_.retained_buffer_bytes)
+    message_.reset();
   else
-    message_.clear();
+    message_->clear();
 }
 
 void Session::on_close_frame() {
@@ -163,7 +170,10 @@ void Session::fail(std::uint16_t code, const char* what) {
 // Leaves nothing behind: the connection is over.
 void Session::finish() {
   frame_open_ = false;
-  std::string().swap(message_);
+  // Emptied, not freed: finish() may run inside on_message, whose payload
+  // reference is this string (end_message frees it afterwards; the
+  // destructor otherwise).
+  if (message_) std::string().swap(*message_);
   transport_.close();
 }
 

@@ -112,6 +112,10 @@ class Connection final : private DeadlineTimer {
   ~Connection() override;
 
   // ---- identity -------------------------------------------------------------
+  // The host numbers its connections from 1 in the order it makes them. The
+  // number is kept in 32 bits (docs/memory.md): it wraps after 2^32
+  // connections of one host (five days at 10,000 accepts a second), so two
+  // live connections share it only if one outlived 2^32 newer ones.
   std::uint64_t id() const noexcept { return id_; }
   uv_tcp_t* handle() noexcept { return &tcp_; }
   uv_loop_t* loop() const noexcept { return tcp_.loop; }
@@ -269,10 +273,14 @@ class Connection final : private DeadlineTimer {
   // Closes with a TCP reset (no FIN, queued bytes dropped).
   void reset(CloseReason reason = CloseReason::local) noexcept;
   bool closing() const noexcept { return closing_ || flush_then_close_; }
-  CloseReason close_reason() const noexcept { return reason_; }
+  CloseReason close_reason() const noexcept { return static_cast<CloseReason>(reason_); }
 
   // ---- counters ---------------------------------------------------------------
-  std::uint64_t bytes_read() const noexcept { return bytes_read_; }
+  // Exact to 2^64 bytes: the low 32 bits are kept here, the high halves in
+  // the side block, allocated on the first carry (once 4 GiB went one way).
+  // Should that allocation fail, the carry is lost (the host's NetStats
+  // still counts every byte).
+  std::uint64_t bytes_read() const noexcept;
   std::uint64_t bytes_written() const noexcept;  // taken by the kernel
   // Bytes refused or dropped at close (kept beside the rarely used state:
   // most connections never drop a byte).
@@ -303,13 +311,12 @@ class Connection final : private DeadlineTimer {
   template <class Node>
   friend class ActivityList;
 
-  // The host's fields. The two small ones come first among the data
-  // members: they fill DeadlineTimer's tail padding and cost no size
-  // (sizeof(Connection) is checked in tests/unit/connection_test.cpp).
+  // The host's two small fields come first among the data members: they
+  // fill DeadlineTimer's tail padding and cost no size, and tcp_ follows at
+  // once (sizeof(Connection) is checked in tests/unit/memory_budget_test.cpp;
+  // the order of the fields below is the one that packs: docs/memory.md).
   std::uint16_t host_activity_gen = 0;  // ActivityList's generation stamp
   std::uint32_t host_ip_slot = 0;       // IpLimiter handle (0 = none)
-  Connection* next_in_host = nullptr;   // the host's intrusive list
-  Connection* prev_in_host = nullptr;
 
   // Made by a host (ConnectionHost::make_connection), which then
   // uv_accept()s or uv_tcp_connect()s into handle() and calls open().
@@ -347,6 +354,16 @@ class Connection final : private DeadlineTimer {
   void update_reading() noexcept;
   void schedule_write_check() noexcept;
   void count_dropped(std::size_t n) noexcept;
+  // The byte counters (see bytes_read()): add to the low half, carry into
+  // the side block.
+  void count_read(std::size_t n) noexcept;
+  void count_written(std::size_t n) noexcept;
+  // bytes_written() without the write in flight: what write-progress marks
+  // compare.
+  std::uint64_t written_total() const noexcept;
+  // The side block, or nullptr if it cannot be allocated (for the noexcept
+  // paths that can do without it).
+  Extras* extras_nothrow() noexcept;
   void finish_close(CloseReason reason, std::error_code error, bool rst) noexcept;
   template <class F>
   bool guarded(F&& f) noexcept;
@@ -369,17 +386,26 @@ class Connection final : private DeadlineTimer {
   uv_tcp_t tcp_;
   detail::ConnectionHost* host_;
   Handler* handler_;
-  std::uint64_t id_;
-  std::uint64_t bytes_read_ = 0;
-  std::uint64_t bytes_written_ = 0;  // completed writes
+  Connection* next_in_host = nullptr;  // the host's intrusive list (ActivityList)
+  Connection* prev_in_host = nullptr;
   std::unique_ptr<WriteQueue> wq_;  // only while bytes are queued
   // Rarely used state (policy overrides, the PROXY stage and header, the
-  // dropped-byte count): one pointer, allocated only for connections that
-  // need it. docs/memory.md has the byte-by-byte layout.
+  // dropped-byte count, the counters' high halves): one pointer, allocated
+  // only for connections that need it. docs/memory.md has the byte-by-byte
+  // layout.
   std::unique_ptr<Extras> extra_;
-  int error_ = 0;  // heartwheel_category() value: every error here is a uv code or errc
-  CloseReason reason_ = CloseReason::local;
-  // Flags (in the padding after reason_).
+  // The counters' low 32 bits (bytes_read()); the kernel took
+  // bytes_written_lo_ (completed writes).
+  std::uint32_t bytes_read_lo_ = 0;
+  std::uint32_t bytes_written_lo_ = 0;
+  std::uint32_t id_;  // id(): 32 bits
+  // The last word: reason, error and flags in 30 bits. The reason is below
+  // kCloseReasonCapacity (6 bits); the error is a heartwheel_category() value
+  // (a libuv code, -4095..-1, or an errc, both within 13 signed bits; any
+  // other value is kept as UV_UNKNOWN).
+  std::uint8_t reason_ : 6 = static_cast<std::uint8_t>(CloseReason::local);
+  int error_ : 13 = 0;
+  // Flags.
   bool writable_ : 1 = true;
   bool reading_ : 1 = false;  // uv_read_start is active
   bool user_paused_ : 1 = false;

@@ -17,7 +17,7 @@
 //   application never deletes it.
 //
 // Cost
-//   200 bytes (x86-64), 136 of them the session, in one allocation,
+//   176 bytes (x86-64), 112 of them the session, in one allocation,
 //   besides the net::Connection. deliver() copies nothing: the net layer
 //   queues a reference to the frame when the socket does not take it at once.
 //

@@ -48,8 +48,8 @@
 //   - Bound the final flush after Transport::close() (net's write-stall rule).
 //
 // Cost
-//   136 bytes per session (x86-64, libstdc++), plus the receive buffer
-//   while a message is arriving, plus 125 bytes (one allocation, kept) from
+//   112 bytes per session (x86-64, libstdc++), plus the receive buffer and
+//   its std::string (one allocation more) while a message is arriving, plus 125 bytes (one allocation, kept) from
 //   the first control frame that carries a payload (a close frame with a
 //   code, a ping with data; the empty pongs that answer our empty pings
 //   allocate nothing). A single-frame message is copied once, from the caller's bytes
@@ -218,7 +218,7 @@ class Session {
   Role role() const noexcept { return options_.role; }
   const SessionOptions& options() const noexcept { return options_; }
   // Payload bytes of an incomplete message held in the receive buffer.
-  std::size_t buffered() const noexcept { return message_.size(); }
+  std::size_t buffered() const noexcept { return message_ ? message_->size() : 0; }
 
  private:
   bool begin_frame();
@@ -243,7 +243,12 @@ class Session {
   std::uint8_t control_size_ = 0;
   std::uint16_t sent_code_ = 0;
   std::uint16_t received_code_ = 0;
-  std::string message_;  // the message being received; handed to on_message
+  // The message being received, handed to on_message: allocated at its
+  // first frame and freed after on_message (kept, emptied, only when
+  // retained_buffer_bytes can hold its buffer). Inline it cost 32 bytes on
+  // every connection (docs/memory.md); this way an idle one pays 8, and a
+  // message one more small allocation.
+  std::unique_ptr<std::string> message_;
   // A control frame's payload (may interleave fragments): kMaxControlPayload
   // bytes, allocated at the first control frame with a payload. Inline it
   // cost 125 bytes on every connection, most of which never see one.
