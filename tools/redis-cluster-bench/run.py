@@ -184,6 +184,8 @@ async def failover_run(cluster, a, b, channels, args):
     streams = {ch: cluster.command(victim, "KEYS", "t:*}%s:s" % ch)[0] for ch in on_victim}
     victim_range = next((f, l) for f, l, m, _ in cluster.slots() if m == victim)
     replica = cluster.replica_of(victim)
+    if replica is None:
+        raise AssertionError("the victim %d has no replica in sync" % victim)
     received = {}  # n -> time
     acked = {}  # n -> (channel, sent, acked)
     failed = []  # (channel, sent, code)
@@ -216,8 +218,6 @@ async def failover_run(cluster, a, b, channels, args):
     await asyncio.sleep(3)
     paused = ballast = behind = omem = None
     if args.lag_replica > 0:
-        if replica is None:
-            raise AssertionError("the victim %d has no replica to stall" % victim)
         cluster.pause(replica)
         paused = time.monotonic()
         ballast = fill_replica_link(cluster, victim)  # blocks the publishers a moment
@@ -258,8 +258,8 @@ async def failover_run(cluster, a, b, channels, args):
     not_in_history = sorted(n for n in acked if n not in in_history)
     undelivered = sorted(n for n in acked if n not in received)
     acked_before_kill = [n for n, (_, _, t) in acked.items() if t < killed]
-    # Acknowledged before the kill on the victim's channels and not in the
-    # promoted replica's streams: lost by the failover.
+    # Acknowledged before the kill on the victim's channels and not in its
+    # replica's streams once that lost its master: lost by the failover.
     on_victim_before_kill = [n for n in acked_before_kill if acked[n][0] in on_victim]
     lost_in_failover = sorted(n for n in on_victim_before_kill if n not in kept)
     lag = {}
