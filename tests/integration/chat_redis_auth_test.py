@@ -173,9 +173,23 @@ def test_password_protected_cluster_publish_crosses_two_nodes():
         flags = ("--redis-cluster", c.seeds(), "--redis-prefix", "t:", "--redis-password-file", pw)
         with Server(SERVER_BINARY, *flags) as a, Server(SERVER_BINARY, *flags) as b:
             cross_node_publish(a, b)
-            st = b.read_stats()["pubsub"]["redis"]
+            # The stats file is rewritten every 100 ms: the first one read
+            # may predate the publishes (every master's connects 0 then).
+            # Wait for one written after them.
+            st = b.read_stats(lambda st: st["pubsub"]["redis"]["messages"] >= 5)["pubsub"]["redis"]
             # Its connections (slot map reader, masters) authenticated.
             assert st["link"]["auth_failures"] == 0 and st["link"]["connected"] >= 2, st["link"]
+            subscribed = [m for m in st["subscriber_masters"] if m["link"]["subscribes"] > 0]
+            assert len(subscribed) == 1 and subscribed[0]["link"]["connects"] >= 1, st
+            sa = a.read_stats(lambda st: st["pubsub"]["redis"]["publishes"] == 5)["pubsub"]["redis"]
+            # Each master's figures count its own connection: the one that
+            # took the publishes was connected (once, authenticated); the
+            # others were never needed (links are opened on first use).
+            used = [m for m in sa["masters"] if m["link"]["commands"] > 0]
+            assert len(used) == 1 and used[0]["link"]["connects"] == 1, sa["masters"]
+            assert used[0]["link"]["commands"] >= 5 and used[0]["connected"], sa["masters"]
+            assert all(m["link"]["connects"] == 0 for m in sa["masters"] if m not in used), sa
+            assert sa["link"]["connects"] >= 1 + sum(m["link"]["connects"] for m in sa["masters"])
             assert_not_shown(a, PASSWORD)
             assert_not_shown(b, PASSWORD)
     os.unlink(pw)

@@ -11,8 +11,10 @@ PID. Standard library only.
         c.seeds()            # "127.0.0.1:P1,127.0.0.1:P2,..." for --redis-cluster
         m = c.masters()      # master ports, each owning a third of the slots
         c.kill(m[0]); c.wait_ok()   # SIGKILL; its replica is promoted
+        c.pause(p); c.resume(p)     # SIGSTOP / SIGCONT (stop() resumes first)
 """
 import os
+import signal
 import shutil
 import socket
 import subprocess
@@ -67,6 +69,25 @@ def command(port, *args, timeout=5, password=None, user=None, tls=None):
         return _read_reply(f)
 
 
+def pipeline(port, commands, timeout=5, password=None):
+    """Several commands on one fresh connection to 127.0.0.1:port (e.g.
+    READONLY first, to read keys from a replica); their decoded replies, a
+    Redis error as a RuntimeError object in its place."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        out = _encode(["AUTH", password]) if password else b""
+        s.sendall(out + b"".join(_encode(c) for c in commands))
+        f = s.makefile("rb")
+        if password:
+            _read_reply(f)
+        replies = []
+        for _ in commands:
+            try:
+                replies.append(_read_reply(f))
+            except RuntimeError as e:
+                replies.append(e)
+        return replies
+
+
 def _cluster_port():
     for _ in range(200):
         p = free_port()
@@ -90,6 +111,7 @@ class RedisCluster:
         self.node_timeout_ms = node_timeout_ms
         self.password = password
         self.procs = {}  # port -> Popen
+        self.paused = set()  # ports SIGSTOPped and not yet resumed
         try:
             for _ in range(masters * (1 + replicas)):
                 self._start(_cluster_port())
@@ -131,6 +153,10 @@ class RedisCluster:
         """One command to the node on `port` (authenticated with the password)."""
         return command(port, *args, timeout=timeout, password=self.password)
 
+    def pipeline(self, port, *commands, timeout=5):
+        """pipeline() to the node on `port`, authenticated."""
+        return pipeline(port, commands, timeout=timeout, password=self.password)
+
     def ports(self):
         return list(self.procs)
 
@@ -158,9 +184,16 @@ class RedisCluster:
         return sorted({r[2] for r in self.slots()})
 
     def replica_of(self, master):
-        for r in self.slots():
-            if r[2] == master and r[3]:
-                return r[3][0]
+        """The port of a replica the master feeds now (its INFO replication:
+        CLUSTER SLOTS may not list replicas yet right after wait_ok), or None."""
+        try:
+            info = self.command(master, "INFO", "replication", timeout=2)
+        except (OSError, RuntimeError):
+            return None
+        for line in info.splitlines():
+            if line.startswith("slave") and "port=" in line:
+                fields = dict(kv.split("=", 1) for kv in line.split(":", 1)[1].split(","))
+                return int(fields["port"])
         return None
 
     def owner_of_key_matching(self, pattern):
@@ -216,11 +249,26 @@ class RedisCluster:
         self.procs[port].kill()
         self.procs[port].wait(timeout=10)
 
+    def pause(self, port):
+        """SIGSTOP: the node neither reads nor answers (its peers' data piles
+        up in its socket buffers) until resume()."""
+        self.procs[port].send_signal(signal.SIGSTOP)
+        self.paused.add(port)
+
+    def resume(self, port):
+        """SIGCONT after pause()."""
+        if port in self.paused:
+            self.paused.discard(port)
+            if self.procs[port].poll() is None:
+                self.procs[port].send_signal(signal.SIGCONT)
+
     def restart(self, port):
         """The same port and nodes.conf: it rejoins (as a replica if it was replaced)."""
         self._start(port)
 
     def stop(self):
+        for port in list(self.paused):
+            self.resume(port)  # SIGCONT first: a stopped process is then killed cleanly
         for p in self.procs.values():
             if p.poll() is None:
                 p.kill()

@@ -6,6 +6,7 @@ masters and three replicas, cluster-node-timeout 2 s; one redis-server; chat
 nodes) and stops it by PID. Prints one JSON object per run.
 
   run.py failover   [--build DIR] [--wait-replicas N] [--channels 30] [--publishers 4]
+                    [--lag-replica SECONDS]
       Two heartwheel-chat nodes on the cluster, publishers on node A (closed
       loop) over --channels channels, one subscriber of all of them on node B.
       After 3 s the master owning the first channel is SIGKILLed; once the
@@ -14,7 +15,37 @@ nodes) and stops it by PID. Prints one JSON object per run.
       time until publishes to its slots are acknowledged again and until the
       subscriber receives on its channels again, and the publications
       acknowledged and then lost: not in the channel's history (Redis) at the
-      end, and not delivered.
+      end, and not delivered. A publish answered with an error (`unavailable`:
+      WAIT counted too few replicas, the master died, the link timed out) is
+      "not acknowledged" (`publishes_failed`), never "lost".
+      --lag-replica SECONDS: a replica that lags, to show what asynchronous
+      replication loses. Just before the kill the victim's replica is
+      SIGSTOPped for SECONDS while the publishers go on: the master keeps
+      acknowledging, and what it replicates piles up in the stopped replica's
+      socket buffer, then in the master's output buffer for it. Then the
+      master is SIGKILLed (that output buffer dies with it) and the replica
+      SIGCONTinued: it reads what reached its socket and is promoted (its
+      data is younger than node timeout x replica validity factor). The two
+      sockets hold about 10 MB on loopback (the replica's receive buffer as
+      autotuned, the master's send buffer up to tcp_wmem's 4 MB), more than
+      the publishers send in seconds at the closed-loop rate; so the tool
+      first fills them with ballast (1 MB SETs of a key of its own in the
+      victim's slots, straight to the master, until the master's output
+      buffer for the replica holds 1 MB: `ballast_bytes`), and the
+      publications of the stall queue behind it in the output buffer.
+      Without WAIT those acknowledged then are lost; with --wait-replicas 1
+      each of them is answered `unavailable` (its WAIT times out) instead.
+      What the failover lost: `acked_lost_in_failover` (and, of those sent
+      during the stall, `lag_acked_lost_in_failover`), the publications
+      acknowledged before the kill on the killed master's channels that are
+      not in its replica's streams once it has lost its master (read then,
+      READONLY: what it has when promoted). After the promotion node B,
+      whose subscriber saw offsets the new master no longer has, resets
+      each such channel (a new epoch, an empty stream: lib/src/pubsub_redis,
+      "rewind"): `acked_not_in_history` then
+      counts the channels' whole earlier history, and `acked_lost` (neither
+      in the history nor delivered) stays low as node B received them live
+      from the old master.
   run.py pushes     [--build DIR] [--wait-replicas N] [--pushes 20000] [--over 20s]
       heartwheel-push-bench (two delayed-queue nodes) on the cluster; a master
       is SIGKILLed at 40% of --over (and started again once its replica took
@@ -70,7 +101,75 @@ def restart_after_promotion(cluster, victim, victim_slot_range, limit=30):
 
 # ---------------------------------------------------------------- failover
 
-async def failover_run(cluster, a, b, channels, publishers, wait_replicas):
+def replication_state(cluster, master):
+    """(master_repl_offset - the replica's acknowledged offset, the master's
+    output buffer for its replica in bytes) from INFO replication and CLIENT
+    LIST; None for what it did not say."""
+    behind = omem = None
+    try:
+        info = cluster.command(master, "INFO", "replication", timeout=2)
+        fields = dict(l.split(":", 1) for l in info.splitlines() if ":" in l)
+        replica = dict(kv.split("=", 1) for kv in fields.get("slave0", "").split(",") if "=" in kv)
+        if "master_repl_offset" in fields and "offset" in replica:
+            behind = int(fields["master_repl_offset"]) - int(replica["offset"])
+        for client in cluster.command(master, "CLIENT", "LIST", timeout=2).splitlines():
+            kv = dict(x.split("=", 1) for x in client.split() if "=" in x)
+            if "S" in kv.get("flags", ""):
+                omem = int(kv["omem"])
+    except (OSError, RuntimeError):
+        pass
+    return behind, omem
+
+
+def number_of(data):
+    """The publication number the tool put in `data`, or None."""
+    return data if isinstance(data, int) and not isinstance(data, bool) else None
+
+
+def replica_snapshot(cluster, replica, streams, limit=10):
+    """Once the replica has lost its master (it has read what reached its
+    socket: its data is what it will have when promoted), the publication
+    numbers in the channels' streams on it (READONLY: a replica answers
+    reads of its slots)."""
+    deadline = time.monotonic() + limit
+    while "master_link_status:down" not in cluster.command(replica, "INFO", "replication"):
+        if time.monotonic() > deadline:
+            raise AssertionError("replica %d still linked to its master" % replica)
+        time.sleep(0.02)
+    out = set()
+    replies = cluster.pipeline(replica, ["READONLY"], *(["XRANGE", k, "-", "+"]
+                                                        for k in streams.values()))
+    for reply in replies[1:]:
+        if isinstance(reply, Exception):
+            raise AssertionError("XRANGE on replica %d: %s" % (replica, reply))
+        for _, fields in reply or []:
+            entry = dict(zip(fields[::2], fields[1::2]))
+            try:
+                out.add(number_of(json.loads(entry.get("d", "null"))))
+            except ValueError:
+                pass
+    return out
+
+
+def fill_replica_link(cluster, master, limit_mb=128):
+    """Writes 1 MB values to a key of the tool's own in `master`'s slots until
+    the master's output buffer for its (stopped) replica holds 1 MB: the
+    sockets between them are full. Returns the bytes written."""
+    ranges = [(f, l) for f, l, m, _ in cluster.slots() if m == master]
+    key = next(k for k in ("ballast-%d" % i for i in range(100000))
+               if any(f <= cluster.command(master, "CLUSTER", "KEYSLOT", k) <= l
+                      for f, l in ranges))
+    value = "b" * (1 << 20)
+    for i in range(limit_mb):
+        cluster.command(master, "SET", key, value, timeout=10)
+        if (replication_state(cluster, master)[1] or 0) >= 1 << 20:
+            return (i + 1) * len(value)
+    raise AssertionError("%d MB written and the master's output buffer for its replica is "
+                         "still under 1 MB: is the replica stopped?" % limit_mb)
+
+
+async def failover_run(cluster, a, b, channels, args):
+    publishers, wait_replicas = args.publishers, args.wait_replicas
     sub = await Chat.open(b, "s")
     for ch in channels:
         assert (await sub.request("subscribe", channel=ch))["ok"]
@@ -79,7 +178,14 @@ async def failover_run(cluster, a, b, channels, publishers, wait_replicas):
         assert (await pubs[0].request("publish", channel=ch, data="first"))["ok"]
     victim = cluster.owner_of_key_matching("t:*}%s:s" % channels[0])
     on_victim = {ch for ch in channels if cluster.owner_of_key_matching("t:*}%s:s" % ch) == victim}
+    # The victim's channels' streams, read from its replica once it has lost
+    # its master: what the failover keeps (before node B, once the replica
+    # is promoted, resets a channel whose offsets went back).
+    streams = {ch: cluster.command(victim, "KEYS", "t:*}%s:s" % ch)[0] for ch in on_victim}
     victim_range = next((f, l) for f, l, m, _ in cluster.slots() if m == victim)
+    replica = cluster.replica_of(victim)
+    if replica is None:
+        raise AssertionError("the victim %d has no replica in sync" % victim)
     received = {}  # n -> time
     acked = {}  # n -> (channel, sent, acked)
     failed = []  # (channel, sent, code)
@@ -88,7 +194,7 @@ async def failover_run(cluster, a, b, channels, publishers, wait_replicas):
     async def reader():
         while True:
             msg = await sub.publication(timeout=120)
-            if isinstance(msg["data"], int):
+            if number_of(msg["data"]) is not None:
                 received.setdefault(msg["data"], time.monotonic())
 
     async def publisher(conn, mine):
@@ -110,8 +216,19 @@ async def failover_run(cluster, a, b, channels, publishers, wait_replicas):
     tasks = [asyncio.create_task(publisher(p, channels[k::publishers]))
              for k, p in enumerate(pubs)]
     await asyncio.sleep(3)
+    paused = ballast = behind = omem = None
+    if args.lag_replica > 0:
+        cluster.pause(replica)
+        paused = time.monotonic()
+        ballast = fill_replica_link(cluster, victim)  # blocks the publishers a moment
+        await asyncio.sleep(max(0.0, args.lag_replica - (time.monotonic() - paused)))
+        behind, omem = replication_state(cluster, victim)
     cluster.kill(victim)
     killed = time.monotonic()
+    if paused is not None:
+        cluster.resume(replica)
+    kept = await asyncio.get_running_loop().run_in_executor(
+        None, replica_snapshot, cluster, replica, streams)
     promoted = await asyncio.get_running_loop().run_in_executor(
         None, restart_after_promotion, cluster, victim, victim_range)
 
@@ -135,12 +252,28 @@ async def failover_run(cluster, a, b, channels, publishers, wait_replicas):
     in_history = set()
     for ch in channels:
         rep = await pubs[0].request("history", channel=ch, limit=100000)
-        in_history.update(p["data"] for p in rep.get("publications", [])
-                          if isinstance(p["data"], int))
+        assert not rep.get("truncated"), "the history of %s was cut" % ch
+        in_history.update(number_of(p["data"]) for p in rep.get("publications", []))
     lost = sorted(n for n in acked if n not in in_history and n not in received)
     not_in_history = sorted(n for n in acked if n not in in_history)
     undelivered = sorted(n for n in acked if n not in received)
     acked_before_kill = [n for n, (_, _, t) in acked.items() if t < killed]
+    # Acknowledged before the kill on the victim's channels and not in its
+    # replica's streams once that lost its master: lost by the failover.
+    on_victim_before_kill = [n for n in acked_before_kill if acked[n][0] in on_victim]
+    lost_in_failover = sorted(n for n in on_victim_before_kill if n not in kept)
+    lag = {}
+    if paused is not None:
+        # Publishes to the victim's channels sent while its replica was stopped.
+        during = lambda ch, s: ch in on_victim and paused <= s < killed  # noqa: E731
+        lag = {
+            "lag_replica_s": args.lag_replica, "ballast_bytes": ballast,
+            "replica_behind_bytes_at_kill": behind, "replica_output_buffer_bytes_at_kill": omem,
+            "lag_publishes_acked": sum(1 for ch, s, _ in acked.values() if during(ch, s)),
+            "lag_publishes_failed": sum(1 for ch, s, _ in failed if during(ch, s)),
+            "lag_acked_lost_in_failover": sum(1 for n in lost_in_failover
+                                              if during(*acked[n][:2])),
+        }
     for c in pubs + [sub]:
         await c.close()
     return {
@@ -150,12 +283,16 @@ async def failover_run(cluster, a, b, channels, publishers, wait_replicas):
         "publishes_acked": len(acked), "publishes_failed": len(failed),
         "failed_codes": sorted({f[2] for f in failed}),
         "acked_before_kill": len(acked_before_kill),
+        "acked_before_kill_on_killed_master": len(on_victim_before_kill),
+        "acked_lost_in_failover": len(lost_in_failover),
+        "lost_in_failover_sample": lost_in_failover[:10],
         "promoted_after_s": round(promoted - killed, 3),
         "publishes_back_after_s": pub_back and round(pub_back - killed, 3),
         "subscriber_receives_again_after_s": sub_back and round(sub_back - killed, 3),
         "acked_lost": len(lost), "acked_not_in_history": len(not_in_history),
         "acked_not_delivered": len(undelivered),
-        "lost_sample": lost[:10],
+        "lost_sample": lost[:10], "not_in_history_sample": not_in_history[:10],
+        **lag,
         "publish_rate_per_s": round(len(acked) / max(1e-9, max(t for _, _, t in acked.values())
                                                      - min(s for _, s, _ in acked.values())), 1),
     }
@@ -173,7 +310,7 @@ def failover(args):
     with RedisCluster(node_timeout_ms=2000) as c:
         with Server(chat, "--redis-cluster", c.seeds(), *flags) as a, \
                 Server(chat, "--redis-cluster", c.seeds(), *flags) as b:
-            out = asyncio.run(failover_run(c, a, b, channels, args.publishers, args.wait_replicas))
+            out = asyncio.run(failover_run(c, a, b, channels, args))
             st = b.read_stats(lambda st: True)["pubsub"]["redis"]
             out["node_b"] = {k: st[k] for k in ("lost", "rewinds", "epoch_changes", "syncs")}
             out["node_b"].update({k: st["link"][k] for k in
@@ -310,6 +447,7 @@ def main():
     ap.add_argument("--wait-replicas", type=int, default=0)
     ap.add_argument("--channels", type=int, default=30)
     ap.add_argument("--publishers", type=int, default=4)
+    ap.add_argument("--lag-replica", type=float, default=0.0, metavar="SECONDS")
     ap.add_argument("--pushes", type=int, default=20000)
     ap.add_argument("--over", default="20s")
     ap.add_argument("--rates", default="2000,5000,10000")

@@ -262,22 +262,8 @@ LinkStats ClusterCore::stats() const noexcept {
 }
 
 std::vector<MasterStats> ClusterCore::masters() const {
-  std::vector<MasterStats> out;
-  for (const auto& n : table_.nodes()) {
-    if (!n->master || n->slots == 0) continue;
-    MasterStats m;
-    m.address = n->address;
-    m.slots = n->slots;
-    m.connected = n->link && n->link->connected();
-    m.pending = n->waiting + (n->link ? n->link->in_flight() : 0);
-    m.link = n->past;
-    m.link.links = 0;
-    if (n->link) m.link.merge(n->link->stats());
-    out.push_back(std::move(m));
-  }
-  std::sort(out.begin(), out.end(),
-            [](const MasterStats& a, const MasterStats& b) { return a.address < b.address; });
-  return out;
+  return master_stats(table_,
+                      [](const Node& n) { return n.waiting + (n.link ? n.link->in_flight() : 0); });
 }
 
 }  // namespace heartwheel::redis::detail

@@ -347,21 +347,7 @@ LinkStats ClusterSubscriberCore::stats() const noexcept {
 }
 
 std::vector<MasterStats> ClusterSubscriberCore::masters() const {
-  std::vector<MasterStats> out;
-  for (const auto& n : table_.nodes()) {
-    if (!n->master || n->slots == 0) continue;
-    MasterStats m;
-    m.address = n->address;
-    m.slots = n->slots;
-    m.connected = n->link && n->link->connected();
-    m.pending = n->channels;
-    m.link = n->past;
-    if (n->link) m.link.merge(n->link->stats());
-    out.push_back(std::move(m));
-  }
-  std::sort(out.begin(), out.end(),
-            [](const MasterStats& a, const MasterStats& b) { return a.address < b.address; });
-  return out;
+  return master_stats(table_, [](const Node& n) { return n.channels; });
 }
 
 }  // namespace heartwheel::redis::detail

@@ -103,6 +103,31 @@ class SlotTable {
   bool known_ = false;
 };
 
+// What masters() of a cluster link answers: each master owning slots in
+// `table`, by address, with its slot count, whether its connection is open,
+// pending(node) (what the link counts as waiting for it) and the counters of
+// its connections: the current one (node.link, if any) plus those given up
+// (node.past). O(nodes). Node has `link` (a pointer to a link with
+// connected() and stats()) as ClusterCore's and ClusterSubscriberCore's do.
+template <class Node, class Pending>
+std::vector<MasterStats> master_stats(const SlotTable<Node>& table, Pending pending) {
+  std::vector<MasterStats> out;
+  for (const auto& n : table.nodes()) {
+    if (!n->master || n->slots == 0) continue;
+    MasterStats m;
+    m.address = n->address;
+    m.slots = n->slots;
+    m.connected = n->link && n->link->connected();
+    m.pending = pending(*n);
+    m.link = n->past;  // links 0: node() and counters_only() zero it
+    if (n->link) m.link.merge(n->link->stats());
+    out.push_back(std::move(m));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const MasterStats& a, const MasterStats& b) { return a.address < b.address; });
+  return out;
+}
+
 // The host of "HOST:PORT" (an IPv6 host stays in its brackets): Redis
 // leaves it out of a redirect ("MOVED 3999 :6381") when it is the host the
 // client used.
