@@ -292,6 +292,11 @@ async def failover_run(cluster, a, b, channels, args):
         "acked_lost": len(lost), "acked_not_in_history": len(not_in_history),
         "acked_not_delivered": len(undelivered),
         "lost_sample": lost[:10], "not_in_history_sample": not_in_history[:10],
+        # Acknowledged after the kill, and not delivered: published on the new
+        # master in the old epoch before node B reset the channel (it took
+        # their offsets for duplicates); in history, not delivered live.
+        "not_delivered_sample": undelivered[:10],
+        "not_delivered_acked_after_kill": sum(1 for n in undelivered if acked[n][2] >= killed),
         **lag,
         "publish_rate_per_s": round(len(acked) / max(1e-9, max(t for _, _, t in acked.values())
                                                      - min(s for _, s, _ in acked.values())), 1),
