@@ -658,3 +658,54 @@ TEST_CASE("two nodes that both find the stream went back make one new epoch and 
   CHECK(sb.epoch_changes == 1);
   CHECK(sa.lost + sb.lost == 0);
 }
+
+TEST_CASE("a node that had not delivered up to the base of the new epoch fills the rest from the "
+          "kept stream",
+          "[redis][broker][rewind]") {
+  hwtest::RedisServer redis;
+  pubsub::RedisBroker a(options_for(redis, "a")), b(options_for(redis, "b"));
+  pubsub::Hub hub_a(a), hub_b(b);
+  Recorder sub_a, sub_b;
+  REQUIRE_FALSE(subscribe(hub_a, sub_a, "u").error);
+  REQUIRE_FALSE(subscribe(hub_b, sub_b, "u").error);
+  std::string old_epoch;
+  for (int i = 1; i <= 5; ++i) old_epoch = publish(hub_a, "u", "m" + std::to_string(i)).position.epoch;
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return sub_a.got.size() == 5 && sub_b.got.size() == 5; },
+      "the first 5 on both nodes");
+  // 6..10 reach the stream without a live message; node a reads them (a
+  // join's round), node b stays at 5.
+  const std::string keys = "hw:" + b.redis_channel("u").substr(std::string("hw:ch:").size());
+  for (int o = 6; o <= 10; ++o)
+    redis.command({"XADD", keys + ":s", std::to_string(o) + "-0", "d", "m" + std::to_string(o),
+                   "i", ""});
+  redis.command({"HSET", keys + ":m", "s", "10"});
+  Recorder reader;
+  REQUIRE_FALSE(subscribe(hub_a, reader, "u").error);
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return sub_a.got.size() == 10; }, "6..10 on node a");
+  // The failover keeps 1..8; node a (at 10) resets, node b (at 5) does not
+  // notice until the next publication, in the new epoch.
+  cut_back(redis, b, "u", 8, 10);
+  Recorder late;
+  const auto joined = subscribe(hub_a, late, "u");
+  REQUIRE_FALSE(joined.error);
+  CHECK(joined.position.epoch != old_epoch);
+  CHECK(joined.position.offset == 8);
+  REQUIRE_FALSE(publish(hub_a, "u", "after").error);
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return sub_b.got.size() >= 9 && sub_a.got.size() >= 11; },
+      "the rest on node b");
+  hub_a.poll();
+  hub_b.poll();
+  REQUIRE(sub_b.got.size() == 9);
+  check_consecutive(sub_b.got, 1);
+  CHECK(data_of({sub_b.got.begin() + 5, sub_b.got.end()}) ==
+        std::vector<std::string>{"m6", "m7", "m8", "after"});
+  for (std::size_t i = 5; i < 9; ++i) CHECK(sub_b.got[i]->epoch == joined.position.epoch);
+  REQUIRE(sub_a.got.size() == 11);
+  CHECK(sub_a.got[10]->offset == 9);
+  CHECK(b.stats().lost == 0);
+  CHECK(b.stats().epoch_changes == 1);
+  CHECK(b.stats().rewinds == 0);
+}
