@@ -512,3 +512,200 @@ TEST_CASE("after a master is killed publishing resumes and every acknowledged pu
   CHECK(st.link.waits > 0);
   CHECK(b.stats().link.failovers >= 1);
 }
+
+namespace {
+
+// What a failover to a replica that lagged leaves of channel `c`: its top
+// and stream cut back from `top` to `kept` in the same epoch (as on the old
+// master before offsets kept + 1 .. top; the stream's last id too, as on
+// that replica).
+void cut_back(hwtest::RedisServer& redis, const pubsub::RedisBroker& node, const std::string& c,
+              std::uint64_t kept, std::uint64_t top) {
+  const std::string pubsub_channel = node.redis_channel(c);  // hw:ch:{T}C
+  const std::string keys = "hw:" + pubsub_channel.substr(std::string("hw:ch:").size());
+  for (std::uint64_t o = kept + 1; o <= top; ++o)
+    redis.command({"XDEL", keys + ":s", std::to_string(o) + "-0"});
+  redis.command({"XSETID", keys + ":s", std::to_string(kept) + "-0"});
+  redis.command({"HSET", keys + ":m", "s", std::to_string(kept)});
+}
+
+pubsub::HistoryResult history(pubsub::Hub& hub, const std::string& channel) {
+  std::optional<pubsub::HistoryResult> result;
+  hub.history(channel, 100, [&](pubsub::HistoryResult x) { result = x; });
+  wait_for(
+      {&hub}, [&] { return result.has_value(); }, "the history answer");
+  REQUIRE_FALSE(result->error);
+  return *result;
+}
+
+std::vector<std::string> data_of(const std::vector<pubsub::PublicationPtr>& ps) {
+  std::vector<std::string> out;
+  for (const auto& p : ps) out.push_back(p->data);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a stream that went back in a failover gets a new epoch that keeps its history and delivers "
+    "none of it again",
+    "[redis][broker][rewind]") {
+  hwtest::RedisServer redis;
+  pubsub::RedisBroker a(options_for(redis, "a")), b(options_for(redis, "b"));
+  pubsub::Hub hub_a(a), hub_b(b);
+  Recorder sub;
+  REQUIRE_FALSE(subscribe(hub_b, sub, "w").error);
+  std::string old_epoch;
+  for (int i = 1; i <= 10; ++i) old_epoch = publish(hub_a, "w", "m" + std::to_string(i)).position.epoch;
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return sub.got.size() == 10; }, "the first 10 on node b");
+  // The new master has 1..7 and takes one more publication: offset 8 again,
+  // a duplicate for node b, which delivered the old 8.
+  cut_back(redis, b, "w", 7, 10);
+  const auto eighth = publish(hub_a, "w", "n8");
+  REQUIRE_FALSE(eighth.error);
+  CHECK(eighth.position.offset == 8);
+  CHECK(eighth.position.epoch == old_epoch);
+  // A join on node b reads the channel: its top went back (8 < 10).
+  Recorder late;
+  const auto joined = subscribe(hub_b, late, "w");
+  REQUIRE_FALSE(joined.error);
+  const std::string new_epoch = joined.position.epoch;
+  CHECK(new_epoch != old_epoch);
+  CHECK(joined.position.offset == 8);  // the epoch starts at the surviving top
+  const auto after = publish(hub_a, "w", "after");
+  REQUIRE_FALSE(after.error);
+  CHECK(after.position.offset == 9);
+  CHECK(after.position.epoch == new_epoch);
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return !late.got.empty() && sub.got.size() >= 11; },
+      "the publication after the rewind");
+  hub_b.poll();
+  // Live subscribers: nothing delivered again, the next one after the base.
+  REQUIRE(sub.got.size() == 11);
+  CHECK(sub.got[10]->offset == 9);
+  CHECK(sub.got[10]->epoch == new_epoch);
+  CHECK(sub.got[10]->data == "after");
+  REQUIRE(late.got.size() == 1);
+  CHECK(late.got[0]->offset == 9);
+  // History holds everything that survived, in the new epoch.
+  const auto h = history(hub_b, "w");
+  CHECK(h.position.offset == 9);
+  CHECK(h.position.epoch == new_epoch);
+  CHECK(data_of(h.publications) ==
+        std::vector<std::string>{"m1", "m2", "m3", "m4", "m5", "m6", "m7", "n8", "after"});
+  for (const auto& p : h.publications) CHECK(p->epoch == new_epoch);
+  check_consecutive(h.publications, 1);
+  // Recovery: from the old epoch the client must reload; within the new
+  // one it reaches back over the base (a node joining afterwards).
+  pubsub::RedisBroker c(options_for(redis, "c"));
+  pubsub::Hub hub_c(c);
+  Recorder from_old, from_new;
+  CHECK_FALSE(subscribe(hub_c, from_old, "w", pubsub::StreamPosition{10, old_epoch}).recovered);
+  const auto recovered = subscribe(hub_c, from_new, "w", pubsub::StreamPosition{5, new_epoch});
+  CHECK(recovered.recovered);
+  CHECK(data_of(recovered.publications) == std::vector<std::string>{"m6", "m7", "n8", "after"});
+  // The kept stream lives on with the channel's TTL.
+  const std::string keys = "hw:" + b.redis_channel("w").substr(std::string("hw:ch:").size());
+  CHECK(redis.command({"PTTL", keys + ":s"}).integer() > 0);
+  const auto st = b.stats();
+  CHECK(st.rewinds == 1);
+  CHECK(st.epoch_changes == 1);
+  CHECK(st.lost == 0);
+}
+
+TEST_CASE("two nodes that both find the stream went back make one new epoch and keep its history",
+          "[redis][broker][rewind]") {
+  hwtest::RedisServer redis;
+  pubsub::RedisBroker a(options_for(redis, "a")), b(options_for(redis, "b"));
+  pubsub::Hub hub_a(a), hub_b(b);
+  Recorder sub_a, sub_b;
+  REQUIRE_FALSE(subscribe(hub_a, sub_a, "v").error);
+  REQUIRE_FALSE(subscribe(hub_b, sub_b, "v").error);
+  for (int i = 1; i <= 10; ++i) REQUIRE_FALSE(publish(hub_a, "v", "m" + std::to_string(i)).error);
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return sub_a.got.size() == 10 && sub_b.got.size() == 10; },
+      "the first 10 on both nodes");
+  cut_back(redis, b, "v", 6, 10);
+  // Both nodes read the channel at once: each finds the top behind.
+  Recorder late_a, late_b;
+  std::optional<pubsub::SubscribeResult> ra, rb;
+  hub_a.subscribe(late_a, "v", {}, [&](pubsub::SubscribeResult x) { ra = x; });
+  hub_b.subscribe(late_b, "v", {}, [&](pubsub::SubscribeResult x) { rb = x; });
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return ra.has_value() && rb.has_value(); }, "both joins");
+  REQUIRE_FALSE(ra->error);
+  REQUIRE_FALSE(rb->error);
+  CHECK(ra->position.epoch == rb->position.epoch);  // one reset won
+  CHECK(ra->position.offset == 6);
+  CHECK(rb->position.offset == 6);
+  REQUIRE_FALSE(publish(hub_a, "v", "after").error);
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return sub_a.got.size() >= 11 && sub_b.got.size() >= 11; },
+      "the publication after the rewind on both nodes");
+  hub_a.poll();
+  hub_b.poll();
+  for (auto* s : {&sub_a, &sub_b}) {
+    REQUIRE(s->got.size() == 11);
+    CHECK(s->got[10]->offset == 7);
+    CHECK(s->got[10]->epoch == ra->position.epoch);
+  }
+  CHECK(data_of(history(hub_b, "v").publications) ==
+        std::vector<std::string>{"m1", "m2", "m3", "m4", "m5", "m6", "after"});
+  const auto sa = a.stats(), sb = b.stats();
+  CHECK(sa.rewinds + sb.rewinds >= 1);
+  CHECK(sa.epoch_changes == 1);
+  CHECK(sb.epoch_changes == 1);
+  CHECK(sa.lost + sb.lost == 0);
+}
+
+TEST_CASE("a node that had not delivered up to the base of the new epoch fills the rest from the "
+          "kept stream",
+          "[redis][broker][rewind]") {
+  hwtest::RedisServer redis;
+  pubsub::RedisBroker a(options_for(redis, "a")), b(options_for(redis, "b"));
+  pubsub::Hub hub_a(a), hub_b(b);
+  Recorder sub_a, sub_b;
+  REQUIRE_FALSE(subscribe(hub_a, sub_a, "u").error);
+  REQUIRE_FALSE(subscribe(hub_b, sub_b, "u").error);
+  std::string old_epoch;
+  for (int i = 1; i <= 5; ++i) old_epoch = publish(hub_a, "u", "m" + std::to_string(i)).position.epoch;
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return sub_a.got.size() == 5 && sub_b.got.size() == 5; },
+      "the first 5 on both nodes");
+  // 6..10 reach the stream without a live message; node a reads them (a
+  // join's round), node b stays at 5.
+  const std::string keys = "hw:" + b.redis_channel("u").substr(std::string("hw:ch:").size());
+  for (int o = 6; o <= 10; ++o)
+    redis.command({"XADD", keys + ":s", std::to_string(o) + "-0", "d", "m" + std::to_string(o),
+                   "i", ""});
+  redis.command({"HSET", keys + ":m", "s", "10"});
+  Recorder reader;
+  REQUIRE_FALSE(subscribe(hub_a, reader, "u").error);
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return sub_a.got.size() == 10; }, "6..10 on node a");
+  // The failover keeps 1..8; node a (at 10) resets, node b (at 5) does not
+  // notice until the next publication, in the new epoch.
+  cut_back(redis, b, "u", 8, 10);
+  Recorder late;
+  const auto joined = subscribe(hub_a, late, "u");
+  REQUIRE_FALSE(joined.error);
+  CHECK(joined.position.epoch != old_epoch);
+  CHECK(joined.position.offset == 8);
+  REQUIRE_FALSE(publish(hub_a, "u", "after").error);
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return sub_b.got.size() >= 9 && sub_a.got.size() >= 11; },
+      "the rest on node b");
+  hub_a.poll();
+  hub_b.poll();
+  REQUIRE(sub_b.got.size() == 9);
+  check_consecutive(sub_b.got, 1);
+  CHECK(data_of({sub_b.got.begin() + 5, sub_b.got.end()}) ==
+        std::vector<std::string>{"m6", "m7", "m8", "after"});
+  for (std::size_t i = 5; i < 9; ++i) CHECK(sub_b.got[i]->epoch == joined.position.epoch);
+  REQUIRE(sub_a.got.size() == 11);
+  CHECK(sub_a.got[10]->offset == 9);
+  CHECK(b.stats().lost == 0);
+  CHECK(b.stats().epoch_changes == 1);
+  CHECK(b.stats().rewinds == 0);
+}

@@ -41,11 +41,13 @@ nodes) and stops it by PID. Prints one JSON object per run.
       not in its replica's streams once it has lost its master (read then,
       READONLY: what it has when promoted). After the promotion node B,
       whose subscriber saw offsets the new master no longer has, resets
-      each such channel (a new epoch, an empty stream: lib/src/pubsub_redis,
-      "rewind"): `acked_not_in_history` then
-      counts the channels' whole earlier history, and `acked_lost` (neither
-      in the history nor delivered) stays low as node B received them live
-      from the old master.
+      each such channel (a new epoch that keeps the stream: redis_broker.h,
+      "A stream that went back"): `acked_not_in_history` counts only what
+      the failover lost, and `acked_lost` (neither in the history nor
+      delivered) stays low as node B received those live from the old
+      master. `acked_not_delivered` / `not_delivered_acked_after_kill`:
+      publications the new master took before node B's reset, in history
+      but not delivered live (their offsets were ones node B had had).
   run.py pushes     [--build DIR] [--wait-replicas N] [--pushes 20000] [--over 20s]
       heartwheel-push-bench (two delayed-queue nodes) on the cluster; a master
       is SIGKILLed at 40% of --over (and started again once its replica took
@@ -179,8 +181,7 @@ async def failover_run(cluster, a, b, channels, args):
     victim = cluster.owner_of_key_matching("t:*}%s:s" % channels[0])
     on_victim = {ch for ch in channels if cluster.owner_of_key_matching("t:*}%s:s" % ch) == victim}
     # The victim's channels' streams, read from its replica once it has lost
-    # its master: what the failover keeps (before node B, once the replica
-    # is promoted, resets a channel whose offsets went back).
+    # its master: what the failover keeps.
     streams = {ch: cluster.command(victim, "KEYS", "t:*}%s:s" % ch)[0] for ch in on_victim}
     victim_range = next((f, l) for f, l, m, _ in cluster.slots() if m == victim)
     replica = cluster.replica_of(victim)
@@ -292,6 +293,11 @@ async def failover_run(cluster, a, b, channels, args):
         "acked_lost": len(lost), "acked_not_in_history": len(not_in_history),
         "acked_not_delivered": len(undelivered),
         "lost_sample": lost[:10], "not_in_history_sample": not_in_history[:10],
+        # Acknowledged after the kill, and not delivered: published on the new
+        # master in the old epoch before node B reset the channel (it took
+        # their offsets for duplicates); in history, not delivered live.
+        "not_delivered_sample": undelivered[:10],
+        "not_delivered_acked_after_kill": sum(1 for n in undelivered if acked[n][2] >= killed),
         **lag,
         "publish_rate_per_s": round(len(acked) / max(1e-9, max(t for _, _, t in acked.values())
                                                      - min(s for _, s, _ in acked.values())), 1),

@@ -158,33 +158,43 @@ void RedisBroker::Core::start_round(Channel& ch) {
 void RedisBroker::Core::on_round(Channel& ch, std::uint64_t from, std::error_code ec,
                                  redis::Reply reply) {
   std::vector<redis::StreamEntry> entries;
-  if (ec || !reply.is_array() || reply.size() != 3 ||
+  if (ec || !reply.is_array() || reply.size() != 5 ||
       redis::parse_entries(std::move(reply.elements()[2]), entries))
     return fail_round(ch, true);
-  const auto top = static_cast<std::uint64_t>(reply[0].integer());
-  const std::string epoch(reply[1].str());
+  EpochRead state;
+  state.top = static_cast<std::uint64_t>(reply[0].integer());
+  state.epoch = std::string(reply[1].str());
+  state.base = static_cast<std::uint64_t>(reply[3].integer());
+  state.previous = std::string(reply[4].str());
   std::vector<PublicationPtr> read;
   read.reserve(entries.size());
   for (const auto& e : entries)
-    if (auto p = detail::to_publication(ch.name, epoch, e)) read.push_back(std::move(p));
-  complete_round(ch, from, top, epoch, read);
+    if (auto p = detail::to_publication(ch.name, state.epoch, e)) read.push_back(std::move(p));
+  complete_round(ch, from, state, read);
 }
 
-void RedisBroker::Core::complete_round(Channel& ch, std::uint64_t from, std::uint64_t top,
-                                       const std::string& epoch,
+void RedisBroker::Core::complete_round(Channel& ch, std::uint64_t from, const EpochRead& state,
                                        const std::vector<PublicationPtr>& read) {
   ch.syncing = false;
+  const std::uint64_t top = state.top;
+  const std::string& epoch = state.epoch;
   if (ch.synced && epoch == ch.epoch && top < ch.top) return rewind(ch);
   if (ch.synced && epoch != ch.epoch) {
-    // Redis lost the stream (restarted without persistence, or it expired):
-    // the hubs continue with the new one from its offset 1, flagged so that
-    // they adopt the epoch. Read it from there first; the joins of this
-    // round wait for that read.
+    // A new epoch. Made by a rewind of the one the hubs are in (ours or
+    // another node's): the stream was kept and the epoch starts at its
+    // base, so the hubs continue after what they had of it, min(top,
+    // base); offsets they had beyond the base are the lost ones, and
+    // offsets up to it they missed are filled from the stream below (a
+    // trimmed hole counted in lost). Any other (Redis lost the channel:
+    // base 0; or an epoch after one we never saw): from its offset 1.
+    // Either way flagged, so that hubs adopt the epoch and clients reload.
+    // Read from there first if this round read from further on; the joins
+    // of this round wait for that read.
     ++stats_.epoch_changes;
+    ch.top = state.previous == ch.epoch ? std::min(ch.top, state.base) : 0;
     ch.epoch = epoch;
-    ch.top = 0;
     ch.reset_epoch = !ch.inboxes.empty();
-    if (from != 1 && top > 0 && !ch.inboxes.empty()) {
+    if ((from == 0 || from > ch.top + 1) && top > ch.top && !ch.inboxes.empty()) {
       for (auto& w : ch.waiters) w->in_round = false;
       start_round(ch);
       return;
@@ -278,10 +288,14 @@ void RedisBroker::Core::complete_round(Channel& ch, std::uint64_t from, std::uin
 // top is lower in the same epoch. A failover lost writes that its old
 // master had published (replication is asynchronous): the new master would
 // give those offsets to new publications, which every node that saw the
-// old ones would drop as duplicates. So the channel gets a new epoch and an
-// empty stream (what a Redis that lost the stream gives): subscribers are
-// told (new_epoch; recovery from the old epoch answers recovered false), and
-// the next round starts over from it. Live messages wait meanwhile.
+// old ones would drop as duplicates. So the channel gets a new epoch that
+// starts at the surviving top (its base) and keeps the stream: history
+// still holds every publication that survived, acknowledged ones included,
+// and new publications continue after the base. Subscribers are told
+// (new_epoch on the next event; recovery from the old epoch answers
+// recovered false, so clients reload history), and the next round carries
+// the hubs on from the base without delivering the kept entries again
+// (complete_round). Live messages wait meanwhile.
 void RedisBroker::Core::rewind(Channel& ch) {
   ++stats_.rewinds;
   ch.syncing = true;

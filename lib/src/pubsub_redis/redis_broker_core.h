@@ -114,7 +114,14 @@ class RedisBroker::Core {
   void maybe_round(Channel& ch);
   void count_join(Channel& ch, const std::shared_ptr<Waiter>& w);
   void on_round(Channel& ch, std::uint64_t from, std::error_code ec, redis::Reply reply);
-  void complete_round(Channel& ch, std::uint64_t from, std::uint64_t top, const std::string& epoch,
+  // A read round's answer about the channel (read_script).
+  struct EpochRead {
+    std::uint64_t top = 0;
+    std::string epoch;
+    std::uint64_t base = 0;  // the epoch's first offset - 1 (a rewind keeps what came before)
+    std::string previous;    // the epoch a rewind made it from; empty if made from nothing
+  };
+  void complete_round(Channel& ch, std::uint64_t from, const EpochRead& state,
                       const std::vector<PublicationPtr>& read);
   // may_release: the channel may be freed (not when called from start_round).
   void fail_round(Channel& ch, bool may_release);

@@ -31,18 +31,18 @@ return {offset, epoch}
 
 const redis::Script& read_script() {
   static const redis::Script script(R"lua(
-local m = redis.call('HMGET', KEYS[1], 's', 'e')
+local m = redis.call('HMGET', KEYS[1], 's', 'e', 'b', 'p')
 if not m[2] then
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[1], 'e', ARGV[2], 's', 0)
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  return {0, ARGV[2], {}}
+  return {0, ARGV[2], {}, 0, ''}
 end
 local entries = {}
 if tonumber(ARGV[1]) > 0 then
   entries = redis.call('XRANGE', KEYS[2], ARGV[1] .. '-0', '+')
 end
-return {tonumber(m[1]), m[2], entries}
+return {tonumber(m[1]), m[2], entries, tonumber(m[3] or 0), m[4] or ''}
 )lua");
   return script;
 }
@@ -62,10 +62,11 @@ return {tonumber(m[1]), m[2], entries}
 
 const redis::Script& reset_script() {
   static const redis::Script script(R"lua(
-if redis.call('HGET', KEYS[1], 'e') ~= ARGV[1] then return redis.call('HGET', KEYS[1], 'e') end
-redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[1], 'e', ARGV[2], 's', 0)
+local m = redis.call('HMGET', KEYS[1], 'e', 's')
+if m[1] ~= ARGV[1] then return m[1] end
+redis.call('HSET', KEYS[1], 'e', ARGV[2], 'b', m[2], 'p', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
 return ARGV[2]
 )lua");
   return script;

@@ -22,14 +22,19 @@ namespace heartwheel::pubsub::detail {
 // -> {offset, epoch}.
 const redis::Script& publish_script();
 // KEYS meta, stream; ARGV from_offset (0: no entries), epoch to make the
-// stream with if it has none, ttl_ms -> {top, epoch, [[id, [f, v, ...]], ...]}
-// (entries with offset >= from_offset, oldest first).
+// stream with if it has none, ttl_ms -> {top, epoch, [[id, [f, v, ...]], ...],
+// base, previous epoch} (entries with offset >= from_offset, oldest first;
+// base and previous epoch as reset_script left them: 0 and "" for an epoch
+// made from nothing).
 const redis::Script& read_script();
 // KEYS meta, stream; ARGV limit -> {top, epoch, entries newest first}.
 const redis::Script& history_script();
 // KEYS meta, stream; ARGV epoch seen, new epoch, ttl_ms: if the channel's
-// epoch is still the one seen, a new empty stream in the new epoch (as if
-// Redis had lost it) -> the epoch now.
+// epoch is still the one seen (a compare-and-set: of two nodes resetting
+// the same epoch one wins, the other reads the winner's), the new epoch
+// starts at the current top: meta b (base) = s, p (previous epoch) = the
+// epoch seen; s and the stream are kept (so XADD ids keep rising), and both
+// keys get ttl_ms again -> the epoch now.
 const redis::Script& reset_script();
 // KEYS counts, leases, meta; ARGV mode (j join, l leave, r renew, c count),
 // node, count (r), lease_ms, redis channel, info, join_leave (1/0),

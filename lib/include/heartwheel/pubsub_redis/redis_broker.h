@@ -26,7 +26,10 @@
 //   Redis Cluster a node needs one connection per master, not per channel:
 //     K{T}C:m  hash: s = last offset, e = epoch (random, set when the stream
 //              is made; expires history_ttl after the last publish, as the
-//              stream does: then a new epoch, clients get recovered: false)
+//              stream does: then a new epoch, clients get recovered: false);
+//              after a rewind (below) also b = the epoch's base (its offsets
+//              start at b + 1; the stream's entries up to b are kept from
+//              the epoch before) and p = that previous epoch
 //     K{T}C:s  stream: one entry per publication, id "<offset>-0", fields
 //              d (data), i (info); XADD MAXLEN ~ history_size
 //     K{T}C:p  hash: node id -> this node's subscribers of C
@@ -96,6 +99,21 @@
 //   history holds them; a Redis that lost its data (restart without
 //   persistence) starts new streams: events come with a new epoch
 //   (Envelope::new_epoch) and subscribers see the change.
+//
+// A stream that went back (rewind)
+//   A failover to a replica that lagged loses the old master's last writes:
+//   a node that delivered offsets up to N finds the channel's top M < N in
+//   the same epoch. It gives the channel a new epoch (one script, a
+//   compare-and-set on the epoch it saw: of nodes racing, one wins and the
+//   others read its epoch) that KEEPS the stream: base b = M, new
+//   publications continue at b + 1, history still holds every publication
+//   that survived. Each node that delivered in the old epoch continues after
+//   min(what it delivered, b) (nothing delivered again; offsets it missed
+//   below b are filled from the stream); the next event carries new_epoch
+//   and recovery from the old epoch answers recovered false, so clients
+//   reload history. Publications the new master took before the reset got
+//   offsets a node had already delivered: they are in history, but not
+//   delivered live by that node (it cannot tell them from the ones it had).
 //
 // Threads: every Broker method, any thread. stats(), any thread.
 // Lifetime: hubs attach and detach as with the Bus; the broker must outlive
@@ -167,7 +185,7 @@ struct RedisBrokerStats {
   std::uint64_t decode_errors = 0;       // messages on our channels we could not read
   std::uint64_t not_replicated = 0;      // publishes that ran but WAIT found too few replicas
   std::uint64_t rewinds = 0;  // streams found behind what was delivered (a failover lost
-                              // writes): given a new epoch
+                              // writes): given a new epoch that keeps the stream
   redis::LinkStats link;                 // the Client and the Subscriber, merged
   // Cluster mode: per master, the Client's connection and commands, and the
   // Subscriber's connection and channels. Empty on one redis-server.
