@@ -10,7 +10,8 @@ same certificates and the same OpenSSL (issue 21):
     with the server's CPU seconds over the run, so handshakes per server
     CPU second compares the servers even when the client is the bottleneck.
 
-Usage: tls_bench.py [--http BIN] [--nginx BIN] [--connections N] [--seconds S] [--json]
+Usage: tls_bench.py [--http BIN] [--nginx BIN] [--connections N] [--seconds S]
+                    [--only memory|handshakes] [--rounds R] [--json]
        tls_bench.py stall [--peers N] [--handshake-timeout S] [--quick] [--no-nginx] [--json]
 
 `stall`: N peers send half a ClientHello and stall (the TLS form of
@@ -340,6 +341,50 @@ def stall_main(argv):
     return status
 
 
+def one_server(cls, binary, cert, key, tmp, key_kind, args):
+    server = cls(binary, cert, key, tmp)
+    try:
+        r = {"server": server.name, "key": key_kind, "load": round(os.getloadavg()[0], 1)}
+        if args.only != "memory":
+            r["full"] = s_time(server, args.seconds, "new")
+            if key_kind == "ecdsa":
+                r["resumed"] = s_time(server, args.seconds, "reuse")
+        if args.only != "handshakes" and key_kind == "ecdsa":
+            r["memory"] = memory(server, args.connections)
+            r["memory"]["connections"] = args.connections
+    finally:
+        server.stop()
+    return r
+
+
+def summary(results):
+    """Medians over the rounds of each figure, per server, and the ratio
+    heartwheel / nginx of the medians (for memory: bytes, lower is better)."""
+    def median(xs):
+        xs = sorted(xs)
+        n = len(xs)
+        return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+    figures = {"ecdsa full": ("ecdsa", "full", "per_server_cpu_second"),
+               "ecdsa resumed": ("ecdsa", "resumed", "per_server_cpu_second"),
+               "rsa full": ("rsa", "full", "per_server_cpu_second"),
+               "memory": ("ecdsa", "memory", "bytes_per_connection")}
+    out = {"summary": "median of %d rounds" % max(r["round"] for r in results)}
+    for label, (key_kind, part, field) in figures.items():
+        med = {}
+        for name in ("heartwheel-http", "nginx"):
+            xs = [r[part][field] for r in results
+                  if r["server"] == name and r["key"] == key_kind and part in r
+                  and r[part].get(field) is not None]
+            if xs:
+                med[name] = median(xs)
+        if len(med) == 2:
+            out[label] = {"heartwheel-http": med["heartwheel-http"], "nginx": med["nginx"],
+                          "heartwheel / nginx": round(med["heartwheel-http"] / med["nginx"], 3)}
+    out["load"] = [min(r["load"] for r in results), max(r["load"] for r in results)]
+    return out
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "stall":
         return stall_main(sys.argv[2:])
@@ -349,8 +394,13 @@ def main():
     ap.add_argument("--connections", type=int, default=5000)
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--only", choices=["memory", "handshakes"], default=None)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="alternating rounds (who goes first alternates); with more than one, "
+                         "a last line gives the medians and their ratios")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("watchdog")))
@@ -359,28 +409,25 @@ def main():
     results = []
     try:
         certs = {k: make_cert(tmp, k, k) for k in ("ecdsa", "rsa")}
-        for key_kind in ("ecdsa", "rsa"):
-            cert, key = certs[key_kind]
-            for cls, binary in ((Heartwheel, args.http), (Nginx, args.nginx)):
-                server = cls(binary, cert, key, tmp)
-                try:
-                    r = {"server": server.name, "key": key_kind,
-                         "load": round(os.getloadavg()[0], 1)}
-                    if args.only != "memory":
-                        r["full"] = s_time(server, args.seconds, "new")
-                        if key_kind == "ecdsa":
-                            r["resumed"] = s_time(server, args.seconds, "reuse")
-                    if args.only != "handshakes" and key_kind == "ecdsa":
-                        r["memory"] = memory(server, args.connections)
-                        r["memory"]["connections"] = args.connections
-                finally:
-                    server.stop()
-                results.append(r)
-                print(json.dumps(r) if args.json else
-                      "%-16s %-5s %s" % (r["server"], key_kind,
-                                         json.dumps({k: v for k, v in r.items()
-                                                     if k not in ("server", "key")})),
-                      flush=True)
+        servers = ((Heartwheel, args.http), (Nginx, args.nginx))
+        for rnd in range(args.rounds):
+            # Alternate who goes first, so a drift in the machine's load
+            # falls on both servers alike.
+            order = servers if rnd % 2 == 0 else servers[::-1]
+            for key_kind in ("ecdsa", "rsa"):
+                cert, key = certs[key_kind]
+                for cls, binary in order:
+                    r = one_server(cls, binary, cert, key, tmp, key_kind, args)
+                    r["round"] = rnd + 1
+                    results.append(r)
+                    print(json.dumps(r) if args.json else
+                          "%-16s %-5s %s" % (r["server"], key_kind,
+                                             json.dumps({k: v for k, v in r.items()
+                                                         if k not in ("server", "key")})),
+                          flush=True)
+        if args.rounds > 1:
+            s = summary(results)
+            print(json.dumps(s) if args.json else "summary " + json.dumps(s), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
