@@ -9,13 +9,25 @@ bool Roster::ById::operator()(const Client* a, const Client* b) const {
   return a->id() < b->id();  // short strings: no heap
 }
 
-void Roster::add(std::string_view channel, const Client& client) {
+void Roster::add(std::string_view channel, Client& client) {
   std::lock_guard lock(mu_);
+  client.add_channel(channel);
   channels_[std::string(channel)].insert(&client);
 }
 
-void Roster::remove(std::string_view channel, const Client& client) {
+void Roster::remove(std::string_view channel, Client& client) {
   std::lock_guard lock(mu_);
+  client.remove_channel(channel);
+  erase(channel, client);
+}
+
+void Roster::remove_all(Client& client) {
+  std::lock_guard lock(mu_);
+  client.for_each_channel([&](std::string_view channel) { erase(channel, client); });
+  client.clear_channels();
+}
+
+void Roster::erase(std::string_view channel, const Client& client) {
   const auto it = channels_.find(std::string(channel));
   if (it == channels_.end()) return;
   it->second.erase(&client);

@@ -5,7 +5,10 @@
 // It copies nothing per member: an entry is a pointer to the Client (one
 // 48-byte set node per membership instead of ~180 bytes with copies of the
 // id and the info), so the caller removes a client's entries before
-// destroying it.
+// destroying it (remove_all). It also keeps each client's own channel list
+// (Client::add_channel/remove_channel), under the same mutex: that list
+// shares a string with the client's name, which info() reads here from other
+// threads.
 // Threads: any.
 #pragma once
 
@@ -25,15 +28,21 @@ class Client;
 
 class Roster {
  public:
-  // The client is referenced, not copied, until remove().
-  void add(std::string_view channel, const Client& client);
-  void remove(std::string_view channel, const Client& client);
+  // The client is referenced, not copied, until remove() or remove_all();
+  // each also adds the channel to / removes it from the client's list.
+  void add(std::string_view channel, Client& client);
+  void remove(std::string_view channel, Client& client);
+  // Every channel on the client's list (before the client is destroyed).
+  void remove_all(Client& client);
   // At most `limit` members' info (Client::info), ordered by client id;
   // `total` gets the number of members.
   std::vector<std::string> list(std::string_view channel, std::size_t limit,
                                 std::size_t& total) const;
 
  private:
+  // The channel's entry for the client, if any; mu_ held.
+  void erase(std::string_view channel, const Client& client);
+
   mutable std::mutex mu_;
   struct ById {
     bool operator()(const Client* a, const Client* b) const;
