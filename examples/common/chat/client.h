@@ -5,12 +5,20 @@
 // slow-consumer policy.
 //
 // Memory: this is paid once per connection (100,000 of them in the proof
-// run), so it holds no more than it must (120 bytes, a 128-byte malloc
-// chunk): the id as one number, the name only when the client gave one (a
-// guest's is derived from its id),
-// the channel list as one string (one short channel name: no heap), and the
-// presence info (JSON) only when presence events need it for join/leave
+// run), so it holds no more than it must (104 bytes, a 112-byte malloc
+// chunk, with pubsub::Subscriber's 56): the id as one number, and one string for the name and the channel
+// list: the name (only when the client gave one: a guest's is derived from
+// its id) ends at a NUL, the channel names follow, each ended by a space. A
+// short name and one short channel name fit the string's inline 15 bytes:
+// no heap (a separate name block cost a 32-byte chunk). The presence info
+// (JSON) is kept only when presence events need it for join/leave
 // (Subscriber::presence_info); otherwise info() formats it when asked.
+//
+// Threads: the worker's loop thread, except info() (see there). Because the
+// name and the channels share one string, the channel list changes only
+// under the roster's mutex (Roster::add/remove/remove_all call
+// add_channel/remove_channel), the mutex under which other threads read the
+// name through info().
 #pragma once
 
 #include <heartwheel/pubsub/subscriber.h>
@@ -18,8 +26,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <memory>
 #include <string>
 #include <string_view>
 
@@ -34,11 +40,7 @@ class Client final : public heartwheel::pubsub::Subscriber {
   Client(heartwheel::ws::Connection& connection, unsigned worker, std::uint64_t number,
          std::string_view name)
       : ws(connection), id_(std::uint64_t{worker} << kWorkerShift | number) {
-    if (!name.empty()) {
-      name_ = std::make_unique<char[]>(name.size() +
-                                       1);  // no NUL: name_from_query refuses control characters
-      std::memcpy(name_.get(), name.data(), name.size());
-    }
+    set_name(name);
   }
   ~Client() override = default;  // ~Subscriber unsubscribes what is left
 
@@ -53,27 +55,29 @@ class Client final : public heartwheel::pubsub::Subscriber {
     return deliver(f);
   }
 
-  // The channels subscribed (for the roster), as one string of names each
-  // followed by a space: channel names are printable ASCII without spaces.
+  // The channels subscribed (for the roster): names each followed by a
+  // space (channel names are printable ASCII without spaces). Only under the
+  // roster's mutex (see the top of this file): Roster calls these.
   void add_channel(std::string_view channel) {
-    channels_.append(channel);
-    channels_ += ' ';
+    names_.append(channel);
+    names_ += ' ';
   }
   void remove_channel(std::string_view channel) {
-    for (std::size_t at = 0; at < channels_.size();) {
-      const std::size_t end = channels_.find(' ', at);
-      if (std::string_view(channels_).substr(at, end - at) == channel) {
-        channels_.erase(at, end - at + 1);
+    for (std::size_t at = channels_begin(); at < names_.size();) {
+      const std::size_t end = names_.find(' ', at);
+      if (std::string_view(names_).substr(at, end - at) == channel) {
+        names_.erase(at, end - at + 1);
         return;
       }
       at = end + 1;
     }
   }
+  void clear_channels() { names_.erase(channels_begin()); }
   template <class F>
   void for_each_channel(F&& f) const {
-    for (std::size_t at = 0; at < channels_.size();) {
-      const std::size_t end = channels_.find(' ', at);
-      f(std::string_view(channels_).substr(at, end - at));
+    for (std::size_t at = channels_begin(); at < names_.size();) {
+      const std::size_t end = names_.find(' ', at);
+      f(std::string_view(names_).substr(at, end - at));
       at = end + 1;
     }
   }
@@ -87,7 +91,7 @@ class Client final : public heartwheel::pubsub::Subscriber {
            std::to_string(id_ & ((std::uint64_t{1} << kWorkerShift) - 1));
   }
   // Valid until keep_info() (then inside the presence info).
-  std::string name() const { return name_ ? std::string(name_.get()) : "guest-" + id(); }
+  std::string name() const { return has_name() ? std::string(name_view()) : "guest-" + id(); }
   // {"client":..,"name":..}: the stored presence info, or made now. Reads
   // only what never changes after construction: other threads may call it
   // (the roster, under its mutex, while the client is listed).
@@ -98,27 +102,44 @@ class Client final : public heartwheel::pubsub::Subscriber {
   // inside it (name() is not asked after this: the greeting went first).
   void keep_info() {
     set_presence_info(info());
-    name_.reset();
+    set_name({});
   }
 
   // With authentication on (auth_gate.h): the connect's verified user
   // ("" anonymous) and info, kept where a v1 client keeps its name and
   // presence info (no byte more per connection than the user id).
   void set_user(std::string_view user, std::string info) {
-    name_.reset();
-    if (!user.empty()) {
-      name_ = std::make_unique<char[]>(user.size() + 1);  // zeroed: NUL-terminated
-      std::memcpy(name_.get(), user.data(), user.size());
-    }
+    set_name(user);
     set_presence_info(std::move(info));
   }
-  std::string_view user() const noexcept { return name_ ? name_.get() : std::string_view(); }
+  std::string_view user() const noexcept { return has_name() ? name_view() : std::string_view(); }
   // Authenticated (a connect succeeded): the info is set then, never before.
   bool connected() const noexcept { return !presence_info().empty(); }
 
   heartwheel::ws::Connection& ws;
 
  private:
+  // The name, up to its NUL, at the front of names_; none: no NUL in names_
+  // (channel names have none). Empty `name`: none. A name is kept up to its
+  // first NUL, as the NUL-terminated block before did.
+  bool has_name() const noexcept { return names_.find('\0') != std::string::npos; }
+  std::string_view name_view() const noexcept {
+    return std::string_view(names_).substr(0, names_.find('\0'));
+  }
+  std::size_t channels_begin() const noexcept {
+    const std::size_t nul = names_.find('\0');
+    return nul == std::string::npos ? 0 : nul + 1;
+  }
+  // Before any channel is listed (the greeting, keep_info, a connect): no
+  // other thread reads the name yet.
+  void set_name(std::string_view name) {
+    names_.erase(0, channels_begin());
+    if (name.empty()) return;
+    name = name.substr(0, name.find('\0'));
+    names_.insert(0, 1, '\0');
+    names_.insert(0, name);
+  }
+
   heartwheel::pubsub::DeliveryOutcome deliver(const heartwheel::pubsub::Frame& f) {
     if (UringFanout* batch = UringFanout::current(); batch != nullptr && batch->take(ws, f))
       return heartwheel::pubsub::DeliveryOutcome::delivered;
@@ -141,8 +162,7 @@ class Client final : public heartwheel::pubsub::Subscriber {
 
   static constexpr unsigned kWorkerShift = 48;  // worker (< 64) above, its counter below
   const std::uint64_t id_;
-  std::unique_ptr<char[]> name_;  // null: a guest
-  std::string channels_;
+  std::string names_;  // [name NUL] (channel SPACE)*: see the top of this file
 };
 
 }  // namespace chat

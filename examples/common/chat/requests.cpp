@@ -148,7 +148,6 @@ void Worker::subscribe(Client& client, const Json& id, const std::string& channe
         // Not if the client closed or unsubscribed before the answer (the
         // hub undid the join); the reply still says the subscribe succeeded.
         if (Client* c = pending_client(key); c != nullptr && hub_->subscribed(*c, channel)) {
-          c->add_channel(channel);
           roster_.add(channel, *c);
         }
         // Recovered publications are in the reply, oldest first; live ones
@@ -169,7 +168,6 @@ void Worker::subscribe(Client& client, const Json& id, const std::string& channe
 std::string Worker::unsubscribe(Client& client, const Json& id, const std::string& channel) {
   if (const std::error_code ec = hub_->unsubscribe(client, channel))
     return error(id, error_code_name(ec), ec.message());
-  client.remove_channel(channel);
   roster_.remove(channel, client);
   return ok_reply(id);
 }

@@ -1,6 +1,8 @@
 // See roster.h.
 #include "roster.h"
 
+#include <algorithm>
+
 #include "client.h"
 
 namespace chat {
@@ -9,17 +11,38 @@ bool Roster::ById::operator()(const Client* a, const Client* b) const {
   return a->id() < b->id();  // short strings: no heap
 }
 
-void Roster::add(std::string_view channel, const Client& client) {
+void Roster::add(std::string_view channel, Client& client) {
   std::lock_guard lock(mu_);
-  channels_[std::string(channel)].insert(&client);
+  client.add_channel(channel);
+  auto& members = channels_[std::string(channel)];
+  const auto at = std::lower_bound(members.begin(), members.end(), &client, ById());
+  if (at == members.end() || *at != &client) members.insert(at, &client);
 }
 
-void Roster::remove(std::string_view channel, const Client& client) {
+void Roster::remove(std::string_view channel, Client& client) {
   std::lock_guard lock(mu_);
+  client.remove_channel(channel);
+  erase(channel, client);
+}
+
+void Roster::remove_all(Client& client) {
+  std::lock_guard lock(mu_);
+  client.for_each_channel([&](std::string_view channel) { erase(channel, client); });
+  client.clear_channels();
+}
+
+void Roster::erase(std::string_view channel, const Client& client) {
   const auto it = channels_.find(std::string(channel));
   if (it == channels_.end()) return;
-  it->second.erase(&client);
-  if (it->second.empty()) channels_.erase(it);  // one-off channels leave nothing behind
+  auto& members = it->second;
+  // Ids are unique: the entry, if any, is where the client's id sorts.
+  const auto at = std::lower_bound(members.begin(), members.end(), &client, ById());
+  if (at != members.end() && *at == &client) members.erase(at);
+  if (members.empty()) {
+    channels_.erase(it);  // one-off channels leave nothing behind
+  } else if (members.size() < members.capacity() / 4) {
+    members.shrink_to_fit();  // a room that emptied gives its memory back (amortized O(1))
+  }
 }
 
 std::vector<std::string> Roster::list(std::string_view channel, std::size_t limit,

@@ -132,8 +132,8 @@ void Worker::route(const http::Request& req, http::Responder r) {
 
 // ---- WebSocket connections ------------------------------------------------------
 
-// Paid once per connection (examples/chat/README.md, "Costs"): a 128-byte malloc chunk.
-static_assert(sizeof(Client) <= 120, "chat::Client grew: every byte is paid per connection");
+// Paid once per connection (examples/chat/README.md, "Costs"): a 112-byte malloc chunk.
+static_assert(sizeof(Client) <= 104, "chat::Client grew: every byte is paid per connection");
 
 void Worker::open_chat(ws::Connection& conn, const std::optional<std::string>& name) {
   auto* client = new Client(conn, index_, ++next_client_, name ? std::string_view(*name) : "");
@@ -181,7 +181,7 @@ void Worker::on_close(ws::Connection& conn, const ws::CloseInfo&) {
   if (const auto it = pending_.find(client->key()); it != pending_.end())
     it->second.client = nullptr;
   rates_.erase(client->key());
-  client->for_each_channel([&](std::string_view channel) { roster_.remove(channel, *client); });
+  roster_.remove_all(*client);
   if (hub_) hub_->unsubscribe_all(*client);  // leave events to the others
   delete client;
 }

@@ -49,7 +49,7 @@ Hub::~Hub() {
     if (Subscriber* sub = s->subscriber) {
       info = sub->presence_info_;
       unlink_from_subscriber(s);
-      if (--sub->count_ == 0) sub->hub_ = nullptr;
+      if (sub->subscriptions_ == nullptr) sub->hub_ = nullptr;
     }
     broker_.leave(*this, ch->name, info, ch->count == 0 && ch->pending == 0);
     delete s;
@@ -110,7 +110,7 @@ void Hub::subscribe(Subscriber& subscriber, std::string_view channel,
     result.error = errc::wrong_hub;
   } else if (ch != nullptr && find_subscription(subscriber, ch) != nullptr) {
     result.error = errc::already_subscribed;
-  } else if (subscriber.count_ >= limits_.channel_limit) {
+  } else if (subscriber.channel_count() >= limits_.channel_limit) {
     result.error = errc::channel_limit;
   }
   if (result.error) {
@@ -134,7 +134,6 @@ void Hub::subscribe(Subscriber& subscriber, std::string_view channel,
   s->subscriber = &subscriber;
   s->next_of_subscriber = subscriber.subscriptions_;
   subscriber.subscriptions_ = s;
-  ++subscriber.count_;
   subscriber.hub_ = this;
   ++ch->pending;
   // (A broker that completes inline answers before join() returns: the
@@ -160,7 +159,7 @@ void Hub::on_joined(Subscription* s, bool first_local, const std::string& info,
     ++stats_.subscribe_errors;
     if (sub != nullptr) {
       unlink_from_subscriber(s);
-      if (--sub->count_ == 0) sub->hub_ = nullptr;
+      if (sub->subscriptions_ == nullptr) sub->hub_ = nullptr;
     }
     delete s;
     release_if_empty(ch);
@@ -219,7 +218,7 @@ void Hub::remove(Subscription* s) noexcept {
   if (is_pending(s)) {  // cancelled: on_joined undoes the join when the answer comes
     unlink_from_subscriber(s);
     s->subscriber = nullptr;
-    if (--sub->count_ == 0) sub->hub_ = nullptr;
+    if (sub->subscriptions_ == nullptr) sub->hub_ = nullptr;
     return;
   }
   if (cursor_ == s) cursor_ = s->next;  // the fan-out in progress skips it
@@ -227,7 +226,7 @@ void Hub::remove(Subscription* s) noexcept {
   if (s->next) s->next->prev = s->prev;
   unlink_from_subscriber(s);
   --ch->count;
-  if (--sub->count_ == 0) sub->hub_ = nullptr;
+  if (sub->subscriptions_ == nullptr) sub->hub_ = nullptr;
   ++stats_.unsubscribes;
   --stats_.subscriptions;
   delete s;

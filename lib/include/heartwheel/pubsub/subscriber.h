@@ -10,8 +10,8 @@
 //   (close with reason slow_consumer, or skip).
 //
 // Cost
-//   sizeof(Subscriber) is 64 bytes (vtable, hub, list head, count, the
-//   presence info string); each subscription is one detail::Subscription node
+//   sizeof(Subscriber) is 56 bytes (vtable, hub, list head, the presence
+//   info string: no count, channel_count() walks the list); each subscription is one detail::Subscription node
 //   (40 bytes, one allocation: 48 bytes of heap) that the hub links into the
 //   channel's list and the subscriber's list.
 //
@@ -85,8 +85,11 @@ class Subscriber {
   void set_presence_info(std::string info) { presence_info_ = std::move(info); }
   const std::string& presence_info() const noexcept { return presence_info_; }
 
-  // Channels this subscriber is on, and the hub they are on (null if none).
-  std::size_t channel_count() const noexcept { return count_; }
+  // Channels this subscriber is on (pending joins included), and the hub
+  // they are on (null if none). channel_count() walks the subscriber's list
+  // (at most Limits::channel_limit nodes): a count field cost 8 bytes on
+  // every subscriber (docs/memory.md).
+  std::size_t channel_count() const noexcept;
   Hub* hub() const noexcept { return hub_; }
 
  protected:
@@ -98,7 +101,6 @@ class Subscriber {
   friend class Hub;
   Hub* hub_ = nullptr;
   detail::Subscription* subscriptions_ = nullptr;
-  std::uint32_t count_ = 0;
   std::string presence_info_;
 };
 

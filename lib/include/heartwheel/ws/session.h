@@ -234,15 +234,6 @@ class Session {
   Transport& transport_;
   Handler& handler_;
   const SessionOptions& options_;
-  FrameParser parser_;
-  Utf8Validator utf8_;  // state of the text message being received
-  State state_ = State::open;
-  bool frame_open_ = false;  // a header was read, its payload is not complete
-  bool failed_ = false;
-  bool in_feed_ = false;
-  std::uint8_t control_size_ = 0;
-  std::uint16_t sent_code_ = 0;
-  std::uint16_t received_code_ = 0;
   // The message being received, handed to on_message: allocated at its
   // first frame and freed after on_message (kept, emptied, only when
   // retained_buffer_bytes can hold its buffer). Inline it cost 32 bytes on
@@ -253,6 +244,18 @@ class Session {
   // bytes, allocated at the first control frame with a payload. Inline it
   // cost 125 bytes on every connection, most of which never see one.
   std::unique_ptr<char[]> control_;
+  // The small fields last: their 6 bytes end the session, so its tail
+  // padding is free for ws::Connection's own flag ([[no_unique_address]]
+  // there; docs/memory.md).
+  FrameParser parser_;
+  Utf8Validator utf8_;  // state of the text message being received
+  State state_ = State::open;
+  bool frame_open_ = false;  // a header was read, its payload is not complete
+  bool failed_ = false;
+  bool in_feed_ = false;
+  std::uint8_t control_size_ = 0;
+  std::uint16_t sent_code_ = 0;
+  std::uint16_t received_code_ = 0;
 };
 
 }  // namespace heartwheel::ws
