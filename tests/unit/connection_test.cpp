@@ -40,6 +40,17 @@ struct Events final : Handler {
   std::uint64_t dropped = 0;
 };
 
+// Keeps the reason and error a connection closed with.
+struct Closes final : Handler {
+  void on_data(Connection&, std::string_view) override {}
+  void on_close(Connection&, CloseReason r, std::error_code e) override {
+    reason = r;
+    error = e;
+  }
+  CloseReason reason = CloseReason::local;
+  std::error_code error;
+};
+
 // A layer of this test, as a layer above net would define it: a kind and
 // the reason it closes with, in the layers' ranges, registered before main.
 constexpr Deadline kAuthExpiry{29};
@@ -139,15 +150,6 @@ TEST_CASE("The byte counters carry past 4 GiB into the side block, exact to the 
 
 TEST_CASE("on_close gets the close reason and error the connection closed with",
           "[connection][memory]") {
-  struct Closes final : Handler {
-    void on_data(Connection&, std::string_view) override {}
-    void on_close(Connection&, CloseReason r, std::error_code e) override {
-      reason = r;
-      error = e;
-    }
-    CloseReason reason = CloseReason::local;
-    std::error_code error;
-  };
   Host host(ConnectionOptions{});
   const std::pair<CloseReason, std::error_code> cases[] = {
       {CloseReason::error, heartwheel::uv_error(UV_ECONNRESET)},
@@ -332,15 +334,7 @@ TEST_CASE("More layered deadlines at once than claimed slots: an assertion, else
   CHECK(WTERMSIG(status) == SIGABRT);
 #else
   // Release builds never run on without the deadline: the connection closes.
-  struct Why final : Handler {
-    void on_data(Connection&, std::string_view) override {}
-    void on_close(Connection&, CloseReason r, std::error_code e) override {
-      reason = r;
-      error = e;
-    }
-    CloseReason reason = CloseReason::local;
-    std::error_code error;
-  } why;  // outlives the host
+  Closes why;  // outlives the host
   Host host;
   auto& peer = host.open(why);
   overfill(*peer.connection());
