@@ -33,6 +33,7 @@ import shutil
 import signal
 import socket
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -360,11 +361,6 @@ def one_server(cls, binary, cert, key, tmp, key_kind, args):
 def summary(results):
     """Medians over the rounds of each figure, per server, and the ratio
     heartwheel / nginx of the medians (for memory: bytes, lower is better)."""
-    def median(xs):
-        xs = sorted(xs)
-        n = len(xs)
-        return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
-
     figures = {"ecdsa full": ("ecdsa", "full", "per_server_cpu_second"),
                "ecdsa resumed": ("ecdsa", "resumed", "per_server_cpu_second"),
                "rsa full": ("rsa", "full", "per_server_cpu_second"),
@@ -377,7 +373,7 @@ def summary(results):
                   if r["server"] == name and r["key"] == key_kind and part in r
                   and r[part].get(field) is not None]
             if xs:
-                med[name] = median(xs)
+                med[name] = statistics.median(xs)
         if len(med) == 2:
             out[label] = {"heartwheel-http": med["heartwheel-http"], "nginx": med["nginx"],
                           "heartwheel / nginx": round(med["heartwheel-http"] / med["nginx"], 3)}
