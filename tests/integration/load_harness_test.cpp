@@ -15,10 +15,12 @@
 #include <string>
 #include <thread>
 
+#include "closed_port.h"
 #include "mini_echo_server.h"
 #include "process_support.h"
 
 using namespace std::chrono_literals;
+using heartwheel::test::ClosedPort;
 using heartwheel::test::MiniEchoServer;
 
 namespace {
@@ -183,13 +185,9 @@ TEST_CASE("SIGINT stops a long run early with a complete report and no stray pro
 }
 
 TEST_CASE("A refused target is reported per errno, not as a crash", "[integration][load]") {
-  int port = 0;
-  {
-    MiniEchoServer gone(1s);  // bound, then closed: nothing listens there now
-    port = gone.port();
-  }
-  const Run run =
-      run_load("--target 127.0.0.1:" + std::to_string(port) + " --connections 20 --duration 1s");
+  const ClosedPort refused;
+  const Run run = run_load("--target 127.0.0.1:" + std::to_string(refused.port()) +
+                           " --connections 20 --duration 1s");
   CHECK(run.report["connections_established"] == 0);
   CHECK(run.report["connect_errors"]["ECONNREFUSED"] == 20);
   CHECK(run.status == 1);  // a run that held nothing failed, whatever the report says
@@ -306,13 +304,9 @@ TEST_CASE("With --auto-reconnect every connection the server closes comes back a
 
 TEST_CASE("With --auto-reconnect a refused connect is retried with a doubling backoff",
           "[integration][load][reconnect]") {
-  int port = 0;
-  {
-    MiniEchoServer gone(1s);
-    port = gone.port();
-  }
+  const ClosedPort refused;
   // No jitter: attempts at 0, 0.1, 0.3, 0.7 and 1.5 s; the next would be at 3.1 s.
-  const Run run = run_load("--target 127.0.0.1:" + std::to_string(port) +
+  const Run run = run_load("--target 127.0.0.1:" + std::to_string(refused.port()) +
                            " --connections 10 --duration 2500ms --auto-reconnect "
                            "--reconnect-initial 100ms --reconnect-jitter 0");
   const auto& rc = run.report["reconnect"];

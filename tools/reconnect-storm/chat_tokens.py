@@ -451,8 +451,11 @@ def main():
         cpu = [s.cpu() - c0 for s, c0 in zip(second, cpu0)]
         redis_cpu = cpu_seconds(redis.proc.pid) - redis_cpu0 if redis else None
         time.sleep(1)  # the stats files' last write
-        first_start = min(s.listening_at for s in second) - t0
-        storm = tally.times("back", first_start)
+        # Every connect since the kill is a storm connect (nothing listened
+        # in between). Not "since listening_at": that is when this process
+        # read a server's "listening on" line, and servers are read one after
+        # another, so a client can be back on a server before it is noted.
+        storm = tally.times("back", restart_s)
         failed = tally.times("failed", restart_s)
         lost = tally.times("lost", restart_s)
         end = all_back if all_back is not None else time.monotonic() - t0
@@ -460,7 +463,7 @@ def main():
         first_back = storm[0] if storm else None
         each = []
         for k, s in enumerate(second):
-            mine = tally.times("back", s.listening_at - t0, k)
+            mine = tally.times("back", restart_s, k)
             each.append({
                 "port": s.port, "clients": per_server_clients[k],
                 "storm_connects": len(mine),
