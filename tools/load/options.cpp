@@ -290,7 +290,9 @@ void add_options(CLI::App& app, LoadOptions& o) {
   add_duration(
       app, "--expect-idle-close", o.expect_idle_close,
       "The server's idle timeout: dead connections must be closed between T and T + slack after "
-      "their last send; live ones must not be closed. Violations set exit status 3");
+      "their last send (in --mode ws not sooner than T after the upgrade request: a WebSocket "
+      "server's ping clock starts at the upgrade); live ones must not be closed. Violations set "
+      "exit status 3");
   add_duration(app, "--idle-close-slack", o.idle_close_slack,
                "Tolerance after --expect-idle-close (the server's tick plus scheduling)");
   add_duration(app, "--tick", o.tick,

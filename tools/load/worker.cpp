@@ -365,7 +365,11 @@ void Worker::server_closed(Conn& c, const char* what, int uv_code) {
     result_.dead_close_ms.record(after_ns / 1'000'000);
     const auto expect = static_cast<std::uint64_t>(options_.expect_idle_close.count());
     if (expect > 0) {
-      if (after_ns + kEarlyToleranceNs < expect)
+      // Early: sooner than T after the first moment the server's clock may
+      // have started (ws mode: the upgrade; see WsConn::upgrade_sent_ns).
+      const std::uint64_t since_ns =
+          uv_hrtime() - (c.ws != nullptr ? c.ws->upgrade_sent_ns : c.last_write_ns);
+      if (since_ns + kEarlyToleranceNs < expect)
         ++result_.dead_closed_early;
       else if (after_ns > expect + static_cast<std::uint64_t>(options_.idle_close_slack.count()))
         ++result_.dead_closed_late;

@@ -149,6 +149,7 @@ void Worker::ws_open(Conn& c) {
   s.upgraded = false;
   s.frame_open = false;
   send_bytes(c, reinterpret_cast<const std::uint8_t*>(ws_request_.data()), ws_request_.size());
+  s.upgrade_sent_ns = c.last_write_ns;
 }
 
 bool Worker::ws_upgrade(Conn& c, std::string_view& data) {

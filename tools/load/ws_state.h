@@ -17,6 +17,12 @@ struct WsConn {
   std::string control;             // payload of the control frame being read
   std::uint64_t base = 0;          // offset of the first subscribe reply: delivery starts after it
   std::uint64_t last = 0;          // highest offset seen (live, recovered or skipped over)
+  // When this connection's upgrade request was written. A WebSocket server's
+  // ping clock starts at the upgrade and the subscribe after it does not
+  // restart it, so a dead connection's close may come up to the upgrade's
+  // round trip sooner than T after its last send: the early bound counts
+  // from here (Worker::server_closed).
+  std::uint64_t upgrade_sent_ns = 0;
   bool upgraded = false;           // the 101 arrived (this connection)
   bool frame_open = false;         // a frame's payload is being read
   bool subscribed = false;         // a subscribe reply came (ever): base is valid
