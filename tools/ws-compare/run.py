@@ -53,6 +53,15 @@ def proc_sample(pid):
     return rss, user_s + system_s, user_s, system_s
 
 
+def anon_rss(pid):
+    """Resident bytes that are not file-backed or shared (statm's resident
+    minus shared): the heap and stacks without the binary's and libraries'
+    pages, which grow as code runs for the first time."""
+    with open("/proc/%d/statm" % pid) as f:
+        fields = f.read().split()
+    return (int(fields[1]) - int(fields[2])) * PAGE
+
+
 def open_files(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
