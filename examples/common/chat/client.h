@@ -96,7 +96,7 @@ class Client final : public heartwheel::pubsub::Subscriber {
   // only what never changes after construction: other threads may call it
   // (the roster, under its mutex, while the client is listed).
   std::string info() const {
-    return presence_info().empty() ? client_info(id(), name()) : presence_info();
+    return presence_info().empty() ? client_info(id(), name()) : std::string(presence_info());
   }
   // For join/leave events: the info made once and kept, the name then only
   // inside it (name() is not asked after this: the greeting went first).

@@ -133,7 +133,7 @@ void Worker::route(const http::Request& req, http::Responder r) {
 // ---- WebSocket connections ------------------------------------------------------
 
 // Paid once per connection (examples/chat/README.md, "Costs"): a 112-byte malloc chunk.
-static_assert(sizeof(Client) <= 104, "chat::Client grew: every byte is paid per connection");
+static_assert(sizeof(Client) <= 80, "chat::Client grew: every byte is paid per connection");
 
 void Worker::open_chat(ws::Connection& conn, const std::optional<std::string>& name) {
   auto* client = new Client(conn, index_, ++next_client_, name ? std::string_view(*name) : "");

@@ -47,7 +47,7 @@ Hub::~Hub() {
     --ch->pending;
     std::string info;
     if (Subscriber* sub = s->subscriber) {
-      info = sub->presence_info_;
+      info = sub->presence_info();
       unlink_from_subscriber(s);
       if (sub->subscriptions_ == nullptr) sub->hub_ = nullptr;
     }
@@ -140,9 +140,9 @@ void Hub::subscribe(Subscriber& subscriber, std::string_view channel,
   // node is never pending after this call, so it is not tracked.)
   if (!broker_.completes_inline()) pending_.insert(s);
   broker_.join(*this,
-               JoinRequest{channel, subscriber.presence_info_, first_local, ch->delivered_offset,
+               JoinRequest{channel, subscriber.presence_info(), first_local, ch->delivered_offset,
                            options.since},
-               [this, s, first_local, info = subscriber.presence_info_,
+               [this, s, first_local, info = std::string(subscriber.presence_info()),
                 since = options.since.has_value(), done = std::move(done)](SubscribeResult r) {
                  if (since && !r.error) ++(r.recovered ? stats_.recovered : stats_.not_recovered);
                  on_joined(s, first_local, info, std::move(r), done);
@@ -230,7 +230,7 @@ void Hub::remove(Subscription* s) noexcept {
   ++stats_.unsubscribes;
   --stats_.subscriptions;
   delete s;
-  broker_.leave(*this, ch->name, sub->presence_info_, ch->count == 0 && ch->pending == 0);
+  broker_.leave(*this, ch->name, sub->presence_info(), ch->count == 0 && ch->pending == 0);
   release_if_empty(ch);
 }
 

@@ -34,7 +34,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
+#include <cstring>
+#include <memory>
+#include <string_view>
 
 namespace heartwheel::pubsub {
 
@@ -81,9 +83,17 @@ class Subscriber {
   virtual DeliveryOutcome on_presence(const PresenceEvent& event, const Frame& frame);
 
   // Opaque client info (e.g. JSON with a user id) carried by this
-  // subscriber's join and leave events. Set it before subscribing.
-  void set_presence_info(std::string info) { presence_info_ = std::move(info); }
-  const std::string& presence_info() const noexcept { return presence_info_; }
+  // subscriber's join and leave events. Set it before subscribing. Kept in
+  // one heap block of its own (none while empty); presence_info() is valid
+  // until the next set_presence_info() or the subscriber's end. Throws
+  // std::bad_alloc; std::length_error above 4 GiB.
+  void set_presence_info(std::string_view info);
+  std::string_view presence_info() const noexcept {
+    if (!presence_info_) return {};
+    std::uint32_t size;
+    std::memcpy(&size, presence_info_.get(), sizeof size);
+    return {presence_info_.get() + sizeof size, size};
+  }
 
   // Channels this subscriber is on (pending joins included), and the hub
   // they are on (null if none). channel_count() walks the subscriber's list
@@ -101,7 +111,10 @@ class Subscriber {
   friend class Hub;
   Hub* hub_ = nullptr;
   detail::Subscription* subscriptions_ = nullptr;
-  std::string presence_info_;
+  // [32-bit size][bytes], or null: 8 bytes on every subscriber instead of a
+  // std::string's 32, and one block instead of two for a JSON info too long
+  // for the string's inline buffer (docs/memory.md).
+  std::unique_ptr<char[]> presence_info_;
 };
 
 }  // namespace heartwheel::pubsub
