@@ -66,6 +66,13 @@ void Hub::fan_out(LocalChannel& ch, bool presence, Call&& call) noexcept {
   ChannelStats counted;
   for (Subscription* s = ch.head; s != nullptr; s = cursor_) {
     cursor_ = s->next;  // remove() moves it on if that one goes
+    // While this subscriber's delivery runs (a write: microseconds in the
+    // kernel), bring in the next subscriber and the node after it: walking
+    // a channel of thousands otherwise misses the cache at every step.
+    if (cursor_ != nullptr) {
+      __builtin_prefetch(cursor_->subscriber);
+      if (cursor_->next != nullptr) __builtin_prefetch(cursor_->next);
+    }
     DeliveryOutcome outcome;
     try {
       outcome = call(*s->subscriber);
