@@ -284,3 +284,34 @@ TEST_CASE("A subscription is one node of five pointers and a subscriber adds 64 
   STATIC_REQUIRE(sizeof(heartwheel::pubsub::detail::Subscription) == 5 * sizeof(void*));
   STATIC_REQUIRE(sizeof(Subscriber) <= 64);
 }
+
+TEST_CASE("During a fan-out each next subscriber gets its prefetch hint right before its delivery",
+          "[pubsub][hub]") {
+  // A subscriber that logs its hint and its delivery in one shared log.
+  struct Logged : Subscriber {
+    Logged(std::vector<std::string>& shared, std::string who) : log(&shared), name(std::move(who)) {}
+    DeliveryOutcome on_publication(const Publication&, const Frame&) override {
+      log->push_back("deliver:" + name);
+      return DeliveryOutcome::delivered;
+    }
+    void prefetch() const noexcept override { log->push_back("prefetch:" + name); }
+    std::vector<std::string>* log;
+    std::string name;
+  };
+  Bus bus;
+  Hub hub(bus);
+  std::vector<std::string> log;
+  Logged a(log, "a"), b(log, "b"), c(log, "c");
+  for (Logged* s : {&a, &b, &c}) REQUIRE_FALSE(hub.subscribe(*s, "news").error);
+  REQUIRE_FALSE(hub.publish("news", "hello").error);
+  REQUIRE(poll_all(hub) == 1);
+  // Three deliveries, the first with no hint (nothing ran before it), each
+  // later one right after its own hint.
+  REQUIRE(log.size() == 5);
+  CHECK(log[0].rfind("deliver:", 0) == 0);
+  for (std::size_t i = 1; i < log.size(); i += 2) {
+    CHECK(log[i].rfind("prefetch:", 0) == 0);
+    CHECK(log[i].substr(9) == log[i + 1].substr(8));
+    CHECK(log[i + 1].rfind("deliver:", 0) == 0);
+  }
+}

@@ -50,6 +50,7 @@ class Client final : public heartwheel::pubsub::Subscriber {
                                                      const heartwheel::pubsub::Frame& f) override {
     return deliver(f);
   }
+  void prefetch() const noexcept override { ws.prefetch(); }
   heartwheel::pubsub::DeliveryOutcome on_presence(const heartwheel::pubsub::PresenceEvent&,
                                                   const heartwheel::pubsub::Frame& f) override {
     return deliver(f);

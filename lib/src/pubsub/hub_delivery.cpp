@@ -80,6 +80,9 @@ void Hub::fan_out(LocalChannel& ch, bool presence, Call&& call) noexcept {
       ++stats_.subscriber_errors;
       outcome = DeliveryOutcome::dropped;
     }
+    // The next subscriber's object came in during that delivery: let it
+    // start loading what its own delivery will read.
+    if (cursor_ != nullptr) cursor_->subscriber->prefetch();
     switch (outcome) {
       case DeliveryOutcome::delivered:
         ++(presence ? counted.presence_deliveries : counted.deliveries);

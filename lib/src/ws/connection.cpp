@@ -3,6 +3,7 @@
 // rule, the close handshake). The timing is the NetHandler's
 // (net_handler.cpp). See heartwheel/ws/connection.h.
 #include <heartwheel/common/error.h>
+#include <heartwheel/common/prefetch.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/ws/connection.h>
 #include <heartwheel/ws/net_handler.h>
@@ -66,6 +67,11 @@ Delivery Connection::deliver(const SharedFrame& frame) {
   ++stats.messages_sent;
   ++stats.shared_sent;
   return Delivery::sent;
+}
+
+void Connection::prefetch() const noexcept {
+  prefetch_object(*this);
+  conn_->prefetch();
 }
 
 void Connection::note_delivered(std::size_t bytes) noexcept {

@@ -58,6 +58,7 @@
 //   and on_close follows on a later loop iteration.
 #pragma once
 
+#include <heartwheel/common/prefetch.h>
 #include <heartwheel/net/close_reason.h>
 #include <heartwheel/net/deadline_timer.h>
 #include <heartwheel/net/handler.h>
@@ -169,6 +170,9 @@ class Connection final : private DeadlineTimer {
   std::error_code write(std::string_view head, SharedBytes rest);
   // Bytes accepted by write() that the kernel has not taken yet.
   std::size_t queued_bytes() const noexcept;
+  // Starts loading this object into the cache (no access, no effect): for
+  // code about to write to many connections in turn, a step ahead.
+  void prefetch() const noexcept { prefetch_object(*this); }
   // For code that hands bytes to the kernel itself, around write() (e.g. a
   // batch of sends submitted to io_uring on this connection's socket):
   // `bytes` the kernel took count as written (bytes_written() and

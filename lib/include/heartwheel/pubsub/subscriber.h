@@ -82,6 +82,13 @@ class Subscriber {
   // delivered).
   virtual DeliveryOutcome on_presence(const PresenceEvent& event, const Frame& frame);
 
+  // A hint, not a delivery: the hub calls it for the next subscriber of a
+  // fan-out while the current one's delivery is done, so an override can
+  // start loading (prefetch, never block) what its on_publication will read,
+  // e.g. its connection's object. Must not throw nor change state. Default:
+  // nothing.
+  virtual void prefetch() const noexcept {}
+
   // Opaque client info (e.g. JSON with a user id) carried by this
   // subscriber's join and leave events. Set it before subscribing. Kept in
   // one heap block of its own (none while empty); presence_info() is valid

@@ -57,6 +57,10 @@ class Connection final : private Transport, private Handler {
   // The TCP connection underneath (addresses, queued_bytes, the deadline
   // slots the NetHandler does not use).
   net::Connection& net() const noexcept { return *conn_; }
+  // Starts loading this connection's objects (its own and the net
+  // connection's) into the cache: for code about to deliver to many
+  // connections in turn (pubsub::Subscriber::prefetch). Reads one pointer.
+  void prefetch() const noexcept;
   std::uint64_t id() const noexcept;
 
   // One unfragmented message. Errors: errc::closed once close was sent or
