@@ -16,6 +16,11 @@ import sys
 import tempfile
 import time
 
+# procs.PortHold, for the tests whose server comes back on its port.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                                "pylib"))
+from procs import PortHold  # noqa: E402,F401
+
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 TEXT, BINARY, CONT, CLOSE, PING, PONG = 0x1, 0x2, 0x0, 0x8, 0x9, 0xA

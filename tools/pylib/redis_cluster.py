@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 
-from procs import free_port
+from procs import PortHold, free_port
 
 
 def _read_reply(f):
@@ -111,6 +111,7 @@ class RedisCluster:
         self.node_timeout_ms = node_timeout_ms
         self.password = password
         self.procs = {}  # port -> Popen
+        self.holds = {}  # port -> its and its bus port's PortHold, from kill() to restart()
         self.paused = set()  # ports SIGSTOPped and not yet resumed
         try:
             for _ in range(masters * (1 + replicas)):
@@ -143,11 +144,16 @@ class RedisCluster:
         while time.monotonic() < deadline:
             try:
                 if self.command(port, "PING", timeout=1) == "PONG":
+                    self._release(port)
                     return
             except (OSError, RuntimeError):
                 pass
             time.sleep(0.05)
         raise AssertionError("redis-server did not start on %d" % port)
+
+    def _release(self, port):
+        for hold in self.holds.pop(port, ()):
+            hold.release()
 
     def command(self, port, *args, timeout=5):
         """One command to the node on `port` (authenticated with the password)."""
@@ -245,9 +251,11 @@ class RedisCluster:
         raise AssertionError("the cluster did not become ok within %ss" % limit)
 
     def kill(self, port):
-        """SIGKILL, reaped."""
+        """SIGKILL, reaped; the port and its bus port held (procs.PortHold:
+        connects are refused) until restart() or stop()."""
         self.procs[port].kill()
         self.procs[port].wait(timeout=10)
+        self.holds[port] = [PortHold(port), PortHold(port + 10000)]
 
     def pause(self, port):
         """SIGSTOP: the node neither reads nor answers (its peers' data piles
@@ -273,6 +281,8 @@ class RedisCluster:
             if p.poll() is None:
                 p.kill()
                 p.wait(timeout=10)
+        for port in list(self.holds):
+            self._release(port)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self):

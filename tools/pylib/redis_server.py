@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 
-from procs import free_port
+from procs import PortHold, free_port
 from tls_files import TlsFiles  # noqa: F401 (the tests import it from here)
 from redis_cluster import command as _command
 
@@ -36,6 +36,7 @@ class RedisServer:
         self.dir = tempfile.mkdtemp(prefix="hw-redis-")
         self.port = free_port()
         self.proc = None
+        self._hold = None  # the port between kill() and restart()
         self._client_tls = tls.client_context() if tls else None
         self.start()
 
@@ -62,6 +63,7 @@ class RedisServer:
         while time.monotonic() < deadline:
             try:
                 if self.command("PING", timeout=1) == "PONG":
+                    self._release()
                     return
             except (OSError, RuntimeError, ssl.SSLError):
                 pass
@@ -77,8 +79,16 @@ class RedisServer:
                         user=self.user, tls=self._client_tls)
 
     def kill(self):
+        """SIGKILL, reaped; the port held (procs.PortHold: connects are
+        refused) until restart() has Redis answering on it again."""
         self.proc.kill()
         self.proc.wait(timeout=10)
+        self._hold = PortHold(self.port)
+
+    def _release(self):
+        if self._hold:
+            self._hold.release()
+            self._hold = None
 
     def restart(self):
         self.start()
@@ -95,6 +105,7 @@ class RedisServer:
             self.proc.kill()
         if self.proc:
             self.proc.wait(timeout=10)
+        self._release()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self):

@@ -66,7 +66,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools", "pylib"))
-from procs import cpu_seconds, free_port, rss_kib  # noqa: E402
+from procs import PortHold, cpu_seconds, free_port, rss_kib  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -432,8 +432,17 @@ def main():
         restart_s = time.monotonic() - t0
         for s in first:
             s.stop(signal.SIGKILL)
+        # Held while down (the clients' connects refused all the same): a
+        # free port could be taken meanwhile, by another program's listener
+        # or by a client connecting to itself through it, and then the
+        # server could not come back on it.
+        held = [PortHold(p) for p in ports]
         time.sleep(args.down)
-        second = start_servers(args.chat, ports, flag, key, tmp, "after", redis_addr)
+        try:
+            second = start_servers(args.chat, ports, flag, key, tmp, "after", redis_addr)
+        finally:
+            for h in held:
+                h.release()
         up_s = max(s.listening_at for s in second) - t0
         cpu0 = [s.cpu() for s in second]
         redis_cpu0 = cpu_seconds(redis.proc.pid) if redis else 0.0
