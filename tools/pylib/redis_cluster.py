@@ -116,13 +116,16 @@ class RedisCluster:
         try:
             for _ in range(masters * (1 + replicas)):
                 self._start(_cluster_port())
-            subprocess.run(["redis-cli", "--cluster", "create",
-                            *["127.0.0.1:%d" % p for p in self.procs],
-                            "--cluster-replicas", str(replicas), "--cluster-yes"],
-                           check=True, capture_output=True, timeout=60,
-                           # the password through the environment, not argv (ps)
-                           env=dict(os.environ, **({"REDISCLI_AUTH": password} if password
-                                                   else {})))
+            made = subprocess.run(["redis-cli", "--cluster", "create",
+                                   *["127.0.0.1:%d" % p for p in self.procs],
+                                   "--cluster-replicas", str(replicas), "--cluster-yes"],
+                                  capture_output=True, text=True, timeout=60,
+                                  # the password through the environment, not argv (ps)
+                                  env=dict(os.environ, **({"REDISCLI_AUTH": password}
+                                                          if password else {})))
+            if made.returncode != 0:  # what redis-cli said, which the status alone does not
+                raise AssertionError("redis-cli --cluster create: exit %d: %s%s"
+                                     % (made.returncode, made.stdout[-3000:], made.stderr[-2000:]))
             self.wait_ok()
         except BaseException:
             self.stop()

@@ -156,7 +156,9 @@ class Server:
     def wait_listening(self):
         line = self.proc.stdout.readline()
         if not line.startswith("listening on"):
-            raise RuntimeError(f"heartwheel-chat {self.index} did not start: {line!r}")
+            with open(self.log) as f:
+                err = f.read()[-2000:]
+            raise RuntimeError(f"heartwheel-chat {self.index} did not start: {line!r} {err!r}")
         self.listening_at = time.monotonic()
 
     def cpu(self):
