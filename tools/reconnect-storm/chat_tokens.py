@@ -364,8 +364,10 @@ def main():
     flag, key, tokens = loaded
 
     n_servers = args.servers
-    ports = distinct_free_ports(n_servers)
     redis = RedisServer() if args.redis else None
+    # Picked after Redis is up, just before the servers bind them: free
+    # ports, so the less time between the two the better.
+    ports = distinct_free_ports(n_servers)
     redis_addr = redis.address() if redis else None
     load_before = os.getloadavg()
     log(f"{args.clients} clients in {args.client_processes} processes from "
