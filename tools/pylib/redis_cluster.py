@@ -115,7 +115,7 @@ class RedisCluster:
         self.paused = set()  # ports SIGSTOPped and not yet resumed
         try:
             for _ in range(masters * (1 + replicas)):
-                self._start(_cluster_port())
+                self._start_new()
             made = subprocess.run(["redis-cli", "--cluster", "create",
                                    *["127.0.0.1:%d" % p for p in self.procs],
                                    "--cluster-replicas", str(replicas), "--cluster-yes"],
@@ -131,28 +131,61 @@ class RedisCluster:
             self.stop()
             raise
 
+    def _start_new(self):
+        """A node on a free port with its bus port free too. Both are found
+        free, then redis-server binds them: one taken in between makes it
+        exit at once, and then other ports will do."""
+        for attempt in range(5):
+            port = _cluster_port()
+            if self._run(port):
+                return
+            if self.procs[port].poll() is None or attempt == 4:
+                self._fail(port)  # running but silent (other ports would not help), or 5 exits
+            del self.procs[port]  # exited: given up for other ports
+
     def _start(self, port):
+        """Starts the node on `port` (again, after kill()) and waits until it
+        answers PING; AssertionError, with its exit status and log, if it
+        does not within 10 s."""
+        if not self._run(port):
+            self._fail(port)
+
+    def _run(self, port):
+        """True once the node on `port` answers PING; False if it exits first
+        or 10 s pass."""
         d = os.path.join(self.dir, str(port))
         os.makedirs(d, exist_ok=True)
-        self.procs[port] = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", d, "--loglevel", "warning",
-             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-             "--cluster-node-timeout", str(self.node_timeout_ms),
-             "--repl-diskless-sync-delay", "0",
-             *(["--requirepass", self.password, "--masterauth", self.password]
-               if self.password else [])],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(os.path.join(d, "redis.log"), "ab") as log:
+            self.procs[port] = subprocess.Popen(
+                ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                 "--appendonly", "no", "--dir", d, "--loglevel", "warning",
+                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                 "--cluster-node-timeout", str(self.node_timeout_ms),
+                 "--repl-diskless-sync-delay", "0",
+                 *(["--requirepass", self.password, "--masterauth", self.password]
+                   if self.password else [])],
+                stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.procs[port].poll() is None:
             try:
                 if self.command(port, "PING", timeout=1) == "PONG":
                     self._release(port)
-                    return
+                    return True
             except (OSError, RuntimeError):
                 pass
             time.sleep(0.05)
-        raise AssertionError("redis-server did not start on %d" % port)
+        return False
+
+    def _fail(self, port):
+        """AssertionError with the node's exit status and what it logged."""
+        status = self.procs[port].poll()
+        try:
+            with open(os.path.join(self.dir, str(port), "redis.log"), errors="replace") as f:
+                said = f.read()[-2000:]
+        except OSError:
+            said = ""
+        raise AssertionError("redis-server did not start on %d (%s): %s" % (
+            port, "no PONG in 10 s" if status is None else "exit status %d" % status, said))
 
     def _release(self, port):
         for hold in self.holds.pop(port, ()):
