@@ -39,7 +39,7 @@ import time
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from chat_support import Server, run_tests  # noqa: E402
+from chat_support import PortHold, Server, run_tests  # noqa: E402
 
 import websockets  # noqa: E402  (Debian's python3-websockets, seen by /usr/bin/python3)
 
@@ -444,12 +444,14 @@ def test_tabs_reconnect_after_a_server_restart():
             await a.type_into("text", "before the restart")
             await b.wait_for_message("alice", "before the restart")
             first.stop()
+            held = PortHold(first.port)  # refused, and nobody else's, until the second listens
             for tab in (a, b):
                 await tab.wait_for(
                     "document.getElementById('status').dataset.state === 'reconnecting' && "
                     "Number(document.getElementById('status').dataset.attempt) >= 1",
                     "reconnecting after the server died")
             second = Server(SERVER_BINARY, listen="127.0.0.1:%d" % first.port)  # noqa: F821
+            held.release()
             # Backoff tops out at 8 s x 1.5: well within 30 s.
             for tab in (a, b):
                 await tab.wait_for(CONNECTED, "connected again", timeout=30)
@@ -488,7 +490,10 @@ def test_a_message_the_page_cannot_render_does_not_hide_later_ones():
             a = await Tab.open(cdp, page, "tab A")
             await a.join("alice", ROOM)
             await asyncio.sleep(0.5)  # the join's requests counted
-            subscribes = server.read_stats()["chat"]["requests"].get("subscribe", 0)
+            # Fresh reads, this one and the last: a file written before the
+            # join's subscribe was counted would make the later count look
+            # like a resync, and a stale last one would hide a resync.
+            subscribes = server.read_stats(fresh=True)["chat"]["requests"].get("subscribe", 0)
             await a.evaluate(
                 "(() => { const orig = JSON.stringify; JSON.stringify = function (v, ...rest) { "
                 "if (v && v.poison !== undefined) throw new RangeError('Maximum call stack size "
@@ -509,7 +514,7 @@ def test_a_message_the_page_cannot_render_does_not_hide_later_ones():
             assert shown == [["mallory", "[a message that cannot be shown]"],
                              ["mallory", "after the poison"], ["mallory", "and one more"]], shown
             await asyncio.sleep(0.5)
-            after = server.read_stats()["chat"]["requests"].get("subscribe", 0)
+            after = server.read_stats(fresh=True)["chat"]["requests"].get("subscribe", 0)
             assert after == subscribes, "the page resynced: %d subscribes, %d before the poison" % (
                 after, subscribes)
 
@@ -635,9 +640,11 @@ def test_the_library_in_the_page_recovers_what_it_missed_across_a_restart():
 
         def kill_a(self):
             self.a.stop()
+            self.held = PortHold(self.port)  # refused, and nobody else's, until start_a()
 
         def start_a(self):
             self.second = node(self.redis, listen="127.0.0.1:%d" % self.port)
+            self.held.release()
 
     with Redis() as redis, node(redis) as a, node(redis) as b, \
             tempfile.TemporaryDirectory() as d:

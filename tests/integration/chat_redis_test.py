@@ -12,11 +12,7 @@ PID; every chat node binds port 0 and is stopped by PID.
 """
 import asyncio
 import os
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 
 from chat_support import Server, run_tests
@@ -25,59 +21,11 @@ from chat_server_test import Chat
 SERVER_BINARY = None  # set by run_tests
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-class Redis:
-    """redis-server on a free loopback port, no persistence; stopped by PID."""
-
-    def __init__(self):
-        if not shutil.which("redis-server"):
-            sys.exit("redis-server is missing: run tools/install-deps")
-        self.dir = tempfile.mkdtemp()
-        self.port = free_port()
-        self.proc = None
-        self.start()
-
-    def start(self):
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.dir],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as c:
-                    c.sendall(b"PING\r\n")
-                    if c.recv(16).startswith(b"+PONG"):
-                        return
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise AssertionError("redis-server did not answer on port %d" % self.port)
-
-    def kill(self):
-        self.proc.kill()
-        self.proc.wait(timeout=10)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def address(self):
-        return "127.0.0.1:%d" % self.port
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
+# redis-server on a free loopback port, no persistence, stopped by PID; its
+# port held while it is down (tools/pylib/redis_server.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                                "pylib"))
+from redis_server import RedisServer as Redis  # noqa: E402
 
 
 def node(redis, *flags):
@@ -174,7 +122,7 @@ def test_redis_restart_mid_run_nodes_reconnect_and_deliveries_resume():
             r.kill()
             rep = await pub.request("publish", channel="live", data="refused")
             assert rep["error"]["code"] == "unavailable", rep  # said, not dropped silently
-            r.start()  # same port, empty: every stream starts again
+            r.restart()  # same port, empty: every stream starts again
             deadline = time.monotonic() + 15
             while True:
                 rep = await pub.request("publish", channel="live", data="after")

@@ -122,8 +122,9 @@ def test_page_joins_chats_and_recovers():
                            text=True, timeout=60)
         print(r.stdout, end="")
         assert r.returncode == 0, r.stdout + r.stderr
-        st = s.read_stats(lambda st: st["pubsub"]["hubs"]["recovered"] >= 1)
-        assert st["chat"]["publications"] == 3
+        # Both in the wait: which the page's script did last is its business.
+        st = s.read_stats(lambda st: st["pubsub"]["hubs"]["recovered"] >= 1 and
+                          st["chat"]["publications"] == 3)
 
 
 def test_every_op():
@@ -169,8 +170,10 @@ def test_every_op():
 
     with Server(SERVER_BINARY) as s:
         run(go(s))
-        st = s.read_stats(lambda st: st["chat"]["requests"].get("history", 0) == 2)
-        assert st["chat"]["requests"]["publish"] == 8
+        # Both in the wait: the 8th publish comes after the 2nd history, and
+        # a file written between them has the one and not the other.
+        st = s.read_stats(lambda st: st["chat"]["requests"].get("history", 0) == 2 and
+                          st["chat"]["requests"].get("publish", 0) == 8)
         assert st["pubsub"]["hubs"]["subscribes"] == 2
 
 
@@ -421,6 +424,10 @@ def test_dead_subscriber_closed_within_ping_interval_plus_pong_timeout():
             alive_result["open"] = c.ws.open
             await c.close()
 
+        # Stamped before the connect too: the first ping may go out before
+        # last_byte is stamped (this process can lag), so the lower bound is
+        # checked from `opened`, which is before any ping.
+        opened = time.monotonic()
         dead = RawClient(s.port, "/ws?name=dead")
         dead.recv_json()  # connect
         dead.send(TEXT, json.dumps({"id": 1, "op": "subscribe", "channel": "d"}))
@@ -433,16 +440,20 @@ def test_dead_subscriber_closed_within_ping_interval_plus_pong_timeout():
                 break
             if op == 0x9:
                 pings += 1
-        closed_after = time.monotonic() - last_byte
+        closed = time.monotonic()
+        closed_after = closed - last_byte
         print("dead peer closed %.3f s after its last byte, %d ping(s)" % (closed_after, pings))
         run(alive())
         assert alive_result["open"], "a peer that answers pings was closed"
         assert pings >= 1
         # Never before pong_timeout, at most interval + pong_timeout + a tick
         # (plus scheduling slack on a loaded machine).
-        assert pong <= closed_after <= interval + pong + tick + 0.4, closed_after
-        st = s.read_stats(lambda st: st["ws"]["pong_timeouts"] == 1)
-        assert st["net"]["closed_by_reason"]["pong_timeout"] == 1
+        assert closed - opened >= pong, (closed - opened, closed_after)
+        assert closed_after <= interval + pong + tick + 0.4, closed_after
+        # Both in the wait: the net counters come from net::Workers' copy,
+        # published on a timer of its own, apart from the worker's ws copy.
+        st = s.read_stats(lambda st: st["ws"]["pong_timeouts"] == 1 and
+                          st["net"]["closed_by_reason"]["pong_timeout"] == 1)
         assert st["ws"]["pings_sent"] >= 2
 
 
@@ -489,9 +500,11 @@ def test_slow_subscriber_closed_with_slow_consumer():
     with slow_server("close") as s:
         async def go():
             slow, fast = await feed_with_a_slow_subscriber(s)
-            st = s.read_stats(lambda st: st["slow_consumer"]["closes"] == 1)
+            # The net count in the wait too: net::Workers publishes it on a
+            # timer of its own, apart from the worker's ws and chat copy.
+            st = s.read_stats(lambda st: st["slow_consumer"]["closes"] == 1 and
+                              st["net"]["closed_by_reason"]["slow_consumer"] == 1)
             assert st["slow_consumer"]["policy"] == "close"
-            assert st["net"]["closed_by_reason"]["slow_consumer"] == 1
             assert st["ws"]["closed_by_reason"]["slow_consumer"] == 1
             assert st["pubsub"]["hubs"]["slow_closes"] == 1
             assert st["net"]["bytes_dropped"] > 0  # what was queued for it: counted, not lost silently

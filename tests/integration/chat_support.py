@@ -16,6 +16,11 @@ import sys
 import tempfile
 import time
 
+# procs.PortHold, for the tests whose server comes back on its port.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                                "pylib"))
+from procs import PortHold  # noqa: E402,F401
+
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 TEXT, BINARY, CONT, CLOSE, PING, PONG = 0x1, 0x2, 0x0, 0x8, 0x9, 0xA
@@ -75,10 +80,21 @@ class Server:
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout=timeout)
 
-    def read_stats(self, ready=lambda st: True, timeout=10):
-        """The stats file once `ready(stats)` holds (rewritten every 100 ms)."""
+    def read_stats(self, ready=lambda st: True, timeout=10, fresh=False):
+        """The stats file once `ready(stats)` holds (rewritten every 100 ms).
+        `fresh`: not before the file's third rewrite after this call. Each
+        worker publishes its copy every interval and the file is written
+        every interval, so by then it holds copies made after the call:
+        for a counter that must NOT have moved, where any earlier file
+        would agree whatever happened since."""
         st = None
         deadline = time.monotonic() + timeout
+        rewrites, seen = 0, self._stats_version()
+        while fresh and rewrites < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+            now = self._stats_version()
+            if now != seen:
+                rewrites, seen = rewrites + 1, now
         while time.monotonic() < deadline:
             try:
                 with open(self.stats) as f:
@@ -89,6 +105,15 @@ class Server:
                 pass
             time.sleep(0.05)
         raise AssertionError("stats never ready: %s" % json.dumps(st)[:3000])
+
+    def _stats_version(self):
+        """Tells one write of the stats file from the next (each is a new
+        file renamed into place); None while there is none."""
+        try:
+            f = os.stat(self.stats)
+        except OSError:
+            return None
+        return f.st_ino, f.st_mtime_ns
 
     def __enter__(self):
         return self

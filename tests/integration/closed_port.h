@@ -7,6 +7,11 @@
 // another test's listener may take it, or a client's connect() may pick it as
 // its own source port and connect to itself (TCP simultaneous open). A bound
 // port is neither given to another bind() nor chosen as an ephemeral port.
+//
+// ClosedPort(port) holds a given port the same way, with SO_REUSEADDR: a
+// stopped server's, until it comes back on it. A server that sets
+// SO_REUSEADDR too (redis-server, every libuv server) can bind and listen on
+// it while it is held; let the hold go once it listens.
 #pragma once
 
 #include <netinet/in.h>
@@ -14,6 +19,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -22,16 +28,10 @@ namespace heartwheel::test {
 
 class ClosedPort {
  public:
-  ClosedPort() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-    if (fd_ < 0) fail("socket");
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), len) != 0) fail("bind");
-    if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) fail("getsockname");
-    port_ = ntohs(addr.sin_port);
-  }
+  ClosedPort() : ClosedPort(0, false) {}
+  // Throws std::runtime_error if `port` is taken (bound without
+  // SO_REUSEADDR, or listened on).
+  explicit ClosedPort(int port) : ClosedPort(port, true) {}
   ~ClosedPort() { ::close(fd_); }
   ClosedPort(const ClosedPort&) = delete;
   ClosedPort& operator=(const ClosedPort&) = delete;
@@ -39,6 +39,21 @@ class ClosedPort {
   int port() const { return port_; }
 
  private:
+  ClosedPort(int port, bool reuse_addr) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    if (fd_ < 0) fail("socket");
+    const int one = 1;
+    if (reuse_addr && ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
+      fail("SO_REUSEADDR");
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), len) != 0) fail("bind");
+    if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) fail("getsockname");
+    port_ = ntohs(addr.sin_port);
+  }
+
   [[noreturn]] void fail(const char* what) {
     const std::string message = std::string("ClosedPort: ") + what + ": " + std::strerror(errno);
     if (fd_ >= 0) ::close(fd_);

@@ -2,6 +2,7 @@
 // first, the timeout bounds the wait.
 #include <heartwheel/net/server.h>
 
+#include "closed_port.h"
 #include "net_test_support.h"
 
 using namespace hwtest;
@@ -47,7 +48,10 @@ struct DelayedResponder : Recorder {
 TEST_CASE("Drain closes idle connections at once and lets in-flight requests finish",
           "[net][drain]") {
   TestLoop t(5ms);
-  DelayedResponder rec(&t.loop, 200ms);
+  // The answer takes 1 s: "closed at once" below can then allow a loaded
+  // machine's lateness (this process descheduled for a while) and still
+  // tell the idle connection's close from one that waited for the request.
+  DelayedResponder rec(&t.loop, 1s);
   net::Server server(*t.wheel, rec, net::ServerOptions{});
   REQUIRE_FALSE(server.listen());
   RawClient idle(&t.loop, server.port());
@@ -64,14 +68,18 @@ TEST_CASE("Drain closes idle connections at once and lets in-flight requests fin
   const Duration start = hr_now();
   server.drain(5s, [&] { drained = true; });
   REQUIRE(t.run_until([&] { return idle.closed; }));
-  CHECK(hr_now() - start < 150ms);  // did not wait for the request
+  CHECK(hr_now() - start < 600ms);  // did not wait for the request (1 s)
   CHECK_FALSE(busy.closed);
+  // No longer listening: the port can be bound (a listener there would
+  // refuse the bind), and is held from now on, so that the connect below is
+  // refused by this, not by whatever a parallel test may bind there in the
+  // second the request still runs.
+  const heartwheel::test::ClosedPort stopped(server.port());
   REQUIRE(t.run_until([&] { return drained; }));
   CHECK(busy.received == "resp");
   CHECK(hr_now() - start < 3s);
   CHECK(server.stats().closed(CloseReason::drain) == 2);
   CHECK(server.connection_count() == 0);
-  // No longer listening.
   RawClient late(&t.loop, server.port());
   REQUIRE(t.run_until([&] { return late.closed; }));
   CHECK(late.error == UV_ECONNREFUSED);

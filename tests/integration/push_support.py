@@ -11,14 +11,6 @@ import tempfile
 import time
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 # The one-command RESP client is the cluster helper's (tools/pylib).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
                                 "pylib"))

@@ -12,7 +12,6 @@ Usage: reconnect_storm_chat_test.py PATH/TO/heartwheel-chat [test ...]
 import json
 import os
 import resource
-import socket
 import subprocess
 import sys
 import tempfile
@@ -55,10 +54,27 @@ def test_two_servers_every_client_back_and_counted_per_server():
     assert total == sum(s["server_after"]["connections_accepted"] for s in each), res
     assert res["all_back_after_start_s"] is not None and res["all_back_after_start_s"] < 60, res
     assert "redis_cpu_us_per_connect" in res and res["client_rss_bytes_per_client"] > 0, res
-    # Both servers were stopped: nothing listens on their ports any more.
+    # Both servers were stopped: no process of theirs is left. Asked of
+    # /proc, not by a connect to their ports: a port is free once they are
+    # gone, and a parallel test's listener may take it at once.
     for s in each:
-        with socket.socket() as c:
-            assert c.connect_ex(("127.0.0.1", s["port"])) != 0, s
+        assert not processes_listening_on(s["port"]), s
+
+
+def processes_listening_on(port):
+    """PIDs of the heartwheel-chat processes started with --listen
+    127.0.0.1:`port` (what the tool passes its servers)."""
+    want = [os.fsencode(globals()["SERVER_BINARY"]), b"--listen", b"127.0.0.1:%d" % port]
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue  # gone meanwhile
+        if argv[:3] == want:
+            found.append(int(pid))
+    return found
 
 
 def test_too_few_servers_is_a_usage_error_naming_the_flag():

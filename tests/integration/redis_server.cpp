@@ -15,6 +15,7 @@
 #include <csignal>
 #include <optional>
 #include <set>
+#include <stdexcept>
 
 namespace hwtest {
 
@@ -202,13 +203,26 @@ void RedisServer::kill() {
   child_->signal(SIGKILL);
   REQUIRE(child_->wait_exit(Ms(5000)));
   child_.reset();
+  std::vector<int> ports{port_};
+  if (tls_port_ != 0) ports.push_back(tls_port_);
+  if (options_.cluster) ports.push_back(port_ + 10000);
+  for (int port : ports) {
+    try {
+      held_.push_back(std::make_unique<heartwheel::test::ClosedPort>(port));
+    } catch (const std::runtime_error&) {
+      // Taken already, in the moment since the exit: restart() meets that
+      // as it would have without a hold.
+    }
+  }
 }
 
 void RedisServer::restart() {
   REQUIRE_FALSE(child_);
-  // Redis sets SO_REUSEADDR: the port is free again at once after a kill.
+  // Redis sets SO_REUSEADDR: the port is free again at once after a kill,
+  // and it binds and listens while held_ holds it (also SO_REUSEADDR).
   for (int attempt = 0; attempt < 50 && !start_on(port_); ++attempt) hwproc::sleep_for(Ms(100));
   REQUIRE(child_);
+  held_.clear();
 }
 
 void RedisServer::freeze() { child_->signal(SIGSTOP); }

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "closed_port.h"
 #include "process_support.h"
 
 namespace hwtest {
@@ -65,7 +66,11 @@ class RedisServer {
   int tls_port() const { return tls_port_; }
   bool running() const { return child_ != nullptr; }
 
-  // SIGKILL, and wait for the exit: the crash of a Redis.
+  // SIGKILL, and wait for the exit: the crash of a Redis. Its ports (and a
+  // cluster node's bus port) are held (closed_port.h: connects refused)
+  // until restart(): free, one could be taken meanwhile by a parallel
+  // test's listener or by a reconnecting client connecting to itself
+  // through it, and then Redis could not bind it again.
   void kill();
   // Starts again on the same port; waits until it answers PING.
   void restart();
@@ -82,6 +87,7 @@ class RedisServer {
   bool start_on(int port);  // false if it could not bind or answer
   hwproc::TempDir dir_;
   std::unique_ptr<hwproc::Child> child_;
+  std::vector<std::unique_ptr<heartwheel::test::ClosedPort>> held_;  // from kill() to restart()
   RedisServerOptions options_;
   int port_ = 0;
   int tls_port_ = 0;

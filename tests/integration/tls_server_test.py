@@ -14,6 +14,7 @@ is checked exactly.
 """
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -290,6 +291,35 @@ def scrape(port):
     return out
 
 
+def s_client_echo(port, cafile, *flags, limit=30):
+    """openssl s_client to the echo: sends "ping", and ends its stdin only
+    once the echo came back. The server sends its TLS 1.3 tickets before it
+    echoes, so by then s_client has them (and -sess_out has saved one);
+    closing stdin at once (input=) let s_client quit before the ticket came
+    on a loaded machine, and five runs in a row could miss it.
+    (status, stdout, stderr)."""
+    p = subprocess.Popen([OPENSSL, "s_client", "-connect", "127.0.0.1:%d" % port,
+                          "-servername", "localhost", "-CAfile", cafile, *flags],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        p.stdin.write(b"ping\n")
+        p.stdin.flush()
+        out, end = b"", time.monotonic() + limit
+        while b"\nping\n" not in out and time.monotonic() < end:
+            if not select.select([p.stdout], [], [], 0.1)[0]:
+                continue
+            chunk = os.read(p.stdout.fileno(), 65536)
+            if not chunk:
+                break  # s_client quit: its status and stderr say why
+            out += chunk
+        rest, err = p.communicate(timeout=limit)  # closes stdin: s_client quits
+        return p.returncode, (out + rest).decode(errors="replace"), err.decode(errors="replace")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def test_handshake_counts_full_and_resumed():
     """handshakes_completed / handshakes_resumed in the stats JSON and Prometheus: a full
     handshake, one that resumes its ticket (Python ssl, session=), one with openssl
@@ -322,17 +352,13 @@ def test_handshake_counts_full_and_resumed():
         assert m["heartwheel_handshakes_resumed_total"] == 1, m
         # openssl s_client: a full handshake saves its session, the next one resumes it.
         sess = os.path.join(TMP, "s_client.sess")
-        # s_client may quit at its stdin's end before the TLS 1.3 ticket came
-        # (a loaded machine): then no session is saved, and it tries again.
         full = 0
         for flag in ("-sess_out",) * 5 + ("-sess_in",):
             if flag == "-sess_out" and os.path.exists(sess):
                 continue
-            r = subprocess.run([OPENSSL, "s_client", "-connect", "127.0.0.1:%d" % srv.port,
-                                "-servername", "localhost", "-CAfile", cert, flag, sess],
-                               input="ping\n", capture_output=True, text=True, timeout=30)
-            assert r.returncode == 0, r.stderr
-            assert ("Reused, TLSv1.3" in r.stdout) == (flag == "-sess_in"), r.stdout[-600:]
+            status, out, err = s_client_echo(srv.port, cert, flag, sess)
+            assert status == 0, err
+            assert ("Reused, TLSv1.3" in out) == (flag == "-sess_in"), out[-600:]
             full += flag == "-sess_out"
         assert os.path.exists(sess)
         # Not TLS at all: a failure by cause, no completion.

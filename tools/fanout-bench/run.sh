@@ -52,13 +52,16 @@ measure() {
 }
 
 
-RPORT=$(free_port)
+# A port found free just before each start: picked once at the top, as it
+# was, it stayed free through the runs without Redis (seconds) and between
+# the two Redis runs, and a parallel test's listener could take it.
 start_redis() {
+  RPORT=$(free_port)
   redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP" \
     > "$TMP/redis.log" 2>&1 &
   echo $! >> "$PIDFILE"
   for _ in $(seq 100); do redis-cli -p "$RPORT" ping 2>/dev/null | grep -q PONG && return; sleep 0.1; done
-  echo "redis-server did not start" >&2; exit 1
+  echo "redis-server did not start on $RPORT: $(tail -5 "$TMP/redis.log")" >&2; exit 1
 }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,7 +1,8 @@
 """Small process and port helpers shared by the Python tools under tools/
-(slow-attack, reconnect-storm, tls-bench, http-bench's measure_rss): ports,
-process trees, CPU seconds, RSS, one HTTP response. Standard library only;
-Linux /proc.
+(slow-attack, reconnect-storm, tls-bench, http-bench's measure_rss) and the
+tests: ports (free ones, and one held through a server's restart), process
+trees, CPU seconds, RSS, one HTTP response. Standard library only; Linux
+/proc.
 
     sys.path.insert(0, os.path.join(ROOT, "tools", "pylib"))
     import procs
@@ -17,6 +18,35 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+class PortHold:
+    """127.0.0.1:`port` kept bound, never listening, while the server that
+    had it is down and is to come back on it. A connect there is refused
+    as when nothing has the port, but no bind to port 0 elsewhere is given
+    it and no connect() picks it as its own source port. Free, the port may
+    be taken in the outage by a parallel test's listener, or by a client
+    that retries the dead server and connects to itself through it (TCP
+    simultaneous open), and then the server cannot bind it again.
+
+    SO_REUSEADDR on both sides lets a server bind and listen on the port
+    while it is held (redis-server and every libuv server set it); release()
+    once it listens. Best effort: if the port was taken before the hold
+    (the moments between the server's death and this call), there is no
+    hold and the restart meets what it would have met without one."""
+
+    def __init__(self, port):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.sock.bind(("127.0.0.1", port))
+        except OSError:
+            self.release()
+
+    def release(self):
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
 
 
 def process_tree(pid):

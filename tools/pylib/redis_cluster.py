@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 
-from procs import free_port
+from procs import PortHold, free_port
 
 
 def _read_reply(f):
@@ -111,43 +111,85 @@ class RedisCluster:
         self.node_timeout_ms = node_timeout_ms
         self.password = password
         self.procs = {}  # port -> Popen
+        self.holds = {}  # port -> its and its bus port's PortHold, from kill() to restart()
         self.paused = set()  # ports SIGSTOPped and not yet resumed
         try:
             for _ in range(masters * (1 + replicas)):
-                self._start(_cluster_port())
-            subprocess.run(["redis-cli", "--cluster", "create",
-                            *["127.0.0.1:%d" % p for p in self.procs],
-                            "--cluster-replicas", str(replicas), "--cluster-yes"],
-                           check=True, capture_output=True, timeout=60,
-                           # the password through the environment, not argv (ps)
-                           env=dict(os.environ, **({"REDISCLI_AUTH": password} if password
-                                                   else {})))
+                self._start_new()
+            made = subprocess.run(["redis-cli", "--cluster", "create",
+                                   *["127.0.0.1:%d" % p for p in self.procs],
+                                   "--cluster-replicas", str(replicas), "--cluster-yes"],
+                                  capture_output=True, text=True, timeout=60,
+                                  # the password through the environment, not argv (ps)
+                                  env=dict(os.environ, **({"REDISCLI_AUTH": password}
+                                                          if password else {})))
+            if made.returncode != 0:  # what redis-cli said, which the status alone does not
+                raise AssertionError("redis-cli --cluster create: exit %d: %s%s"
+                                     % (made.returncode, made.stdout[-3000:], made.stderr[-2000:]))
             self.wait_ok()
         except BaseException:
             self.stop()
             raise
 
+    def _start_new(self):
+        """A node on a free port with its bus port free too. Both are found
+        free, then redis-server binds them: one taken in between makes it
+        exit at once, and then other ports will do."""
+        for attempt in range(5):
+            port = _cluster_port()
+            if self._run(port):
+                return
+            if self.procs[port].poll() is None or attempt == 4:
+                self._fail(port)  # running but silent (other ports would not help), or 5 exits
+            del self.procs[port]  # exited: given up for other ports
+
     def _start(self, port):
+        """Starts the node on `port` (again, after kill()) and waits until it
+        answers PING; AssertionError, with its exit status and log, if it
+        does not within 10 s."""
+        if not self._run(port):
+            self._fail(port)
+
+    def _run(self, port):
+        """True once the node on `port` answers PING; False if it exits first
+        or 10 s pass."""
         d = os.path.join(self.dir, str(port))
         os.makedirs(d, exist_ok=True)
-        self.procs[port] = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", d, "--loglevel", "warning",
-             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-             "--cluster-node-timeout", str(self.node_timeout_ms),
-             "--repl-diskless-sync-delay", "0",
-             *(["--requirepass", self.password, "--masterauth", self.password]
-               if self.password else [])],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(os.path.join(d, "redis.log"), "ab") as log:
+            self.procs[port] = subprocess.Popen(
+                ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                 "--appendonly", "no", "--dir", d, "--loglevel", "warning",
+                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                 "--cluster-node-timeout", str(self.node_timeout_ms),
+                 "--repl-diskless-sync-delay", "0",
+                 *(["--requirepass", self.password, "--masterauth", self.password]
+                   if self.password else [])],
+                stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.procs[port].poll() is None:
             try:
                 if self.command(port, "PING", timeout=1) == "PONG":
-                    return
+                    self._release(port)
+                    return True
             except (OSError, RuntimeError):
                 pass
             time.sleep(0.05)
-        raise AssertionError("redis-server did not start on %d" % port)
+        return False
+
+    def _fail(self, port):
+        """AssertionError with the node's exit status and what it logged."""
+        status = self.procs[port].poll()
+        try:
+            with open(os.path.join(self.dir, str(port), "redis.log"), errors="replace") as f:
+                said = f.read()[-2000:]
+        except OSError:
+            said = ""
+        raise AssertionError("redis-server did not start on %d (%s): %s" % (
+            port, "no PONG in 10 s" if status is None else "exit status %d" % status, said))
+
+    def _release(self, port):
+        for hold in self.holds.pop(port, ()):
+            hold.release()
 
     def command(self, port, *args, timeout=5):
         """One command to the node on `port` (authenticated with the password)."""
@@ -245,9 +287,11 @@ class RedisCluster:
         raise AssertionError("the cluster did not become ok within %ss" % limit)
 
     def kill(self, port):
-        """SIGKILL, reaped."""
+        """SIGKILL, reaped; the port and its bus port held (procs.PortHold:
+        connects are refused) until restart() or stop()."""
         self.procs[port].kill()
         self.procs[port].wait(timeout=10)
+        self.holds[port] = [PortHold(port), PortHold(port + 10000)]
 
     def pause(self, port):
         """SIGSTOP: the node neither reads nor answers (its peers' data piles
@@ -273,6 +317,8 @@ class RedisCluster:
             if p.poll() is None:
                 p.kill()
                 p.wait(timeout=10)
+        for port in list(self.holds):
+            self._release(port)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self):

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 
-from procs import free_port
+from procs import PortHold, free_port
 from tls_files import TlsFiles  # noqa: F401 (the tests import it from here)
 from redis_cluster import command as _command
 
@@ -34,10 +34,19 @@ class RedisServer:
         self.password, self.user, self.tls = password, user, tls
         self.loglevel = loglevel
         self.dir = tempfile.mkdtemp(prefix="hw-redis-")
-        self.port = free_port()
         self.proc = None
+        self._hold = None  # the port between kill() and restart()
         self._client_tls = tls.client_context() if tls else None
-        self.start()
+        # The port is found free, then redis-server binds it: one taken in
+        # between makes it exit at once, and then another port will do (as
+        # tests/integration/redis_server.cpp does).
+        for _ in range(5):
+            self.port = free_port()
+            if self._run():
+                return
+            if self.proc.poll() is None:
+                break  # running but silent: another port would not help
+        self._fail()
 
     def argv(self):
         a = ["/usr/bin/redis-server", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -56,18 +65,41 @@ class RedisServer:
         return a
 
     def start(self):
-        self.proc = subprocess.Popen(self.argv(), stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+        """Starts redis-server on self.port (again, after kill()) and waits
+        until it answers PING; AssertionError, with its exit status and log,
+        if it does not within 10 s."""
+        if not self._run():
+            self._fail()
+
+    def _log(self):
+        return os.path.join(self.dir, "redis.log")
+
+    def _run(self):
+        """True once redis-server on self.port answers PING; False if it
+        exits first or 10 s pass."""
+        with open(self._log(), "ab") as log:
+            self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.proc.poll() is None:
             try:
                 if self.command("PING", timeout=1) == "PONG":
-                    return
+                    self._release()
+                    return True
             except (OSError, RuntimeError, ssl.SSLError):
                 pass
             time.sleep(0.05)
+        return False
+
+    def _fail(self):
+        status = self.proc.poll()
+        try:
+            with open(self._log(), errors="replace") as f:
+                said = f.read()[-2000:]
+        except OSError:
+            said = ""
         self.stop()
-        raise AssertionError("redis-server did not start on %d" % self.port)
+        raise AssertionError("redis-server did not start on %d (%s): %s" % (
+            self.port, "no PONG in 10 s" if status is None else "exit status %d" % status, said))
 
     def address(self):
         return "127.0.0.1:%d" % self.port
@@ -77,8 +109,16 @@ class RedisServer:
                         user=self.user, tls=self._client_tls)
 
     def kill(self):
+        """SIGKILL, reaped; the port held (procs.PortHold: connects are
+        refused) until restart() has Redis answering on it again."""
         self.proc.kill()
         self.proc.wait(timeout=10)
+        self._hold = PortHold(self.port)
+
+    def _release(self):
+        if self._hold:
+            self._hold.release()
+            self._hold = None
 
     def restart(self):
         self.start()
@@ -95,6 +135,7 @@ class RedisServer:
             self.proc.kill()
         if self.proc:
             self.proc.wait(timeout=10)
+        self._release()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self):

@@ -66,7 +66,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools", "pylib"))
-from procs import cpu_seconds, free_port, rss_kib  # noqa: E402
+from procs import PortHold, cpu_seconds, free_port, rss_kib  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -156,7 +156,9 @@ class Server:
     def wait_listening(self):
         line = self.proc.stdout.readline()
         if not line.startswith("listening on"):
-            raise RuntimeError(f"heartwheel-chat {self.index} did not start: {line!r}")
+            with open(self.log) as f:
+                err = f.read()[-2000:]
+            raise RuntimeError(f"heartwheel-chat {self.index} did not start: {line!r} {err!r}")
         self.listening_at = time.monotonic()
 
     def cpu(self):
@@ -362,8 +364,10 @@ def main():
     flag, key, tokens = loaded
 
     n_servers = args.servers
-    ports = distinct_free_ports(n_servers)
     redis = RedisServer() if args.redis else None
+    # Picked after Redis is up, just before the servers bind them: free
+    # ports, so the less time between the two the better.
+    ports = distinct_free_ports(n_servers)
     redis_addr = redis.address() if redis else None
     load_before = os.getloadavg()
     log(f"{args.clients} clients in {args.client_processes} processes from "
@@ -432,8 +436,17 @@ def main():
         restart_s = time.monotonic() - t0
         for s in first:
             s.stop(signal.SIGKILL)
+        # Held while down (the clients' connects refused all the same): a
+        # free port could be taken meanwhile, by another program's listener
+        # or by a client connecting to itself through it, and then the
+        # server could not come back on it.
+        held = [PortHold(p) for p in ports]
         time.sleep(args.down)
-        second = start_servers(args.chat, ports, flag, key, tmp, "after", redis_addr)
+        try:
+            second = start_servers(args.chat, ports, flag, key, tmp, "after", redis_addr)
+        finally:
+            for h in held:
+                h.release()
         up_s = max(s.listening_at for s in second) - t0
         cpu0 = [s.cpu() for s in second]
         redis_cpu0 = cpu_seconds(redis.proc.pid) if redis else 0.0
