@@ -186,7 +186,43 @@ TEST_CASE("A Lua script runs by EVALSHA and falls back to EVAL once when Redis l
   REQUIRE_FALSE(client.command(broken.call({}), bad.callback()));
   REQUIRE(t.run_until([&] { return bad.done; }));
   CHECK(bad.error == redis::errc::server_error);
-  CHECK(client.stats().script_fallbacks == 2);  // NOSCRIPT first, then EVAL's own error
+  // Loaded ahead of its first call (SCRIPT LOAD compiles, the error is at
+  // run time): no NOSCRIPT, the error is the script's own.
+  CHECK(client.stats().script_fallbacks == 1);
+}
+
+TEST_CASE("A script's first calls on a connection find it loaded and run in the order made",
+          "[redis][client][script]") {
+  // Calls made one per loop turn from the connect on, to a Redis that never
+  // saw the script: each call's list entry must come in call order. Without
+  // the SCRIPT LOAD ahead of the first call, the early calls each got
+  // NOSCRIPT and went again as EVAL, and a call made between those answers
+  // could run before an earlier call's EVAL.
+  hwproc::Watchdog dog(Ms(60000));
+  RedisServer server;
+  TestLoop t;
+  redis::Client client(*t.wheel, link_to<redis::ClientOptions>(server));
+  client.start();
+  const redis::Script push("return redis.call('RPUSH', KEYS[1], ARGV[1])");
+  constexpr int kCalls = 300;
+  int made = 0;
+  int answered = 0;
+  REQUIRE(t.run_until([&] {
+    if (made < kCalls) {
+      const std::string n = std::to_string(made++);
+      REQUIRE_FALSE(client.command(push.call({"order"}, {n}), [&](std::error_code ec, redis::Reply) {
+        CHECK_FALSE(ec);
+        ++answered;
+      }));
+    }
+    return answered == kCalls;
+  }));
+  CHECK(client.stats().script_fallbacks == 0);
+  Outcome list;
+  REQUIRE_FALSE(client.command({"LRANGE", "order", "0", "-1"}, list.callback()));
+  REQUIRE(t.run_until([&] { return list.done; }));
+  REQUIRE(list.reply.size() == kCalls);
+  for (int i = 0; i < kCalls; ++i) CHECK(list.reply[static_cast<std::size_t>(i)].str() == std::to_string(i));
 }
 
 TEST_CASE("XADD and XRANGE replies parse into stream entries in order", "[redis][client][stream]") {
@@ -387,6 +423,9 @@ TEST_CASE("A durable write on one redis-server waits for its replica with WAIT",
   // A durable script whose EVALSHA finds no script: EVAL, and a WAIT of its
   // own after it (the one after the EVALSHA proves nothing about the EVAL).
   static const redis::Script set_script("return redis.call('SET', KEYS[1], ARGV[1])");
+  Outcome first;  // the client loads the script ahead of its first call
+  REQUIRE_FALSE(client.command(set_script.call({"s"}, {"w"}), first.callback()));
+  REQUIRE(t.run_until([&] { return first.done; }));
   master.command({"SCRIPT", "FLUSH"});
   Outcome scripted;
   REQUIRE_FALSE(client.command(set_script.call({"s"}, {"x"}), scripted.callback(),
@@ -407,10 +446,10 @@ TEST_CASE("A durable write on one redis-server waits for its replica with WAIT",
   CHECK(lonely.reply == redis::Reply::integer(1));
   CHECK(lonely.at - sent >= 2s);  // WAIT waited its timeout
   const auto s = client.stats();
-  CHECK(s.commands == 4);
-  CHECK(s.sent == 5);  // the script twice
+  CHECK(s.commands == 5);
+  CHECK(s.sent == 6);  // the script three times (its SCRIPT LOAD is the link's own)
   CHECK(s.waits == 4);
-  CHECK(s.replies_ok == 3);
+  CHECK(s.replies_ok == 4);
   CHECK(s.not_replicated == 1);
   CHECK(master.command({"GET", "n"}) == redis::Reply::string("1"));
 }

@@ -86,6 +86,7 @@ void ClientCore::stop() {
   uncovered_due_ = kNever;
   in_flight_.clear();
   marks_.clear();
+  scripts_loaded_.clear();  // a new connection may be to a server without them
   buffer_.clear();
   buffer_bytes_ = 0;
   wheel().cancel(buffer_timer_);
@@ -133,6 +134,7 @@ std::error_code ClientCore::command(Command command, Callback done, CommandOptio
 
 // Puts `command` in the batch and `p` in flight. Precondition: connected.
 void ClientCore::transmit(Pending&& p, Command&& command) {
+  if (const auto& source = command.script_source()) load_script(source);
   send(command.bytes());
   if (p.wait)
     ++stats_.waits;
@@ -146,6 +148,23 @@ void ClientCore::transmit(Pending&& p, Command&& command) {
   const bool durable = p.durable;
   push_in_flight(std::move(p));
   if (durable) sent_durable(in_flight_.back());
+}
+
+// A script's first call on a connection goes behind a SCRIPT LOAD of it:
+// Redis runs a connection's commands in order, so the EVALSHA finds the
+// script cached. Without it every call sent before the first NOSCRIPT
+// answer would fall back to EVAL one by one, and a call made meanwhile
+// could run before an earlier one's fallback: a node's writes out of the
+// order it made them (deliver() keeps the fallback for a cache lost while
+// connected: SCRIPT FLUSH).
+void ClientCore::load_script(const std::shared_ptr<const std::string>& source) {
+  for (const auto& loaded : scripts_loaded_)
+    if (loaded == source) return;
+  scripts_loaded_.push_back(source);
+  Pending p;
+  p.script_load = true;
+  send(Command{"SCRIPT", "LOAD", *source}.bytes());
+  push_in_flight(std::move(p));
 }
 
 void ClientCore::send_ping(net::Connection&) {
@@ -173,6 +192,7 @@ void ClientCore::link_reply(net::Connection& conn, Reply&& reply) {
 
 void ClientCore::deliver(Pending&& p, Reply&& reply) {
   if (p.ping) return;  // any byte was life already (note_read)
+  if (p.script_load) return;  // an error shows in the call behind it (NOSCRIPT, then EVAL's)
   if (p.wait) return deliver_wait(std::move(p), std::move(reply));
   if (p.expired) {
     ++stats_.late_replies;
@@ -226,6 +246,7 @@ void ClientCore::link_closed(net::CloseReason, std::error_code) {
   uncovered_due_ = kNever;
   in_flight_.clear();
   marks_.clear();
+  scripts_loaded_.clear();  // a new connection may be to a server without them
   for (auto it = again.rbegin(); it != again.rend(); ++it) push_buffer(std::move(*it), true);
   run(outcomes);
 }

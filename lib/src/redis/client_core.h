@@ -20,7 +20,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "client_impl.h"
@@ -38,10 +40,11 @@ struct Pending {
   bool expired = false;  // timed out: the callback ran; the reply will be discarded
   bool durable = false;  // answered only once a WAIT after it answers
   bool wait = false;     // the link's WAIT for the durable writes before it
+  bool script_load = false;  // SCRIPT LOAD ahead of a script's first call on this connection
 };
 
-// The link's own (a PING, a WAIT): never counted, never reported.
-inline bool internal(const Pending& p) noexcept { return p.ping || p.wait; }
+// The link's own (a PING, a WAIT, a SCRIPT LOAD): never counted, never reported.
+inline bool internal(const Pending& p) noexcept { return p.ping || p.wait || p.script_load; }
 
 // A durable write Redis answered, waiting for a WAIT sent after it.
 struct Held {
@@ -85,6 +88,7 @@ class ClientCore final : public Link, public ClientImpl {
   void link_reply(net::Connection& conn, Reply&& reply) override;
   void link_closed(net::CloseReason reason, std::error_code error) override;
   void send_ping(net::Connection& conn) override;
+  void load_script(const std::shared_ptr<const std::string>& source);
   net::DeadlineAction link_deadline(net::Connection& conn, net::DeadlineEvent event) override;
 
   // client.cpp
@@ -129,6 +133,9 @@ class ClientCore final : public Link, public ClientImpl {
   TimePoint buffer_due_ = kNever;  // when buffer_timer_ fires (kNever: not armed)
   std::deque<Pending> in_flight_;
   std::deque<Mark> marks_;
+  // The scripts sent with SCRIPT LOAD on this connection (the shared
+  // sources of their Script; held, so no other source takes an address).
+  std::vector<std::shared_ptr<const std::string>> scripts_loaded_;
   std::uint64_t next_seq_ = 0;
   bool started_ = false;
 };

@@ -14,8 +14,9 @@
 //   Every command is pipelined: the commands issued in one loop iteration
 //   leave in one write, before the loop polls again; replies come back in
 //   the same order and each goes to its command's callback. Lua scripts go
-//   through Script::call (command.h): EVALSHA, and EVAL once when Redis
-//   answers NOSCRIPT.
+//   through Script::call (command.h): EVALSHA, behind a SCRIPT LOAD of the
+//   script on each new connection, and EVAL once when Redis answers
+//   NOSCRIPT all the same.
 //
 // Outcomes: command() either refuses at once (returns the error, the
 //   callback never runs, nothing was sent) or accepts, and then the callback

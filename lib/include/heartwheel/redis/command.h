@@ -27,11 +27,14 @@
 //
 // Script
 //   A Lua script and its SHA-1 (computed here, as Redis does). call() makes
-//   an EVALSHA command that remembers the script: when Redis answers
-//   NOSCRIPT (its script cache is empty after a restart, a failover or
-//   SCRIPT FLUSH), the Client sends the same call once more as EVAL, which
-//   also caches the script, and the caller gets that reply. Scripts are
-//   cheap handles (the source is shared), copy them freely.
+//   an EVALSHA command that remembers the script. A Client sends SCRIPT
+//   LOAD ahead of a script's first call on each connection (Redis runs a
+//   connection's commands in order, so the calls find it cached and run in
+//   the order they were made); when Redis still answers NOSCRIPT (its
+//   cache emptied while connected: SCRIPT FLUSH), the Client sends the same
+//   call once more as EVAL, which also caches the script, and the caller
+//   gets that reply. Scripts are cheap handles (the source is shared), copy
+//   them freely.
 //
 // Cost: one allocation for the bytes (plus one for hiredis's buffer, copied
 //   once); a Script call also shares the script's source.
