@@ -43,7 +43,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import ROOT, anon_rss, marginal, open_files, proc_sample, start, stop  # noqa: E402
+from run import ROOT, marginal, open_files, proc_sample, start, stop  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "tools", "pylib"))
 from redis_cluster import RedisCluster  # noqa: E402
@@ -148,8 +148,8 @@ def main():
                                   "--pong-timeout", "%ds" % args.pong_timeout, "--tick", "10ms",
                                   "--no-join-leave"] + node_flags))
         time.sleep(0.5)
-        rss0 = sum(proc_sample(p.pid)[0] for p, _ in servers)
-        anon0 = sum(anon_rss(p.pid) for p, _ in servers)
+        before = [proc_sample(p.pid) for p, _ in servers]
+        rss0, anon0 = sum(b[0] for b in before), sum(b[4] for b in before)
         out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
         cmd = [load_bin, "--mode", "ws",
                "--target", ",".join("127.0.0.1:%d" % port for _, port in servers),
@@ -170,9 +170,9 @@ def main():
         while load.poll() is None:
             rss = cpu = files = anon = 0
             for p, _ in servers:
-                r, c = proc_sample(p.pid)[:2]
-                rss, cpu, files = rss + r, cpu + c, files + open_files(p.pid)
-                anon += anon_rss(p.pid)
+                r, c, _, _, a = proc_sample(p.pid)
+                rss, cpu, anon = rss + r, cpu + c, anon + a
+                files += open_files(p.pid)
             samples.append((time.monotonic() - t0, rss, cpu,
                             open("/proc/loadavg").read().split()[0], files,
                             children_cpu(load.pid), anon))
@@ -240,7 +240,7 @@ def main():
             round((held[1] - rss0) / max(1, report["connections_established"])),
         "server_memory_per_subscribed_connection_marginal_bytes":
             marginal([s for s in samples if s[0] <= publish_start - 0.5], 1, 4),
-        # The same without file-backed pages (anon_rss): the heap alone.
+        # The same without file-backed pages (proc_sample's anon): the heap alone.
         "server_anon_memory_per_subscribed_connection_bytes":
             round((held[6] - anon0) / max(1, report["connections_established"])),
         "server_cpu_publish_window_s": round(last[2] - first[2], 2),

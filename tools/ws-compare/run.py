@@ -44,22 +44,17 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def proc_sample(pid):
-    """(rss bytes, utime + stime s, utime s, stime s) of one process."""
+    """(rss bytes, utime + stime s, utime s, stime s, anonymous rss bytes) of
+    one process. The anonymous part is statm's resident minus shared: the
+    heap and stacks without the binary's and libraries' pages, which grow as
+    code runs for the first time."""
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     user_s, system_s = int(fields[11]) / TICKS, int(fields[12]) / TICKS
     with open("/proc/%d/statm" % pid) as f:
-        rss = int(f.read().split()[1]) * PAGE
-    return rss, user_s + system_s, user_s, system_s
-
-
-def anon_rss(pid):
-    """Resident bytes that are not file-backed or shared (statm's resident
-    minus shared): the heap and stacks without the binary's and libraries'
-    pages, which grow as code runs for the first time."""
-    with open("/proc/%d/statm" % pid) as f:
-        fields = f.read().split()
-    return (int(fields[1]) - int(fields[2])) * PAGE
+        pages = f.read().split()
+    rss, anon = int(pages[1]) * PAGE, (int(pages[1]) - int(pages[2])) * PAGE
+    return rss, user_s + system_s, user_s, system_s, anon
 
 
 def open_files(pid):
@@ -124,7 +119,7 @@ def measure(kind, args, bins):
         t0 = time.monotonic()
         samples = []
         while load.poll() is None:
-            rss, cpu_s, user_s, system_s = proc_sample(server.pid)
+            rss, cpu_s, user_s, system_s, _ = proc_sample(server.pid)
             samples.append((time.monotonic() - t0, rss, cpu_s, open_files(server.pid),
                             user_s, system_s))
             time.sleep(0.2)
