@@ -519,10 +519,16 @@ namespace {
 // and stream cut back from `top` to `kept` in the same epoch (as on the old
 // master before offsets kept + 1 .. top; the stream's last id too, as on
 // that replica).
+// The prefix of channel `c`'s Redis keys ("hw:{T}C"; its stream is
+// prefix + ":s", its meta hash prefix + ":m"), from its pub/sub channel
+// (hw:ch:{T}C).
+std::string channel_keys(const pubsub::RedisBroker& node, const std::string& c) {
+  return "hw:" + node.redis_channel(c).substr(std::string("hw:ch:").size());
+}
+
 void cut_back(hwtest::RedisServer& redis, const pubsub::RedisBroker& node, const std::string& c,
               std::uint64_t kept, std::uint64_t top) {
-  const std::string pubsub_channel = node.redis_channel(c);  // hw:ch:{T}C
-  const std::string keys = "hw:" + pubsub_channel.substr(std::string("hw:ch:").size());
+  const std::string keys = channel_keys(node, c);
   for (std::uint64_t o = kept + 1; o <= top; ++o)
     redis.command({"XDEL", keys + ":s", std::to_string(o) + "-0"});
   redis.command({"XSETID", keys + ":s", std::to_string(kept) + "-0"});
@@ -606,7 +612,7 @@ TEST_CASE(
   CHECK(recovered.recovered);
   CHECK(data_of(recovered.publications) == std::vector<std::string>{"m6", "m7", "n8", "after"});
   // The kept stream lives on with the channel's TTL.
-  const std::string keys = "hw:" + b.redis_channel("w").substr(std::string("hw:ch:").size());
+  const std::string keys = channel_keys(b, "w");
   CHECK(redis.command({"PTTL", keys + ":s"}).integer() > 0);
   const auto st = b.stats();
   CHECK(st.rewinds == 1);
@@ -675,7 +681,7 @@ TEST_CASE("a node that had not delivered up to the base of the new epoch fills t
       "the first 5 on both nodes");
   // 6..10 reach the stream without a live message; node a reads them (a
   // join's round), node b stays at 5.
-  const std::string keys = "hw:" + b.redis_channel("u").substr(std::string("hw:ch:").size());
+  const std::string keys = channel_keys(b, "u");
   for (int o = 6; o <= 10; ++o)
     redis.command({"XADD", keys + ":s", std::to_string(o) + "-0", "d", "m" + std::to_string(o),
                    "i", ""});
