@@ -81,12 +81,7 @@ void ClientCore::stop() {
   for (Pending& p : buffer_) fail(p);
   stats_.failed_stopped += held_.size();
   fail_held(errc::stopped, outcomes);
-  wait_in_flight_ = false;
-  last_durable_ = last_wait_ = 0;
-  uncovered_due_ = kNever;
-  in_flight_.clear();
-  marks_.clear();
-  scripts_loaded_.clear();  // a new connection may be to a server without them
+  forget_connection();
   buffer_.clear();
   buffer_bytes_ = 0;
   wheel().cancel(buffer_timer_);
@@ -130,6 +125,18 @@ std::error_code ClientCore::command(Command command, Callback done, CommandOptio
   p.keep.emplace(std::move(command));
   push_buffer(std::move(p));
   return {};
+}
+
+// What belongs to one connection: what is in flight on it, its WAIT
+// bookkeeping and the scripts loaded on it (a new connection may be to a
+// server without them). After its pending commands were answered or moved.
+void ClientCore::forget_connection() noexcept {
+  wait_in_flight_ = false;
+  last_durable_ = last_wait_ = 0;
+  uncovered_due_ = kNever;
+  in_flight_.clear();
+  marks_.clear();
+  scripts_loaded_.clear();
 }
 
 // Puts `command` in the batch and `p` in flight. Precondition: connected.
@@ -241,12 +248,7 @@ void ClientCore::link_closed(net::CloseReason, std::error_code) {
   // replicated. They are not sent again (they ran).
   stats_.failed_disconnected += held_.size();
   fail_held(errc::disconnected, outcomes);
-  wait_in_flight_ = false;
-  last_durable_ = last_wait_ = 0;
-  uncovered_due_ = kNever;
-  in_flight_.clear();
-  marks_.clear();
-  scripts_loaded_.clear();  // a new connection may be to a server without them
+  forget_connection();
   for (auto it = again.rbegin(); it != again.rend(); ++it) push_buffer(std::move(*it), true);
   run(outcomes);
 }

@@ -89,6 +89,7 @@ class ClientCore final : public Link, public ClientImpl {
   void link_closed(net::CloseReason reason, std::error_code error) override;
   void send_ping(net::Connection& conn) override;
   void load_script(const std::shared_ptr<const std::string>& source);
+  void forget_connection() noexcept;
   net::DeadlineAction link_deadline(net::Connection& conn, net::DeadlineEvent event) override;
 
   // client.cpp
