@@ -8,6 +8,17 @@ The machine is shared, so single runs are noisy: the servers run in
 a --duration wrk run against a freshly started server, and the medians and
 their ratio are reported (plus every round and the load average).
 
+Each round also reports the CPU wrk itself used (client_cpu_cores): on a
+machine with as many cores as wrk threads plus server workers, a client near
+1.0 core per thread is the limit, not the server, and no server can answer
+faster than that client asks.
+
+--instructions runs each server once under valgrind's callgrind instead and
+reports the instructions it executed per request (user space: ours, libuv,
+libc; not the kernel), minus an idle start and stop of the same server. It
+does not depend on the machine's load, so it is the number to compare two
+builds with; it says nothing about the kernel's share.
+
 Both servers: loopback, the same worker count, the same small response
 ("Hello from heartwheel\\n", 22 bytes, text/plain), keep-alive, no access log.
 nginx runs from a temporary prefix with its own config on a free port and is
@@ -19,6 +30,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -75,11 +87,11 @@ def wait_listening(port, timeout=10.0):
     raise RuntimeError("nothing listens on port %d" % port)
 
 
-def stop(proc):
+def stop(proc, timeout=10):
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
@@ -117,11 +129,21 @@ def cpu_seconds(pid):
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def children_cpu_seconds():
+    """user + system CPU time of this script's finished children (wrk)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def run_wrk(args, port, server_pid):
     cpu_before = cpu_seconds(server_pid)
+    client_before = children_cpu_seconds()
     cmd = ["wrk", "-t%d" % args.threads, "-c%d" % args.connections, "-d%s" % args.duration,
            "--latency", "http://127.0.0.1:%d/" % port]
+    began = time.monotonic()
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300).stdout
+    wall = time.monotonic() - began
+    client_cpu = children_cpu_seconds() - client_before
     res = {"command": " ".join(cmd)}
     m = re.search(r"Requests/sec:\s+([\d.]+)", out)
     res["requests_per_sec"] = float(m.group(1)) if m else None
@@ -142,6 +164,11 @@ def run_wrk(args, port, server_pid):
     res["server_cpu_s"] = round(cpu, 3)
     res["server_cpu_us_per_request"] = (round(cpu * 1e6 / res["requests"], 3)
                                         if res["requests"] else None)
+    # wrk's own CPU, in cores over the run (its start-up is a few ms of it).
+    res["server_cpu_cores"] = round(cpu / wall, 3)
+    res["client_cpu_cores"] = round(client_cpu / wall, 3)
+    res["client_cpu_us_per_request"] = (round(client_cpu * 1e6 / res["requests"], 3)
+                                        if res["requests"] else None)
     return res
 
 
@@ -151,39 +178,115 @@ def median(xs):
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
-def bench_heartwheel(args):
-    proc = subprocess.Popen([args.server, "--listen", "127.0.0.1:0", "--workers",
-                             str(args.workers), "--tick", args.tick],
+def start_heartwheel(args, wrap=()):
+    """heartwheel-http on a free port: (process, port, stop function)."""
+    proc = subprocess.Popen(list(wrap) + [args.server, "--listen", "127.0.0.1:0", "--workers",
+                                          str(args.workers), "--tick", args.tick],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        line = proc.stdout.readline()
-        if not line.startswith("listening on "):
-            raise RuntimeError("heartwheel-http did not start: %r" % line)
-        port = int(line.rsplit(":", 1)[1])
-        check_body(port)
-        return run_wrk(args, port, proc.pid)
-    finally:
+    line = proc.stdout.readline()
+    if not line.startswith("listening on "):
         stop(proc)
+        raise RuntimeError("heartwheel-http did not start: %r" % line)
+    return proc, int(line.rsplit(":", 1)[1]), lambda: stop(proc, 120 if wrap else 10)
 
 
-def bench_nginx(args):
+def start_nginx(args, wrap=()):
+    """nginx from a temporary prefix on a free port: (process, port, stop
+    function). Under `wrap` (valgrind) it runs as one process, no master."""
     prefix = tempfile.mkdtemp(prefix="hw-nginx-")
     port = free_port()
     conf = os.path.join(prefix, "nginx.conf")
+    text = NGINX_CONF.format(workers=args.workers, prefix=prefix, port=port)
+    if wrap:
+        text = text.replace("master_process on;", "master_process off;")
     with open(conf, "w") as f:
-        f.write(NGINX_CONF.format(workers=args.workers, prefix=prefix, port=port))
-    proc = subprocess.Popen([args.nginx, "-p", prefix, "-c", conf, "-e", prefix + "/error.log"],
+        f.write(text)
+    proc = subprocess.Popen(list(wrap) + [args.nginx, "-p", prefix, "-c", conf,
+                                          "-e", prefix + "/error.log"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def cleanup():
+        stop(proc, 120 if wrap else 10)  # SIGTERM to the master: it stops its workers
+        shutil.rmtree(prefix, ignore_errors=True)
     try:
-        wait_listening(port)
+        wait_listening(port, 60 if wrap else 10)
+    except Exception:
+        cleanup()
+        raise
+    return proc, port, cleanup
+
+
+def bench_heartwheel(args):
+    proc, port, cleanup = start_heartwheel(args)
+    try:
+        check_body(port)
+        return run_wrk(args, port, proc.pid)
+    finally:
+        cleanup()
+
+
+def bench_nginx(args):
+    proc, port, cleanup = start_nginx(args)
+    try:
         check_body(port)
         res = run_wrk(args, port, proc.pid)
         res["version"] = subprocess.run([args.nginx, "-v"], capture_output=True,
                                         text=True).stderr.strip()
         return res
     finally:
-        stop(proc)  # SIGTERM to the master: it stops its workers
-        shutil.rmtree(prefix, ignore_errors=True)
+        cleanup()
+
+
+def callgrind_total(path):
+    """The instruction count a callgrind output file ends with."""
+    with open(path) as f:
+        for line in f:
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1])
+    raise RuntimeError("no totals in %s" % path)
+
+
+def count_instructions(args, start):
+    """Instructions per request of one server under callgrind: a run with
+    wrk's load minus an idle run (start, one request, stop)."""
+    totals, load = {}, None
+    with tempfile.TemporaryDirectory(prefix="hw-callgrind-") as tmp:
+        for phase in ("idle", "load"):
+            out = os.path.join(tmp, phase + ".out")
+            proc, port, cleanup = start(args, ["valgrind", "--tool=callgrind",
+                                               "--callgrind-out-file=" + out])
+            try:
+                check_body(port)
+                if phase == "load":
+                    load = run_wrk(args, port, proc.pid)
+            finally:
+                cleanup()
+            totals[phase] = callgrind_total(out)
+    return {"requests": load["requests"], "instructions_idle": totals["idle"],
+            "instructions_load": totals["load"],
+            "instructions_per_request": round((totals["load"] - totals["idle"]) /
+                                              load["requests"]),
+            "command": load["command"].rsplit(":", 1)[0] + ":PORT/"}
+
+
+def instructions_main(args):
+    if shutil.which("valgrind") is None:
+        sys.exit("heartwheel-http-bench: error: valgrind not found (apt-get install valgrind)")
+    hw = count_instructions(args, start_heartwheel)
+    ng = count_instructions(args, start_nginx)
+    result = {"bench": "http_keepalive_instructions", "workers": args.workers,
+              "connections": args.connections, "duration": args.duration,
+              "heartwheel": hw, "nginx": ng,
+              # below 1: heartwheel runs fewer instructions per request than nginx
+              "ratio_instructions_per_request": round(hw["instructions_per_request"] /
+                                                      ng["instructions_per_request"], 3)}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print("%-11s %10s %22s" % ("server", "requests", "instructions/request"))
+        for name, r in (("heartwheel", hw), ("nginx", ng)):
+            print("%-11s %10d %22d" % (name, r["requests"], r["instructions_per_request"]))
+        print("ratio heartwheel/nginx: %.3f" % result["ratio_instructions_per_request"])
 
 
 def check_body(port):
@@ -214,12 +317,18 @@ def main():
     p.add_argument("--duration", default="5s", help="wrk -d per round (keep it short: shared machine)")
     p.add_argument("--rounds", type=int, default=3, help="alternating rounds per server")
     p.add_argument("--tick", default="10ms", help="heartwheel-http --tick")
+    p.add_argument("--instructions", action="store_true",
+                   help="count each server's instructions per request under valgrind's "
+                        "callgrind (one run each, --duration of wrk) instead of timed rounds")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args()
     for tool in ("wrk", args.nginx, args.server):
         if shutil.which(tool) is None and not os.access(tool, os.X_OK):
             sys.exit("heartwheel-http-bench: error: %s not found (tools/install-deps bench)" % tool)
 
+    if args.instructions:
+        instructions_main(args)
+        return
     load_before = os.getloadavg()[0]
     rounds = {"heartwheel": [], "nginx": []}
     for i in range(args.rounds):
@@ -236,6 +345,11 @@ def main():
                                                     if r["server_cpu_us_per_request"]] or [0]),
                "rounds_cpu_us_per_request": [r["server_cpu_us_per_request"] for r in rs],
                "rounds_p99_ms": [r["latency_p99_ms"] for r in rs],
+               "server_cpu_cores": median([r["server_cpu_cores"] for r in rs]),
+               "client_cpu_cores": median([r["client_cpu_cores"] for r in rs]),
+               "rounds_client_cpu_cores": [r["client_cpu_cores"] for r in rs],
+               "client_cpu_us_per_request": median([r["client_cpu_us_per_request"] for r in rs
+                                                    if r["client_cpu_us_per_request"]] or [0]),
                "command": rs[0]["command"].rsplit(":", 1)[0] + ":PORT/"}
         for p in ("50", "90", "99"):
             key = "latency_p%s_ms" % p
@@ -259,12 +373,14 @@ def main():
     if args.json:
         print(json.dumps(result))
     else:
-        print("%-11s %12s %9s %9s %9s %12s" % ("server", "req/s", "p50 ms", "p90 ms", "p99 ms",
-                                                "cpu us/req"))
+        print("%-11s %12s %9s %9s %9s %12s %11s %11s" % (
+            "server", "req/s", "p50 ms", "p90 ms", "p99 ms", "cpu us/req", "server cpu",
+            "wrk cpu"))
         for name, r in (("heartwheel", hw), ("nginx", ng)):
-            print("%-11s %12.0f %9.3f %9.3f %9.3f %12.2f" % (name, r["requests_per_sec"],
-                  r["latency_p50_ms"] or 0, r["latency_p90_ms"] or 0, r["latency_p99_ms"] or 0,
-                  r["server_cpu_us_per_request"]))
+            print("%-11s %12.0f %9.3f %9.3f %9.3f %12.2f %11.2f %11.2f" % (
+                name, r["requests_per_sec"], r["latency_p50_ms"] or 0,
+                r["latency_p90_ms"] or 0, r["latency_p99_ms"] or 0,
+                r["server_cpu_us_per_request"], r["server_cpu_cores"], r["client_cpu_cores"]))
         print("ratio heartwheel/nginx (medians of %d rounds): %.3f" % (args.rounds,
                                                                      result["ratio_rps"]))
         print("ratio of server CPU per request (medians): %s" % result["ratio_cpu_per_request"])

@@ -38,16 +38,63 @@ Pool* pool() {
 
 }  // namespace
 
+namespace {
+// Empties `s`, keeping its buffer unless it grew past kMaxKeptBuffer.
+void clear_keeping(std::string& s) noexcept {
+  if (s.capacity() > kMaxKeptBuffer)
+    std::string().swap(s);
+  else
+    s.clear();
+}
+void clear_keeping(Headers& h) noexcept {
+  if (h.capacity() > kMaxKeptHeaders)
+    Headers().swap(h);
+  else
+    h.clear();
+}
+}  // namespace
+
+// Field by field: assigning a fresh Exchange{} (a temporary built, every
+// member moved over, the temporary destroyed) cost as much as the rest of a
+// small keep-alive request's bookkeeping. A new field must be reset here too;
+// the size check below is the reminder.
+static_assert(sizeof(void*) != 8 || sizeof(Exchange) == 392,
+              "Exchange changed: reset the new field in Exchange::reset, then update this size");
 void Exchange::reset() noexcept {
-  std::string target = std::move(request.target);
-  Headers request_headers = std::move(request.headers);
-  target.clear();
-  request_headers.clear();
-  if (target.capacity() > kMaxKeptBuffer) std::string().swap(target);
-  if (request_headers.capacity() > kMaxKeptHeaders) Headers().swap(request_headers);
-  *this = Exchange{};
-  request.target = std::move(target);
-  request.headers = std::move(request_headers);
+  session = nullptr;
+  seq = 0;
+  clear_keeping(request.method);
+  clear_keeping(request.target);
+  request.version_major = 1;
+  request.version_minor = 1;
+  clear_keeping(request.headers);
+  clear_keeping(request.body);
+  request.keep_alive = true;
+  request.started = {};
+  request.deadline = kNever;
+  received = false;
+  expect_continue = false;
+  header_bytes = 0;
+  last_was_value = false;
+  answered = false;
+  answered_by_handler = false;
+  streaming = false;
+  chunked = false;
+  finished = false;
+  head_written = false;
+  close_after = false;
+  head_only = false;
+  close_reason = net::CloseReason::protocol_close;
+  status = 0;
+  clear_keeping(headers);
+  clear_keeping(out);
+  shared_out.reset();
+  content_length = 0;
+  on_abandon = nullptr;
+  on_writable = nullptr;
+  clear_keeping(error);
+  upgrade.reset();
+  handler_deadline.reset();
 }
 
 std::shared_ptr<Exchange> new_exchange() {

@@ -61,8 +61,9 @@ struct Exchange {
   // Answered with Responder::upgrade: the connection switches protocols after it.
   bool switching() const noexcept { return upgrade && upgrade->next; }
 
-  // Back to a new exchange's state, keeping the request's buffers (target,
-  // the header vector's slots) for the next request of this thread.
+  // Back to a new exchange's state, keeping its strings' and header
+  // vectors' buffers (up to a bound, exchange.cpp) for the next request of
+  // this thread.
   void reset() noexcept;
 
   // Runs on_abandon once if the handler never answered. Call after detaching.

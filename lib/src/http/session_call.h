@@ -3,7 +3,8 @@
 // Responder call open one; the outermost one, when it returns, runs a due
 // hand-off (switching protocols). The transport may destroy the session in
 // that hand-off, so the hand-off is the very last thing the session does:
-// nothing of it runs after an outermost Call ends.
+// nothing of it runs after an outermost Call ends. Before it, the read
+// phase's deadline reaches the transport (Session::commit_phase).
 #pragma once
 
 #include <heartwheel/http/session.h>
@@ -17,6 +18,7 @@ class Session::Call {
   explicit Call(Session& session) noexcept : session_(session) { ++session_.calls_; }
   ~Call() {
     if (--session_.calls_ != 0) return;
+    if (session_.phase_dirty_) session_.commit_phase();
     if (session_.upgraded_ && !session_.queue_.empty()) session_.hand_off();
   }
   Call(const Call&) = delete;

@@ -233,14 +233,26 @@ void Session::on_eof() {
 }
 
 void Session::enter_phase(ReadPhase phase, Duration timeout, TimePoint from) {
+  read_phase_ = phase;
+  phase_deadline_ = phase != ReadPhase::kNone ? deadline_after(from, timeout) : kNever;
+  // Inside an entry point the transport hears of it when the outermost Call
+  // ends; outside one (the session's start), now.
+  if (calls_ > 0)
+    phase_dirty_ = true;
+  else
+    commit_phase();
+}
+
+void Session::commit_phase() {
+  phase_dirty_ = false;
   // Clear the old phase's slot when the new one lives elsewhere or there is
   // none (kNone shares the keep-alive slot in slot_of): a store.
-  if (read_phase_ != ReadPhase::kNone &&
-      (phase == ReadPhase::kNone || slot_of(read_phase_) != slot_of(phase)))
-    transport_->set_deadline(slot_of(read_phase_), kNever);
-  read_phase_ = phase;
-  if (phase != ReadPhase::kNone)
-    transport_->set_deadline(slot_of(phase), deadline_after(from, timeout));
+  const ReadPhase old = committed_phase_;
+  if (old != ReadPhase::kNone &&
+      (read_phase_ == ReadPhase::kNone || slot_of(old) != slot_of(read_phase_)))
+    transport_->set_deadline(slot_of(old), kNever);
+  committed_phase_ = read_phase_;
+  if (read_phase_ != ReadPhase::kNone) transport_->set_deadline(slot_of(read_phase_), phase_deadline_);
 }
 
 void Session::enter_phase(ReadPhase phase, Duration timeout) {
@@ -372,7 +384,9 @@ net::DeadlineAction Session::on_deadline(Deadline slot) {
 
 void Session::on_read_deadline(ReadPhase phase) {
   if (closed()) return;
-  read_phase_ = ReadPhase::kNone;  // the slot cleared itself when it passed
+  // The slot cleared itself when it passed.
+  read_phase_ = committed_phase_ = ReadPhase::kNone;
+  phase_deadline_ = kNever;
   switch (phase) {
     case ReadPhase::kFirstByte:
       ++stats_->first_byte_timeouts;

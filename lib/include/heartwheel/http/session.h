@@ -228,6 +228,7 @@ class Session {
   void dispatch(const std::shared_ptr<detail::Exchange>& exchange);
   void enter_phase(ReadPhase phase, Duration timeout);
   void enter_phase(ReadPhase phase, Duration timeout, TimePoint from);
+  void commit_phase();  // gives the transport read_phase_'s deadline (see enter_phase)
   void enter_idle();
   void on_read_deadline(ReadPhase phase);
 
@@ -292,8 +293,15 @@ class Session {
   std::uint64_t timed_seq_ = 0;  // the exchange the request slot is set for (0: none)
   std::uint16_t in_flush_ = 0;   // flush() nesting (a handler answering inside a flush)
   std::uint16_t calls_ = 0;      // nesting of the session's entry points (Call)
+  // The read phase's deadline, given to the transport when the outermost
+  // Call ends (commit_phase): a request read whole and answered in one call
+  // moves from keep-alive through headers back to keep-alive, and the
+  // transport sees only where it ended.
+  TimePoint phase_deadline_ = kNever;
   std::optional<net::CloseReason> close_reason_;
   ReadPhase read_phase_ = ReadPhase::kNone;
+  ReadPhase committed_phase_ = ReadPhase::kNone;  // the phase whose slot the transport holds
+  bool phase_dirty_ : 1 = false;                   // read_phase_ not committed yet
   bool reading_paused_ : 1 = false;  // pipeline full or transport unwritable
   bool stop_reading_ : 1 = false;    // no further requests will be parsed
   bool peer_eof_ : 1 = false;
