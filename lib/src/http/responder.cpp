@@ -53,7 +53,7 @@ void Responder::clear_deadline() noexcept {
   Session& s = *exchange_->session;
   // The one request slot is set for the oldest exchange: if that is this one,
   // set it again without a deadline (a second begin_request replaces it).
-  if (s.timed_seq_ == exchange_->seq) s.transport_->begin_request(Duration{0});
+  if (s.timed_seq_ == exchange_->seq) s.time_request(exchange_->seq, kNever);
 }
 
 bool Responder::set_deadline(net::Deadline slot, TimePoint when,

@@ -4,7 +4,8 @@
 // hand-off (switching protocols). The transport may destroy the session in
 // that hand-off, so the hand-off is the very last thing the session does:
 // nothing of it runs after an outermost Call ends. Before it, the read
-// phase's deadline reaches the transport (Session::commit_phase).
+// phase's deadline and the request slot reach the transport
+// (Session::commit_phase, commit_request).
 #pragma once
 
 #include <heartwheel/http/session.h>
@@ -19,6 +20,7 @@ class Session::Call {
   ~Call() {
     if (--session_.calls_ != 0) return;
     if (session_.phase_dirty_) session_.commit_phase();
+    if (session_.request_dirty_) session_.commit_request();
     if (session_.upgraded_ && !session_.queue_.empty()) session_.hand_off();
   }
   Call(const Call&) = delete;

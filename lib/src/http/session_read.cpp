@@ -277,8 +277,7 @@ void Session::begin_request() {
   enter_phase(ReadPhase::kHeaders, options_->header_timeout, started);
   if (queue_.size() == 1) {
     // The oldest request in flight: the request deadline starts now.
-    timed_seq_ = queue_.front()->seq;
-    transport_->begin_request(options_->request_timeout);
+    time_request(queue_.front()->seq, queue_.front()->request.deadline);
   }
 }
 

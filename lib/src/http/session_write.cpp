@@ -209,21 +209,38 @@ void Session::sync_deadlines() {
 
 void Session::sync_request_slot() {
   if (queue_.empty()) {
-    if (timed_seq_ != 0) {
-      timed_seq_ = 0;
-      transport_->end_request();
-    }
+    if (timed_seq_ != 0) time_request(0, kNever);
     return;
   }
   // Requests start in order and share one timeout, so the oldest one has the
   // earliest deadline: the one request slot covers the whole pipeline.
   const Exchange& oldest = *queue_.front();
   if (timed_seq_ == oldest.seq) return;
-  timed_seq_ = oldest.seq;
-  Duration timeout{0};                    // in flight without a deadline
-  if (oldest.request.deadline != kNever)  // already passed: due at the next expiry
-    timeout = std::max(oldest.request.deadline - now(), Duration{1});
-  transport_->begin_request(timeout);
+  time_request(oldest.seq, oldest.request.deadline);
+}
+
+void Session::time_request(std::uint64_t seq, TimePoint deadline) {
+  timed_seq_ = seq;
+  timed_deadline_ = deadline;
+  if (calls_ > 0)
+    request_dirty_ = true;
+  else
+    commit_request();
+}
+
+void Session::commit_request() {
+  request_dirty_ = false;
+  if (timed_seq_ == 0) {
+    if (!request_committed_) return;  // begun and ended within one call
+    request_committed_ = false;
+    transport_->end_request();
+    return;
+  }
+  Duration timeout{0};                // in flight without a deadline
+  if (timed_deadline_ != kNever)      // already passed: due at the next expiry
+    timeout = std::max(timed_deadline_ - now(), Duration{1});
+  request_committed_ = true;
+  transport_->begin_request(timeout);  // replaces the one set before
 }
 
 void Session::close(Transport::CloseMode mode, CloseReason reason) {
@@ -236,10 +253,7 @@ void Session::close(Transport::CloseMode mode, CloseReason reason) {
   // slot this session set (stores), after the close so a draining server
   // does not take end_request for a reason of its own.
   enter_phase(ReadPhase::kNone, Duration{0});
-  if (timed_seq_ != 0) {
-    timed_seq_ = 0;
-    transport_->end_request();
-  }
+  if (timed_seq_ != 0) time_request(0, kNever);
   abandon_all();
 }
 
@@ -274,10 +288,7 @@ void Session::finish_upgrade() {
   ++stats_->upgrades;
   drop_pending();
   enter_phase(ReadPhase::kNone, Duration{0});
-  if (timed_seq_ != 0) {
-    timed_seq_ = 0;
-    transport_->end_request();
-  }
+  if (timed_seq_ != 0) time_request(0, kNever);
 }
 
 void Session::hand_off() {

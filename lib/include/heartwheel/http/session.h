@@ -265,6 +265,11 @@ class Session {
   void finish_exchange();
   void sync_deadlines();
   void sync_request_slot();
+  // The one request slot: exchange `seq` (0: none) in flight until
+  // `deadline` (kNever: without one). Reaches the transport as the read
+  // phase does (commit_request, when the outermost Call ends).
+  void time_request(std::uint64_t seq, TimePoint deadline);
+  void commit_request();
   void on_request_timeout();
   void close(Transport::CloseMode mode, net::CloseReason reason);
   void abandon_all();
@@ -298,10 +303,13 @@ class Session {
   // moves from keep-alive through headers back to keep-alive, and the
   // transport sees only where it ended.
   TimePoint phase_deadline_ = kNever;
+  TimePoint timed_deadline_ = kNever;  // timed_seq_'s request deadline
   std::optional<net::CloseReason> close_reason_;
   ReadPhase read_phase_ = ReadPhase::kNone;
   ReadPhase committed_phase_ = ReadPhase::kNone;  // the phase whose slot the transport holds
   bool phase_dirty_ : 1 = false;                   // read_phase_ not committed yet
+  bool request_dirty_ : 1 = false;                 // timed_seq_ not committed yet
+  bool request_committed_ : 1 = false;             // the transport has a request in flight
   bool reading_paused_ : 1 = false;  // pipeline full or transport unwritable
   bool stop_reading_ : 1 = false;    // no further requests will be parsed
   bool peer_eof_ : 1 = false;
