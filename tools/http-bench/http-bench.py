@@ -8,10 +8,10 @@ The machine is shared, so single runs are noisy: the servers run in
 a --duration wrk run against a freshly started server, and the medians and
 their ratio are reported (plus every round and the load average).
 
-Each round also reports the CPU wrk itself used (client_cpu_cores): on a
-machine with as many cores as wrk threads plus server workers, a client near
-1.0 core per thread is the limit, not the server, and no server can answer
-faster than that client asks.
+Each round also reports the CPU wrk itself used (client_cpu_cores) and how
+often it blocked waiting for an answer (client_waits_per_request): a client
+near 1.0 core per thread that (almost) never waits is the limit, not the
+server, and no server can answer faster than that client asks.
 
 --instructions runs each server once under valgrind's callgrind instead and
 reports the instructions it executed per request (user space: ours, libuv,
@@ -129,21 +129,24 @@ def cpu_seconds(pid):
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def children_cpu_seconds():
-    """user + system CPU time of this script's finished children (wrk)."""
+def children_usage():
+    """(user + system CPU seconds, voluntary context switches) of this
+    script's finished children (wrk)."""
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
+    return ru.ru_utime + ru.ru_stime, ru.ru_nvcsw
 
 
 def run_wrk(args, port, server_pid):
     cpu_before = cpu_seconds(server_pid)
-    client_before = children_cpu_seconds()
+    client_before, sleeps_before = children_usage()
     cmd = ["wrk", "-t%d" % args.threads, "-c%d" % args.connections, "-d%s" % args.duration,
            "--latency", "http://127.0.0.1:%d/" % port]
     began = time.monotonic()
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300).stdout
     wall = time.monotonic() - began
-    client_cpu = children_cpu_seconds() - client_before
+    client_cpu, client_sleeps = children_usage()
+    client_cpu -= client_before
+    client_sleeps -= sleeps_before
     res = {"command": " ".join(cmd)}
     m = re.search(r"Requests/sec:\s+([\d.]+)", out)
     res["requests_per_sec"] = float(m.group(1)) if m else None
@@ -169,6 +172,10 @@ def run_wrk(args, port, server_pid):
     res["client_cpu_cores"] = round(client_cpu / wall, 3)
     res["client_cpu_us_per_request"] = (round(client_cpu * 1e6 / res["requests"], 3)
                                         if res["requests"] else None)
+    # How often wrk blocked waiting for the server: near 0, it never waited,
+    # so it (not the server) set the pace.
+    res["client_waits_per_request"] = (round(client_sleeps / res["requests"], 4)
+                                       if res["requests"] else None)
     return res
 
 
@@ -348,6 +355,7 @@ def main():
                "server_cpu_cores": median([r["server_cpu_cores"] for r in rs]),
                "client_cpu_cores": median([r["client_cpu_cores"] for r in rs]),
                "rounds_client_cpu_cores": [r["client_cpu_cores"] for r in rs],
+               "client_waits_per_request": median([r["client_waits_per_request"] for r in rs]),
                "client_cpu_us_per_request": median([r["client_cpu_us_per_request"] for r in rs
                                                     if r["client_cpu_us_per_request"]] or [0]),
                "command": rs[0]["command"].rsplit(":", 1)[0] + ":PORT/"}
