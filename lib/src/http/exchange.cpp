@@ -36,9 +36,6 @@ Pool* pool() {
   return live_pool;
 }
 
-}  // namespace
-
-namespace {
 // Empties `s`, keeping its buffer unless it grew past kMaxKeptBuffer.
 void clear_keeping(std::string& s) noexcept {
   if (s.capacity() > kMaxKeptBuffer)
@@ -52,14 +49,17 @@ void clear_keeping(Headers& h) noexcept {
   else
     h.clear();
 }
+
 }  // namespace
 
 // Field by field: assigning a fresh Exchange{} (a temporary built, every
 // member moved over, the temporary destroyed) cost as much as the rest of a
 // small keep-alive request's bookkeeping. A new field must be reset here too;
 // the size check below is the reminder.
-static_assert(sizeof(void*) != 8 || sizeof(Exchange) == 392,
+#if defined(__GLIBCXX__) && defined(__x86_64__)  // the size with libstdc++ on x86-64
+static_assert(sizeof(Exchange) == 392,
               "Exchange changed: reset the new field in Exchange::reset, then update this size");
+#endif
 void Exchange::reset() noexcept {
   session = nullptr;
   seq = 0;
