@@ -1,0 +1,32 @@
+// The p99 experiment of docs/bench-history/http.md ("Instructions per request, and who sets the pace"):
+// a bare epoll server answering every request with the same 22-byte body,
+// level-triggered (argv[1] = 0, as libuv polls) or edge-triggered (1, as nginx).
+//   gcc -O2 http_epoll_lt_et.c -o ep && ./ep 0 18095   (then wrk -t1 -c50 -d5s --latency)
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+static const char resp[]="HTTP/1.1 200 OK\r\nServer: x\r\nDate: Sat, 28 Nov 2026 17:00:00 GMT\r\nContent-Type: text/plain\r\nContent-Length: 22\r\n\r\nHello from heartwheel\n";
+int main(int argc,char**argv){
+  int et=atoi(argv[1]); int port=atoi(argv[2]);
+  int l=socket(AF_INET,SOCK_STREAM|SOCK_NONBLOCK,0); int one=1; setsockopt(l,SOL_SOCKET,SO_REUSEADDR,&one,sizeof one);
+  struct sockaddr_in a={.sin_family=AF_INET,.sin_port=htons(port)}; a.sin_addr.s_addr=htonl(0x7f000001);
+  if(bind(l,(void*)&a,sizeof a)){perror("bind");return 1;} listen(l,1024);
+  int ep=epoll_create1(0); struct epoll_event ev={.events=EPOLLIN,.data.fd=l}; epoll_ctl(ep,EPOLL_CTL_ADD,l,&ev);
+  struct epoll_event evs[1024]; char buf[65536];
+  for(;;){ int n=epoll_wait(ep,evs,1024,-1);
+    for(int i=0;i<n;i++){ int fd=evs[i].data.fd;
+      if(fd==l){ int c; while((c=accept4(l,0,0,SOCK_NONBLOCK))>=0){ setsockopt(c,IPPROTO_TCP,TCP_NODELAY,&one,sizeof one); struct epoll_event e={.events=EPOLLIN|(et?EPOLLET:0),.data.fd=c}; epoll_ctl(ep,EPOLL_CTL_ADD,c,&e);} continue; }
+      for(;;){ ssize_t r=read(fd,buf,sizeof buf); if(r<=0){ if(r==0){close(fd);} break;}
+        /* count requests: one per \r\n\r\n */ int k=0; for(ssize_t j=3;j<r;j++) if(buf[j]=='\n'&&buf[j-1]=='\r'&&buf[j-2]=='\n'&&buf[j-3]=='\r') k++;
+        for(int q=0;q<k;q++) write(fd,resp,sizeof resp-1);
+        if(r<(ssize_t)sizeof buf) break; }
+    } }
+}
