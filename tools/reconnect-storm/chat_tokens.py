@@ -51,6 +51,7 @@ addresses, all picked by default; a quiet machine):
 """
 
 import argparse
+import atexit
 import json
 import multiprocessing
 import os
@@ -354,6 +355,9 @@ def main():
             "--target heartwheel-chat)")
 
     tmp = tempfile.mkdtemp(prefix="reconnect-storm-chat-")
+    if not args.tokens_file:
+        # Also when making tokens, starting Redis or the servers fails.
+        atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     tokens_file = args.tokens_file or os.path.join(tmp, "tokens.txt")
     t = time.monotonic()
     loaded = load_tokens(tokens_file, args.token_alg, args.clients)
@@ -378,8 +382,6 @@ def main():
     except RuntimeError as e:
         if redis:
             redis.stop()
-        if not args.tokens_file:
-            shutil.rmtree(tmp, ignore_errors=True)
         die(str(e))
     second = []
     queue = multiprocessing.Queue()
@@ -532,8 +534,6 @@ def main():
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
     print(json.dumps({k: v for k, v in result.items() if not k.endswith("_series")}))
-    if not args.tokens_file:
-        shutil.rmtree(tmp, ignore_errors=True)
     sys.exit(0 if ok else EXIT_FAILURE)
 
 
