@@ -62,12 +62,17 @@ class MemoryTransport final : public heartwheel::http::Transport,
   bool writable() const noexcept override { return writable_; }
   heartwheel::TimerService& timers() noexcept override { return service_; }
   void set_deadline(heartwheel::net::Deadline slot, heartwheel::TimePoint when) override {
+    ++deadline_calls;
     DeadlineTimer::set_deadline(slot, when);
   }
   void begin_request(heartwheel::Duration timeout) override {
+    ++deadline_calls;
     DeadlineTimer::begin_request(timeout);
   }
-  void end_request() override { DeadlineTimer::end_request(); }
+  void end_request() override {
+    ++deadline_calls;
+    DeadlineTimer::end_request();
+  }
   // Records the hand-off (the session stays alive; a connection would now
   // belong to `next`).
   void switch_protocols(heartwheel::http::UpgradeHandler take_over, std::string rest) override {
@@ -97,6 +102,7 @@ class MemoryTransport final : public heartwheel::http::Transport,
   bool turns = false;
   int yields = 0;  // yield_turn calls while `turns`
   int switches = 0;  // switch_protocols calls
+  int deadline_calls = 0;  // set_deadline, begin_request and end_request calls
   heartwheel::http::UpgradeHandler upgrade_next;
   std::string upgrade_rest;
 

@@ -190,6 +190,37 @@ TEST_CASE("Each new request restarts nothing but its own timeouts: keep-alive re
   CHECK(h.responses().size() == 6);
 }
 
+TEST_CASE("A request read and answered within one read reaches the transport as one change",
+          "[http][timeout]") {
+  Harness h(GENERATE(RefreshMode::eager, RefreshMode::lazy));
+  h.options.keepalive_timeout = 5s;
+  h.options.header_timeout = 10s;
+  h.start();
+  h.feed(kGet);
+  h.run_for(1s);
+  const int before = h.transport.deadline_calls;
+  h.feed(kGet);
+  REQUIRE(h.responses().size() == 2);
+  // Keep-alive -> headers -> keep-alive and a request begun and ended, all
+  // inside one on_data: the transport hears only the keep-alive slot, moved.
+  CHECK(h.transport.deadline_calls - before == 1);
+  CHECK(h.transport.deadline(http::deadline::keepalive_timeout) == h.timers.now() + 5s);
+  CHECK(h.transport.deadline(http::deadline::header_timeout) == kNever);
+  CHECK_FALSE(h.transport.in_request());
+  // A request that arrives in two reads has its header timeout and request
+  // slot set in between.
+  h.run_for(1s);
+  h.feed("GET / HTTP/1.1\r\n");
+  CHECK(h.transport.deadline(http::deadline::header_timeout) == h.timers.now() + 10s);
+  CHECK(h.transport.deadline(http::deadline::keepalive_timeout) == kNever);
+  CHECK(h.transport.in_request());
+  h.feed("Host: x\r\n\r\n");
+  CHECK(h.responses().size() == 3);
+  CHECK(h.transport.deadline(http::deadline::header_timeout) == kNever);
+  CHECK(h.transport.deadline(http::deadline::keepalive_timeout) == h.timers.now() + 5s);
+  CHECK_FALSE(h.transport.in_request());
+}
+
 TEST_CASE("A connection that never sends a byte is closed quietly, not with 408",
           "[http][timeout]") {
   Harness h(GENERATE(RefreshMode::eager, RefreshMode::lazy));
