@@ -46,7 +46,7 @@ void Session::on_data(std::string_view bytes) {
   if (reading_paused_) {
     // The transport may deliver a read already in flight after set_reading(false),
     // and a connection waiting for its turn reads on (kTurnReadAhead).
-    pending_input_.append(bytes);
+    pending().append(bytes);
     if (read_ahead_full()) transport_->set_reading(false);
     return;
   }
@@ -145,24 +145,31 @@ bool Session::yield_turn(const char* rest, const char* end) {
 // [rest, end) waits for the session to read again. When it lies in
 // pending_input_ already (a resumed parse), only the offset moves.
 void Session::keep_rest(const char* rest, const char* end) {
-  const auto at = reinterpret_cast<std::uintptr_t>(rest);
-  const auto base = reinterpret_cast<std::uintptr_t>(pending_input_.data());
-  if (at >= base && at <= base + pending_input_.size()) {
-    pending_pos_ = static_cast<std::uint32_t>(at - base);
-    return;
+  if (pending_input_) {
+    const auto at = reinterpret_cast<std::uintptr_t>(rest);
+    const auto base = reinterpret_cast<std::uintptr_t>(pending_input_->data());
+    if (at >= base && at <= base + pending_input_->size()) {
+      pending_pos_ = static_cast<std::uint32_t>(at - base);
+      return;
+    }
   }
-  pending_input_.assign(rest, end);
+  pending().assign(rest, end);
   pending_pos_ = 0;
 }
 
+std::string& Session::pending() {
+  if (!pending_input_) pending_input_ = std::make_unique<std::string>();
+  return *pending_input_;
+}
+
 bool Session::read_ahead_full() const noexcept {
-  return pending_input_.size() - pending_pos_ > kTurnReadAhead;
+  return pending_input_ && pending_input_->size() - pending_pos_ > kTurnReadAhead;
 }
 
 // Frees the buffer, not only empties it: a connection that once waited with
 // a long pipeline must not keep that capacity for the rest of its life.
 void Session::drop_pending() noexcept {
-  std::string().swap(pending_input_);
+  pending_input_.reset();
   pending_pos_ = 0;
 }
 
@@ -188,7 +195,7 @@ void Session::maybe_resume_reading() {
   transport_->set_reading(true);
   // Parsed in place: a yield or pause inside only moves pending_pos_ (no
   // bytes arrive meanwhile: on_data is never called from inside parse).
-  parse(std::string_view(pending_input_).substr(pending_pos_));
+  if (pending_input_) parse(std::string_view(*pending_input_).substr(pending_pos_));
   if (!reading_paused_) drop_pending();
   if (peer_eof_ && !reading_paused_) on_eof();
 }

@@ -203,7 +203,9 @@ class Session {
   std::size_t buffered_bytes() const noexcept;
   // Bytes allocated for requests read but not parsed yet (waiting for a
   // turn or for the transport to drain); 0 when none wait.
-  std::size_t pending_capacity() const noexcept { return pending_input_.capacity(); }
+  std::size_t pending_capacity() const noexcept {
+    return pending_input_ ? pending_input_->capacity() : 0;
+  }
   const SessionStats& stats() const noexcept { return *stats_; }
 
  private:
@@ -221,6 +223,7 @@ class Session {
   bool turn_used(std::size_t started, std::chrono::steady_clock::time_point began) const;
   bool yield_turn(const char* rest, const char* end);
   void keep_rest(const char* rest, const char* end);
+  std::string& pending();  // pending_input_, allocated on first use
   bool read_ahead_full() const noexcept;  // more unparsed bytes wait than a turn reads ahead
   void drop_pending() noexcept;
   void pause_with_request_waiting(bool stop_transport = true);
@@ -290,8 +293,9 @@ class Session {
   std::shared_ptr<detail::Exchange> receiving_;  // being parsed (also in queue_)
   // Unparsed bytes while reading is paused, from pending_pos_ on (an offset,
   // so that answering a long pipeline a few requests per turn does not copy
-  // the rest each time).
-  std::string pending_input_;
+  // the rest each time). Allocated only while bytes wait: a pointer is 24
+  // bytes less than an empty string in every session.
+  std::unique_ptr<std::string> pending_input_;
   std::uint32_t pending_pos_ = 0;
   std::uint32_t requests_ = 0;  // requests begun on this connection (stops at the maximum)
   std::uint64_t next_seq_ = 1;
