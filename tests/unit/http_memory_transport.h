@@ -100,8 +100,8 @@ class MemoryTransport final : public heartwheel::http::Transport,
   CloseMode last_mode = CloseMode::kAfterFlush;
   bool reading = true;
   bool turns = false;
-  int yields = 0;  // yield_turn calls while `turns`
-  int switches = 0;  // switch_protocols calls
+  int yields = 0;          // yield_turn calls while `turns`
+  int switches = 0;        // switch_protocols calls
   int deadline_calls = 0;  // set_deadline, begin_request and end_request calls
   heartwheel::http::UpgradeHandler upgrade_next;
   std::string upgrade_rest;

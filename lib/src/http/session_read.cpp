@@ -259,7 +259,8 @@ void Session::commit_phase() {
       (read_phase_ == ReadPhase::kNone || slot_of(old) != slot_of(read_phase_)))
     transport_->set_deadline(slot_of(old), kNever);
   committed_phase_ = read_phase_;
-  if (read_phase_ != ReadPhase::kNone) transport_->set_deadline(slot_of(read_phase_), phase_deadline_);
+  if (read_phase_ != ReadPhase::kNone)
+    transport_->set_deadline(slot_of(read_phase_), phase_deadline_);
 }
 
 void Session::enter_phase(ReadPhase phase, Duration timeout) {

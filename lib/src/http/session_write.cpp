@@ -236,8 +236,8 @@ void Session::commit_request() {
     transport_->end_request();
     return;
   }
-  Duration timeout{0};                // in flight without a deadline
-  if (timed_deadline_ != kNever)      // already passed: due at the next expiry
+  Duration timeout{0};            // in flight without a deadline
+  if (timed_deadline_ != kNever)  // already passed: due at the next expiry
     timeout = std::max(timed_deadline_ - now(), Duration{1});
   request_committed_ = true;
   transport_->begin_request(timeout);  // replaces the one set before

@@ -223,7 +223,7 @@ class Session {
   bool turn_used(std::size_t started, std::chrono::steady_clock::time_point began) const;
   bool yield_turn(const char* rest, const char* end);
   void keep_rest(const char* rest, const char* end);
-  std::string& pending();  // pending_input_, allocated on first use
+  std::string& pending();                 // pending_input_, allocated on first use
   bool read_ahead_full() const noexcept;  // more unparsed bytes wait than a turn reads ahead
   void drop_pending() noexcept;
   void pause_with_request_waiting(bool stop_transport = true);
@@ -311,11 +311,11 @@ class Session {
   std::optional<net::CloseReason> close_reason_;
   ReadPhase read_phase_ = ReadPhase::kNone;
   ReadPhase committed_phase_ = ReadPhase::kNone;  // the phase whose slot the transport holds
-  bool phase_dirty_ : 1 = false;                   // read_phase_ not committed yet
-  bool request_dirty_ : 1 = false;                 // timed_seq_ not committed yet
-  bool request_committed_ : 1 = false;             // the transport has a request in flight
-  bool reading_paused_ : 1 = false;  // pipeline full or transport unwritable
-  bool stop_reading_ : 1 = false;    // no further requests will be parsed
+  bool phase_dirty_ : 1 = false;                  // read_phase_ not committed yet
+  bool request_dirty_ : 1 = false;                // timed_seq_ not committed yet
+  bool request_committed_ : 1 = false;            // the transport has a request in flight
+  bool reading_paused_ : 1 = false;               // pipeline full or transport unwritable
+  bool stop_reading_ : 1 = false;                 // no further requests will be parsed
   bool peer_eof_ : 1 = false;
   bool draining_ : 1 = false;
   bool flush_again_ : 1 = false;
