@@ -5,7 +5,7 @@
 // that hand-off, so the hand-off is the very last thing the session does:
 // nothing of it runs after an outermost Call ends. Before it, the read
 // phase's deadline and the request slot reach the transport
-// (Session::commit_phase, commit_request).
+// (Session::commit_deadlines).
 #pragma once
 
 #include <heartwheel/http/session.h>
@@ -19,8 +19,7 @@ class Session::Call {
   explicit Call(Session& session) noexcept : session_(session) { ++session_.calls_; }
   ~Call() {
     if (--session_.calls_ != 0) return;
-    if (session_.phase_dirty_) session_.commit_phase();
-    if (session_.request_dirty_) session_.commit_request();
+    session_.commit_deadlines();
     if (session_.upgraded_ && !session_.queue_.empty()) session_.hand_off();
   }
   Call(const Call&) = delete;

@@ -242,12 +242,8 @@ void Session::on_eof() {
 void Session::enter_phase(ReadPhase phase, Duration timeout, TimePoint from) {
   read_phase_ = phase;
   phase_deadline_ = phase != ReadPhase::kNone ? deadline_after(from, timeout) : kNever;
-  // Inside an entry point the transport hears of it when the outermost Call
-  // ends; outside one (the session's start), now.
-  if (calls_ > 0)
-    phase_dirty_ = true;
-  else
-    commit_phase();
+  phase_dirty_ = true;
+  deadlines_changed();
 }
 
 void Session::commit_phase() {

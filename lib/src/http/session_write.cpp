@@ -222,10 +222,19 @@ void Session::sync_request_slot() {
 void Session::time_request(std::uint64_t seq, TimePoint deadline) {
   timed_seq_ = seq;
   timed_deadline_ = deadline;
-  if (calls_ > 0)
-    request_dirty_ = true;
-  else
-    commit_request();
+  request_dirty_ = true;
+  deadlines_changed();
+}
+
+// Inside an entry point the transport hears of a change when the outermost
+// Call ends (commit_deadlines there); outside one (the session's start), now.
+void Session::deadlines_changed() {
+  if (calls_ == 0) commit_deadlines();
+}
+
+void Session::commit_deadlines() {
+  if (phase_dirty_) commit_phase();
+  if (request_dirty_) commit_request();
 }
 
 void Session::commit_request() {

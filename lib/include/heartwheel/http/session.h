@@ -273,6 +273,10 @@ class Session {
   // phase does (commit_request, when the outermost Call ends).
   void time_request(std::uint64_t seq, TimePoint deadline);
   void commit_request();
+  // After a change to the read phase or the request slot: commits it now
+  // unless an entry point runs (then ~Call does, by commit_deadlines).
+  void deadlines_changed();
+  void commit_deadlines();  // what changed since the last commit
   void on_request_timeout();
   void close(Transport::CloseMode mode, net::CloseReason reason);
   void abandon_all();
