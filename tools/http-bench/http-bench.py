@@ -147,7 +147,8 @@ def run_wrk(args, port, server_pid):
     client_cpu, client_sleeps = children_usage()
     client_cpu -= client_before
     client_sleeps -= sleeps_before
-    res = {"command": " ".join(cmd)}
+    # As a user would type it: the port is the run's own.
+    res = {"command": " ".join(cmd[:-1] + ["http://127.0.0.1:PORT/"])}
     m = re.search(r"Requests/sec:\s+([\d.]+)", out)
     res["requests_per_sec"] = float(m.group(1)) if m else None
     m = re.search(r"(\d+) requests in", out)
@@ -273,7 +274,7 @@ def count_instructions(args, start):
             "instructions_load": totals["load"],
             "instructions_per_request": round((totals["load"] - totals["idle"]) /
                                               load["requests"]),
-            "command": load["command"].rsplit(":", 1)[0] + ":PORT/"}
+            "command": load["command"]}
 
 
 def instructions_main(args):
@@ -358,7 +359,7 @@ def main():
                "client_waits_per_request": median([r["client_waits_per_request"] for r in rs]),
                "client_cpu_us_per_request": median([r["client_cpu_us_per_request"] for r in rs
                                                     if r["client_cpu_us_per_request"]] or [0]),
-               "command": rs[0]["command"].rsplit(":", 1)[0] + ":PORT/"}
+               "command": rs[0]["command"]}
         for p in ("50", "90", "99"):
             key = "latency_p%s_ms" % p
             vals = [r[key] for r in rs if r[key] is not None]
