@@ -103,3 +103,83 @@ TEST_CASE(
   CHECK(server.stats().closed(CloseReason::local) == 1);
   for (int fd : fds) ::close(fd);
 }
+
+// ConnectionOptions::edge_triggered_reads: a loop turn reads its connections
+// in the order their data came. libuv's level-triggered reads serve the
+// connections it served last turn first again, whenever their data came:
+// under many small requests, the same connections wait behind the others.
+TEST_CASE("A turn reads connections in the order their data came, not last turn's order",
+          "[net][turns]") {
+  const bool edge = GENERATE(true, false);
+  CAPTURE(edge);
+  TestLoop t(5ms);
+  Recorder rec;
+  std::vector<std::uint64_t> order;
+  rec.data_hook = [&](net::Connection& c, std::string_view) { order.push_back(c.id()); };
+  net::ServerOptions o;
+  o.connection.edge_triggered_reads = edge;
+  net::Server server(*t.wheel, rec, o);
+  REQUIRE_FALSE(server.listen());
+  const int a = connect_blocking(server.port());
+  REQUIRE(t.run_until([&] { return server.connection_count() == 1; }));
+  const int b = connect_blocking(server.port());
+  REQUIRE(t.run_until([&] { return server.connection_count() == 2; }));
+  const std::uint64_t id_a = rec.conns.begin()->first, id_b = rec.conns.rbegin()->first;
+  // One turn reads both, a's data first (loopback delivers within write()).
+  REQUIRE(::write(a, "1", 1) == 1);
+  REQUIRE(::write(b, "1", 1) == 1);
+  uv_run(&t.loop, UV_RUN_NOWAIT);
+  REQUIRE(order == std::vector<std::uint64_t>{id_a, id_b});
+  // Before the next turn, b's data comes first.
+  order.clear();
+  REQUIRE(::write(b, "2", 1) == 1);
+  REQUIRE(::write(a, "2", 1) == 1);
+  uv_run(&t.loop, UV_RUN_NOWAIT);
+  if (edge) {
+    CHECK(order == std::vector<std::uint64_t>{id_b, id_a});
+  } else {  // what edge_triggered_reads is for: last turn's order again
+    CHECK(order == std::vector<std::uint64_t>{id_a, id_b});
+  }
+  ::close(a);
+  ::close(b);
+  REQUIRE(t.run_until([&] { return server.connection_count() == 0; }));
+}
+
+// An edge is reported once: bytes that came while a connection did not read
+// must still be read when it resumes (the kernel is asked again then).
+TEST_CASE("Bytes that came while a connection was paused are read when it resumes",
+          "[net][turns]") {
+  const bool edge = GENERATE(true, false);
+  CAPTURE(edge);
+  TestLoop t(5ms);
+  Recorder rec;
+  std::string got;
+  net::Connection* conn = nullptr;
+  rec.data_hook = [&](net::Connection& c, std::string_view d) {
+    got += d;
+    conn = &c;
+    c.pause_reading();
+  };
+  net::ServerOptions o;
+  o.connection.edge_triggered_reads = edge;
+  net::Server server(*t.wheel, rec, o);
+  REQUIRE_FALSE(server.listen());
+  const int fd = connect_blocking(server.port());
+  REQUIRE(::write(fd, "first", 5) == 5);
+  REQUIRE(t.run_until([&] { return got == "first"; }));
+  REQUIRE(::write(fd, "second", 6) == 6);
+  t.run_for(30ms);
+  CHECK(got == "first");  // paused
+  conn->resume_reading();
+  REQUIRE(t.run_until([&] { return got == "firstsecond"; }));
+  // Paused again by that read, and resumed with nothing waiting: the next
+  // bytes are a new edge.
+  conn->resume_reading();
+  REQUIRE(::write(fd, "third", 5) == 5);
+  REQUIRE(t.run_until([&] { return got == "firstsecondthird"; }));
+  rec.data_hook = nullptr;  // reads on: the peer's close is seen
+  conn->resume_reading();
+  ::close(fd);
+  REQUIRE(t.run_until([&] { return server.connection_count() == 0; }));
+  CHECK(server.stats().closed(CloseReason::peer_closed) == 1);
+}

@@ -189,7 +189,8 @@ def median(xs):
 def start_heartwheel(args, wrap=()):
     """heartwheel-http on a free port: (process, port, stop function)."""
     proc = subprocess.Popen(list(wrap) + [args.server, "--listen", "127.0.0.1:0", "--workers",
-                                          str(args.workers), "--tick", args.tick],
+                                          str(args.workers), "--tick", args.tick] +
+                            list(getattr(args, "server_arg", None) or []),
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = proc.stdout.readline()
     if not line.startswith("listening on "):
@@ -325,6 +326,9 @@ def main():
     p.add_argument("--duration", default="5s", help="wrk -d per round (keep it short: shared machine)")
     p.add_argument("--rounds", type=int, default=3, help="alternating rounds per server")
     p.add_argument("--tick", default="10ms", help="heartwheel-http --tick")
+    p.add_argument("--server-arg", action="append", default=[], metavar="ARG",
+                   help="one more argument for heartwheel-http, repeatable "
+                        "(--server-arg=--level-triggered-reads)")
     p.add_argument("--instructions", action="store_true",
                    help="count each server's instructions per request under valgrind's "
                         "callgrind (one run each, --duration of wrk) instead of timed rounds")
@@ -370,6 +374,7 @@ def main():
 
     hw, ng = summary(rounds["heartwheel"]), summary(rounds["nginx"])
     result = {"bench": "http_keepalive", "workers": args.workers,
+              "server_args": args.server_arg,
               "connections": args.connections, "wrk_threads": args.threads,
               "duration_per_round": args.duration, "rounds": args.rounds,
               "body_bytes": len(BODY), "loadavg_1m": [load_before, os.getloadavg()[0]],

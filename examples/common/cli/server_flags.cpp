@@ -27,6 +27,10 @@ void add_server_flags(CLI::App& app, ServerFlags& f) {
                  "per worker loop: connections that stepped aside for the others (an HTTP "
                  "client's long pipeline) called back per loop turn at most; 0 = all waiting")
       ->capture_default_str();
+  app.add_flag("--level-triggered-reads", f.level_triggered_reads,
+               "read through libuv's uv_read_start (level-triggered), which serves the "
+               "connections read last turn first again; by default (Linux) a turn reads "
+               "connections in the order their data came (edge-triggered)");
   app.add_flag("--proxy-protocol", f.proxy_protocol,
                "every connection starts with a PROXY protocol header (v1 or v2, as HAProxy's "
                "send-proxy / send-proxy-v2 send); its client address replaces the socket's; "
@@ -82,6 +86,7 @@ void apply_server_flags(const ServerFlags& f, net::ServerOptions& so) {
   so.max_connections = f.max_connections;
   so.accept_batch = f.accept_batch;
   so.resume_batch = f.resume_batch;
+  so.connection.edge_triggered_reads = !f.level_triggered_reads;
   so.proxy_protocol = f.proxy_protocol;
   so.proxy_header_timeout = parse_duration_flag("--proxy-header-timeout", f.proxy_header_timeout);
   if (f.proxy_protocol && so.proxy_header_timeout.count() <= 0)

@@ -30,8 +30,9 @@ namespace heartwheel::cli {
 
 struct ServerFlags {
   std::size_t max_connections = 0;
-  std::size_t accept_batch = 16;  // net::ServerOptions::accept_batch's default
-  std::size_t resume_batch = 32;  // net::ServerOptions::resume_batch's default
+  std::size_t accept_batch = 16;       // net::ServerOptions::accept_batch's default
+  std::size_t resume_batch = 32;       // net::ServerOptions::resume_batch's default
+  bool level_triggered_reads = false;  // !ConnectionOptions::edge_triggered_reads
   bool proxy_protocol = false;
   std::string proxy_header_timeout = "5s";
   std::vector<std::string> proxy_protocol_from;  // CIDR networks, repeatable
@@ -48,7 +49,8 @@ struct ServerFlags {
   std::string program;  // the app's name, set by add_server_flags (for the warning line)
 };
 
-// Registers --max-connections, --accept-batch, --resume-batch, --proxy-protocol, --proxy-header-timeout,
+// Registers --max-connections, --accept-batch, --resume-batch, --level-triggered-reads,
+// --proxy-protocol, --proxy-header-timeout,
 // --proxy-protocol-from (repeatable),
 // --max-connections-per-ip, --drop-idle-at-limit, --drop-idle-after,
 // --overload-start, --overload-saturation, --overload-memory-start,

@@ -5,9 +5,11 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <cassert>
+#include <cerrno>
 #include <cstddef>
 #include <new>
 
@@ -20,6 +22,7 @@
 
 #include "connection_extras.h"
 #include "connection_guarded.h"
+#include "edge_reader.h"
 #include "random.h"
 #include "write_queue.h"
 
@@ -29,6 +32,10 @@ namespace {
 // One read buffer per loop thread: libuv on Unix reads right after alloc, and
 // on_data consumes the bytes before the next read, so connections share it.
 constexpr std::size_t kReadBufferSize = 64 * 1024;
+thread_local std::array<char, kReadBufferSize> t_read_buffer;
+// Reads of one connection per wake-up at most while each fills the buffer,
+// as libuv's uv_read_start: then the others get their turn.
+constexpr int kReadsPerTurn = 32;
 }  // namespace
 
 Connection::Connection(detail::ConnectionHost& host, Handler& handler, std::uint64_t id)
@@ -110,8 +117,7 @@ int Connection::open() noexcept {
   if (o.tcp_user_timeout.count() > 0) set_tcp_user_timeout(o.tcp_user_timeout);
   start_deadlines(o.idle, detail::random_up_to(o.idle.jitter));
   reading_ = true;
-  if (const int rc = uv_read_start(reinterpret_cast<uv_stream_t*>(&tcp_), &on_alloc, &on_read);
-      rc < 0) {
+  if (const int rc = start_reading(); rc < 0) {
     reading_ = false;
     close(CloseReason::error, uv_error(rc));
     return rc;
@@ -219,40 +225,98 @@ void Connection::end_request() noexcept {
 
 // ---- reading ---------------------------------------------------------------
 
+int Connection::start_reading() noexcept {
+  if (host_ && host_->connection_options().edge_triggered_reads) {
+    uv_os_fd_t fd;
+    if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) == 0 &&
+        detail::EdgeReader::start(host_->edge_reader(), tcp_.loop, fd, *this, edge_member_)) {
+      edge_member_ = true;
+      return 0;
+    }
+    if (edge_member_) return UV_EIO;  // in the set, and not re-armed: would never hear again
+  }
+  return uv_read_start(reinterpret_cast<uv_stream_t*>(&tcp_), &on_alloc, &on_read);
+}
+
+void Connection::stop_reading() noexcept {
+  // A member stays in the edge reader's set: it hears only of new data,
+  // which read_ready leaves in the socket while not reading_, and
+  // start_reading re-arms it (the kernel then reports what waits).
+  if (edge_member_) {
+    detail::EdgeReader::stop(host_->edge_reader());
+    return;
+  }
+  uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
+}
+
+void Connection::read_ready() noexcept {
+  if (!reading_ || closing_) return;  // paused: its data waits for start_reading
+  uv_os_fd_t fd;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) != 0) return;
+  for (int i = 0; i < kReadsPerTurn; ++i) {
+    const ssize_t n = ::recv(fd, t_read_buffer.data(), t_read_buffer.size(), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    received(n > 0 ? n : n == 0 ? ssize_t{UV_EOF} : uv_translate_sys_error(errno),
+             t_read_buffer.data());
+    // Short: the socket is empty, and its next data is a new edge.
+    if (n <= 0 || static_cast<std::size_t>(n) < t_read_buffer.size()) return;
+    if (!reading_ || closing_) return;  // paused or closed by what it read
+  }
+  // The turn's reads are spent and data may be left, which no new edge would
+  // report: re-armed, the kernel queues it behind the connections waiting.
+  if (!detail::EdgeReader::rearm(host_->edge_reader(), fd, *this))
+    close(CloseReason::error, uv_error(UV_EIO));
+}
+
 void Connection::on_alloc(uv_handle_t*, std::size_t, uv_buf_t* buf) {
-  thread_local std::array<char, kReadBufferSize> shared;
-  *buf = uv_buf_init(shared.data(), static_cast<unsigned>(shared.size()));
+  *buf = uv_buf_init(t_read_buffer.data(), static_cast<unsigned>(t_read_buffer.size()));
 }
 
 void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
-  auto* c = from_handle(stream);
+  from_handle(stream)->received(nread, buf->base);
+}
+
+void Connection::received(ssize_t nread, const char* base) noexcept {
   if (nread > 0) {
     const auto n = static_cast<std::size_t>(nread);
-    c->count_read(n);
-    c->stats().bytes_read += n;
+    count_read(n);
+    stats().bytes_read += n;
     // Stamped with TimerService::now(), which under LoopWheel is never older
     // than the read (the loop's cached time may be: a stalled loop).
-    c->note_read();
+    note_read();
     // Overload protection keeps the host's connections in order of their
     // last read: a compare per read, a move at most once per generation.
-    if (c->host_ && c->host_->activity_shift() != 0) {
-      const auto gen = activity_generation(c->last_read(), c->host_->activity_shift());
-      if (gen != c->host_activity_gen) c->host_->connection_active(*c, gen);
+    if (host_ && host_->activity_shift() != 0) {
+      const auto gen = activity_generation(last_read(), host_->activity_shift());
+      if (gen != host_activity_gen) host_->connection_active(*this, gen);
     }
-    if (c->transport_) {  // TLS: the transport decodes and delivers
-      c->guarded([&] { c->extra_->transport->on_bytes(*c, std::string_view(buf->base, n)); });
+    if (transport_) {  // TLS: the transport decodes and delivers
+      guarded([&] { extra_->transport->on_bytes(*this, std::string_view(base, n)); });
       return;
     }
-    c->guarded([&] { c->handler_->on_data(*c, std::string_view(buf->base, n)); });
+    guarded([&] { handler_->on_data(*this, std::string_view(base, n)); });
     return;
   }
   if (nread == 0) return;  // EAGAIN
   if (nread == UV_EOF) {
-    c->handle_eof();
+    handle_eof();
     return;
   }
   const auto ec = uv_error(static_cast<int>(nread));
-  c->close(nread == UV_ECONNRESET ? CloseReason::peer_closed : CloseReason::error, ec);
+  close(nread == UV_ECONNRESET ? CloseReason::peer_closed : CloseReason::error, ec);
+}
+
+void Connection::leave_edge_reader() noexcept {
+  if (!edge_member_ || !host_) return;
+  if (reading_) {  // abandoned while reading
+    detail::EdgeReader::stop(host_->edge_reader());
+    reading_ = false;
+  }
+  edge_member_ = false;
+  uv_os_fd_t fd;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) != 0) fd = -1;
+  detail::EdgeReader::leave(host_->edge_reader(), fd);
 }
 
 void Connection::handle_eof() noexcept {
@@ -275,14 +339,13 @@ void Connection::update_reading() noexcept {
   const bool want =
       opened_ && !closing_ && !flush_then_close_ && !eof_ && !user_paused_ && !policy_paused_;
   if (want == reading_) return;
-  auto* stream = reinterpret_cast<uv_stream_t*>(&tcp_);
   if (want) {
-    if (const int rc = uv_read_start(stream, &on_alloc, &on_read); rc < 0) {
+    if (const int rc = start_reading(); rc < 0) {
       close(CloseReason::error, uv_error(rc));
       return;
     }
   } else {
-    uv_read_stop(stream);
+    stop_reading();
   }
   reading_ = want;
 }
@@ -341,8 +404,9 @@ void Connection::finish_close(CloseReason reason, std::error_code error, bool rs
   error_ = code >= -4096 && code < 4096 ? code : UV_UNKNOWN;
   if (const std::size_t queued = queued_bytes(); queued > 0) count_dropped(queued);
   stop_deadlines();
-  if (reading_) uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
+  if (reading_) stop_reading();
   reading_ = false;
+  leave_edge_reader();
   assert(is_named(reason) && "a layer's close reason needs a registered name (names.h)");
   if (const auto i = static_cast<std::size_t>(reason); i < kCloseReasonCapacity)
     ++stats().closed_by_reason[i];
@@ -353,6 +417,7 @@ void Connection::finish_close(CloseReason reason, std::error_code error, bool rs
 
 void Connection::abandon() noexcept {
   stop_deadlines();  // while the host (its timer service) is still there
+  leave_edge_reader();
   host_ = nullptr;
   if (closing_) return;  // on_closed will delete it
   closing_ = true;

@@ -86,6 +86,13 @@ struct ConnectionOptions {
   // TCP_USER_TIMEOUT (Linux): unacknowledged data older than this makes the
   // kernel drop the connection. 0 = leave the system default.
   Duration tcp_user_timeout{0};
+  // Linux: read each connection when its data arrives, first come first
+  // served, through an edge-triggered epoll set of the host's that the loop
+  // watches (lib/src/net/edge_reader.h), instead of libuv's level-triggered
+  // uv_read_start, which serves the connections it served last turn first
+  // again: a tail under a load of many small requests. false: libuv reads.
+  // The same bytes reach the handler either way; elsewhere libuv always reads.
+  bool edge_triggered_reads = true;
 
   // Throws std::invalid_argument with the offending field.
   void validate() const;
@@ -106,6 +113,7 @@ class TransportIo;
 
 namespace detail {
 class ConnectionHost;  // Server, Connector, testing::Host (detail/connection_host.h)
+class EdgeReader;      // lib/src/net/edge_reader.h
 }  // namespace detail
 
 class Connection final : private DeadlineTimer {
@@ -312,6 +320,7 @@ class Connection final : private DeadlineTimer {
   friend class TransportIo;
   // Its host makes, opens and abandons it, and keeps the fields below.
   friend class detail::ConnectionHost;
+  friend class detail::EdgeReader;
   template <class Node>
   friend class ActivityList;
 
@@ -341,6 +350,18 @@ class Connection final : private DeadlineTimer {
   void check_write_progress(TimePoint now);
   void on_timer_fired(Duration lateness) override;
   NetStats& stats() noexcept;
+  // Reading (connection.cpp): through the host's EdgeReader if the options
+  // ask for it and it can, else libuv's uv_read_start; stop_reading leaves
+  // the reader's set as it is (read_ready skips a connection not reading).
+  int start_reading() noexcept;
+  void stop_reading() noexcept;
+  // The EdgeReader found data: read until the socket is empty (or the turn's
+  // limit, then re-armed), each read through received().
+  void read_ready() noexcept;
+  // Out of the EdgeReader's set, before the socket closes.
+  void leave_edge_reader() noexcept;
+  // What one read brought: bytes (nread > 0), or a libuv error or UV_EOF.
+  void received(ssize_t nread, const char* base) noexcept;
   static void on_alloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buf);
   static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   static void on_write_done(uv_write_t* req, int status);
@@ -403,7 +424,7 @@ class Connection final : private DeadlineTimer {
   std::uint32_t bytes_read_lo_ = 0;
   std::uint32_t bytes_written_lo_ = 0;
   std::uint32_t id_;  // id(): 32 bits
-  // The last word: reason, error and flags in 30 bits. The reason is below
+  // The last word: reason, error and flags in 31 bits. The reason is below
   // kCloseReasonCapacity (6 bits); the error is a heartwheel_category() value
   // (a libuv code, -4095..-1, or an errc, both within 13 signed bits; any
   // other value is kept as UV_UNKNOWN).
@@ -411,7 +432,8 @@ class Connection final : private DeadlineTimer {
   int error_ : 13 = 0;
   // Flags.
   bool writable_ : 1 = true;
-  bool reading_ : 1 = false;  // uv_read_start is active
+  bool reading_ : 1 = false;      // reading: uv_read_start or the edge reader
+  bool edge_member_ : 1 = false;  // in the host's EdgeReader set
   bool user_paused_ : 1 = false;
   bool policy_paused_ : 1 = false;  // slow-reader pause
   bool eof_ : 1 = false;

@@ -25,6 +25,8 @@
 
 namespace heartwheel::net::detail {
 
+class EdgeReader;
+
 class ConnectionHost {
  public:
   virtual const ConnectionOptions& connection_options() const noexcept = 0;
@@ -57,6 +59,10 @@ class ConnectionHost {
   virtual void connection_active(Connection& /*conn*/, std::uint16_t /*generation*/) noexcept {}
   // `timeout` as the host scales idle timeouts under pressure (overload.h).
   virtual Duration scale_idle_timeout(Duration timeout) const noexcept { return timeout; }
+  // The host's edge-triggered read set (lib/src/net/edge_reader.h), made by
+  // its first connection that reads through one, null again when the last
+  // one closed.
+  EdgeReader*& edge_reader() noexcept { return edge_reader_; }
   // log2 of the activity granularity in nanoseconds; 0 = no activity order.
   unsigned activity_shift() const noexcept { return activity_shift_; }
   // Connection::call_next_turn: queue `conn` for a later turn and call
@@ -98,6 +104,9 @@ class ConnectionHost {
   static std::uint32_t& ip_slot(Connection& conn) noexcept { return conn.host_ip_slot; }
 
   unsigned activity_shift_ = 0;
+
+ private:
+  EdgeReader* edge_reader_ = nullptr;
 };
 
 }  // namespace heartwheel::net::detail
