@@ -183,3 +183,26 @@ TEST_CASE("Bytes that came while a connection was paused are read when it resume
   REQUIRE(t.run_until([&] { return server.connection_count() == 0; }));
   CHECK(server.stats().closed(CloseReason::peer_closed) == 1);
 }
+
+// Data and the peer's FIN that came before the loop looked are one edge: a
+// read that empties the data must still go on to see the end.
+TEST_CASE("Data and the peer's FIN that arrive together are both read", "[net][turns][eof]") {
+  const bool edge = GENERATE(true, false);
+  CAPTURE(edge);
+  TestLoop t(5ms);
+  Recorder rec;
+  std::string got;
+  rec.data_hook = [&](net::Connection&, std::string_view d) { got += d; };
+  net::ServerOptions o;
+  o.connection.edge_triggered_reads = edge;
+  net::Server server(*t.wheel, rec, o);
+  REQUIRE_FALSE(server.listen());
+  const int fd = connect_blocking(server.port());
+  REQUIRE(t.run_until([&] { return server.connection_count() == 1; }));
+  REQUIRE(::write(fd, "last words", 10) == 10);
+  REQUIRE(::shutdown(fd, SHUT_WR) == 0);
+  REQUIRE(t.run_until([&] { return rec.closed == 1; }, 5s));
+  CHECK(got == "last words");
+  CHECK(server.stats().closed(CloseReason::peer_closed) == 1);
+  ::close(fd);
+}

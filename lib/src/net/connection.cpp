@@ -249,7 +249,7 @@ void Connection::stop_reading() noexcept {
   uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
 }
 
-void Connection::read_ready() noexcept {
+void Connection::read_ready(bool ended) noexcept {
   if (!reading_ || closing_) return;  // paused: its data waits for start_reading
   uv_os_fd_t fd;
   if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) != 0) return;
@@ -259,8 +259,10 @@ void Connection::read_ready() noexcept {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     received(n > 0 ? n : n == 0 ? ssize_t{UV_EOF} : uv_translate_sys_error(errno),
              t_read_buffer.data());
-    // Short: the socket is empty, and its next data is a new edge.
-    if (n <= 0 || static_cast<std::size_t>(n) < t_read_buffer.size()) return;
+    if (n <= 0) return;
+    // Short: the socket is empty, and its next data is a new edge; but a FIN
+    // that came with the data is no new edge: then read on to see it.
+    if (static_cast<std::size_t>(n) < t_read_buffer.size() && !ended) return;
     if (!reading_ || closing_) return;  // paused or closed by what it read
   }
   // The turn's reads are spent and data may be left, which no new edge would

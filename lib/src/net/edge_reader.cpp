@@ -56,7 +56,9 @@ bool EdgeReader::rearm(EdgeReader* r, int fd, Connection& conn) noexcept {
 
 bool EdgeReader::watch(int op, int fd, Connection& conn) noexcept {
   epoll_event e{};
-  e.events = EPOLLIN | EPOLLET;
+  // EPOLLRDHUP: the peer's FIN is told apart from data, so a read that
+  // empties the data still goes on to see the end (edge_reader.h).
+  e.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
   e.data.ptr = &conn;
   // Both add and modify look at the socket at once: data already waiting
   // (sent with the connect, or while reading was paused) is reported too.
@@ -86,7 +88,10 @@ void EdgeReader::on_ready(uv_poll_t* poll, int status, int) {
   // may still be in this batch: it is alive until its handle's close
   // callback (a later phase of this turn), and read_ready skips it. So may
   // the reader be, if that was its last member: closed, not yet freed.
-  for (int i = 0; i < n; ++i) static_cast<Connection*>(events[i].data.ptr)->read_ready();
+  for (int i = 0; i < n; ++i) {
+    const bool ended = (events[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+    static_cast<Connection*>(events[i].data.ptr)->read_ready(ended);
+  }
 }
 
 void EdgeReader::on_closed(uv_handle_t* handle) {

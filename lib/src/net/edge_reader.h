@@ -13,7 +13,11 @@
 // An EdgeReader is an epoll set of its own whose members are edge-triggered;
 // the host's loop watches the set's descriptor with one uv_poll_t, so the
 // loop wakes when any member has new data, and the reader then hands each
-// ready connection to Connection::read_ready in arrival order. Writing,
+// ready connection to Connection::read_ready in arrival order. A short read
+// means the socket is empty and its next data is a new edge, except after
+// the peer's FIN: data and FIN that came together are one edge, so once
+// epoll says the peer ended (EPOLLRDHUP) the connection reads on to the end.
+// Writing,
 // shutdown and closing stay libuv's: a member's socket is still its uv_tcp_t.
 //
 // One per host, made by the host's first connection that reads through it

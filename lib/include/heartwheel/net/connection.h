@@ -356,8 +356,10 @@ class Connection final : private DeadlineTimer {
   int start_reading() noexcept;
   void stop_reading() noexcept;
   // The EdgeReader found data: read until the socket is empty (or the turn's
-  // limit, then re-armed), each read through received().
-  void read_ready() noexcept;
+  // limit, then re-armed), each read through received(). `ended`: the peer
+  // sent its FIN (or the socket failed), so a short read is not the end:
+  // read until recv says so (0, or an error).
+  void read_ready(bool ended) noexcept;
   // Out of the EdgeReader's set, before the socket closes.
   void leave_edge_reader() noexcept;
   // What one read brought: bytes (nread > 0), or a libuv error or UV_EOF.
