@@ -196,6 +196,12 @@ TEST_CASE("Eager refresh and the uv_timer baseline close silent peers like lazy 
     CHECK(s.net.idle_events[static_cast<std::size_t>(net::Deadline::read_idle)] == 1);
     CHECK(s.net.timer_fires() >= 1);
   }
+  // The chatty peer ends, so its connection closes through on_close: the
+  // baseline's per-connection timer goes with it. A server destroyed with it
+  // open abandons it without on_close, and that timer would fire on a freed
+  // connection (AddressSanitizer saw it).
+  chatty.shutdown_write();
+  REQUIRE(t.run_until([&] { return server.connection_count() == 0; }));
 }
 
 TEST_CASE("Mass expiry is spread over loop iterations by the wheel's budget", "[net][idle]") {
