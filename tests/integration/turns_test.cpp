@@ -5,6 +5,8 @@
 // per turn.
 #include <heartwheel/net/server.h>
 
+#include <poll.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -125,15 +127,32 @@ TEST_CASE("A turn reads connections in the order their data came, not last turn'
   const int b = connect_blocking(server.port());
   REQUIRE(t.run_until([&] { return server.connection_count() == 2; }));
   const std::uint64_t id_a = rec.conns.begin()->first, id_b = rec.conns.rbegin()->first;
-  // One turn reads both, a's data first (loopback delivers within write()).
+  // The server's sockets, to see the bytes there before a turn looks
+  // (loopback delivers within write(), unless the kernel defers it).
+  std::vector<pollfd> server_side;
+  server.for_each_connection([&](net::Connection& c) {
+    uv_os_fd_t fd;
+    REQUIRE(uv_fileno(reinterpret_cast<uv_handle_t*>(c.handle()), &fd) == 0);
+    server_side.push_back({fd, POLLIN, 0});
+  });
+  REQUIRE(server_side.size() == 2);
+  auto both_arrived = [&] {
+    const Duration end = hr_now() + 2s;
+    while (::poll(server_side.data(), server_side.size(), 0) != 2)
+      if (hr_now() > end) return false;
+    return true;
+  };
+  // One turn reads both, a's data first.
   REQUIRE(::write(a, "1", 1) == 1);
   REQUIRE(::write(b, "1", 1) == 1);
+  REQUIRE(both_arrived());
   uv_run(&t.loop, UV_RUN_NOWAIT);
   REQUIRE(order == std::vector<std::uint64_t>{id_a, id_b});
   // Before the next turn, b's data comes first.
   order.clear();
   REQUIRE(::write(b, "2", 1) == 1);
   REQUIRE(::write(a, "2", 1) == 1);
+  REQUIRE(both_arrived());
   uv_run(&t.loop, UV_RUN_NOWAIT);
   if (edge) {
     CHECK(order == std::vector<std::uint64_t>{id_b, id_a});
