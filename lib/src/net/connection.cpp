@@ -157,8 +157,8 @@ Duration Connection::scale_idle_timeout(Duration timeout) const noexcept {
 
 bool Connection::set_tcp_user_timeout(Duration timeout) noexcept {
 #ifdef TCP_USER_TIMEOUT
-  uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) != 0) return false;
+  const int fd = socket_fd();
+  if (fd < 0) return false;
   const auto ms = static_cast<unsigned>(to_uv_millis_ceil(timeout));
   return ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms) == 0;
 #else
@@ -227,8 +227,8 @@ void Connection::end_request() noexcept {
 
 int Connection::start_reading() noexcept {
   if (host_ && host_->connection_options().edge_triggered_reads) {
-    uv_os_fd_t fd;
-    if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) == 0 &&
+    if (const int fd = socket_fd();
+        fd >= 0 &&
         detail::EdgeReader::start(host_->edge_reader(), tcp_.loop, fd, *this, edge_member_)) {
       edge_member_ = true;
       return 0;
@@ -251,8 +251,8 @@ void Connection::stop_reading() noexcept {
 
 void Connection::read_ready(bool ended) noexcept {
   if (!reading_ || closing_) return;  // paused: its data waits for start_reading
-  uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) != 0) return;
+  const int fd = socket_fd();
+  if (fd < 0) return;
   for (int i = 0; i < kReadsPerTurn; ++i) {
     const ssize_t n = ::recv(fd, t_read_buffer.data(), t_read_buffer.size(), 0);
     if (n < 0 && errno == EINTR) continue;
@@ -316,9 +316,12 @@ void Connection::leave_edge_reader() noexcept {
     reading_ = false;
   }
   edge_member_ = false;
+  detail::EdgeReader::leave(host_->edge_reader(), socket_fd());
+}
+
+int Connection::socket_fd() const noexcept {
   uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) != 0) fd = -1;
-  detail::EdgeReader::leave(host_->edge_reader(), fd);
+  return uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) == 0 ? fd : -1;
 }
 
 void Connection::handle_eof() noexcept {

@@ -17,14 +17,14 @@
 // means the socket is empty and its next data is a new edge, except after
 // the peer's FIN: data and FIN that came together are one edge, so once
 // epoll says the peer ended (EPOLLRDHUP) the connection reads on to the end.
-// Writing,
-// shutdown and closing stay libuv's: a member's socket is still its uv_tcp_t.
+// Writing, shutdown and closing stay libuv's: a member's socket is still its
+// uv_tcp_t.
 //
 // One per host, made by the host's first connection that reads through it
 // and closed (its uv_poll_t too) when the last member leaves, so a host whose
 // connections all closed leaves no handle of ours on its loop.
-// Threads: the host's loop thread. Linux only: elsewhere join() returns false
-// and connections read through uv_read_start.
+// Threads: the host's loop thread. Linux only: elsewhere start() returns
+// false and connections read through uv_read_start.
 #pragma once
 #include <uv.h>
 

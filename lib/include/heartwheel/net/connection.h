@@ -360,6 +360,8 @@ class Connection final : private DeadlineTimer {
   // sent its FIN (or the socket failed), so a short read is not the end:
   // read until recv says so (0, or an error).
   void read_ready(bool ended) noexcept;
+  // The socket's descriptor; -1 when it has none (not open, or closed).
+  int socket_fd() const noexcept;
   // Out of the EdgeReader's set, before the socket closes.
   void leave_edge_reader() noexcept;
   // What one read brought: bytes (nread > 0), or a libuv error or UV_EOF.
