@@ -38,13 +38,7 @@ load = [os.getloadavg()[0]]
 for i in range(rounds):
     order = names[i % 3:] + names[:i % 3]  # each server first, middle and last in turn
     for n in order:
-        start, a = starts[n]
-        proc, port, cleanup = start(a)
-        try:
-            hb.check_body(port)
-            r = hb.run_wrk(a, port, proc.pid)
-        finally:
-            cleanup()
+        r = hb.bench(*starts[n])
         res[n].append(r)
         print(i, n, r["requests_per_sec"], r["latency_p99_ms"], file=sys.stderr, flush=True)
         time.sleep(0.5)

@@ -49,12 +49,7 @@ for i in range(rounds):
     if i % 2:
         order = order[::-1]
     for n in order:
-        proc, port, cleanup = servers[n](args)
-        try:
-            hb.check_body(port)
-            r = hb.run_wrk(args, port, proc.pid)
-        finally:
-            cleanup()
+        r = hb.bench(servers[n], args)
         res[n].append(r)
         print(i, n, r["requests_per_sec"], r["latency_p99_ms"], file=sys.stderr, flush=True)
         time.sleep(0.5)

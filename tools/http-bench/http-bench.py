@@ -225,8 +225,10 @@ def start_nginx(args, wrap=()):
     return proc, port, cleanup
 
 
-def bench_heartwheel(args):
-    proc, port, cleanup = start_heartwheel(args)
+def bench(start, args):
+    """One wrk round against the server `start` makes (start_heartwheel,
+    start_nginx, or a script's own): started, its answer checked, stopped."""
+    proc, port, cleanup = start(args)
     try:
         check_body(port)
         return run_wrk(args, port, proc.pid)
@@ -234,16 +236,15 @@ def bench_heartwheel(args):
         cleanup()
 
 
+def bench_heartwheel(args):
+    return bench(start_heartwheel, args)
+
+
 def bench_nginx(args):
-    proc, port, cleanup = start_nginx(args)
-    try:
-        check_body(port)
-        res = run_wrk(args, port, proc.pid)
-        res["version"] = subprocess.run([args.nginx, "-v"], capture_output=True,
-                                        text=True).stderr.strip()
-        return res
-    finally:
-        cleanup()
+    res = bench(start_nginx, args)
+    res["version"] = subprocess.run([args.nginx, "-v"], capture_output=True,
+                                    text=True).stderr.strip()
+    return res
 
 
 def callgrind_total(path):
