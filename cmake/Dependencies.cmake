@@ -37,14 +37,15 @@ pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis>=0.14)
 pkg_check_modules(LIBSODIUM REQUIRED IMPORTED_TARGET libsodium>=1.0.18)
 find_package(Threads REQUIRED)
 # nlohmann-json is header-only and used privately by the library; CLI11 only by
-# the programs (examples, tools, tests).
+# the programs (programs, examples, tools, tests).
 find_package(nlohmann_json 3.11 CONFIG REQUIRED)
-if(HEARTWHEEL_BUILD_EXAMPLES OR HEARTWHEEL_BUILD_TOOLS OR HEARTWHEEL_BUILD_TESTS)
+if(HEARTWHEEL_BUILD_PROGRAMS OR HEARTWHEEL_BUILD_EXAMPLES OR HEARTWHEEL_BUILD_TOOLS
+   OR HEARTWHEEL_BUILD_TESTS)
   find_package(CLI11 2.1 CONFIG REQUIRED)
 endif()
 # Optional, programs only (never the library): liburing-dev gives
 # heartwheel-fanout-floor its io_uring modes and heartwheel-chat --uring-fanout.
-if(HEARTWHEEL_BUILD_EXAMPLES OR HEARTWHEEL_BUILD_TOOLS)
+if(HEARTWHEEL_BUILD_PROGRAMS OR HEARTWHEEL_BUILD_TOOLS)
   pkg_check_modules(LIBURING QUIET IMPORTED_TARGET liburing>=2.3)
   if(NOT LIBURING_FOUND)
     message(STATUS "liburing not found: no io_uring in heartwheel-fanout-floor and heartwheel-chat")

@@ -131,7 +131,7 @@ function(heartwheel_use_pch_under dir)
 endfunction()
 
 # Called once at the end of the top-level CMakeLists.txt, when every target
-# exists: the programs (examples/, tools/) and the tests, never lib/.
+# exists: the programs (programs/, examples/, tools/) and the tests, never lib/.
 function(heartwheel_apply_pch)
   if(NOT HEARTWHEEL_PCH)
     return()
@@ -145,7 +145,7 @@ function(heartwheel_apply_pch)
   endif()
   get_property(top_subdirs DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}" PROPERTY SUBDIRECTORIES)
   foreach(subdir IN LISTS top_subdirs)
-    if(subdir MATCHES "/(examples|tools|tests)(/|$)")
+    if(subdir MATCHES "/(programs|examples|tools|tests)(/|$)")
       heartwheel_use_pch_under("${subdir}")
     endif()
   endforeach()

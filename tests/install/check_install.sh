@@ -50,7 +50,7 @@ run_consumer() {
 install_library() {
   local name=$1; shift
   cmake -S "$src" -B "$work/build-$name" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-    -DHEARTWHEEL_BUILD_TESTS=OFF -DHEARTWHEEL_BUILD_EXAMPLES=OFF -DHEARTWHEEL_BUILD_TOOLS=OFF \
+    -DHEARTWHEEL_BUILD_TESTS=OFF -DHEARTWHEEL_BUILD_PROGRAMS=OFF -DHEARTWHEEL_BUILD_EXAMPLES=OFF -DHEARTWHEEL_BUILD_TOOLS=OFF \
     "$@" >/dev/null || fail "configure ($name)"
   cmake --build "$work/build-$name" >/dev/null || fail "build ($name)"
   cmake --install "$work/build-$name" --prefix "$work/$name" >/dev/null || fail "install ($name)"

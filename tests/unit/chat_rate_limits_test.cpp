@@ -1,4 +1,4 @@
-// chat::RateLimits and chat::RateBuckets (examples/common/chat/rate_limits.h,
+// chat::RateLimits and chat::RateBuckets (programs/chat-core/rate_limits.h,
 // heartwheel-chat's --rate-limit): the flag's parsing, and the buckets driven
 // by hand-made millisecond stamps (no clock, no sleeping): the burst, the
 // refill rate, fractions, the clock wrapping, when an entry may be forgotten.

@@ -1,6 +1,6 @@
 // DelayedQueueStats: its table of fields (heartwheel/common/stat_fields.h),
 // merge and JSON. See heartwheel/push/delayed_stats.h. heartwheel-push writes
-// the Prometheus families (examples/push/push_metrics.cpp).
+// the Prometheus families (programs/push/push_metrics.cpp).
 #include <heartwheel/common/stat_fields.h>
 #include <heartwheel/push/delayed_stats.h>
 

@@ -48,7 +48,7 @@ struct Flags {
               load_interval = "1s", lease = "30s", reap_interval = "1s", takeover_grace = "2s",
               max_delay = "168h", sse_heartbeat = "15s";
   heartwheel::cli::ServerFlags server;
-  chat::AuthFlags auth;  // tokens, channel rules, origins (examples/common/chat/auth_gate.h)
+  chat::AuthFlags auth;  // tokens, channel rules, origins (programs/chat-core/auth_gate.h)
   std::string api_key_file;
   std::size_t max_delayed_per_key = 100000;
 };

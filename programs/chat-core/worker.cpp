@@ -132,7 +132,7 @@ void Worker::route(const http::Request& req, http::Responder r) {
 
 // ---- WebSocket connections ------------------------------------------------------
 
-// Paid once per connection (examples/chat/README.md, "Costs"): a 112-byte malloc chunk.
+// Paid once per connection (programs/chat/README.md, "Costs"): a 112-byte malloc chunk.
 static_assert(sizeof(Client) <= 80, "chat::Client grew: every byte is paid per connection");
 
 void Worker::open_chat(ws::Connection& conn, const std::optional<std::string>& name) {

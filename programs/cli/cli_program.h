@@ -1,5 +1,5 @@
 // cli/cli_program.h - one exit status convention and one error format for every
-// heartwheel program (examples/ and tools/).
+// heartwheel program (programs/, examples/ and tools/).
 //
 // Exit status: 0 success; 1 a runtime failure (cannot bind, a worker died, a
 // file cannot be written); 2 a usage error (unknown flag, bad value, flags

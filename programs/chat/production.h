@@ -1,5 +1,5 @@
 // The production flags heartwheel-chat shares with every heartwheel server:
-// the protection flags (examples/common/cli/server_flags.h: --max-connections,
+// the protection flags (programs/cli/server_flags.h: --max-connections,
 // --proxy-protocol, --max-connections-per-ip, --overload-*, ...) and
 // `--metrics-listen HOST:PORT`, and the chat's Prometheus collector: the net
 // families of every worker, the WebSocket and pub/sub families

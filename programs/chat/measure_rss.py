@@ -4,7 +4,7 @@ through /ws, idle, then subscribed (each to one of 10 rooms). User-space
 memory only (VmRSS growth after 200 warm-up connections; in parentheses the
 growth of RssAnon, the process's anonymous memory: the heap without the
 binary's pages).
-Usage: examples/chat/measure_rss.py [N [SERVER_FLAG...]]   (after building; N
+Usage: programs/chat/measure_rss.py [N [SERVER_FLAG...]]   (after building; N
 defaults to 5000, run with `ulimit -n 20000`: client and server each hold N
 descriptors; flags go to heartwheel-chat, e.g. --no-join-leave).
 With the flag --auth (not passed on): the same run measures twice, first

@@ -5,7 +5,7 @@
 //   token: EventSource cannot send headers), then the channel rules of
 //   heartwheel-chat's subscribe (--channels-config), with
 //   &subscription_token=JWT for a channel whose namespace asks for one.
-// /ws is heartwheel-chat's protocol, version 2 (examples/common/chat).
+// /ws is heartwheel-chat's protocol, version 2 (programs/chat-core).
 //
 // One per worker (a token verifier keeps scratch state): loop thread only.
 #pragma once
