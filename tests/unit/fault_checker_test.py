@@ -175,6 +175,19 @@ def test_an_acknowledged_publication_nobody_got_and_not_in_the_stream_is_lost():
     assert r["verdict"] == "violation", r
 
 
+def test_one_seen_live_then_gone_from_the_stream_is_lost_seen_live():
+    h = History().subscribed("s1")
+    h.publish("p:1", offset=1).deliver("s1", "p:1", 1)
+    h.publish("p:2", offset=2).deliver("s1", "p:2", 2)  # then its master is replaced
+    h.publish("p:3", offset=2, epoch="e2").deliver("s1", "p:3", 2, epoch="e2")
+    h.add(type="final_history", proc="s1", channel="c", epoch="e2",
+          publications=[[1, "p:1"], [2, "p:3"]])
+    r = checker.check_pubsub(h.events, promise_no_loss=False)
+    assert r["lost"] == 1 and r["lost_seen_live"] == 1 and r["verdict"] == "ok", r
+    assert r["announced_gaps"] == 1 and r["unannounced_gaps"] == 0, r
+    assert checker.check_pubsub(h.events, promise_no_loss=True)["verdict"] == "violation"
+
+
 def test_a_publishers_acknowledged_publications_out_of_order_are_reordered():
     h = History().subscribed("s1")
     h.publish("p:1", offset=2).publish("p:2", offset=1)

@@ -26,8 +26,11 @@ check_lock    `acquire` ok (token), `lost`, `release`, `write` invoke/ok/fail
 Definitions (per channel; every subscriber of the runs here is subscribed
 before the first publish and stays to the end, reconnecting as needed):
   acknowledged      publications whose publish was answered ok
-  lost              acknowledged, yet received by no subscriber and absent
-                    from the final history: gone from the system
+  lost              acknowledged, yet absent from the final history (the
+                    channel's stream read at the end): gone from what any
+                    client can still recover, whether or not a subscriber saw
+                    it live before (lost_seen_live counts those); without a
+                    final history: received by no subscriber
   duplicates        a subscriber received the same publication twice (live or
                     recovered; a history reload after an announcement does
                     not count), or one publication stands at two offsets
@@ -136,7 +139,8 @@ def check_pubsub(events, promise_no_loss=True, kind="publish", order_promised=Tr
             finals[e["channel"]] = e
     streams = _subscriber_streams(events)
     channels = sorted({ch for ch, _ in ops} | {ch for _, ch in streams}, key=str)
-    total = {"acknowledged": 0, "failed": 0, "indeterminate": 0, "lost": 0, "duplicates": 0,
+    total = {"acknowledged": 0, "failed": 0, "indeterminate": 0, "lost": 0, "lost_seen_live": 0,
+             "duplicates": 0,
              "reordered": 0, "unannounced_gaps": 0, "announced_gaps": 0,
              "missing_announced": 0}
     details = {}
@@ -149,9 +153,13 @@ def check_pubsub(events, promise_no_loss=True, kind="publish", order_promised=Tr
         received = set().union(*(s["values"] for s in subs.values())) if subs else set()
         final = finals.get(ch)
         in_history = {v for _, v in final["publications"]} if final else set()
-        lost = sorted(acked - received - in_history, key=str)
+        if final and not final.get("truncated"):
+            lost = sorted(acked - in_history, key=str)
+        else:
+            lost = sorted(acked - received - in_history, key=str)
         d = {"acknowledged": len(acked), "failed": len(failed), "indeterminate": len(indeterminate),
-             "lost": len(lost), "lost_values": lost[:20], "subscribers": {}}
+             "lost": len(lost), "lost_seen_live": len(set(lost) & received),
+             "lost_values": lost[:20], "subscribers": {}}
         # A publication at two offsets of the stream: published twice.
         if final:
             values = [v for _, v in final["publications"]]
@@ -187,7 +195,7 @@ def check_pubsub(events, promise_no_loss=True, kind="publish", order_promised=Tr
             total["announced_gaps"] += s["announced"]
             if s["announced"]:
                 total["missing_announced"] += len(missing)
-        for key in ("acknowledged", "failed", "indeterminate", "lost"):
+        for key in ("acknowledged", "failed", "indeterminate", "lost", "lost_seen_live"):
             total[key] += d[key]
         details[ch] = d
     reasons = []

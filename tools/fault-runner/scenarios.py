@@ -117,11 +117,32 @@ def recover_ms(events, heal_t, kind="publish", publishers=()):
     return round(last - heal_t)
 
 
-def chat_clients_config(run, nodes, channels, publish_for_s, interval_ms, final_by):
+def stall_ms(events, kind="publish"):
+    """The longest time a publisher went without an acknowledged operation
+    (between two of its oks): how long the fault kept a client from working."""
+    last, worst = {}, 0
+    for e in events:
+        if e.get("type") == kind and e.get("phase") == "ok":
+            if e["proc"] in last:
+                worst = max(worst, e["t"] - last[e["proc"]])
+            last[e["proc"]] = e["t"]
+    return round(worst)
+
+
+def chat_clients_config(run, nodes, channels, publish_for_s, interval_ms, final_by,
+                        per_node=1):
+    """Per node: `per_node` publishers (pA, or pA0, pA1, ... each on its own
+    slice of the channels: one waiting for Redis holds up only its slice)
+    and one subscriber (sA) of every channel."""
+    def publishers(n):
+        if per_node == 1:
+            return [{"proc": "p" + n, "node": n, "channels": channels,
+                     "interval_ms": interval_ms}]
+        return [{"proc": "p%s%d" % (n, i), "node": n, "channels": channels[i::per_node],
+                 "interval_ms": interval_ms} for i in range(per_node)]
     return {
         "out": os.path.join(run.dir, "client.jsonl"), "nodes": nodes,
-        "publishers": [{"proc": "p" + n, "node": n, "channels": channels,
-                        "interval_ms": interval_ms} for n in nodes],
+        "publishers": [p for n in nodes for p in publishers(n)],
         "subscribers": [{"proc": "s" + n, "node": n, "channels": channels} for n in nodes],
         "publish_for_s": publish_for_s, "request_timeout_s": 10, "final_history_by": final_by}
 
@@ -146,8 +167,8 @@ class ChatRedisPartition:
     promise = ("no acknowledged publication is lost; every subscriber (on A and on B) gets "
                "every acknowledged publication once, in order, or is told it missed some "
                "(recovered: false / a new epoch)")
-    fields = ("acknowledged", "lost", "duplicates", "unannounced_gaps", "announced_gaps",
-              "reordered", "indeterminate", "recover_ms")
+    fields = ("acknowledged", "lost", "lost_seen_live", "duplicates", "unannounced_gaps",
+              "announced_gaps", "reordered", "indeterminate", "stall_ms", "recover_ms")
 
     def run(self, run):
         q = run.quick
@@ -175,6 +196,7 @@ class ChatRedisPartition:
         events = run.history()
         r = checker.check_pubsub(events, promise_no_loss=True)
         r.update(nemesis=mode, partition_ms=round(heal - start), settled=settled,
+                 stall_ms=stall_ms(events),
                  recover_ms=recover_ms(events, heal, publishers=["pA"]))
         return r
 
@@ -205,7 +227,7 @@ class ClusterFailoverPartition:
         nodes = {"A": run.s.start_chat("chat-a", "h7", *flags),
                  "B": run.s.start_chat("chat-b", "h8", *flags)}
         channels = ["c%d" % i for i in range(12)]
-        cfg = chat_clients_config(run, nodes, channels, 600, 20, "sB")
+        cfg = chat_clients_config(run, nodes, channels, 600, 30, "sB", per_node=3)
         cfg["stop_file"] = os.path.join(run.dir, "stop-publishing")
         run.start_client("client", "h8", "chat_client.py", cfg)
         run.wait_event(lambda e: e.get("type") == "ready", 30, "client ready")
@@ -241,7 +263,9 @@ class ClusterFailoverPartition:
         r.update(nemesis="master %s cut (replica %s)" % (victim, replica),
                  partition_ms=round(heal - start), settled=settled,
                  failover_ms=round(failover - start) if failover else None,
-                 recover_ms=recover_ms(events, heal, publishers=["pA", "pB"]))
+                 stall_ms=stall_ms(events),
+                 recover_ms=recover_ms(events, heal, publishers=[
+                     p["proc"] for p in cfg["publishers"]]))
         return r
 
 
