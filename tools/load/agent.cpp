@@ -175,7 +175,9 @@ int agent_life(const AgentFlags& f) {
   auto start = link.wait_message(wait);
   if (!start || start->value("type", "") != "start") {
     ::unlink(tmpl);
-    throw std::runtime_error("the coordinator went away before the start");
+    throw std::runtime_error(start ? "the coordinator called the run off before the start "
+                                     "(another agent refused its share?)"
+                                   : "the coordinator went away before the start");
   }
   const int status = run_share(link, options);
   nlohmann::json report = read_report(result_path);
