@@ -116,6 +116,21 @@ def test_a_push_in_a_new_epoch_announces_the_gap_before_it():
     assert r["verdict"] == "violation", r  # with WAIT an acknowledged one must survive
 
 
+def test_another_publication_at_an_acknowledged_offset_is_conflicting():
+    # An old master's message delivered after a failover, at the offset the
+    # new master gave an acknowledged publication (found by
+    # cluster-failover-partition before the broker compared its top).
+    h = History().subscribed("s1")
+    h.publish("p:1", offset=1).deliver("s1", "p:1", 1)
+    h.publish("q:1", outcome="fail")
+    h.deliver("s1", "q:1", 2)
+    h.publish("p:2", offset=2)
+    h.publish("p:3", offset=3).deliver("s1", "p:3", 3)
+    r = checker.check_pubsub(h.events)
+    assert r["conflicting"] == 1 and r["unannounced_gaps"] == 1, r
+    assert r["verdict"] == "violation", r
+
+
 def test_recovered_true_continues_from_since_and_fills_the_gap():
     h = History().subscribed("s1")
     h.publish("p:1", offset=1).deliver("s1", "p:1", 1)

@@ -41,6 +41,10 @@ before the first publish and stays to the end, reconnecting as needed):
                     `recovered: false` reply, or it lacks an acknowledged
                     publication and was never told it missed anything (no
                     new epoch, no recovered: false)
+  conflicting       a subscriber that was never told got a publication at
+                    an (epoch, offset) that an acknowledgement gave to
+                    another one: two histories under one name (the missing
+                    publication is an unannounced gap too)
   announced_gaps    a subscriber was told (recovered: false, or a push with a
                     new epoch): the protocol's "reload" signal
 """
@@ -89,7 +93,7 @@ def _walk_stream(stream):
     epoch, offset = None, None  # the position after the last publication seen
     seen_positions, seen_values = set(), set()
     r = {"values": set(), "duplicates": 0, "offset_gaps": 0, "announced": 0, "order": [],
-         "gap_details": []}
+         "gap_details": [], "positions": {}}
     for e in stream:
         kind = e["type"]
         if kind == "announce":
@@ -114,6 +118,7 @@ def _walk_stream(stream):
             continue
         seen_positions.add(pos)
         seen_values.add(value)
+        r["positions"][pos] = value
         r["values"].add(value)
         r["order"].append(value)
         if e.get("epoch") != epoch:
@@ -140,7 +145,7 @@ def check_pubsub(events, promise_no_loss=True, kind="publish", order_promised=Tr
     streams = _subscriber_streams(events)
     channels = sorted({ch for ch, _ in ops} | {ch for _, ch in streams}, key=str)
     total = {"acknowledged": 0, "failed": 0, "indeterminate": 0, "lost": 0, "lost_seen_live": 0,
-             "duplicates": 0,
+             "duplicates": 0, "conflicting": 0,
              "reordered": 0, "unannounced_gaps": 0, "announced_gaps": 0,
              "missing_announced": 0}
     details = {}
@@ -169,6 +174,7 @@ def check_pubsub(events, promise_no_loss=True, kind="publish", order_promised=Tr
         d["failed_but_present"] = len(failed & (received | in_history))
         total["duplicates"] += d["failed_but_present"]
         ack_ok = {v: op["ok"] for (c, v), op in ops.items() if c == ch and "ok" in op}
+        at = {(e.get("epoch"), e.get("offset")): v for v, e in ack_ok.items()}
         for proc, s in sorted(subs.items()):
             missing = acked - s["values"]
             unannounced_missing = 0 if s["announced"] else len(missing)
@@ -182,15 +188,19 @@ def check_pubsub(events, promise_no_loss=True, kind="publish", order_promised=Tr
                 if who in last_of and k < last_of[who]:
                     reordered += 1
                 last_of[who] = max(k, last_of.get(who, k))
+            conflicting = 0 if s["announced"] else sum(
+                1 for pos, v in s["positions"].items() if pos in at and at[pos] != v)
             gaps = s["offset_gaps"] + (1 if unannounced_missing else 0)
             d["subscribers"][proc] = {
                 "received": len(s["values"]), "missing": len(missing),
                 "missing_values": sorted(missing, key=str)[:10],
                 "duplicates": s["duplicates"], "reordered": reordered,
+                "conflicting": conflicting,
                 "unannounced_gaps": gaps, "announced": s["announced"],
                 "gap_details": s["gap_details"][:10]}
             total["duplicates"] += s["duplicates"]
             total["reordered"] += reordered
+            total["conflicting"] += conflicting
             total["unannounced_gaps"] += gaps
             total["announced_gaps"] += s["announced"]
             if s["announced"]:
@@ -203,7 +213,7 @@ def check_pubsub(events, promise_no_loss=True, kind="publish", order_promised=Tr
         reasons.append("nothing was acknowledged: the run checked nothing")
     if promise_no_loss and total["lost"]:
         reasons.append("%d acknowledged publications lost" % total["lost"])
-    for key in ("duplicates", "reordered", "unannounced_gaps"):
+    for key in ("duplicates", "reordered", "unannounced_gaps", "conflicting"):
         if total[key] and (key != "reordered" or order_promised):
             reasons.append("%s: %d" % (key, total[key]))
     total["verdict"] = "violation" if reasons else "ok"
