@@ -224,7 +224,9 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{
       "heartwheel-fault-lock: a redis::Lock holder writing to a fenced store with its "
-      "fencing token (the fault runner's lock-partition scenario)",
+      "fencing token (the fault runner's lock-partition scenario, "
+      "tools/fault-runner/README.md). Exit status: 0 after SIGTERM, 1 runtime failure (the "
+      "history file cannot be opened), 2 usage error.",
       "heartwheel-fault-lock"};
   auto duration = [&app](const char* name, hw::Duration& into, const char* help) {
     app.add_option_function<std::string>(

@@ -117,6 +117,25 @@ def recover_ms(events, heal_t, kind="publish", publishers=()):
     return round(last - heal_t)
 
 
+def due_recover_ms(events, heal_t):
+    """Delayed pushes: from the heal until every subscriber has every push
+    that came due before it (pushes due later are not late on its account).
+    Due times are wall-clock ms; the history's `t` is monotonic: deliveries
+    carry both, which gives the offset."""
+    offsets = sorted(e["wall_ms"] - e["t"] for e in events
+                     if e.get("type") == "deliver" and "wall_ms" in e)
+    if not offsets:
+        return None
+    heal_wall = heal_t + offsets[len(offsets) // 2]
+    due = {e["value"] for e in events if e.get("type") == "schedule"
+           and e.get("phase") == "ok" and e["due_ms"] <= heal_wall}
+    first = {}
+    for e in events:
+        if e.get("type") == "deliver" and e["value"] in due:
+            first.setdefault((e["proc"], e["value"]), e["t"])
+    return round(max([heal_t, *first.values()]) - heal_t)
+
+
 def stall_ms(events, kind="publish"):
     """The longest time a publisher went without an acknowledged operation
     (between two of its oks): how long the fault kept a client from working."""
@@ -169,7 +188,8 @@ class ChatRedisPartition:
                "every acknowledged publication once, in order, or is told it missed some "
                "(recovered: false / a new epoch)")
     fields = ("acknowledged", "lost", "lost_seen_live", "duplicates", "unannounced_gaps",
-              "announced_gaps", "reordered", "indeterminate", "stall_ms", "recover_ms")
+              "announced_gaps", "conflicting", "reordered", "indeterminate", "stall_ms",
+              "recover_ms")
 
     def run(self, run):
         q = run.quick
@@ -369,7 +389,7 @@ class DelayedPartition:
     promise = ("every accepted push (202) is delivered, once; subscribers on both nodes get "
                "each once, in order, or are told")
     fields = ("acknowledged", "lost", "duplicates", "unannounced_gaps", "announced_gaps",
-              "indeterminate", "reordered", "late_ms_max", "recover_ms")
+              "conflicting", "indeterminate", "reordered", "late_ms_max", "recover_ms")
 
     def run(self, run):
         q = run.quick
@@ -402,7 +422,7 @@ class DelayedPartition:
         r = checker.check_delayed(events, promise_no_loss=True)
         r.update(nemesis=mode, partition_ms=round(heal - start), settled=settled,
                  late_ms_max=r["late_ms"]["max"],
-                 recover_ms=recover_ms(events, heal, kind="schedule"))
+                 recover_ms=due_recover_ms(events, heal))
         return r
 
 
