@@ -230,8 +230,10 @@ def test_delayed_pushes_delivered_twice_and_lateness():
     assert r["verdict"] == "ok" and r["reordered"] == 1 and r["late_ms"]["max"] == 2000, r
     assert r["announced_gaps"] == 0, r
     h.add(type="deliver", proc="s1", channel="c", value="p:1", offset=4, epoch="e1", wall_ms=5000)
+    h.add(type="deliver", proc="s1", channel="c", value="p:5", offset=5, epoch="e1", wall_ms=5001)
     r = checker.check_delayed(h.events)
     assert r["duplicates"] == 1 and r["verdict"] == "violation", r
+    assert r["unannounced_gaps"] == 0, r  # the second copy took offset 4: no hole before 5
 
 
 def lock_history(store_tokens):

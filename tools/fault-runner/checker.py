@@ -113,8 +113,14 @@ def _walk_stream(stream):
             r["values"].add(value)
             continue
         pos = (e.get("epoch"), e.get("offset"))
-        if pos in seen_positions or value in seen_values:
+        if pos in seen_positions:  # the same publication again
             r["duplicates"] += 1
+            continue
+        if value in seen_values:  # published twice: a new position, the same value
+            r["duplicates"] += 1
+            seen_positions.add(pos)
+            if e.get("epoch") == epoch and offset is not None and e["offset"] > offset:
+                epoch, offset = e.get("epoch"), e.get("offset")
             continue
         seen_positions.add(pos)
         seen_values.add(value)

@@ -148,6 +148,20 @@ def stall_ms(events, kind="publish"):
     return round(worst)
 
 
+def delivery_stall_ms(events):
+    """The longest time a subscriber went without a delivery on one of its
+    channels (between two deliveries): how long the fault kept publications
+    from reaching subscribers, while publishers may have been served."""
+    last, worst = {}, 0
+    for e in events:
+        if e.get("type") == "deliver":
+            key = (e["proc"], e["channel"])
+            if key in last:
+                worst = max(worst, e["t"] - last[key])
+            last[key] = e["t"]
+    return round(worst)
+
+
 def chat_clients_config(run, nodes, channels, publish_for_s, interval_ms, final_by,
                         per_node=1):
     """Per node: `per_node` publishers (pA, or pA0, pA1, ... each on its own
@@ -189,7 +203,7 @@ class ChatRedisPartition:
                "(recovered: false / a new epoch)")
     fields = ("acknowledged", "lost", "lost_seen_live", "duplicates", "unannounced_gaps",
               "announced_gaps", "conflicting", "reordered", "indeterminate", "stall_ms",
-              "recover_ms")
+              "delivery_stall_ms", "recover_ms")
 
     def run(self, run):
         q = run.quick
@@ -223,6 +237,7 @@ class ChatRedisPartition:
         r = checker.check_pubsub(events, promise_no_loss=True)
         r.update(nemesis="%s %d s" % (mode, cut_s), partition_ms=round(heal - start),
                  settled=settled, stall_ms=stall_ms(events),
+                 delivery_stall_ms=delivery_stall_ms(events),
                  recover_ms=recover_ms(events, heal, publishers=["pA"]))
         return r
 
@@ -289,7 +304,7 @@ class ClusterFailoverPartition:
         r.update(nemesis="master %s cut (replica %s)" % (victim, replica),
                  partition_ms=round(heal - start), settled=settled,
                  failover_ms=round(failover - start) if failover else None,
-                 stall_ms=stall_ms(events),
+                 stall_ms=stall_ms(events), delivery_stall_ms=delivery_stall_ms(events),
                  recover_ms=recover_ms(events, heal, publishers=[
                      p["proc"] for p in cfg["publishers"]]))
         return r
