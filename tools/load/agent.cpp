@@ -207,7 +207,9 @@ int run_agent(int argc, char** argv) {
   CLI::App app{
       "heartwheel-load agent: one host's share of a run across hosts (README \"Across hosts\"). "
       "It waits for a coordinator (--agent-listen) or connects to one (--coordinator), gets its "
-      "share of the connections, runs it at the coordinator's start and sends back its result.",
+      "share of the connections, runs it at the coordinator's start and sends back its result. "
+      "Exit status: the run's (0, 1, 3); 1 the coordinator unreachable or gone; 2 usage error or "
+      "a share this agent refused.",
       "heartwheel-load"};
   auto* listen = app.add_option("--agent-listen", f.listen,
                                 "Wait for the coordinator here, HOST:PORT (port 0 picks one, "

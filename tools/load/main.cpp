@@ -29,7 +29,11 @@ int main(int argc, char** argv) {
       "  heartwheel-load --target 127.0.0.1:7000 -c 20000 -p 2 --source-ips 127.0.0.1-127.0.0.4 "
       "\\\n"
       "    --message-interval 1s --dead-fraction 0.1 --expect-idle-close 5s --duration 30s --json "
-      "out.json",
+      "out.json\n"
+      "Across hosts: this command line plus --agents HOST:PORT,... (or --agents-listen and "
+      "--expect-agents)\n"
+      "coordinates agents started with --agent-listen (or --coordinator); see "
+      "`heartwheel-load --agent-listen X --help`.",
       "heartwheel-load"};
   heartwheel::load::add_options(app, options);
   heartwheel::load::add_coordinator_options(app, across);
