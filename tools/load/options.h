@@ -48,6 +48,9 @@ struct LoadOptions {
   std::uint16_t source_port_lo = 10000;
   std::uint16_t source_port_hi = 60999;
   std::uint64_t port_offset = 0;         // chosen by the supervisor once per run (not a flag)
+  // An agent's pipe (agent.cpp): the supervisor writes each timeline point
+  // there as a JSON line; -1: none. Not a flag.
+  int progress_fd = -1;
   double connect_rate = 2000;            // new connections per second, whole run
   unsigned max_pending_connects = 1000;  // per process, connects in flight
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
