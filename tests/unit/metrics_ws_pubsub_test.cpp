@@ -40,6 +40,7 @@ TEST_CASE("The WebSocket families keep their names and list every close reason a
             "heartwheel_ws_messages_received_total", "heartwheel_ws_messages_sent_total",
             "heartwheel_ws_shared_messages_sent_total", "heartwheel_ws_pings_sent_total",
             "heartwheel_ws_pongs_received_total", "heartwheel_ws_pings_received_total",
+            "heartwheel_ws_pongs_folded_total", "heartwheel_ws_messages_after_close_total",
             "heartwheel_ws_pong_timeouts_total", "heartwheel_ws_close_timeouts_total",
             "heartwheel_ws_abnormal_closes_total", "heartwheel_ws_protocol_errors_total",
             "heartwheel_ws_close_frames_sent_total", "heartwheel_ws_close_frames_received_total",
