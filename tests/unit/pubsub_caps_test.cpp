@@ -61,7 +61,7 @@ TEST_CASE("A publish to a channel without state keeps nothing, even with history
   CHECK(m.bus.stats().unheard == 100);
 }
 
-TEST_CASE("At max_channels the oldest orphan is freed first; only without orphans is one refused",
+TEST_CASE("At max_channels the oldest orphan is freed first, only without orphans is one refused",
           "[pubsub][caps]") {
   Bus bus(capped(3));
   Hub hub(bus);

@@ -450,7 +450,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "A peer that pings and never reads makes the server queue no pong per ping; the latest is "
+    "A peer that pings and never reads makes the server queue no pong per ping, the latest is "
     "answered once the queue empties",
     "[ws][net][pong]") {
   net::ConnectionOptions keep_reading;  // as the chat server: pings are read while unwritable
