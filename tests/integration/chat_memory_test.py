@@ -94,7 +94,8 @@ def test_publishes_to_fresh_names_keep_nothing():
     channel with history (answered offset 1) until --max-channels, then
     nobody could subscribe. As docs/chat-protocol.md says, a publication to
     a channel with neither subscribers nor history reaches no one, keeps
-    nothing and is answered offset 0."""
+    nothing and is answered offset 0 (unless --history-before-subscribers
+    names its namespace)."""
     async def go(s):
         async with websockets.connect(s.url("/ws?name=spray"), ping_interval=None) as ws:
             await ws.recv()
@@ -118,6 +119,21 @@ def test_publishes_to_fresh_names_keep_nothing():
               % ((rss_kib(s.proc.pid) - before) / 1024.0, bus["channels"]))
         assert bus["unheard"] == 3000 and bus["channels_refused"] == 0, bus
         assert bus["history_publications"] == 0 and bus["history_bytes"] == 0, bus
+
+    async def news(s):
+        async with websockets.connect(s.url("/ws?name=editor"), ping_interval=None) as ws:
+            await ws.recv()
+            replies = await pipelined(ws, [{"id": 1, "op": "publish", "channel": "news:today",
+                                            "data": 1},
+                                           {"id": 2, "op": "publish", "channel": "chat:x",
+                                            "data": 1},
+                                           {"id": 3, "op": "history", "channel": "news:today"}])
+            return [r.get("offset") for r in replies], len(replies[2]["publications"])
+
+    # A namespace whose history is read before anyone subscribes keeps it.
+    with Server(SERVER_BINARY, "--history-before-subscribers", "news") as s:
+        offsets, kept = asyncio.run(news(s))
+        assert offsets[:2] == [1, 0] and kept == 1, (offsets, kept)
 
 
 def test_churning_channels_cannot_lock_others_out():
