@@ -66,8 +66,9 @@ void apply_channel_flags(const WsFlags& flags, bool join_leave,
 // The workers: threads, listen address, tick, publish interval (the stats
 // interval), and the write policy of a WebSocket server: a connection that
 // makes no write progress for config.http.send_timeout is closed, and the
-// hard queue cap stays above --max-queued-bytes so the slow-consumer rule acts
-// first. Returns the parsed --listen.
+// hard queue cap follows --max-queued-bytes (the flag, plus one frame of the
+// largest kind and 64 KiB), so the slow-consumer rule acts first and no
+// peer holds more. Returns the parsed --listen.
 heartwheel::net::HostPort apply_workers_flags(const WsFlags& flags, const Config& config,
                                               heartwheel::net::WorkersOptions& workers);
 

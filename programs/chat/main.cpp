@@ -12,6 +12,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "cli_program.h"
 #include "tls_flags.h"
@@ -42,6 +45,7 @@ struct Flags {
   heartwheel::cli::RedisLinkFlags redis_link;  // --redis-password-file, --redis-user, --redis-tls*
   bool no_join_leave = false;
   bool uring_fanout = false;
+  std::vector<std::string> history_before_subscribers;  // namespaces
 };
 
 // Everything the flags decide, checked before anything starts.
@@ -54,10 +58,30 @@ struct Setup {
   Duration drain_timeout{};
 };
 
+// --history-before-subscribers: the namespaces (a channel's name up to its
+// first ':', "" without one) whose publications are kept before anyone
+// subscribed (pubsub::ChannelOptions::history_before_subscribers).
+void apply_history_before_subscribers(const std::vector<std::string>& namespaces,
+                                      pubsub::BusOptions& bus) {
+  if (namespaces.empty()) return;
+  if (bus.channel.history_size == 0)
+    throw std::invalid_argument("--history-before-subscribers needs --history-size above 0");
+  bus.channel_options = [base = bus.channel,
+                         keep = std::set<std::string, std::less<>>(
+                             namespaces.begin(), namespaces.end())](std::string_view channel) {
+    pubsub::ChannelOptions o = base;
+    const std::size_t colon = channel.find(':');
+    o.history_before_subscribers = keep.contains(
+        colon == std::string_view::npos ? std::string_view() : channel.substr(0, colon));
+    return o;
+  };
+}
+
 Setup make_setup(const Flags& f) {
   Setup s;
   chat::apply_ws_flags(f.ws, s.config);
   chat::apply_channel_flags(f.ws, !f.no_join_leave, s.bus);
+  apply_history_before_subscribers(f.history_before_subscribers, s.bus);
   s.config.presence_events = s.bus.channel.join_leave;
   if (f.uring_fanout && !chat::UringFanout::built())
     throw std::invalid_argument("--uring-fanout: this build has no liburing (liburing-dev)");
@@ -128,6 +152,12 @@ int main(int argc, char** argv) {
   app.add_flag("--no-join-leave", f.no_join_leave,
                "no join/leave pushes (presence counts are still answered): for channels with "
                "thousands of subscribers, where every join would reach every subscriber");
+  app.add_option("--history-before-subscribers", f.history_before_subscribers,
+                 "NAMESPACE (repeatable; \"\" is the default one): a publish to a channel of it "
+                 "that nobody subscribed to yet starts the channel's history (for history read "
+                 "before subscribing); such channels are the first freed at --max-channels. "
+                 "Otherwise a publish nobody can hear is kept nowhere (offset 0). In-process bus "
+                 "only (with --redis every publication is kept in Redis)");
   app.add_flag("--uring-fanout", f.uring_fanout,
                "send each fan-out's frames to the subscribers in io_uring batches (256 sends per "
                "system call) instead of one write() each; what the kernel does not take whole goes "

@@ -23,6 +23,7 @@
 #include "push_metrics.h"
 #include "redis_link.h"
 #include "redis_link_flags.h"
+#include "reply_limits.h"
 #include "server_flags.h"
 #include "stats_board.h"
 #include "ws_flags.h"
@@ -65,6 +66,8 @@ struct Setup {
 
 void setup_sse(const Flags& f, Setup& s) {
   s.node.sse.close_slow = f.ws.slow_consumer == "close";
+  // --max-reply-bytes bounds a Last-Event-ID recovery as it bounds /ws's.
+  s.node.sse.max_recovery_bytes = f.ws.max_reply_bytes - chat::kReplyEnvelopeBytes;
   s.node.sse.heartbeat = parse_duration_flag("--sse-heartbeat", f.sse_heartbeat);
   if (s.node.sse.heartbeat.count() <= 0)
     throw std::invalid_argument("--sse-heartbeat must be positive");
@@ -168,6 +171,7 @@ void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
               {"resumed", n.sse.resumed},         {"resets", n.sse.resets},
               {"slow_closes", n.sse.slow_closes}, {"slow_skips", n.sse.slow_skips},
               {"token_expired", n.sse.token_expired}};
+  j["sse"]["recovery_cut"] = n.sse.recovery_cut;
   j["api"] = {
       {"publish_accepted", n.publish_accepted},       {"publish_refused", n.publish_refused},
       {"publish_unavailable", n.publish_unavailable}, {"publish_capped", n.publish_capped},

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
+#include <stdexcept>
 
 #include "api.h"
 #include "caller.h"
@@ -219,7 +221,13 @@ void Node::cancel(std::string_view id, const Caller& caller, http::Responder r) 
 
 void Node::open_sse(const http::Request& req, http::Responder r) {
   r.clear_deadline();  // a stream: the request timeout bounded only its arrival
-  const auto channel = req.query_param("channel");
+  std::optional<std::string> channel;
+  try {  // percent-decoded: "private%3Aceo" names private:ceo
+    channel = req.query_value("channel");
+  } catch (const std::invalid_argument& e) {
+    r.respond(json_response(400, error_json("bad_request", e.what())));
+    return;
+  }
   if (!channel || channel->empty()) {
     r.respond(json_response(400, error_json("bad_request", "GET /sse?channel=NAME")));
     return;
@@ -253,7 +261,7 @@ void Node::open_sse(const http::Request& req, http::Responder r) {
   SseStream* s = stream.get();
   streams_.emplace(s, std::move(stream));
   if (expires_in) s->expire_at(heartwheel::deadline_after(timers->now(), *expires_in));
-  s->start(hub_, std::string(*channel), last);  // a refusal ends it (released on the wheel)
+  s->start(hub_, *channel, last);  // a refusal ends it (released on the wheel)
 }
 
 // The claim is acknowledged once the broker has taken the publication

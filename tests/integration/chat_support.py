@@ -122,6 +122,40 @@ class Server:
         self.stop()
 
 
+def rss_kib(pid):
+    """The process's resident set, KiB (/proc/PID/status VmRSS)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def cpu_seconds(pid):
+    """User + system CPU time the process used so far (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ping_flood(server, path, clients, pings, extra_flood=None):
+    """`clients` raw WebSockets on `path` that each send `pings` 125-byte
+    pings and never read (a 4 KiB receive buffer): what the server then
+    holds for them is the point. Waits until the server counted every ping
+    (ws.pings_received); returns (extra RSS in MiB, the stats, the clients,
+    still open: the caller closes them)."""
+    before = rss_kib(server.proc.pid)
+    socks = [RawClient(server.port, path, rcvbuf=4096) for _ in range(clients)]
+    batch = RawClient.frame(PING, b"p" * 125, mask_key=b"\x01\x02\x03\x04") * 1000
+    for _ in range(pings // 1000):
+        for c in socks:
+            c.send_raw(batch)
+    want = clients * (pings // 1000) * 1000
+    st = server.read_stats(lambda st: st["ws"]["pings_received"] >= want, timeout=60)
+    extra = (rss_kib(server.proc.pid) - before) / 1024.0
+    return extra, st, socks
+
+
 def http_get(port, path):
     """(status, headers, body) of GET path over a fresh connection."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)

@@ -131,7 +131,15 @@ void NetHandler::finish_timers(net::Connection& conn) noexcept {
 }
 
 void NetHandler::on_writable(net::Connection& conn, bool writable) {
-  if (Connection* c = of(conn)) app_.on_writable(*c, writable);
+  Connection* c = of(conn);
+  if (c == nullptr) return;
+  // The queue emptied (Connection::backlogged asked to hear it): the pong
+  // held back goes now.
+  if (writable && conn.queued_bytes() == 0) c->session_.send_owed_pong();
+  // The application hears watermark crossings only.
+  if (writable == !c->unwritable_) return;
+  c->unwritable_ = !writable;
+  app_.on_writable(*c, writable);
 }
 
 void NetHandler::on_eof(net::Connection& conn) {

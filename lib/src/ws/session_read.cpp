@@ -98,14 +98,13 @@ bool Session::read_payload(std::string_view& in) {
 
 void Session::end_frame() {
   const FrameHeader& h = parser_.header();
-  const std::string_view payload(control_.get(), control_size_);
   switch (h.opcode) {
     case Opcode::ping:
-      if (state_ == State::open) send_frame(Opcode::pong, payload);
-      handler_.on_ping(*this, payload);
+      if (state_ == State::open) answer_ping();  // may move control_: the view is made after
+      handler_.on_ping(*this, std::string_view(control_.get(), control_size_));
       return;
     case Opcode::pong:
-      handler_.on_pong(*this, payload);
+      handler_.on_pong(*this, std::string_view(control_.get(), control_size_));
       return;
     case Opcode::close:
       on_close_frame();
@@ -118,13 +117,37 @@ void Session::end_frame() {
   }
 }
 
+// The ping just read (in control_): its pong now, or held back while the
+// transport is backlogged (session.h, "Pongs").
+void Session::answer_ping() {
+  const std::string_view payload(control_.get(), control_size_);
+  if (!transport_.backlogged()) {
+    owed_pong_ = 0;  // this pong answers every earlier ping too
+    send_frame(Opcode::pong, payload);
+    return;
+  }
+  if (!payload.empty() && !control_wide_) {
+    auto wide = std::make_unique<char[]>(2 * kMaxControlPayload);
+    std::copy(payload.begin(), payload.end(), wide.get());
+    control_ = std::move(wide);
+    control_wide_ = true;
+  }
+  if (!payload.empty())
+    std::copy_n(control_.get(), payload.size(), control_.get() + kMaxControlPayload);
+  owed_pong_ = static_cast<std::uint8_t>(payload.size() + 1);
+}
+
 void Session::end_message() {
   const bool text = parser_.message_opcode() == Opcode::text;
   if (text && !utf8_.complete()) {
     fail(kCloseInvalidPayload, "text message ends inside a UTF-8 character");
     return;
   }
-  handler_.on_message(*this, text ? MessageType::text : MessageType::binary, *message_);
+  const MessageType type = text ? MessageType::text : MessageType::binary;
+  if (close_sent())  // we are closing: nothing the peer says now is acted on
+    handler_.on_discarded(*this, type, message_->size());
+  else
+    handler_.on_message(*this, type, *message_);
   // The handler may have moved the buffer out; either way start empty, and
   // give back memory an idle connection should not hold: the string itself
   // too, unless retained_buffer_bytes asks to keep a buffer. (finish() may

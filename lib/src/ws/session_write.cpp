@@ -72,6 +72,15 @@ std::error_code Session::pong(std::string_view payload) {
   return {};
 }
 
+void Session::send_owed_pong() {
+  if (owed_pong_ == 0) return;
+  const std::size_t size = owed_pong_ - 1u;
+  owed_pong_ = 0;
+  if (close_sent() || state_ == State::closed) return;
+  send_frame(Opcode::pong,
+             std::string_view(size > 0 ? control_.get() + kMaxControlPayload : nullptr, size));
+}
+
 std::error_code Session::close(std::uint16_t code, std::string_view reason) {
   if (close_sent() || state_ == State::closed) return errc::closed;
   if (!is_valid_close_code(code)) return errc::invalid_argument;

@@ -50,10 +50,17 @@
 //   Messages go out through net::Connection::write: at once when the socket
 //   takes them, else queued. A shared frame (Connection::deliver: one
 //   publication for many subscribers) is queued by reference, never copied.
-//   max_queued_bytes bounds each connection's queue for shared frames; over
+//   max_queued_bytes bounds each connection's queue: for a shared frame over
 //   it, slow_consumer decides: close (default, Centrifugo's behaviour;
 //   reason slow_consumer) or skip (uWebSockets' "skip over the backpressure
-//   limit"). Both are counted (Stats), never silent.
+//   limit"); a message of the connection's own (send_text / send_binary: a
+//   reply, an echo) cannot be skipped and closes it. Both are counted
+//   (Stats), never silent. Control frames are few by construction: one pong
+//   held back at most (session.h, "Pongs"), one close, a ping per
+//   ping_interval. So a peer that never reads holds at most max_queued_bytes
+//   plus one frame and a few control frames in user space.
+//   on_writable(true) also comes when a held-back pong could be sent; the
+//   application hears only the watermark crossings.
 //
 // Draining: on_drain (net::Server::drain) sends close 1001 "going away" and
 //   arms the close timeout; the connection then closes with reason drain.
@@ -105,8 +112,10 @@ struct NetHandlerOptions {
   // The peer's answer to our close frame is due within this time. > 0.
   Duration close_timeout = std::chrono::seconds(5);
   // Per connection: deliver() applies slow_consumer when a frame would take
-  // the queue past this many bytes. 0 = no limit (only the net layer's
-  // WritePolicy cap). Centrifugo's client queue limit is 1 MiB.
+  // the queue past this many bytes, and send_text / send_binary close the
+  // connection then (an empty queue always takes one frame). 0 = no limit
+  // (only the net layer's WritePolicy cap). Centrifugo's client queue limit
+  // is 1 MiB.
   std::size_t max_queued_bytes = std::size_t{1} << 20;
   SlowConsumerPolicy slow_consumer = SlowConsumerPolicy::close;
 

@@ -28,9 +28,20 @@
 //   (unless it had sent one already), calls Handler::on_protocol_error and
 //   Transport::close(); it does not wait for the peer's close.
 //
-//   While `closing` (we sent close), messages that still arrive are delivered
-//   (the peer may have sent them before it saw our close) but pings are not
-//   answered. After the peer's close, nothing more is read.
+//   While `closing` (we sent close), frames are still read (the peer's close
+//   is among them, and protocol errors still fail the connection) but
+//   nothing the peer says is acted on: complete messages go to
+//   Handler::on_discarded instead of on_message, and pings are not answered.
+//   A server that closed because of what a peer did (a refused token, an
+//   expiry) so never serves it again; a message the peer sent before it saw
+//   our close is lost, as RFC 6455 1.4 allows once a close was sent. After
+//   the peer's close, nothing more is read.
+//
+//   Pongs: a ping is answered at once unless Transport::backlogged() says
+//   frames sent earlier still wait; then only its payload is kept (the
+//   latest ping's: RFC 6455 5.5.3 lets an endpoint answer just the most
+//   recent one) and the pong goes out at send_owed_pong(). So a peer that
+//   pings and never reads makes the server queue one pong, not one per ping.
 //
 // What the owner must do (timeouts are the owner's: the net layer keeps them
 // in the connection's deadlines on the loop's wheel)
@@ -49,13 +60,14 @@
 //
 // Cost
 //   112 bytes per session (x86-64, libstdc++), plus the receive buffer and
-//   its std::string (one allocation more) while a message is arriving, plus 125 bytes (one allocation, kept) from
-//   the first control frame that carries a payload (a close frame with a
-//   code, a ping with data; the empty pongs that answer our empty pings
-//   allocate nothing). A single-frame message is copied once, from the caller's bytes
-//   into the receive buffer (reserved at the frame's header to its exact
-//   size, so it never re-grows), and unmasked there; text is validated in
-//   the same call. Fragmented messages grow the buffer geometrically. After a
+//   its std::string (one allocation more) while a message is arriving, plus
+//   125 bytes (one allocation, kept) from the first control frame that
+//   carries a payload (a close frame with a code, a ping with data; the
+//   empty pongs that answer our empty pings allocate nothing), 250 from the
+//   first pong held back with a payload. A single-frame message is copied
+//   once, from the caller's bytes into the receive buffer (reserved at the
+//   frame's header to its exact size, so it never re-grows), and unmasked
+//   there; text is validated in the same call. Fragmented messages grow the buffer geometrically. After a
 //   message, the buffer is kept if its capacity is at most
 //   retained_buffer_bytes, freed otherwise (idle connections hold no buffer).
 //   Sending as a server copies nothing: Transport::send gets the header (2-10
@@ -130,6 +142,9 @@ class Handler {
   // code) unless it had sent close first; Transport::close() follows.
   virtual void on_close(Session& /*session*/, std::uint16_t /*code*/, std::string_view /*reason*/) {
   }
+  // A complete message that arrived after we sent close: not delivered (see
+  // "Life of a session"). `bytes`: its size. For counting.
+  virtual void on_discarded(Session& /*session*/, MessageType /*type*/, std::size_t /*bytes*/) {}
   // The peer broke the protocol. The session sent close(`code`: 1002, 1007 or
   // 1009); Transport::close() follows. `what` says what was wrong (for logs;
   // not sent to the peer).
@@ -152,6 +167,12 @@ class Transport {
   // transport may keep the reference until the bytes are written instead of
   // copying them. Default: send(*frame, {}).
   virtual void send_shared(const SharedFrame& frame) { send(*frame, {}); }
+  // True while frames sent earlier still wait to be written: the session
+  // then holds a ping's pong back (see "Pongs" above) until its owner calls
+  // Session::send_owed_pong(), which the transport arranges here (e.g. a
+  // callback when its queue is empty). Called once per ping while open.
+  // Default: false, every ping is answered at once.
+  virtual bool backlogged() { return false; }
   // The WebSocket connection is over (close handshake done, or failed): close
   // the TCP connection once what was sent is written. Called once. Must not
   // destroy the session synchronously.
@@ -197,6 +218,12 @@ class Session {
   // errc::invalid_argument for a payload above 125 bytes.
   std::error_code ping(std::string_view payload = {});
   std::error_code pong(std::string_view payload = {});  // unsolicited pong: a one-way heartbeat
+  // True while a pong is held back (Transport::backlogged was true at the
+  // latest ping).
+  bool pong_owed() const noexcept { return owed_pong_ != 0; }
+  // Sends the pong held back, if any, unless close was sent since (then it
+  // is dropped). The owner calls it once what it had queued is written.
+  void send_owed_pong();
 
   // Starts the close handshake: sends close(code, reason) and moves to
   // `closing`; the owner arms its close timeout. The reason is cut to 123
@@ -226,6 +253,7 @@ class Session {
   void end_frame();
   void end_message();
   void on_close_frame();
+  void answer_ping();
   void fail(std::uint16_t code, const char* what);
   void finish();
   void send_frame(Opcode op, std::string_view payload);
@@ -242,11 +270,13 @@ class Session {
   std::unique_ptr<std::string> message_;
   // A control frame's payload (may interleave fragments): kMaxControlPayload
   // bytes, allocated at the first control frame with a payload. Inline it
-  // cost 125 bytes on every connection, most of which never see one.
+  // cost 125 bytes on every connection, most of which never see one. Twice
+  // that (control_wide_) once a pong with a payload was held back: the
+  // second half keeps that payload while other control frames arrive.
   std::unique_ptr<char[]> control_;
-  // The small fields last: their 6 bytes end the session, so its tail
-  // padding is free for ws::Connection's own flag ([[no_unique_address]]
-  // there; docs/memory.md).
+  // The small fields last: they end the session, so its tail padding is
+  // free for ws::Connection's own flags ([[no_unique_address]] there;
+  // docs/memory.md).
   FrameParser parser_;
   Utf8Validator utf8_;  // state of the text message being received
   State state_ = State::open;
@@ -254,6 +284,8 @@ class Session {
   bool failed_ = false;
   bool in_feed_ = false;
   std::uint8_t control_size_ = 0;
+  bool control_wide_ = false;
+  std::uint8_t owed_pong_ = 0;  // 0: none; else the held-back pong's payload size + 1
   std::uint16_t sent_code_ = 0;
   std::uint16_t received_code_ = 0;
 };

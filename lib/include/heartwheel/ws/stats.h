@@ -38,6 +38,11 @@ struct Stats {
   std::uint64_t pings_sent = 0;
   std::uint64_t pongs_received = 0;
   std::uint64_t pings_received = 0;   // (answered by the session)
+  // Pings whose own pong was not sent: the peer was not reading, and a
+  // later ping's pong answers them (session.h, "Pongs").
+  std::uint64_t pongs_folded = 0;
+  // Messages that arrived after the server sent its close: not delivered.
+  std::uint64_t messages_after_close = 0;
   std::uint64_t pong_timeouts = 0;    // closed: no byte within pong_timeout of a ping
   std::uint64_t close_timeouts = 0;   // closed: the peer did not finish the close handshake
   std::uint64_t abnormal_closes = 0;  // ended without a close frame from the peer (1006)
