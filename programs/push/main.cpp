@@ -1,7 +1,8 @@
-// heartwheel-push: a push server on heartwheel. POST /publish stores a push
-// (optionally delayed) in Redis and answers 202; whichever node claims it
-// when it is due delivers it to WebSocket (/ws, heartwheel-chat's protocol)
-// and Server-Sent Events (/sse?channel=c) subscribers. See README.md here.
+// heartwheel-push: a push server on heartwheel. POST /publish publishes a
+// push through Redis (or, delayed, stores it there) and answers 202; a
+// delayed one is delivered when due by whichever node claims it; both reach
+// WebSocket (/ws, heartwheel-chat's protocol) and Server-Sent Events
+// (/sse?channel=c) subscribers on every node. See README.md here.
 #include <algorithm>
 #include <heartwheel/metrics/endpoint.h>
 #include <heartwheel/metrics/net_metrics.h>
@@ -241,9 +242,11 @@ void add_flags(CLI::App& app, Flags& f) {
 int main(int argc, char** argv) {
   Flags f;
   CLI::App app{
-      "heartwheel-push: a push server. POST /publish {\"channel\":\"c\",\"data\":...,"
-      "\"delay_ms\":N} stores a push in Redis (202 {\"id\",\"due_ms\"}); DELETE /publish/ID "
-      "cancels one not yet delivered; subscribers listen on /ws (heartwheel-chat's protocol) or "
+      "heartwheel-push: a push server. POST /publish {\"channel\":\"c\",\"data\":...} "
+      "publishes a push at once (202 {\"id\",\"due_ms\",\"offset\",\"epoch\"}: in the "
+      "order accepted, on every node); with \"delay_ms\":N it stores a delayed push in Redis "
+      "(202 {\"id\",\"due_ms\"}), delivered in due-time order; DELETE /publish/ID cancels a "
+      "delayed one not yet delivered; subscribers listen on /ws (heartwheel-chat's protocol) or "
       "GET /sse?channel=c (Server-Sent Events).\nDurations: 250ms, 2s, 5m, 1h.\n"
       "Exit status: 0 ok, 1 runtime failure, 2 usage error.",
       "heartwheel-push"};

@@ -4,14 +4,14 @@
 // What it is (QMQ's delayed messages, on Redis and the timing wheel)
 //   schedule(channel, data, due) stores the push in Redis BEFORE its callback
 //   says yes: one Lua script puts the payload in a hash and the due time (ms
-//   since the Unix epoch, wall clock) in a sorted set. Each node's queue
-//   loads, ahead of time, the pushes due within `window` into its wheel (one
-//   TimerEntry each), extending the loaded window every `load_interval`; a
-//   push this queue accepts for a due time inside the loaded window goes
-//   straight into the wheel. When an entry fires, the push is CLAIMED in
-//   Redis by a script that removes it from the due set only if it is still
-//   there and moves it to a claims set with a lease deadline: of all the
-//   nodes that loaded it, exactly one gets the payload. That one calls
+//   since the Unix epoch, wall clock, to the microsecond) in a sorted set. Each node's queue
+//   loads, ahead of time, the pushes due within `window` and holds them in
+//   due-time order behind one wheel entry ("Order"), extending the loaded
+//   window every `load_interval`; a push this queue accepts for a due time
+//   inside the loaded window is held at once. When it comes due, the push
+//   is CLAIMED in Redis by a script that removes it from the due set only if
+//   it is still there and moves it to a claims set with a lease deadline: of
+//   all the nodes that loaded it, exactly one gets the payload. That one calls
 //   `deliver` and then acknowledges (deletes claim and payload). A reaper on
 //   the wheel re-queues claims whose lease ran out (their node died between
 //   claim and acknowledgement): delivery is at-least-once across node
@@ -19,7 +19,7 @@
 //
 //   Keys (prefix P = options.key_prefix, T = a partition's hash tag): the
 //   queue is split into options.partitions partitions, each its own three
-//   keys P{T}due (sorted set id -> due ms), P{T}data (hash id -> channel and
+//   keys P{T}due (sorted set id -> due ms, a fraction for the us), P{T}data (hash id -> channel and
 //   data), P{T}claims (sorted set id -> lease deadline ms). A push's
 //   partition is CRC16(id) mod partitions; the tags spread the partitions
 //   evenly over Redis Cluster's slots (redis::Partitions), so on a cluster
