@@ -20,9 +20,10 @@ namespace {
 // Claims sent per turn of the front timer: a restart with very many overdue
 // pushes gives the loop back (and claims on at its next tick) in between.
 constexpr std::size_t kClaimsPerTurn = 4096;
-// The largest due time a score may carry (year ~2255): its microseconds
-// stay exact in a double, and in an int64.
-constexpr double kMaxScoreMs = 9e12;
+// The largest due time a score may carry: its microseconds fit an int64.
+// (Up to 9e12 ms, the year 2255, a double keeps them exact; beyond, a push
+// keeps its millisecond and loses its place within it.)
+constexpr double kMaxScoreMs = 9e15;
 }  // namespace
 
 namespace detail {
