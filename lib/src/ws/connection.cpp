@@ -69,6 +69,10 @@ Delivery Connection::deliver(const SharedFrame& frame) {
   return Delivery::sent;
 }
 
+SharedFrame Connection::wire_frame(const SharedFrame& frame) {
+  return frame ? session_.wire_frame(frame) : frame;
+}
+
 void Connection::prefetch() const noexcept {
   prefetch_object(*this);
   conn_->prefetch();
@@ -103,6 +107,14 @@ void Connection::send(std::string_view head, std::string_view payload) {
 
 void Connection::send_shared(const SharedFrame& frame) {
   if (conn_->write(frame) == errc::limit_reached) close_slow_consumer();
+}
+
+DeflatePool* Connection::deflate_pool() noexcept { return owner_->deflate_pool_.get(); }
+
+bool Connection::yield_turn() {
+  if (!conn_->call_next_turn()) return false;  // no turns here: go on at once
+  conn_->pause_reading();                      // the kernel holds the rest meanwhile
+  return true;
 }
 
 void Connection::close() {

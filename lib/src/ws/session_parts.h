@@ -1,0 +1,48 @@
+// The parts of a ws::Session that exist only while needed (session.h,
+// "Cost"): the message being received and the rarely used extras, and the
+// bits of its compression byte. Private to lib/src/ws.
+#pragma once
+
+#include <heartwheel/ws/session.h>
+
+#include <memory>
+#include <string>
+
+#include "zstream.h"
+
+namespace heartwheel::ws {
+
+// Session::deflate_.
+inline constexpr std::uint8_t kDeflateOn = 0x80;
+inline constexpr std::uint8_t kSendContext = 0x40;     // our deflate stream lives on
+inline constexpr std::uint8_t kReceiveContext = 0x20;  // the peer's: our inflate stream lives on
+inline constexpr std::uint8_t kWindowMask = 0x0F;      // our window bits, 8..15
+inline constexpr std::uint8_t kRsv1 = 0x4;             // FrameHeader::rsv's RSV1
+
+// Allocated at a message's first frame (or when bytes wait for a turn),
+// freed when neither is left.
+struct Session::Incoming {
+  std::string payload;  // the message so far (inflated, if compressed)
+  // Inflating this message: lent by the pool, or the context's own. Null:
+  // not compressed.
+  detail::Inflater* inflater = nullptr;
+  // Bytes fed after a yield_turn(), waiting for resume().
+  std::unique_ptr<std::string> held;
+};
+
+// A connection with context takeover's own streams, made at first use.
+struct DeflateContext {
+  std::unique_ptr<detail::Deflater> deflater;
+  std::unique_ptr<detail::Inflater> inflater;
+  int send_bits = 15;
+  int receive_bits = 15;
+};
+
+// Allocated at the first control frame with a payload, or by use_deflate
+// with context takeover; kept.
+struct Session::Extras {
+  char control[kMaxControlPayload];
+  std::unique_ptr<DeflateContext> context;
+};
+
+}  // namespace heartwheel::ws
