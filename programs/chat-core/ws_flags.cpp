@@ -89,8 +89,9 @@ void add_ws_flags(CLI::App& app, WsFlags& f, const std::string& workers_help) {
                "statelessly: no zlib state on idle connections, a publication compressed once for "
                "all its subscribers)");
   app.add_flag("--ws-compression-context", f.ws_compression_context,
-               "let connections keep their zlib streams between messages (better ratios; memory "
-               "per connection, capped by --ws-compression-window-bits and -mem-level)");
+               "keep each connection's deflate stream between the server's messages (better "
+               "ratios; memory per connection, capped by --ws-compression-window-bits and "
+               "-mem-level); clients are still asked to keep none");
   app.add_option("--ws-compression-min-size", f.ws_compression_min_size,
                  "messages and publications with fewer payload bytes go uncompressed")
       ->capture_default_str();
@@ -99,7 +100,8 @@ void add_ws_flags(CLI::App& app, WsFlags& f, const std::string& workers_help) {
       ->capture_default_str()
       ->check(CLI::Range(1, 9));
   app.add_option("--ws-compression-window-bits", f.ws_compression_window_bits,
-                 "with --ws-compression-context: the largest window either side may keep (9..15)")
+                 "with --ws-compression-context: the largest window of a connection's deflate "
+                 "stream (9..15)")
       ->capture_default_str()
       ->check(CLI::Range(9, 15));
   app.add_option("--ws-compression-mem-level", f.ws_compression_mem_level,

@@ -200,6 +200,15 @@ TEST_CASE("deflate session: compressed bytes that are not DEFLATE, or not UTF-8,
   require_failed(
       run_case({client_frame(kText, compressed("bad \xff byte"), true, kRsv1)}, {}, stateless()),
       1007);
+  // Not UTF-8 at its first byte and past the limit too: judged in the order
+  // the bytes come, so 1007 however the input is split (one inflate call
+  // used to report the limit first when it made all the output at once).
+  SessionOptions small;
+  small.max_message_bytes = 64;
+  require_failed(
+      run_case({client_frame(kText, compressed("\xff" + std::string(1000, 'a')), true, kRsv1)},
+               small, stateless()),
+      1007);
 }
 
 TEST_CASE(
@@ -303,6 +312,25 @@ TEST_CASE("deflate session: with context takeover a repeated message costs a fra
   CHECK(pair.server_end.shared.empty());  // its own frame: not the shared one
   pair.client.feed(pair.server_end.take());
   CHECK(pair.client_end.messages.back() == message);
+}
+
+TEST_CASE(
+    "deflate session: a peer's context is inflated with a full window, so a distance past the "
+    "window it agreed on gives the same outcome whatever the split",
+    "[ws][deflate][session][context]") {
+  // The client said it keeps a 512-byte window but refers 1,000 bytes back.
+  // zlib resolves such a distance from the output of the same call: a 9-bit
+  // inflate stream accepted it fed whole and failed fed byte by byte.
+  DeflateParams p;
+  p.enabled = true;
+  p.server_no_context_takeover = true;
+  p.client_max_window_bits = 9;
+  std::string text;
+  for (int i = 0; text.size() < 1000; ++i) text += std::to_string(i * 7919 % 1000) + ",";
+  const std::string message = text + text;
+  const Run r = run_case({client_frame(kText, compressed(message), true, kRsv1)}, {}, p);
+  REQUIRE(r.all.events.size() == 2);
+  CHECK(r.all.events[0] == "text:" + shown(message));
 }
 
 TEST_CASE(

@@ -185,14 +185,13 @@ DeflateParams answer(const Parsed& offer, const DeflateOptions& o) {
   else
     p.server_max_window_bits = static_cast<std::uint8_t>(
         offer.server_window != 0 ? std::min(offer.server_window, cap) : cap);
-  if (offer.client_no_context || offer.client_window < 0) {
-    // It keeps no context, or it cannot take a window cap: an uncapped
-    // context would be 32 KiB of inflate state per connection.
-    p.client_no_context_takeover = true;
-  } else {
-    p.client_max_window_bits = static_cast<std::uint8_t>(
-        std::min(offer.client_window != 0 ? offer.client_window : 15, cap));
-  }
+  // The client keeps no context (RFC 7692 7.1.1.2 lets a server ask that
+  // unasked): its inflate state on our side would be a 32 KiB window per
+  // connection, since a smaller one cannot be enforced (zlib resolves a
+  // distance past the window from the output of the same call, so a client
+  // overstepping its window would be caught or not depending on how its
+  // bytes arrive).
+  p.client_no_context_takeover = true;
   return p;
 }
 

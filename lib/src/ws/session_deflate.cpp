@@ -30,15 +30,12 @@ void Session::use_deflate(const DeflateParams& p) {
   const bool receive_context =
       !(server ? p.client_no_context_takeover : p.server_no_context_takeover);
   const int send_bits = bits_or_15(server ? p.server_max_window_bits : p.client_max_window_bits);
-  const int receive_bits = bits_or_15(server ? p.client_max_window_bits : p.server_max_window_bits);
   deflate_ = static_cast<std::uint8_t>(kDeflateOn | (send_context ? kSendContext : 0) |
                                        (receive_context ? kReceiveContext : 0) | send_bits);
   parser_.set_allowed_rsv(kRsv1);
   if (send_context || receive_context) {
     auto context = std::make_unique<DeflateContext>();
     context->send_bits = send_bits;
-    // zlib inflates with 9 bits at least; that reads an 8-bit stream too.
-    context->receive_bits = std::max(receive_bits, 9);
     extras().context = std::move(context);
   }
 }
@@ -47,7 +44,12 @@ void Session::use_deflate(const DeflateParams& p) {
 bool Session::begin_compressed() {
   if ((deflate_ & kReceiveContext) != 0) {
     DeflateContext& c = *extras_->context;
-    if (!c.inflater) c.inflater = std::make_unique<detail::Inflater>(c.receive_bits);
+    // 15 bits whatever the peer's window: zlib does not hold a stream to a
+    // smaller one (a distance past it resolves from the output of the same
+    // call), so a smaller window would fail or pass a peer that oversteps
+    // it depending on how its bytes arrive. (A server of ours never agrees
+    // to a client's context: deflate.h.)
+    if (!c.inflater) c.inflater = std::make_unique<detail::Inflater>(15);
     message_->inflater = c.inflater.get();
   } else {
     message_->inflater = transport_.deflate_pool()->borrow_inflater();
@@ -70,19 +72,29 @@ bool Session::inflate_payload(std::string_view& in, std::size_t& inflated) {
     const auto result =
         m.inflater->inflate(std::string_view(chunk, n), m.payload, options_.max_message_bytes);
     inflated += m.payload.size() - start;
-    if (result == detail::Inflater::Result::too_big) {
-      fail(kCloseMessageTooBig, "inflated message above max_message_bytes");
-      return false;
-    }
-    if (result == detail::Inflater::Result::bad_data) {
-      fail(kCloseInvalidPayload, "compressed message is not DEFLATE");
-      return false;
-    }
-    if (parser_.message_opcode() == Opcode::text && m.payload.size() > start &&
-        !utf8_.feed(std::string_view(m.payload).substr(start))) {
-      fail(kCloseInvalidPayload, "text message is not valid UTF-8");
-      return false;
-    }
+    if (!judge_inflated(start, result)) return false;
+  }
+  return true;
+}
+
+// What one inflate call appended from `start` on, and how it ended, judged
+// in the order the bytes came (so any split of the input gives the same
+// verdict): text that is not UTF-8 within the limit first, then the limit,
+// then bad DEFLATE.
+bool Session::judge_inflated(std::size_t start, detail::InflateResult result) {
+  const std::string& payload = message_->payload;
+  if (parser_.message_opcode() == Opcode::text && payload.size() > start &&
+      !utf8_.feed(std::string_view(payload).substr(start))) {
+    fail(kCloseInvalidPayload, "text message is not valid UTF-8");
+    return false;
+  }
+  if (result == detail::Inflater::Result::too_big) {
+    fail(kCloseMessageTooBig, "inflated message above max_message_bytes");
+    return false;
+  }
+  if (result == detail::Inflater::Result::bad_data) {
+    fail(kCloseInvalidPayload, "compressed message is not DEFLATE");
+    return false;
   }
   return true;
 }
@@ -94,17 +106,7 @@ bool Session::finish_inflating() {
   const std::size_t start = m.payload.size();
   const auto result = m.inflater->inflate(std::string_view(detail::kDeflateTail, 4), m.payload,
                                           options_.max_message_bytes);
-  if (result != detail::Inflater::Result::ok) {
-    fail(result == detail::Inflater::Result::too_big ? kCloseMessageTooBig : kCloseInvalidPayload,
-         result == detail::Inflater::Result::too_big ? "inflated message above max_message_bytes"
-                                                     : "compressed message is not DEFLATE");
-    return false;
-  }
-  if (parser_.message_opcode() == Opcode::text && m.payload.size() > start &&
-      !utf8_.feed(std::string_view(m.payload).substr(start))) {
-    fail(kCloseInvalidPayload, "text message is not valid UTF-8");
-    return false;
-  }
+  if (!judge_inflated(start, result)) return false;
   release_inflater();
   Stats& stats = transport_.deflate_pool()->stats();
   ++stats.compressed_messages_received;

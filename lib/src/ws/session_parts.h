@@ -35,7 +35,6 @@ struct DeflateContext {
   std::unique_ptr<detail::Deflater> deflater;
   std::unique_ptr<detail::Inflater> inflater;
   int send_bits = 15;
-  int receive_bits = 15;
 };
 
 // Allocated at the first control frame with a payload, or by use_deflate

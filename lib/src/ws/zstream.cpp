@@ -38,10 +38,13 @@ Inflater::Result Inflater::inflate(std::string_view in, std::string& out, std::s
     const std::size_t n = kChunk - z_.avail_out;
     if (n > 0) {
       const std::size_t size = out.size();
-      if (n > limit - std::min(limit, size)) return Result::too_big;
-      if (size + n > out.capacity())  // geometric, never past the limit
+      const std::size_t room = limit - std::min(limit, size);
+      if (size + std::min(n, room) > out.capacity())  // geometric, never past the limit
         out.reserve(std::min(limit, std::max(size + n, 2 * out.capacity())));
-      out.append(chunk, n);
+      // What fits goes in even when more came: the caller judges those
+      // bytes (UTF-8) before the excess, as if they had come one by one.
+      out.append(chunk, std::min(n, room));
+      if (n > room) return Result::too_big;
     }
     if (rc == Z_STREAM_END) {
       // The sender ended the stream (a BFINAL block, RFC 7692 7.2.3.3):

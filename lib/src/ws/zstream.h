@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,8 @@ namespace heartwheel::ws::detail {
 inline constexpr char kDeflateTail[4] = {0x00, 0x00, static_cast<char>(0xff),
                                          static_cast<char>(0xff)};
 
+enum class InflateResult : std::uint8_t { ok, too_big, bad_data };
+
 class Inflater {
  public:
   // Throws std::bad_alloc when zlib cannot allocate its state.
@@ -35,9 +38,11 @@ class Inflater {
   Inflater(const Inflater&) = delete;
   Inflater& operator=(const Inflater&) = delete;
 
-  enum class Result { ok, too_big, bad_data };
+  using Result = InflateResult;
   // Inflates all of `in`, appending to `out`; `out` never grows past
-  // `limit` bytes: output beyond it is too_big (and stops there).
+  // `limit` bytes: output beyond it is too_big (what fitted is appended,
+  // the rest dropped, the stream stops there). bad_data: `in` is not
+  // DEFLATE (what it inflated to before the bad byte is appended).
   // The stream keeps its window for the next call (and the next message,
   // unless reset()). bad_data: `in` is not DEFLATE.
   Result inflate(std::string_view in, std::string& out, std::size_t limit);

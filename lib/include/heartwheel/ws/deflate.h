@@ -24,9 +24,10 @@
 //   connection holds no zlib state, the streams are borrowed from the loop's
 //   pool for one message, and a publication sent to N subscribers is
 //   compressed once for all of them. DeflateOptions::context_takeover lets
-//   connections keep their streams, with the window and memLevel capped
-//   (max_window_bits, mem_level): ~24 KiB per connection at 11 / 4 (the
-//   figures are measured in docs/BENCHMARKS.md).
+//   the server keep each connection's deflate stream, with the window and
+//   memLevel capped (max_window_bits, mem_level): ~22 KiB per connection at
+//   11 / 4 (measured in docs/BENCHMARKS.md). The client is asked to keep
+//   none even then: see below.
 //
 // Negotiation (server: negotiate_deflate), RFC 7692 5 and 7.1
 //   The client lists offers in Sec-WebSocket-Extensions, most preferred
@@ -44,11 +45,13 @@
 //   cannot deflate with a 256-byte window, it makes it 512, so such a
 //   connection gets our messages uncompressed; theirs are still inflated).
 //   With context_takeover: server_no_context_takeover only when offered;
-//   server_max_window_bits = min(asked, max_window_bits) always; the client
-//   keeps its context only if it offered client_max_window_bits (then
-//   answered with min(its value, max_window_bits)); otherwise
-//   client_no_context_takeover, since an uncapped client window is 32 KiB of
-//   inflate state on our side.
+//   server_max_window_bits = min(asked, max_window_bits) always (our stream
+//   keeps to it; the client's inflate window can be that small too);
+//   client_no_context_takeover always. A client's context would cost a
+//   32 KiB inflate window per connection on our side: a smaller one cannot
+//   be enforced, because zlib resolves a distance past the window from the
+//   output of the same call, so a client overstepping its window would be
+//   caught or not depending on how its bytes arrive.
 //
 // Threads: pure functions. Cost: one pass over the header's bytes.
 #pragma once
@@ -73,20 +76,21 @@ struct DeflateOptions {
   // Negotiate permessage-deflate when the peer offers it (server) / offer it
   // (client). Off: the extension is never mentioned.
   bool enabled = false;
-  // Let connections keep their zlib streams between messages (see the top of
-  // this file): the server's with a window of at most max_window_bits and
-  // mem_level, the client's only where it accepts a window cap. Off (the
-  // default): every message is compressed on its own.
+  // Let the server keep each connection's deflate stream between messages
+  // (see the top of this file), with a window of at most max_window_bits and
+  // mem_level; clients still keep none. Off (the default): every message is
+  // compressed on its own. (A client that offers context asks the server to
+  // keep its own and keeps its own: deflate_offer.)
   bool context_takeover = false;
   // zlib compression level, 1 (fastest) to 9 (smallest).
   int level = 6;
   // Messages (and publications) with fewer payload bytes go uncompressed:
   // for small JSON the 2-10 bytes saved do not pay for the CPU.
   std::size_t min_size = 256;
-  // With context_takeover: the largest window (8..15, as log2 bytes) a
-  // connection's streams may use, both ways, and deflate's memLevel (1..9).
-  // Per-connection memory is about 2^(w+2) + 2^(m+9) bytes of deflate state
-  // plus 2^w of inflate window (zconf.h): 24 KiB at 11 / 4.
+  // With context_takeover: the largest window (9..15, as log2 bytes) of a
+  // connection's deflate stream, and its memLevel (1..9). Its memory is
+  // about 2^(w+2) + 2^(m+9) bytes plus zlib's ~6 KiB of state (zconf.h):
+  // ~22 KiB at 11 / 4.
   int max_window_bits = 11;
   int mem_level = 4;
   // Inflated bytes one Session::feed may produce before the session lets the

@@ -113,6 +113,9 @@ namespace heartwheel::ws {
 
 class Session;
 class DeflatePool;
+namespace detail {
+enum class InflateResult : std::uint8_t;  // lib/src/ws/zstream.h
+}
 
 enum class MessageType : std::uint8_t { text, binary };
 
@@ -289,6 +292,7 @@ class Session {
   bool begin_compressed();
   bool read_payload(std::string_view& in, std::size_t& inflated);
   bool inflate_payload(std::string_view& in, std::size_t& inflated);
+  bool judge_inflated(std::size_t start, detail::InflateResult result);
   bool finish_inflating();
   void release_inflater() noexcept;
   void tidy_incoming() noexcept;
