@@ -26,11 +26,10 @@ import json
 import os
 import sys
 import time
-import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "integration"))
-from chat_support import TEXT, RawClient, Server  # noqa: E402
+from chat_support import TEXT, RawClient, Server, deflated  # noqa: E402
 
 BIN = os.path.join(HERE, "..", "..", "build", "bin", "heartwheel-chat")
 
@@ -58,23 +57,6 @@ def tokens(n):
 
 
 DEFLATE_OFFER = "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"
-
-
-def deflated(payload):
-    """A permessage-deflate payload, without context (a new stream each)."""
-    c = zlib.compressobj(6, zlib.DEFLATED, -15)
-    return (c.compress(payload) + c.flush(zlib.Z_SYNC_FLUSH))[:-4]
-
-
-def recv_any(c):
-    """(byte 0, payload) of the next frame, RSV1 allowed."""
-    b0, b1 = c._take(2)
-    n = b1 & 0x7F
-    if n == 126:
-        n = int.from_bytes(c._take(2), "big")
-    elif n == 127:
-        n = int.from_bytes(c._take(8), "big")
-    return b0, c._take(n)
 
 
 def open_client(port, i, token, deflate=False):
@@ -158,7 +140,7 @@ def publish_to_every_room(port, clients):
         pub.send(TEXT, json.dumps({"id": room, "op": "publish", "channel": "room%d" % room,
                                    "data": data}))
     for c in clients:
-        while not recv_any(c)[0] & 0x40:  # presence events, plain, may come first
+        while not c.recv_raw_frame()[0] & 0x40:  # presence events, plain, may come first
             pass
     pub.close()
 

@@ -24,9 +24,8 @@ import asyncio
 import json
 import os
 import sys
-import zlib
 
-from chat_support import BINARY, RawClient, Server, run_tests
+from chat_support import BINARY, RawClient, Server, deflated, inflated, run_tests
 
 try:
     import websockets
@@ -38,14 +37,6 @@ STATELESS = "permessage-deflate; server_no_context_takeover; client_no_context_t
 OFFER = "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"
 
 
-def deflate(payload):
-    """A permessage-deflate payload: raw DEFLATE, sync-flushed, 00 00 ff ff cut."""
-    c = zlib.compressobj(6, zlib.DEFLATED, -15)
-    data = c.compress(payload) + c.flush(zlib.Z_SYNC_FLUSH)
-    assert data.endswith(b"\x00\x00\xff\xff")
-    return data[:-4]
-
-
 def json_body(n, seed=0):
     items, s = [], ""
     while len(s) < n:
@@ -53,23 +44,6 @@ def json_body(n, seed=0):
                       "n": len(items)})
         s = json.dumps({"items": items})
     return s
-
-
-def recv_any_frame(c):
-    """(byte 0, payload) of the server's next frame, RSV1 allowed (RawClient's
-    own reader insists on none)."""
-    b0, b1 = c._take(2)
-    n = b1 & 0x7F
-    if n == 126:
-        n = int.from_bytes(c._take(2), "big")
-    elif n == 127:
-        n = int.from_bytes(c._take(8), "big")
-    return b0, c._take(n)
-
-
-def inflate(payload):
-    """A permessage-deflate payload inflated (no final block: not zlib.decompress)."""
-    return zlib.decompressobj(-15).decompress(payload + b"\x00\x00\xff\xff")
 
 
 def rss_bytes(pid):
@@ -184,16 +158,16 @@ def test_no_ws_compression_leaves_the_offer_unanswered():
 
 
 def test_bomb_closed_1009_with_rss_bounded():
-    bomb = deflate(b"\x00" * (10 << 20))
+    bomb = deflated(b"\x00" * (10 << 20))
     assert len(bomb) < 12 * 1024, len(bomb)
     with Server(SERVER_BINARY, "--max-message-size", "65536") as s:
         # Warm up: the pool's streams and the allocator's arenas exist.
         c = RawClient(s.port, handshake=False)
         assert c.handshake("/echo", OFFER) == 101
         assert c.headers["sec-websocket-extensions"] == STATELESS
-        c.send(BINARY, deflate(b"w" * 60000), rsv=4)
-        b0, payload = recv_any_frame(c)
-        assert b0 == 0xC2 and inflate(payload) == b"w" * 60000
+        c.send(BINARY, deflated(b"w" * 60000), rsv=4)
+        b0, payload = c.recv_raw_frame()
+        assert b0 == 0xC2 and inflated(payload) == b"w" * 60000
         c.close()
         before = rss_bytes(s.proc.pid)
         for _ in range(20):
@@ -210,15 +184,15 @@ def test_bomb_closed_1009_with_rss_bounded():
 
 def test_flood_of_compressed_messages_yields_the_loop_and_answers_all():
     count, size = 300, 60000  # each just under --max-message-size
-    one = RawClient.frame(BINARY, deflate(b"\x00" * size), rsv=4)
+    one = RawClient.frame(BINARY, deflated(b"\x00" * size), rsv=4)
     with Server(SERVER_BINARY, "--max-message-size", "65536") as s:
         c = RawClient(s.port, handshake=False)
         assert c.handshake("/echo", OFFER) == 101
         c.send_raw(one * count)  # ~18 MiB inflated from ~20 KB, in one write
         for _ in range(count):
-            b0, payload = recv_any_frame(c)
+            b0, payload = c.recv_raw_frame()
             assert b0 == 0xC2, hex(b0)  # FIN | RSV1 | binary: compressed back
-            assert inflate(payload) == b"\x00" * size
+            assert inflated(payload) == b"\x00" * size
         c.close()
         st = s.read_stats(lambda st: st["ws"]["messages_received"] == count)["ws"]
         # 18 MiB in one read is past the 1 MiB budget many times over.
