@@ -21,7 +21,10 @@ subscribed, one publication of about 1 KB of JSON goes to each room (so
 every connection receives one compressed frame) and a third line gives the
 RSS per connection after that: what compressed traffic leaves behind
 (nothing without context takeover; a connection's zlib streams with
---ws-compression-context, a server flag, passed on)."""
+--ws-compression-context, a server flag, passed on). The clients answer no
+pings and that phase reads every connection, so with --deflate the server
+runs with --ping-interval 0 (give it to the run without --deflate too, to
+compare like with like)."""
 import json
 import os
 import sys
@@ -79,6 +82,8 @@ def open_client(port, i, token, deflate=False):
 
 def measure(n, subscribe, flags=(), auth=False, deflate=False):
     """Prints and returns the server's RSS growth per connection."""
+    if deflate:
+        flags = (*flags, "--ping-interval", "0")
     if not auth:
         return measure_with(n, subscribe, flags, [None] * (n + 200), deflate)
     import tempfile

@@ -33,17 +33,20 @@ void Session::use_deflate(const DeflateParams& p) {
   deflate_ = static_cast<std::uint8_t>(kDeflateOn | (send_context ? kSendContext : 0) |
                                        (receive_context ? kReceiveContext : 0) | send_bits);
   parser_.set_allowed_rsv(kRsv1);
-  if (send_context || receive_context) {
-    auto context = std::make_unique<DeflateContext>();
-    context->send_bits = send_bits;
-    extras().context = std::move(context);
-  }
+}
+
+// The streams of a side with context takeover: made at its first use, so
+// an idle connection holds none (nor the block that keeps them).
+DeflateContext& Session::context() {
+  Extras& e = extras();
+  if (!e.context) e.context = std::make_unique<DeflateContext>();
+  return *e.context;
 }
 
 // The first frame of a compressed message: a stream to inflate it with.
 bool Session::begin_compressed() {
   if ((deflate_ & kReceiveContext) != 0) {
-    DeflateContext& c = *extras_->context;
+    DeflateContext& c = context();
     // 15 bits whatever the peer's window: zlib does not hold a stream to a
     // smaller one (a distance past it resolves from the output of the same
     // call), so a smaller window would fail or pass a peer that oversteps
@@ -135,9 +138,9 @@ void Session::send_message(Opcode op, std::string_view payload) {
   std::string& out = pool->scratch_;
   out.clear();
   if ((deflate_ & kSendContext) != 0) {
-    DeflateContext& c = *extras_->context;
+    DeflateContext& c = context();
     if (!c.deflater)
-      c.deflater = std::make_unique<detail::Deflater>(pool->options().level, c.send_bits,
+      c.deflater = std::make_unique<detail::Deflater>(pool->options().level, bits,
                                                       pool->options().mem_level);
     c.deflater->compress(payload, out);
     ++stats.deflate_calls;

@@ -30,15 +30,15 @@ struct Session::Incoming {
   std::unique_ptr<std::string> held;
 };
 
-// A connection with context takeover's own streams, made at first use.
+// A connection with context takeover's own streams, made at first use (its
+// first compressed message: an idle connection has neither).
 struct DeflateContext {
   std::unique_ptr<detail::Deflater> deflater;
   std::unique_ptr<detail::Inflater> inflater;
-  int send_bits = 15;
 };
 
-// Allocated at the first control frame with a payload, or by use_deflate
-// with context takeover; kept.
+// Allocated at the first control frame with a payload, or the first
+// compressed message with context takeover; kept.
 struct Session::Extras {
   char control[kMaxControlPayload];
   std::unique_ptr<DeflateContext> context;

@@ -39,11 +39,13 @@
 //   is accepted on the first frame of a message (never on control or
 //   continuation frames: 1002), such messages are inflated as their bytes
 //   arrive (the limit counts inflated bytes, UTF-8 is checked on them), and
-//   messages sent from options().min_size bytes up are compressed, RSV1 on
-//   their frame. Streams come from the transport's DeflatePool (one per
-//   loop): without context takeover (the default) an inflate stream is lent
-//   for one message and a shared frame is compressed once per pool for all
-//   its sessions; with it, the session keeps its own streams. Inflating is
+//   messages sent from DeflateOptions::min_size bytes up are compressed,
+//   RSV1 on their frame. Streams come from the transport's DeflatePool (one
+//   per loop): without context takeover (the default) an inflate stream is
+//   lent for one message and a shared frame is compressed once per pool for
+//   all its sessions; a side with context keeps its own stream (our deflate
+//   stream; an inflate stream with a 32 KiB window for a peer's context,
+//   since zlib cannot hold a peer to a smaller one). Inflating is
 //   bounded per feed (DeflateOptions::inflate_budget): past it, at the next
 //   frame boundary, the session asks the transport for a later turn
 //   (Transport::yield_turn), keeps the rest of the bytes, and goes on in
@@ -113,6 +115,7 @@ namespace heartwheel::ws {
 
 class Session;
 class DeflatePool;
+struct DeflateContext;  // lib/src/ws/session_parts.h
 namespace detail {
 enum class InflateResult : std::uint8_t;  // lib/src/ws/zstream.h
 }
@@ -299,6 +302,7 @@ class Session {
   void end_frame();
   void end_message();
   Extras& extras();
+  DeflateContext& context();
   std::string_view control_payload() const noexcept;
   void on_close_frame();
   void fail(std::uint16_t code, const char* what);
