@@ -166,7 +166,7 @@ TEST_CASE("The 101 answers a browser's deflate offer and messages go compressed 
 
 TEST_CASE(
     "A publication to N compressing subscribers is deflated once per loop and queued as N "
-    "references to one compressed buffer; the others get the plain frame",
+    "references to one compressed buffer, the others the plain frame",
     "[ws][net][deflate][pubsub]") {
   constexpr int kCompressing = 6;
   constexpr int kPlain = 2;
