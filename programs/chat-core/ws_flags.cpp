@@ -89,6 +89,31 @@ void add_ws_flags(CLI::App& app, WsFlags& f, const std::string& workers_help) {
                  "write counters as JSON to FILE every --stats-interval and at exit");
   app.add_option("--stats-interval", f.stats_interval, "how often --stats-json is rewritten")
       ->capture_default_str();
+  app.add_flag("!--no-ws-compression", f.ws_compression,
+               "never agree on permessage-deflate (by default a client's offer is answered "
+               "statelessly: no zlib state on idle connections, a publication compressed once for "
+               "all its subscribers)");
+  app.add_flag("--ws-compression-context", f.ws_compression_context,
+               "keep each connection's deflate stream between the server's messages (better "
+               "ratios; memory per connection, capped by --ws-compression-window-bits and "
+               "-mem-level); clients are still asked to keep none");
+  app.add_option("--ws-compression-min-size", f.ws_compression_min_size,
+                 "messages and publications with fewer payload bytes go uncompressed")
+      ->capture_default_str();
+  app.add_option("--ws-compression-level", f.ws_compression_level,
+                 "zlib level: 1 fastest .. 9 smallest")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 9));
+  app.add_option("--ws-compression-window-bits", f.ws_compression_window_bits,
+                 "with --ws-compression-context: the largest window of a connection's deflate "
+                 "stream (9..15)")
+      ->capture_default_str()
+      ->check(CLI::Range(9, 15));
+  app.add_option("--ws-compression-mem-level", f.ws_compression_mem_level,
+                 "with --ws-compression-context: zlib memLevel of a connection's deflate stream "
+                 "(1..9)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 9));
 }
 
 void apply_ws_flags(const WsFlags& f, Config& c) {
@@ -99,6 +124,16 @@ void apply_ws_flags(const WsFlags& f, Config& c) {
   if (f.max_message_size == 0) throw std::invalid_argument("--max-message-size must be positive");
   w.session.max_message_bytes = f.max_message_size;
   w.max_queued_bytes = f.max_queued_bytes;
+  ws::DeflateOptions& d = w.handshake.deflate;
+  d.enabled = f.ws_compression;
+  d.context_takeover = f.ws_compression_context;
+  d.min_size = f.ws_compression_min_size;
+  d.level = f.ws_compression_level;
+  d.max_window_bits = f.ws_compression_window_bits;
+  d.mem_level = f.ws_compression_mem_level;
+  // A compressed message may inflate to the message limit: the bound of one
+  // read's inflating is a few of them.
+  d.inflate_budget = std::max<std::size_t>(4 * f.max_message_size, std::size_t{1} << 20);
   if (f.slow_consumer == "close")
     w.slow_consumer = ws::SlowConsumerPolicy::close;
   else if (f.slow_consumer == "skip")

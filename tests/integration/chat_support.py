@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 # procs.PortHold, for the tests whose server comes back on its port.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
@@ -259,15 +260,21 @@ class RawClient:
     def recv_frame(self):
         """(fin, opcode, payload) of the server's next frame; checks it is
         unmasked and has no reserved bits."""
+        b0, payload = self.recv_raw_frame()
+        assert b0 & 0x70 == 0, "no extension was negotiated: RSV bits must be 0"
+        return bool(b0 & 0x80), b0 & 0x0F, payload
+
+    def recv_raw_frame(self):
+        """(byte 0, payload) of the server's next frame, RSV bits allowed
+        (permessage-deflate's RSV1: see inflated()); checks it is unmasked."""
         b0, b1 = self._take(2)
         assert b1 & 0x80 == 0, "server frames must not be masked"
-        assert b0 & 0x70 == 0, "no extension was negotiated: RSV bits must be 0"
         n = b1 & 0x7F
         if n == 126:
             n = struct.unpack("!H", self._take(2))[0]
         elif n == 127:
             n = struct.unpack("!Q", self._take(8))[0]
-        return bool(b0 & 0x80), b0 & 0x0F, self._take(n)
+        return b0, self._take(n)
 
     def recv_message(self):
         """(opcode, payload) of the next data message or control frame."""
@@ -308,6 +315,20 @@ class RawClient:
 
     def close(self):
         self.sock.close()
+
+
+def deflated(payload):
+    """A permessage-deflate payload (RFC 7692 7.2.1) without context: raw
+    DEFLATE, sync-flushed, its 00 00 ff ff cut off. Send it with rsv=4."""
+    c = zlib.compressobj(6, zlib.DEFLATED, -15)
+    data = c.compress(payload) + c.flush(zlib.Z_SYNC_FLUSH)
+    assert data.endswith(b"\x00\x00\xff\xff")
+    return data[:-4]
+
+
+def inflated(payload):
+    """The inverse of deflated() (no final block: not zlib.decompress)."""
+    return zlib.decompressobj(-15).decompress(payload + b"\x00\x00\xff\xff")
 
 
 def _xor_long(payload, key):

@@ -79,6 +79,10 @@ Delivery Connection::deliver(const SharedFrame& frame) {
   return Delivery::sent;
 }
 
+SharedFrame Connection::wire_frame(const SharedFrame& frame) {
+  return frame ? session_.wire_frame(frame) : frame;
+}
+
 void Connection::prefetch() const noexcept {
   prefetch_object(*this);
   conn_->prefetch();
@@ -123,6 +127,14 @@ bool Connection::backlogged() {
     ++owner_->stats_.pongs_folded;
   else
     conn_->notify_when_drained();
+  return true;
+}
+
+DeflatePool* Connection::deflate_pool() noexcept { return owner_->deflate_pool_.get(); }
+
+bool Connection::yield_turn() {
+  if (!conn_->call_next_turn()) return false;  // no turns here: go on at once
+  conn_->pause_reading();                      // the kernel holds the rest meanwhile
   return true;
 }
 

@@ -18,7 +18,8 @@
 //
 // Cost
 //   168 bytes (x86-64), 112 of them the session, in one allocation,
-//   besides the net::Connection. deliver() copies nothing: the net layer
+//   besides the net::Connection; compression adds nothing to it (the
+//   session's padding holds its byte, this one's flags). deliver() copies nothing: the net layer
 //   queues a reference to the frame when the socket does not take it at once.
 //
 // Threads: the connection's loop thread only.
@@ -84,6 +85,14 @@ class Connection final : private Transport, private Handler {
   // empty queue always gets the frame, however large. Every outcome but
   // `sent` is counted in Stats.
   Delivery deliver(const SharedFrame& frame);
+  // The frame deliver() would write for `frame` on this connection: `frame`
+  // itself, or, when the peer agreed on compression without context, the
+  // loop's compressed form of it (DeflatePool::shared; counted as sent
+  // compressed here, so call it once per delivery). Null when this
+  // connection compresses with its own context (deliver() then compresses
+  // and copies). For code that writes shared frames itself
+  // (note_delivered).
+  SharedFrame wire_frame(const SharedFrame& frame);
   // A shared frame the caller sent on this peer's socket itself, around
   // deliver() (heartwheel-chat's io_uring fan-out), of which the kernel took
   // `bytes` (> 0): counts it as deliver() would (Stats::messages_sent and
@@ -117,6 +126,8 @@ class Connection final : private Transport, private Handler {
   void send_shared(const SharedFrame& frame) override;
   bool backlogged() override;
   void close() override;
+  DeflatePool* deflate_pool() noexcept override;
+  bool yield_turn() override;
   // ws::Handler
   void on_message(Session& session, MessageType type, std::string& payload) override;
   void on_discarded(Session& session, MessageType type, std::size_t bytes) override;
@@ -145,6 +156,9 @@ class Connection final : private Transport, private Handler {
   // hears the way back); a drain that only sends a held-back pong does not
   // reach the application.
   bool unwritable_ = false;
+  // The peer's EOF came while the session waited for its turn
+  // (Session::waiting_turn): handled once the waiting bytes are.
+  bool eof_pending_ = false;
 };
 
 }  // namespace heartwheel::ws

@@ -65,6 +65,14 @@
 // Draining: on_drain (net::Server::drain) sends close 1001 "going away" and
 //   arms the close timeout; the connection then closes with reason drain.
 //
+// Compression: with handshake.deflate.enabled, upgrade() answers a client's
+//   permessage-deflate offer (heartwheel/ws/deflate.h) and the connection's
+//   session compresses with the handler's DeflatePool (one per NetHandler,
+//   so one per loop: deflate_pool()). A session that inflated its share of
+//   a read (DeflateOptions::inflate_budget) waits for a later loop turn
+//   (net::Connection::call_next_turn, reading paused meanwhile); an EOF that
+//   comes then is handled after the waiting bytes.
+//
 // Threads: the loop thread of its connections (one NetHandler per loop,
 //   e.g. per net::Workers worker). Lifetime: must outlive its connections'
 //   server and any pending upgrade (upgrade() captures it). If the server is
@@ -82,6 +90,8 @@
 #include <heartwheel/common/time.h>
 #include <heartwheel/ws/connection.h>
 #include <heartwheel/ws/deadlines.h>
+#include <heartwheel/ws/deflate.h>
+#include <heartwheel/ws/deflate_pool.h>
 #include <heartwheel/ws/handshake.h>
 #include <heartwheel/ws/session.h>
 #include <heartwheel/ws/stats.h>
@@ -103,7 +113,7 @@ const char* to_string(SlowConsumerPolicy policy) noexcept;
 
 struct NetHandlerOptions {
   SessionOptions session;      // message size limit (1009 above it), buffers
-  HandshakeOptions handshake;  // subprotocols, origin check
+  HandshakeOptions handshake;  // subprotocols, origin check, compression (deflate)
   // A ping every ping_interval; 0 = the server sends no pings.
   Duration ping_interval = std::chrono::seconds(25);
   // No byte from the peer within this time after a ping: closed (reason
@@ -181,8 +191,10 @@ class NetHandler final : public net::Handler {
 
   // Takes over a connection that already speaks WebSocket (the handshake
   // done elsewhere): as upgrade() does after the 101. `rest` is fed to the
-  // session as its first bytes.
-  void attach(net::Connection& conn, std::string_view rest = {}, OpenHandler on_open = {});
+  // session as its first bytes; `deflate` is what the handshake agreed on
+  // (enabled needs handshake.deflate.enabled: else std::invalid_argument).
+  void attach(net::Connection& conn, std::string_view rest = {}, OpenHandler on_open = {},
+              const DeflateParams& deflate = {});
 
   // net::Handler
   void on_data(net::Connection& conn, std::string_view data) override;
@@ -193,6 +205,8 @@ class NetHandler final : public net::Handler {
   void on_close(net::Connection& conn, net::CloseReason reason, std::error_code error) override;
 
   const NetHandlerOptions& options() const noexcept { return options_; }
+  // This loop's compression pool; null unless handshake.deflate.enabled.
+  DeflatePool* deflate_pool() const noexcept { return deflate_pool_.get(); }
   const Stats& stats() const noexcept { return stats_; }
   std::size_t connection_count() const noexcept { return count_; }
 
@@ -207,9 +221,12 @@ class NetHandler final : public net::Handler {
   // Calls Application::on_close, counts, unlinks and frees `c`.
   void finish(Connection& c, net::CloseReason reason);
 
+  void end_of_input(net::Connection& conn) noexcept;
+
   NetHandlerOptions options_;
   Application& app_;
   Stats stats_;
+  std::unique_ptr<DeflatePool> deflate_pool_;
   Connection* head_ = nullptr;  // intrusive list of open connections
   std::size_t count_ = 0;
 };

@@ -55,6 +55,22 @@ struct Stats {
   std::uint64_t slow_consumer_skips = 0;   // policy skip: the frame was not sent to that peer
   std::uint64_t deliveries_dropped = 0;    // deliver() on a connection already closing
 
+  // permessage-deflate (heartwheel/ws/deflate.h). "Uncompressed" and
+  // "compressed" bytes are payload bytes of the compressed messages only,
+  // before and after compression, so their ratio is the one achieved; a
+  // shared frame counts once per delivery, as it goes on the wire.
+  std::uint64_t compression_negotiated = 0;    // connections that agreed on it
+  std::uint64_t compressed_messages_sent = 0;  // with RSV1, own and shared
+  std::uint64_t compressed_sent_uncompressed_bytes = 0;
+  std::uint64_t compressed_sent_compressed_bytes = 0;
+  std::uint64_t compressed_messages_received = 0;
+  std::uint64_t compressed_received_compressed_bytes = 0;    // on the wire
+  std::uint64_t compressed_received_uncompressed_bytes = 0;  // inflated
+  std::uint64_t deflate_calls = 0;              // messages deflated (a shared frame: once per loop)
+  std::uint64_t compression_skipped_small = 0;  // under DeflateOptions::min_size
+  std::uint64_t compression_skipped_incompressible = 0;  // deflated, no smaller: sent as is
+  std::uint64_t inflate_yields = 0;  // a read's inflating stopped for other connections' turns
+
   void merge(const Stats& other);
   // The std::uint64_t fields' table (heartwheel/common/stat_fields.h): JSON
   // keys, Prometheus families (heartwheel_ws_*) and help.
