@@ -93,6 +93,11 @@ void Connector::stop() {
   if (conn_) conn_->close(CloseReason::local);
 }
 
+void Connector::stop_reconnecting() noexcept {
+  abandon_attempt();
+  if (!conn_) started_ = false;
+}
+
 void Connector::abandon_attempt() noexcept {
   stopped_ = true;
   wheel_.cancel(timer_);

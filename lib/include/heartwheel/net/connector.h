@@ -90,6 +90,11 @@ class Connector final : private detail::ConnectionHost {
   void start(Duration delay = Duration{0});
   // Closes the connection (reason local) and stops reconnecting.
   void stop();
+  // Stops reconnecting (an attempt in flight or a backoff wait is
+  // abandoned) but leaves an open connection open: its close will not be
+  // followed by a new attempt (a pool draining a removed endpoint closes it
+  // once its calls are done).
+  void stop_reconnecting() noexcept;
   bool started() const noexcept { return started_; }
 
   // The open connection, or nullptr while connecting / backing off.
