@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "loop_runner.h"
 #include "process_support.h"
 
 #ifndef HEARTWHEEL_RPC_SERVER_BIN
@@ -103,12 +104,7 @@ class Caller {
 
   template <class Pred>
   bool run_until(Pred done, Ms limit) {
-    const SteadyTime end = now() + limit;
-    while (!done()) {
-      if (now() > end) return false;
-      uv_run(&loop_, UV_RUN_ONCE);
-    }
-    return true;
+    return hwtest::run_loop_until(loop_, done, limit);
   }
   void run_for(Ms d) {
     run_until([] { return false; }, d);

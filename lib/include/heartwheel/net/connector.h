@@ -60,7 +60,10 @@ struct ConnectorOptions {
   // attempt (for the backoff and max_attempts); 0 = every open resets the backoff.
   Duration stable_after = std::chrono::seconds(1);
   // Called after each failed attempt with the error and the delay before the
-  // next one (Duration{-1}: no next attempt). Optional.
+  // next one (Duration{-1}: no next attempt). Optional. A connection whose
+  // transport stage fails (a TLS handshake refused: errc::protocol_error;
+  // timed out: errc::timed_out) is a failed attempt too: the handler never
+  // saw it.
   std::function<void(std::error_code, Duration)> on_connect_error;
   // A transport every connection runs through (transport.h): TLS
   // (heartwheel/tls/net_transport.h). Null: plain. The handler's on_open
