@@ -46,7 +46,8 @@ rpcclient::ClientOptions make_options(const Config& c) {
   rpcclient::ClientOptions o;
   for (const std::string& s : c.servers) {
     const auto hp = net::parse_host_port(s);
-    if (hp.port == 0) throw std::invalid_argument("--server needs a port: HOST:PORT (got '" + s + "')");
+    if (hp.port == 0)
+      throw std::invalid_argument("--server needs a port: HOST:PORT (got '" + s + "')");
   }
   o.servers = c.servers;
   net::PoolOptions& p = o.pool;

@@ -4,8 +4,8 @@
 #include <heartwheel/net/connector.h>
 
 #include <cmath>
-#include <string_view>
 #include <stdexcept>
+#include <string_view>
 
 #include <heartwheel/common/error.h>
 #include <heartwheel/net/address.h>
