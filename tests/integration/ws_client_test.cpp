@@ -159,7 +159,7 @@ TEST_CASE("A refused WebSocket handshake is reported and retried with a growing 
   Backend backend;
   Harness h(options_for(backend.address, "/forbidden"));
   auto& r = h.rec;
-  REQUIRE(h.run_until([&] { return r.refused >= 3; }, Ms(10000)));
+  REQUIRE(h.run_until([&] { return r.refused >= 3 && r.closes.size() >= 3; }, Ms(10000)));
   CHECK(r.refused_status == 403);
   CHECK(r.refused_why.find("403") != std::string::npos);
   CHECK(r.opens == 0);
