@@ -3,7 +3,9 @@
 a real, independent HTTP/1.1 server with keep-alive, chunked responses and
 handlers that misbehave on purpose.
 
-Usage: http_backend.py   (binds 127.0.0.1:0, prints "listening on 127.0.0.1:PORT")
+Usage: http_backend.py [--all-503]   (binds 127.0.0.1:0, prints "listening on 127.0.0.1:PORT")
+
+With --all-503 every request is answered 503 (a sick backend).
 
   GET  /hello           "hello" (Content-Length)
   GET  /chunked?n=N     N chunks of "chunk-K;" (Transfer-Encoding: chunked)
@@ -28,6 +30,8 @@ reset_keys = set()
 @web.middleware
 async def note_peer(request, handler):
     peers.add(request.transport.get_extra_info("peername"))
+    if "--all-503" in sys.argv:
+        return web.Response(status=503, text="sick")
     return await handler(request)
 
 

@@ -88,8 +88,12 @@ struct Nginx {
 };
 
 struct Aiohttp {
-  Aiohttp()
-      : child({"/usr/bin/python3", HEARTWHEEL_HTTP_BACKEND}),
+  explicit Aiohttp(std::vector<std::string> extra = {})
+      : child([&] {
+          std::vector<std::string> a = {"/usr/bin/python3", HEARTWHEEL_HTTP_BACKEND};
+          a.insert(a.end(), extra.begin(), extra.end());
+          return a;
+        }()),
         port(child.wait_listening(Ms(20000))) {
     REQUIRE(port > 0);
     address = "127.0.0.1:" + std::to_string(port);
@@ -306,6 +310,42 @@ TEST_CASE("An HTTP client retries idempotent requests after a cut connection, ne
   REQUIRE_FALSE(retried.ec);
   CHECK(retried.response.body == "second try");
   CHECK(h.client().stats().retries == 2);
+}
+
+TEST_CASE("A server answering 503 to everything is ejected and the requests go to the other",
+          "[http][client][aiohttp]") {
+  Watchdog dog(Ms(60000));
+  Aiohttp good, sick(std::vector<std::string>{"--all-503"});
+  http::ClientOptions o;
+  o.servers = {good.address, sick.address};
+  o.pool.connections_per_endpoint = 1;
+  o.pool.balance = heartwheel::net::Balance::round_robin;
+  o.pool.outlier.consecutive_failures = 3;
+  o.pool.outlier.base_ejection_time = 10s;
+  Harness h(o);
+  REQUIRE(h.run_until([&] { return h.client().pool().open_connections() == 2; }, Ms(5000)));
+  int from_sick = 0;
+  for (int i = 0; i < 20; ++i) {
+    const auto r = h.get("/hello");
+    REQUIRE_FALSE(r.ec);  // a 503 is a response
+    if (r.response.server == sick.address) {
+      CHECK(r.response.status == 503);
+      ++from_sick;
+    } else {
+      CHECK(r.response.body == "hello");
+    }
+  }
+  CHECK(from_sick == 3);  // then ejected: every other request went to the good one
+  for (const auto& e : h.client().pool().endpoints()) {
+    if (e.address == sick.address) {
+      CHECK(e.state == heartwheel::net::EndpointState::ejected);
+      CHECK(e.stats.ejections == 1);
+      CHECK(e.stats.calls_failed == 3);
+    } else {
+      CHECK(e.state == heartwheel::net::EndpointState::healthy);
+      CHECK(e.stats.calls_ok == 17);
+    }
+  }
 }
 
 TEST_CASE("An HTTP client speaks TLS with SNI and checks the server's certificate",
