@@ -129,6 +129,10 @@ class Connector final : private detail::ConnectionHost {
   TransportFactory* transport_factory() const noexcept override {
     return options_->transport.get();
   }
+  // One connection: libuv's reads (ConnectionOptions::edge_triggered_reads
+  // orders a server's many connections; a set per connection would only
+  // cost a descriptor and a poll handle each).
+  bool edge_reads() const noexcept override { return false; }
 
   static void on_connect(uv_connect_t* req, int status);
   void attempt();
