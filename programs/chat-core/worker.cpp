@@ -124,6 +124,14 @@ void Worker::route(const http::Request& req, http::Responder r) {
     }
     ws_->upgrade(req, std::move(r), [this, name](ws::Connection& c) { open_chat(c, name); });
   } else if (path == "/echo") {
+    // With tokens required, every WebSocket must present one within the
+    // connect timeout: an echo that needs none would be a way around it
+    // (memory and CPU for anyone). Off then.
+    if (auth_ && auth_->settings().authenticating()) {
+      ++stats_.errors["echo_refused"];
+      r.respond(404, "/echo is off on a server that requires tokens\n");
+      return;
+    }
     ws_->upgrade(req, std::move(r), [this](ws::Connection&) { ++stats_.echo_connections; });
   } else {
     r.respond(404, "Not Found\n");

@@ -25,12 +25,6 @@ long long to_millis(heartwheel::Duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
-bool printable(std::string_view user) {
-  for (const char c : user)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
-  return true;
-}
-
 }  // namespace
 
 void Worker::connect(Client& client, std::string_view text) {
@@ -54,7 +48,8 @@ void Worker::connect(Client& client, std::string_view text) {
   std::optional<heartwheel::Duration> left;
   if (const auth::Error e = auth_->verify_connection(token_field(req), claims, left); !e.ok())
     return refuse(e.message);
-  if (!printable(claims.user)) return refuse("the token's sub contains control characters");
+  if (!displayable_name(claims.user))
+    return refuse("the token's sub contains control, separator or bidirectional characters");
   if (left && left->count() <= 0) return refuse("the token expired");
 
   client.set_user(claims.user, user_info(client.id(), claims.user, claims.info));

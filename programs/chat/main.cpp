@@ -12,6 +12,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "cli_program.h"
 #include "tls_flags.h"
@@ -36,12 +39,15 @@ namespace ws = heartwheel::ws;
 struct Flags {
   chat::WsFlags ws;  // the WebSocket server flags heartwheel-push shares
   chat::AuthFlags auth;  // tokens, channel permissions, origins (auth_gate.h)
-  std::string redis, redis_prefix = "hw:", presence_ttl = "30s", redis_timeout = "5s";
+  std::string redis, presence_ttl = "30s", redis_timeout = "5s";
+  std::string pubsub_prefix = chat::kDefaultPubsubPrefix;  // --pubsub-prefix
+  std::string redis_prefix;  // --redis-prefix: the deprecated name of --pubsub-prefix
   std::size_t redis_buffer = 1024;
   chat::RedisClusterFlags redis_cluster;  // --redis-cluster, --redis-wait-replicas
   heartwheel::cli::RedisLinkFlags redis_link;  // --redis-password-file, --redis-user, --redis-tls*
   bool no_join_leave = false;
   bool uring_fanout = false;
+  std::vector<std::string> history_before_subscribers;  // namespaces
 };
 
 // Everything the flags decide, checked before anything starts.
@@ -54,10 +60,30 @@ struct Setup {
   Duration drain_timeout{};
 };
 
+// --history-before-subscribers: the namespaces (a channel's name up to its
+// first ':', "" without one) whose publications are kept before anyone
+// subscribed (pubsub::ChannelOptions::history_before_subscribers).
+void apply_history_before_subscribers(const std::vector<std::string>& namespaces,
+                                      pubsub::BusOptions& bus) {
+  if (namespaces.empty()) return;
+  if (bus.channel.history_size == 0)
+    throw std::invalid_argument("--history-before-subscribers needs --history-size above 0");
+  bus.channel_options = [base = bus.channel,
+                         keep = std::set<std::string, std::less<>>(
+                             namespaces.begin(), namespaces.end())](std::string_view channel) {
+    pubsub::ChannelOptions o = base;
+    const std::size_t colon = channel.find(':');
+    o.history_before_subscribers = keep.contains(
+        colon == std::string_view::npos ? std::string_view() : channel.substr(0, colon));
+    return o;
+  };
+}
+
 Setup make_setup(const Flags& f) {
   Setup s;
   chat::apply_ws_flags(f.ws, s.config);
   chat::apply_channel_flags(f.ws, !f.no_join_leave, s.bus);
+  apply_history_before_subscribers(f.history_before_subscribers, s.bus);
   s.config.presence_events = s.bus.channel.join_leave;
   if (f.uring_fanout && !chat::UringFanout::built())
     throw std::invalid_argument("--uring-fanout: this build has no liburing (liburing-dev)");
@@ -74,7 +100,7 @@ Setup make_setup(const Flags& f) {
     heartwheel::cli::apply_redis_link_flags(f.redis_link, r.redis, "heartwheel-chat");
     r.redis.command_timeout = parse_duration_flag("--redis-timeout", f.redis_timeout);
     r.redis.max_buffered = f.redis_buffer;
-    r.key_prefix = f.redis_prefix;
+    r.key_prefix = f.pubsub_prefix;
     r.presence_ttl = parse_duration_flag("--presence-ttl", f.presence_ttl);
     if (r.presence_ttl < std::chrono::milliseconds(30))
       throw std::invalid_argument("--presence-ttl must be at least 30ms");
@@ -128,6 +154,12 @@ int main(int argc, char** argv) {
   app.add_flag("--no-join-leave", f.no_join_leave,
                "no join/leave pushes (presence counts are still answered): for channels with "
                "thousands of subscribers, where every join would reach every subscriber");
+  app.add_option("--history-before-subscribers", f.history_before_subscribers,
+                 "NAMESPACE (repeatable; \"\" is the default one): a publish to a channel of it "
+                 "that nobody subscribed to yet starts the channel's history (for history read "
+                 "before subscribing); such channels are the first freed at --max-channels. "
+                 "Otherwise a publish nobody can hear is kept nowhere (offset 0). In-process bus "
+                 "only (with --redis every publication is kept in Redis)");
   app.add_flag("--uring-fanout", f.uring_fanout,
                "send each fan-out's frames to the subscribers in io_uring batches (256 sends per "
                "system call) instead of one write() each; what the kernel does not take whole goes "
@@ -138,9 +170,12 @@ int main(int argc, char** argv) {
                  "Cluster: --redis-cluster)");
   chat::add_redis_cluster_flags(app, f.redis_cluster);
   heartwheel::cli::add_redis_link_flags(app, f.redis_link);
-  app.add_option("--redis-prefix", f.redis_prefix,
-                 "prefix of every Redis key and channel this server uses")
-      ->capture_default_str();
+  CLI::Option* pubsub_prefix = chat::add_pubsub_prefix_flag(
+      app, f.pubsub_prefix, "With --redis or --redis-cluster; --redis-prefix is its old name");
+  CLI::Option* redis_prefix =
+      app.add_option("--redis-prefix", f.redis_prefix,
+                     "deprecated: the old name of --pubsub-prefix (the same setting)")
+          ->excludes(pubsub_prefix);
   app.add_option("--presence-ttl", f.presence_ttl,
                  "with --redis: a node's presence lease, renewed every third of it; a dead "
                  "node's clients leave the counts within it")
@@ -154,6 +189,12 @@ int main(int argc, char** argv) {
                  "once; 0: fail fast)")
       ->capture_default_str();
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
+  if (redis_prefix->count() > 0) {
+    std::fprintf(stderr,
+                 "heartwheel-chat: warning: --redis-prefix is deprecated: use --pubsub-prefix "
+                 "(the same setting, and heartwheel-push's name for it)\n");
+    f.pubsub_prefix = f.redis_prefix;
+  }
 
   Setup s;
   std::optional<heartwheel::metrics::EndpointOptions> metrics_at;

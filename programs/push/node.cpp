@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
+#include <stdexcept>
 
 #include "api.h"
 #include "caller.h"
@@ -168,9 +170,15 @@ void Node::publish(const http::Request& req, http::Responder r) {
     return;
   }
   auto& p = std::get<PublishRequest>(parsed);
-  const auto due = push::WallClock::now() + std::chrono::milliseconds(p.delay_ms);
-  // Responders are move-only; the callback is a std::function.
+  // Responders are move-only; the callbacks are std::functions.
   auto answer = std::make_shared<http::Responder>(std::move(r));
+  if (p.delay_ms == 0) {
+    publish_now(std::move(p), std::move(answer));
+    return;
+  }
+  // From the queue's acceptance clock: pushes accepted one after another
+  // with one delay are due one after another (delayed_queue.h, "Order").
+  const auto due = queue_.accept_time() + std::chrono::milliseconds(p.delay_ms);
   const std::error_code refused = queue_.schedule(
       std::move(p.channel), std::move(p.data), due, caller_of(req).key_id,
       [this, answer](std::error_code ec, const push::DelayedPush& stored) {
@@ -198,6 +206,28 @@ void Node::publish(const http::Request& req, http::Responder r) {
   }
 }
 
+// An immediate publication skips the delayed queue: the broker's one
+// script gives it its offset in Redis before the 202, so publications get
+// their offsets in the order they were accepted, on this node and across
+// nodes (README.md, "Order"). Through the delayed queue it would wait for a
+// wheel tick and a claim, and two nodes' claims race.
+void Node::publish_now(PublishRequest p, std::shared_ptr<http::Responder> answer) {
+  const std::int64_t accepted_ms = push::to_unix_ms(push::WallClock::now());
+  hub_.publish(p.channel, std::move(p.data), {},
+               [this, answer = std::move(answer), accepted_ms](pubsub::PublishResult result) {
+                 if (result.error) {
+                   ++stats_.publish_unavailable;
+                   answer->respond(unavailable(result.error));
+                   return;
+                 }
+                 ++stats_.publish_accepted;
+                 ++stats_.delivered;
+                 answer->respond(json_response(
+                     202, published_json(push::random_id(), accepted_ms, result.position.offset,
+                                         result.position.epoch)));
+               });
+}
+
 void Node::cancel(std::string_view id, const Caller& caller, http::Responder r) {
   auto answer = std::make_shared<http::Responder>(std::move(r));
   // Another key's push answers 404 like an unknown one: no probing for ids.
@@ -219,7 +249,13 @@ void Node::cancel(std::string_view id, const Caller& caller, http::Responder r) 
 
 void Node::open_sse(const http::Request& req, http::Responder r) {
   r.clear_deadline();  // a stream: the request timeout bounded only its arrival
-  const auto channel = req.query_param("channel");
+  std::optional<std::string> channel;
+  try {  // percent-decoded: "private%3Aceo" names private:ceo
+    channel = req.query_value("channel");
+  } catch (const std::invalid_argument& e) {
+    r.respond(json_response(400, error_json("bad_request", e.what())));
+    return;
+  }
   if (!channel || channel->empty()) {
     r.respond(json_response(400, error_json("bad_request", "GET /sse?channel=NAME")));
     return;
@@ -253,7 +289,7 @@ void Node::open_sse(const http::Request& req, http::Responder r) {
   SseStream* s = stream.get();
   streams_.emplace(s, std::move(stream));
   if (expires_in) s->expire_at(heartwheel::deadline_after(timers->now(), *expires_in));
-  s->start(hub_, std::string(*channel), last);  // a refusal ends it (released on the wheel)
+  s->start(hub_, *channel, last);  // a refusal ends it (released on the wheel)
 }
 
 // The claim is acknowledged once the broker has taken the publication

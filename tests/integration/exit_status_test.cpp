@@ -92,6 +92,14 @@ std::vector<Program> programs() {
 #ifdef HEARTWHEEL_FANOUT_FLOOR_BIN
       {"heartwheel-fanout-floor", HEARTWHEEL_FANOUT_FLOOR_BIN, {"--subscribers", "0"}, "--subscribers"},
 #endif
+#ifdef HEARTWHEEL_FAULT_LOCK_BIN
+      {"heartwheel-fault-lock",
+       HEARTWHEEL_FAULT_LOCK_BIN,
+       {"--redis", "127.0.0.1:1", "--store", "127.0.0.1:1", "--id", "A", "--out", "/dev/null",
+        "--lease", "soon"},
+       "--lease",
+       {"--redis", "127.0.0.1:1", "--store", "127.0.0.1:1", "--id", "A", "--out", "/dev/null"}},
+#endif
 #ifdef HEARTWHEEL_HTTP_SESSION_BENCH_BIN
       {"heartwheel-http-session-bench",
        HEARTWHEEL_HTTP_SESSION_BENCH_BIN,

@@ -725,3 +725,59 @@ TEST_CASE("a node that had not delivered up to the base of the new epoch fills t
   CHECK(b.stats().epoch_changes == 1);
   CHECK(b.stats().rewinds == 0);
 }
+
+TEST_CASE(
+    "a publication the stream does not hold, delivered at an offset the stream gave another, "
+    "makes a new epoch at the next read",
+    "[redis][broker][rewind]") {
+  // A Redis Cluster master cut off during a failover runs the publishes
+  // queued behind its WAITs and sends their messages to a node that is cut
+  // off too; the new master gives those offsets to other publications
+  // meanwhile. After the heal the node's old connection delivers the old
+  // master's messages: offsets the stream holds with other publications
+  // (found by tools/faults --scenario cluster-failover-partition). The
+  // node's next read must see that the entry at its top is not the one it
+  // delivered, and make a new epoch (its subscribers reload), not go on
+  // silently without the stream's publications at those offsets.
+  hwtest::RedisServer redis;
+  pubsub::RedisBroker a(options_for(redis, "a")), b(options_for(redis, "b"));
+  pubsub::Hub hub_a(a), hub_b(b);
+  Recorder sub;
+  REQUIRE_FALSE(subscribe(hub_b, sub, "t").error);
+  std::string old_epoch;
+  for (int i = 1; i <= 5; ++i)
+    old_epoch = publish(hub_a, "t", "m" + std::to_string(i)).position.epoch;
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return sub.got.size() == 5; }, "the first 5 on node b");
+  // The old master's message for offset 6, which the stream never keeps.
+  redis.command({"PUBLISH", b.redis_channel("t"), "p6:" + old_epoch + ":0:phantom"});
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return sub.got.size() == 6; }, "the phantom on node b");
+  CHECK(sub.got[5]->data == "phantom");
+  // The new master's offset 6, which node b never hears live (it listened
+  // to the old master).
+  const std::string keys = channel_keys(b, "t");
+  redis.command({"XADD", keys + ":s", "6-0", "d", "real6", "i", ""});
+  redis.command({"HSET", keys + ":m", "s", "6"});
+  // A read on node b (a join): the entry at its top is not the phantom.
+  Recorder late;
+  const auto joined = subscribe(hub_b, late, "t");
+  REQUIRE_FALSE(joined.error);
+  const std::string new_epoch = joined.position.epoch;
+  CHECK(new_epoch != old_epoch);
+  CHECK(joined.position.offset == 6);
+  REQUIRE_FALSE(publish(hub_a, "t", "after").error);
+  wait_for(
+      {&hub_a, &hub_b}, [&] { return sub.got.size() >= 7; }, "the publication after it");
+  hub_b.poll();
+  REQUIRE(sub.got.size() == 7);
+  CHECK(sub.got[6]->data == "after");
+  CHECK(sub.got[6]->epoch == new_epoch);  // the subscriber is told: reload
+  CHECK(data_of(history(hub_b, "t").publications) ==
+        std::vector<std::string>{"m1", "m2", "m3", "m4", "m5", "real6", "after"});
+  CHECK(b.stats().rewinds == 1);
+  // A read that finds the entry it delivered at its top changes nothing.
+  Recorder later;
+  CHECK(subscribe(hub_b, later, "t").position.epoch == new_epoch);
+  CHECK(b.stats().rewinds == 1);
+}

@@ -48,6 +48,9 @@ struct LoadOptions {
   std::uint16_t source_port_lo = 10000;
   std::uint16_t source_port_hi = 60999;
   std::uint64_t port_offset = 0;         // chosen by the supervisor once per run (not a flag)
+  // An agent's pipe (agent.cpp): the supervisor writes each timeline point
+  // there as a JSON line; -1: none. Not a flag.
+  int progress_fd = -1;
   double connect_rate = 2000;            // new connections per second, whole run
   unsigned max_pending_connects = 1000;  // per process, connects in flight
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
@@ -66,6 +69,8 @@ struct LoadOptions {
   std::string channel_prefix = "load-";
   double publish_rate = 1;                     // publications per second, whole run; 0: none
   bool publish_all_targets = true;             // false: the first target only (a shared broker)
+  bool ws_compression = false;   // offer permessage-deflate (stateless), inflate what comes so
+  std::size_t publish_size = 0;  // pad each publication's data to about this many bytes (0: none)
   std::chrono::nanoseconds publish_start{-1};  // < 0: connections / connect_rate + 1s
   std::chrono::nanoseconds publish_stop_before = std::chrono::seconds(2);
   double reconnect_fraction = 0;  // live subscribers that drop and reconnect once with `since`

@@ -283,6 +283,11 @@ int run_supervisor(const LoadOptions& options) {
                           {"received", received},
                           {"dead_closed", dead_closed},
                           {"live_closed", live_closed}});
+      if (options.progress_fd >= 0) {  // an agent forwards it to its coordinator
+        const std::string point = timeline.back().dump() + "\n";
+        [[maybe_unused]] const auto wrote =
+            ::write(options.progress_fd, point.data(), point.size());
+      }
       if (!options.quiet)
         std::fprintf(
             stderr,

@@ -21,6 +21,7 @@
 
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/timer/timer_entry.h>
+#include <heartwheel/ws/deflate_pool.h>
 #include <uv.h>
 
 #include <cstdint>
@@ -195,6 +196,9 @@ class Worker {
   // publishers (worker 0: one per target), per (target, channel) the epoch
   // seen and the publisher's last offset, a scratch frame, the mask source.
   std::string ws_request_, ws_accept_, ws_frame_;
+  // --ws-compression: the loop's inflate streams and an inflated message.
+  std::unique_ptr<ws::DeflatePool> ws_deflate_;
+  std::string ws_inflated_;
   std::unique_ptr<Conn[]> publishers_;
   std::uint64_t publisher_count_ = 0;
   std::vector<std::string> ws_epochs_;

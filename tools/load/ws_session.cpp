@@ -21,7 +21,13 @@
 // and gives it its own offset).
 //
 // Frames go through lib/ws: ws::FrameParser (client role: unmasked frames in)
-// and ws::append_masked_frame (masked frames out).
+// and ws::append_masked_frame (masked frames out). With --ws-compression the
+// handshake offers permessage-deflate (ws::deflate_offer, stateless), the
+// answer is checked (ws::accept_deflate_response) and messages that come
+// compressed are inflated by the worker's ws::DeflatePool; the harness's own
+// messages go uncompressed (RFC 7692 lets a sender choose per message).
+#include <heartwheel/ws/deflate.h>
+#include <heartwheel/ws/deflate_pool.h>
 #include <heartwheel/ws/frame.h>
 #include <heartwheel/ws/handshake.h>
 #include <sys/socket.h>
@@ -68,6 +74,37 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+ws::DeflateOptions offered(bool on) {
+  ws::DeflateOptions o;
+  o.enabled = on;
+  return o;
+}
+
+// The value of header `name` (lowercase, with its ": ") in the lowercased
+// response head, or "".
+std::string_view header_value(std::string_view head, std::string_view name) {
+  const auto at = head.find(name);
+  if (at == std::string_view::npos) return {};
+  const std::string_view rest = head.substr(at + name.size());
+  return rest.substr(0, rest.find("\r\n"));
+}
+
+// --publish-size: order lines appended to the data until it has about
+// `size` bytes: JSON with the repetition real traffic has (field names,
+// similar values), so compression ratios mean something.
+void pad_data(std::string& data, std::size_t size, std::uint64_t k) {
+  if (data.size() >= size) return;
+  data.pop_back();  // the closing brace
+  data += ",\"lines\":[";
+  for (std::uint64_t i = 0; data.size() + 3 < size; ++i) {
+    if (i > 0) data += ',';
+    data += "{\"sku\":\"A" + std::to_string(1000 + (k * 7 + i * 13) % 97) +
+            "\",\"qty\":" + std::to_string(1 + (k + i) % 5) +
+            ",\"price\":" + std::to_string(100 + (i * 37) % 900) + "}";
+  }
+  data += "]}";
+}
+
 }  // namespace
 
 void Worker::ws_setup() {
@@ -77,7 +114,12 @@ void Worker::ws_setup() {
   ws_request_ = "GET " + options_.ws_path + " HTTP/1.1\r\nHost: " + first.host + ":" +
                 std::to_string(first.port) +
                 "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: " + key +
-                "\r\nSec-WebSocket-Version: 13\r\nUser-Agent: heartwheel-load\r\n\r\n";
+                "\r\nSec-WebSocket-Version: 13\r\nUser-Agent: heartwheel-load\r\n";
+  if (options_.ws_compression) {
+    ws_request_ += "Sec-WebSocket-Extensions: " + ws::deflate_offer(offered(true)) + "\r\n";
+    ws_deflate_ = std::make_unique<ws::DeflatePool>(offered(true));
+  }
+  ws_request_ += "\r\n";
   const std::uint64_t targets = options_.targets.size();
   ws_epochs_.assign(targets * options_.channels, std::string());
   ws_final_.assign(targets * options_.channels, 0);
@@ -174,6 +216,17 @@ bool Worker::ws_upgrade(Conn& c, std::string_view& data) {
     protocol_error(c, "ws_bad_accept");
     return false;
   }
+  std::string why;
+  const auto deflate = ws::accept_deflate_response(
+      header_value(head, "\r\nsec-websocket-extensions: "), offered(options_.ws_compression), why);
+  if (!deflate) {
+    protocol_error(c, "ws_bad_extensions");
+    return false;
+  }
+  if (deflate->enabled) {
+    s.parser.set_allowed_rsv(0x4);  // RSV1: compressed messages may come
+    ++result_.ws_compressed_connections;
+  }
   s.message.clear();
   s.upgraded = true;
   if (c.publisher) {
@@ -212,6 +265,8 @@ void Worker::ws_data(Conn& c, const std::uint8_t* bytes, std::size_t len) {
         return protocol_error(c, "ws_message_too_big");
       s.frame_open = true;
       if (ws::is_control(h.opcode)) s.control.clear();
+      if (h.opcode == ws::Opcode::text || h.opcode == ws::Opcode::binary)
+        s.inflating = (h.rsv & 0x4) != 0;
     }
     const ws::FrameHeader& h = s.parser.header();
     s.parser.read_payload(in, ws::is_control(h.opcode) ? s.control : s.message);
@@ -240,7 +295,15 @@ void Worker::ws_data(Conn& c, const std::uint8_t* bytes, std::size_t len) {
         return protocol_error(c, "ws_binary_frame");
       default:  // text or continuation
         if (h.fin) {
-          ws_message(c, s.message);
+          if (s.inflating) {
+            ws_inflated_.clear();
+            if (ws_deflate_->decompress(s.message, ws_inflated_, kMaxMessageBytes))
+              return protocol_error(c, "ws_bad_compressed_message");
+            ++result_.ws_compressed_messages;
+            ws_message(c, ws_inflated_);
+          } else {
+            ws_message(c, s.message);
+          }
           s.message.clear();
         }
     }
@@ -369,9 +432,11 @@ void Worker::ws_publish_due() {
         continue;
       }
       const std::uint64_t t = uv_hrtime();
-      const std::string req =
-          "{\"id\":" + std::to_string(id) + ",\"op\":\"publish\",\"channel\":\"" + channel +
-          "\",\"data\":{\"t\":" + std::to_string(t) + ",\"k\":" + std::to_string(k) + "}}";
+      std::string data = "{\"t\":" + std::to_string(t) + ",\"k\":" + std::to_string(k) + "}";
+      pad_data(data, options_.publish_size, k);
+      const std::string req = "{\"id\":" + std::to_string(id) +
+                              ",\"op\":\"publish\",\"channel\":\"" + channel +
+                              "\",\"data\":" + data + "}";
       publish_sent_ns_[id % kPublishSentRing] = t;
       ++result_.publications_sent;
       ++result_.messages_sent;

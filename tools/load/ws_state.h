@@ -24,6 +24,7 @@ struct WsConn {
   // from here (Worker::server_closed).
   std::uint64_t upgrade_sent_ns = 0;
   bool upgraded = false;           // the 101 arrived (this connection)
+  bool inflating = false;          // the message being read is compressed (RSV1 on its first frame)
   bool frame_open = false;         // a frame's payload is being read
   bool subscribed = false;         // a subscribe reply came (ever): base is valid
   bool drop_planned = false;       // one of the --reconnect fraction

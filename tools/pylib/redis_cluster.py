@@ -52,13 +52,14 @@ def _encode(args):
     return out
 
 
-def command(port, *args, timeout=5, password=None, user=None, tls=None):
-    """One command to 127.0.0.1:port on a fresh connection; the decoded reply
-    (a Redis error raises RuntimeError, a dead node OSError). With `password`
-    (and `user`, an ACL user) AUTH goes first; with `tls` (an ssl.SSLContext,
-    e.g. redis_server.TlsFiles.client_context()) the connection speaks TLS."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
-        s = tls.wrap_socket(raw, server_hostname="127.0.0.1") if tls else raw
+def command(port, *args, timeout=5, password=None, user=None, tls=None, host="127.0.0.1"):
+    """One command to host:port (127.0.0.1 by default) on a fresh connection;
+    the decoded reply (a Redis error raises RuntimeError, a dead node
+    OSError). With `password` (and `user`, an ACL user) AUTH goes first; with
+    `tls` (an ssl.SSLContext, e.g. redis_server.TlsFiles.client_context())
+    the connection speaks TLS."""
+    with socket.create_connection((host, port), timeout=timeout) as raw:
+        s = tls.wrap_socket(raw, server_hostname=host) if tls else raw
         out = b""
         if password:
             out += _encode(["AUTH", user, password] if user else ["AUTH", password])

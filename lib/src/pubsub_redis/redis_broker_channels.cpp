@@ -7,13 +7,28 @@
 #include <heartwheel/redis/stream.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <string_view>
 
 #include "redis_broker_core.h"
 
 namespace heartwheel::pubsub {
 
 using detail::WireMessage;
+
+namespace {
+
+// Which publication stands at an offset, as far as one node can tell: its
+// data and its publisher's info (a stream entry carries nothing else). Never
+// 0 (0 is "not known").
+std::uint64_t digest(std::string_view data, std::string_view info) {
+  const std::uint64_t d = std::hash<std::string_view>{}(data);
+  const std::uint64_t i = std::hash<std::string_view>{}(info);
+  return (d ^ (i + 0x9e3779b97f4a7c15ULL + (d << 6) + (d >> 2))) | 1;
+}
+
+}  // namespace
 
 RedisBroker::Core::Channel* RedisBroker::Core::find(std::string_view name) {
   auto it = channels_.find(std::string(name));
@@ -139,7 +154,9 @@ void RedisBroker::Core::start_round(Channel& ch) {
   // Read from the first offset anyone needs: the hubs' next one (to fill a
   // gap) and each joiner's since + 1.
   std::uint64_t from = std::numeric_limits<std::uint64_t>::max();
-  if (ch.synced && !ch.inboxes.empty()) from = ch.top + 1;
+  // From the top itself when its publication is known: complete_round
+  // checks that the stream still holds that one there.
+  if (ch.synced && !ch.inboxes.empty()) from = ch.top_digest != 0 ? ch.top : ch.top + 1;
   for (auto& w : ch.waiters) {
     w->in_round = true;
     if (!w->presence_sent) count_join(ch, w);
@@ -179,6 +196,17 @@ void RedisBroker::Core::complete_round(Channel& ch, std::uint64_t from, const Ep
   const std::uint64_t top = state.top;
   const std::string& epoch = state.epoch;
   if (ch.synced && epoch == ch.epoch && top < ch.top) return rewind(ch);
+  // The stream holds another publication at the top the hubs have: what
+  // they got there came from a stream that is gone (an old master's
+  // messages, sent before a failover and delivered after it, while the new
+  // master gave the same offsets to other publications). Like a stream
+  // that went back: a new epoch, so that subscribers reload.
+  if (ch.synced && epoch == ch.epoch && ch.top_digest != 0 && from <= ch.top)
+    for (const auto& p : read)
+      if (p->offset == ch.top) {
+        if (digest(p->data, p->info) != ch.top_digest) return rewind(ch);
+        break;
+      }
   if (ch.synced && epoch != ch.epoch) {
     // A new epoch. Made by a rewind of the one the hubs are in (ours or
     // another node's): the stream was kept and the epoch starts at its
@@ -226,6 +254,9 @@ void RedisBroker::Core::complete_round(Channel& ch, std::uint64_t from, const Ep
   if (!ch.synced) ch.top = top;
   ch.epoch = epoch;
   ch.synced = true;
+  ch.top_digest = 0;  // the stream's entry at the new top, when this read has it
+  for (const auto& p : read)
+    if (p->offset == ch.top) ch.top_digest = digest(p->data, p->info);
 
   // The joins of this round, in order: each answered at the top just read,
   // after everything up to it was posted (broker.h, contract 2).
@@ -329,7 +360,10 @@ void RedisBroker::Core::fail_round(Channel& ch, bool may_release) {
   if (ch.synced) {
     for (auto& m : buffered) {
       if (m.kind != EventKind::publication || m.offset == ch.top + 1) {
-        if (m.kind == EventKind::publication) ch.top = m.offset;
+        if (m.kind == EventKind::publication) {
+          ch.top = m.offset;
+          ch.top_digest = digest(m.data, m.info);
+        }
         auto e = make_publication(ch, std::move(m), true);
         post(ch, e);
       } else if (m.offset > ch.top + 1) {
@@ -385,6 +419,7 @@ void RedisBroker::Core::on_live(Channel& ch, WireMessage m) {
       return;
     }
     ch.top = m.offset;
+    ch.top_digest = digest(m.data, m.info);
   }
   if (ch.inboxes.empty()) return;
   post(ch, make_publication(ch, std::move(m), true));

@@ -80,6 +80,9 @@ class RedisBroker::Core {
     bool again = false;        // another read is wanted after this one
     bool reset_epoch = false;  // the next event posted carries new_epoch
     std::uint64_t top = 0;     // the last offset posted to the hubs
+    // A digest of the publication at `top` as the hubs got it (0: not
+    // known): the next read compares the stream's entry there with it.
+    std::uint64_t top_digest = 0;
     std::string epoch;
     std::uint64_t local = 0;  // this node's subscribers (its presence entry)
     std::vector<Inbox*> inboxes;
