@@ -21,6 +21,7 @@
 // name through info().
 #pragma once
 
+#include <heartwheel/pubsub/hub.h>
 #include <heartwheel/pubsub/subscriber.h>
 #include <heartwheel/ws/connection.h>
 
@@ -29,6 +30,7 @@
 #include <string>
 #include <string_view>
 
+#include "codec.h"
 #include "protocol.h"
 #include "uring_fanout.h"
 
@@ -36,25 +38,38 @@ namespace chat {
 
 class Client final : public heartwheel::pubsub::Subscriber {
  public:
-  // `name` empty: a guest, shown as "guest-" + id().
+  // `name` empty: a guest, shown as "guest-" + id(). `protocol`: the codec
+  // its frames are read and written with (codec.h).
   Client(heartwheel::ws::Connection& connection, unsigned worker, std::uint64_t number,
-         std::string_view name)
-      : ws(connection), id_(std::uint64_t{worker} << kWorkerShift | number) {
+         std::string_view name, Codec::Kind protocol = Codec::Kind::chat)
+      : ws(connection),
+        id_(std::uint64_t{worker} << kWorkerShift | number |
+            (protocol == Codec::Kind::centrifuge ? kCentrifugeBit : 0)) {
     set_name(name);
   }
   ~Client() override = default;  // ~Subscriber unsubscribes what is left
 
   // With --uring-fanout the worker's batch takes the frame when it can
   // (uring_fanout.h); it is sent when the hub's walk of the channel ends.
+  // A Centrifugo client takes the hub's second encoding of the event
+  // (Worker: HubOptions::more_encodings), made once per event for all of them.
   heartwheel::pubsub::DeliveryOutcome on_publication(const heartwheel::pubsub::Publication&,
                                                      const heartwheel::pubsub::Frame& f) override {
-    return deliver(f);
+    return deliver(centrifuge() ? hub()->frame_as(kCentrifugeEncoding) : f);
   }
   void prefetch() const noexcept override { ws.prefetch(); }
   heartwheel::pubsub::DeliveryOutcome on_presence(const heartwheel::pubsub::PresenceEvent&,
                                                   const heartwheel::pubsub::Frame& f) override {
-    return deliver(f);
+    return deliver(centrifuge() ? hub()->frame_as(kCentrifugeEncoding) : f);
   }
+
+  // The protocol this client speaks.
+  bool centrifuge() const noexcept { return (id_ & kCentrifugeBit) != 0; }
+  Codec::Kind protocol() const noexcept {
+    return centrifuge() ? Codec::Kind::centrifuge : Codec::Kind::chat;
+  }
+  // HubOptions::more_encodings[kCentrifugeEncoding] is Centrifugo's push.
+  static constexpr std::size_t kCentrifugeEncoding = 0;
 
   // The channels subscribed (for the roster): names each followed by a
   // space (channel names are printable ASCII without spaces). Only under the
@@ -88,7 +103,7 @@ class Client final : public heartwheel::pubsub::Subscriber {
   std::uint64_t key() const noexcept { return id_; }
   // "W-N": worker W, its Nth connection (short: no heap).
   std::string id() const {
-    return std::to_string(id_ >> kWorkerShift) + "-" +
+    return std::to_string((id_ >> kWorkerShift) & kWorkerMask) + "-" +
            std::to_string(id_ & ((std::uint64_t{1} << kWorkerShift) - 1));
   }
   // Valid until keep_info() (then inside the presence info).
@@ -142,6 +157,7 @@ class Client final : public heartwheel::pubsub::Subscriber {
   }
 
   heartwheel::pubsub::DeliveryOutcome deliver(const heartwheel::pubsub::Frame& f) {
+    if (!f) return heartwheel::pubsub::DeliveryOutcome::dropped;  // the encoder threw (counted)
     if (UringFanout* batch = UringFanout::current(); batch != nullptr && batch->take(ws, f))
       return heartwheel::pubsub::DeliveryOutcome::delivered;
     return outcome(ws.deliver(f));
@@ -161,7 +177,11 @@ class Client final : public heartwheel::pubsub::Subscriber {
     return DeliveryOutcome::dropped;
   }
 
-  static constexpr unsigned kWorkerShift = 48;  // worker (< 64) above, its counter below
+  // id_: the connection counter in bits 0-47, the worker (< 64) in 48-53,
+  // the protocol in bit 62: the protocol costs no byte.
+  static constexpr unsigned kWorkerShift = 48;
+  static constexpr std::uint64_t kWorkerMask = 0x3f;
+  static constexpr std::uint64_t kCentrifugeBit = std::uint64_t{1} << 62;
   const std::uint64_t id_;
   std::string names_;  // [name NUL] (channel SPACE)*: see the top of this file
 };

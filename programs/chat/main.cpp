@@ -87,6 +87,7 @@ Setup make_setup(const Flags& f) {
     throw std::invalid_argument("--uring-fanout: this build has no liburing (liburing-dev)");
   s.config.uring_fanout = f.uring_fanout;
   s.config.auth = chat::make_auth_settings(f.auth);
+  s.config.connect_timeout = chat::connect_timeout_of(f.auth);
 
   if (chat::redis_wanted(f.redis, f.redis_cluster)) {
     pubsub::RedisBrokerOptions r;

@@ -138,6 +138,8 @@ Setup make_setup(const Flags& f) {
   c.http.max_body_bytes = f.ws.max_message_size + 4096;  // the JSON around the data: 413 beyond
 
   c.auth = chat::make_auth_settings(f.auth);
+
+  c.connect_timeout = chat::connect_timeout_of(f.auth);
   if (!f.api_key_file.empty()) {
     try {
       s.node.api_key = heartwheel::auth::ApiKey::from_file(f.api_key_file);

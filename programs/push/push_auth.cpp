@@ -57,7 +57,8 @@ std::optional<ApiError> PushAuth::check_sse(const heartwheel::http::Request& req
   auth::Access who;
   who.user = user;
   if (const auto sub = query_value_or_empty(req, "subscription_token"); sub && !sub->empty()) {
-    const auth::Error e = gate_ ? gate_->verify_subscription(*sub, user, channel)
+    std::optional<heartwheel::Duration> left;  // the stream ends with the connection token
+    const auth::Error e = gate_ ? gate_->verify_subscription(*sub, user, channel, left)
                                 : auth::Error{auth::errc::wrong_algorithm, "no token key"};
     if (!e.ok()) return ApiError{403, "permission_denied", "subscription token: " + e.message};
     who.has_subscription_token = true;

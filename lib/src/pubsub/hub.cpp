@@ -20,6 +20,7 @@ void HubOptions::validate() const {
 Hub::Hub(Broker& broker, HubOptions options)
     : broker_(broker), options_(std::move(options)), limits_(broker.limits()) {
   options_.validate();
+  more_frames_.resize(options_.more_encodings.size());  // frame_as allocates no slot
   open_loop();  // throws before anything is attached
   broker_.attach(*this);
 }
@@ -290,6 +291,14 @@ bool Hub::subscribed(const Subscriber& subscriber, std::string_view channel) con
 std::size_t Hub::local_subscribers(std::string_view channel) const {
   const LocalChannel* ch = find(channel);
   return ch ? ch->count : 0;
+}
+
+std::vector<Hub::LocalCount> Hub::local_channels() const {
+  std::vector<LocalCount> out;
+  out.reserve(channels_.size());
+  for (const auto& [name, ch] : channels_)
+    if (ch->count + ch->pending > 0) out.push_back({std::string(name), ch->count + ch->pending});
+  return out;
 }
 
 HubStats Hub::stats() const {
