@@ -85,6 +85,17 @@ bool origin_allowed(const AuthSettings* settings, const heartwheel::http::Reques
   return settings->origins.allows(*origin, host ? std::string_view(*host) : std::string_view());
 }
 
+namespace {
+// Centrifugo's expire_at, when given, is when the connection (or
+// subscription) ends, in place of exp; 0 (the epoch) is never.
+std::optional<auth::WallTime> lives_until(const std::optional<auth::WallTime>& exp,
+                                          const std::optional<auth::WallTime>& expire_at) {
+  if (!expire_at) return exp;
+  if (*expire_at == auth::WallTime{}) return std::nullopt;
+  return expire_at;
+}
+}  // namespace
+
 AuthGate::AuthGate(const AuthSettings& settings) : settings_(settings) {
   if (settings.key) verifier_.emplace(*settings.key);
 }
@@ -94,7 +105,7 @@ auth::Error AuthGate::verify_connection(std::string_view token, auth::Connection
   if (!verifier_) return {auth::errc::wrong_algorithm, "no token key is configured"};
   const auth::WallTime now = std::chrono::system_clock::now();
   auth::Error e = verifier_->verify_connection(token, now, claims);
-  if (e.ok()) time_left = verifier_->time_left(claims.expires, now);
+  if (e.ok()) time_left = verifier_->time_left(lives_until(claims.expires, claims.expire_at), now);
   return e;
 }
 
@@ -105,7 +116,7 @@ auth::Error AuthGate::verify_subscription(std::string_view token, std::string_vi
   auth::SubscriptionClaims claims;
   const auth::WallTime now = std::chrono::system_clock::now();
   auth::Error e = verifier_->verify_subscription(token, now, user, channel, claims);
-  if (e.ok()) time_left = verifier_->time_left(claims.expires, now);
+  if (e.ok()) time_left = verifier_->time_left(lives_until(claims.expires, claims.expire_at), now);
   return e;
 }
 

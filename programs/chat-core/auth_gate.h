@@ -137,7 +137,8 @@ class AuthGate {
   const AuthSettings& settings() const noexcept { return settings_; }
 
   // A connection token. On success `claims` holds the token's claims and
-  // `time_left` when it has `exp` (the connection's remaining life).
+  // `time_left` when it has `exp` or `expire_at` (the connection's remaining
+  // life: expire_at's when given, 0 there meaning none).
   heartwheel::auth::Error verify_connection(std::string_view token,
                                             heartwheel::auth::ConnectionClaims& claims,
                                             std::optional<heartwheel::Duration>& time_left);

@@ -139,6 +139,8 @@ void Worker::dispatch(Client& client, Command& cmd, const Reply& reply) {
                          "over this connection's " + std::string(op_name(cmd.op)) + " rate, " +
                              config_.rate_limits.text(*rated) + " (--rate-limit)"});
   }
+  if (reserved_channel(cmd.channel))
+    return reply(Failure{Fault::permission_denied, "channels under __hw: are the server's own"});
   if (std::optional<Failure> no = refused(client, cmd)) return reply(std::move(*no));
   switch (cmd.op) {
     case Op::subscribe:

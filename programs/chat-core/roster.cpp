@@ -61,6 +61,11 @@ std::vector<Member> Roster::list(std::string_view channel, std::size_t limit,
   return out;
 }
 
+std::size_t Roster::channel_count() const {
+  std::lock_guard lock(mu_);
+  return channels_.size();
+}
+
 std::size_t Roster::users(std::string_view channel, bool by_user) const {
   std::lock_guard lock(mu_);
   const auto it = channels_.find(std::string(channel));

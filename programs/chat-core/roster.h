@@ -45,6 +45,8 @@ class Roster {
   // when `by_user` (tokens say who is who; anonymous counts once), else
   // every member is one (names are not identities).
   std::size_t users(std::string_view channel, bool by_user) const;
+  // Channels with at least one member.
+  std::size_t channel_count() const;
 
  private:
   // The channel's entry for the client, if any; mu_ held.

@@ -6,6 +6,7 @@
 #include <heartwheel/net/connection.h>
 
 #include "client.h"
+#include "control.h"
 #include "protocol.h"
 #include "static_files.h"
 
@@ -39,13 +40,14 @@ Worker::~Worker() {
     uv_close(reinterpret_cast<uv_handle_t*>(stats_timer_),
              [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
   }
+  stop_control();
   hub_.reset();  // closes its handles; the worker's final uv_run completes the closes
 }
 
 // ---- net::Handler: every connection starts as HTTP ---------------------------
 
 void Worker::on_open(net::Connection& conn) {
-  if (!hub_) start_on_loop(conn.loop());
+  if (!hub_) start_on_loop(conn);
   http_->on_open(conn);
 }
 void Worker::on_data(net::Connection& conn, std::string_view data) { http_->on_data(conn, data); }
@@ -61,7 +63,8 @@ void Worker::on_close(net::Connection& conn, net::CloseReason reason, std::error
   http_->on_close(conn, reason, error);
 }
 
-void Worker::start_on_loop(uv_loop_t* loop) {
+void Worker::start_on_loop(net::Connection& conn) {
+  uv_loop_t* loop = conn.loop();
   pubsub::HubOptions o;
   o.loop = loop;
   // Once per publication per worker: one frame every local subscriber shares.
@@ -86,6 +89,9 @@ void Worker::start_on_loop(uv_loop_t* loop) {
     o.after_fan_out = [u = uring_.get()] { u->flush(); };
   }
   hub_ = std::make_unique<pubsub::Hub>(broker_, std::move(o));
+  // With the server API on, its commands reach this worker's clients (every
+  // node of a deployment takes --api-key-file, as its other flags).
+  if (config_.api_key) start_control(conn.timers());
   auto timer = std::make_unique<uv_timer_t>();
   heartwheel::check_uv(uv_timer_init(loop, timer.get()), "uv_timer_init");
   stats_timer_ = timer.release();  // from here on freed by its close callback
@@ -116,6 +122,7 @@ void Worker::publish_stats() {
 
 void Worker::route(const http::Request& req, http::Responder r) {
   if (config_.routes && config_.routes(index_, *hub_, req, r)) return;
+  if (serve_api(req, r)) return;
   if (serve_static_file(req, r)) return;
   const std::string_view path = req.path();
   const bool centrifuge = path == "/connection/websocket";
@@ -223,6 +230,7 @@ void Worker::on_close(ws::Connection& conn, const ws::CloseInfo&) {
   if (const auto it = pending_.find(client->key()); it != pending_.end())
     it->second.client = nullptr;
   rates_.erase(client->key());
+  meta_.erase(client->key());
   roster_.remove_all(*client);
   if (hub_) hub_->unsubscribe_all(*client);  // leave events to the others
   delete client;

@@ -15,10 +15,12 @@
 // worker's counters to the StatsBoard.
 #pragma once
 
+#include <heartwheel/auth/api_key.h>
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/pubsub/bus.h>
 #include <heartwheel/pubsub/hub.h>
+#include <heartwheel/timer/timer_service.h>
 #include <heartwheel/ws/net_handler.h>
 #include <uv.h>
 
@@ -45,6 +47,18 @@ namespace chat {
 class Client;
 class UringFanout;
 
+// This process as the server API's `info` names it (made once, in main()).
+struct NodeInfo {
+  std::string uid;   // random, 16 hex digits: new at every start
+  std::string name;  // the host's name and the process id
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+};
+NodeInfo make_node_info();
+
+// Channels under "__hw:" are this program's own (the server API's control
+// channel, control.cpp): clients and the API may not use them.
+bool reserved_channel(std::string_view channel) noexcept;
+
 // The settings every worker shares (read-only while they run).
 struct Config {
   heartwheel::http::SessionOptions http;
@@ -59,6 +73,10 @@ struct Config {
   // --connect-timeout: a client that must connect first (Centrifugo's
   // always, ours with tokens) and has not by then is closed.
   heartwheel::Duration connect_timeout = std::chrono::seconds(10);
+  // --api-key-file: the server API (POST /api/<method>, server_api.cpp) is
+  // on, for callers presenting this key. Unset: /api is not served.
+  std::optional<heartwheel::auth::ApiKey> api_key;
+  NodeInfo node = make_node_info();
   heartwheel::Duration stats_interval = std::chrono::seconds(1);
   // Tokens, channel permissions, origins (auth_gate.h); null: protocol v1.
   std::shared_ptr<const AuthSettings> auth;
@@ -93,7 +111,7 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   using Json = nlohmann::json;
 
   void route(const heartwheel::http::Request& req, heartwheel::http::Responder r);
-  void start_on_loop(uv_loop_t* loop);
+  void start_on_loop(heartwheel::net::Connection& conn);
   void publish_stats();
   void open_chat(heartwheel::ws::Connection& conn, const std::optional<std::string>& name,
                  Codec::Kind protocol);
@@ -148,6 +166,30 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   std::optional<Failure> refused(Client& client, const Command& cmd);
   bool authenticating() const noexcept { return auth_ && auth_->settings().authenticating(); }
 
+  // server_api.cpp: POST /api/<method> (true when the path was the API's).
+  using ApiDone = std::function<void(Json reply)>;  // {"result":..} or {"error":..}
+  bool serve_api(const heartwheel::http::Request& req, heartwheel::http::Responder& r);
+  void call_api(const std::string& method, const Json& body, ApiDone done);
+  void api_publish(const Json& body, ApiDone done);
+  void api_broadcast(const Json& body, ApiDone done);
+  void api_history(const Json& body, ApiDone done);
+  void api_batch(const Json& body, ApiDone done);
+
+  // control.cpp: commands and surveys for every worker of every node.
+  class Control;
+  struct Survey;
+  void start_control(heartwheel::TimerService& timers);
+  void stop_control() noexcept;
+  void on_control(const heartwheel::pubsub::Publication& p);
+  void act_on_clients(const std::string& op, const Json& command);
+  // Who a client is for the API's `user`: its token's sub, or without
+  // tokens its name.
+  std::string identity(const Client& client) const;
+  void answer_survey(const Json& question);
+  void broadcast_control(Json command, std::function<void(std::error_code)> done);
+  void survey(Json question, std::function<void(std::vector<Json>)> done);
+  void finish_survey(std::string id);
+
   // Replies go out in request order (the protocol's promise) although the
   // broker may answer a later request first (Redis). Only a client with an
   // answer outstanding has an entry, so a connection pays nothing for it.
@@ -163,6 +205,9 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   // The rate buckets of clients with a bucket not full (by Client::key()):
   // like pending_, an idle connection has no entry.
   std::unordered_map<std::uint64_t, RateBuckets> rates_;
+  // A connection token's `meta` (JSON text), sent with its proxy calls: only
+  // connections whose token had one have an entry.
+  std::unordered_map<std::uint64_t, std::string> meta_;
 
   const unsigned index_;
   const Config& config_;
@@ -172,6 +217,10 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   std::unique_ptr<UringFanout> uring_;            // --uring-fanout; outlives the hub
   std::unique_ptr<heartwheel::pubsub::Hub> hub_;  // from the first connection on
   std::unique_ptr<AuthGate> auth_;                // config.auth set
+  heartwheel::TimerService* timers_ = nullptr;    // the loop's wheel, from the first connection
+  std::unique_ptr<Control> control_;              // with the hub
+  std::unordered_map<std::string, std::unique_ptr<Survey>> surveys_;
+  std::uint64_t next_survey_ = 0;
   uv_timer_t* stats_timer_ = nullptr;             // heap: freed in its close callback
   ChatStats stats_;
   std::uint64_t next_client_ = 0;

@@ -8,6 +8,8 @@
 #include <heartwheel/auth/error.h>
 #include <heartwheel/net/connection.h>
 
+#include <algorithm>
+
 #include "client.h"
 #include "protocol.h"
 #include "worker.h"
@@ -45,8 +47,14 @@ void Worker::connect(Client& client, const Command& cmd, const Reply& reply) {
   if (left && left->count() <= 0) return reply(Failure{Fault::token_expired, "the token expired"});
   std::optional<heartwheel::Duration> ttl;
   if (left) ttl = *left - auth_->leeway();
+  // Server-side subscriptions: the token's `channels` and the keys of `subs`.
+  std::vector<std::string> channels = std::move(claims.channels);
+  for (std::string& c : claims.subs)
+    if (std::find(channels.begin(), channels.end(), c) == channels.end())
+      channels.push_back(std::move(c));
+  if (!claims.meta.empty()) meta_[client.key()] = std::move(claims.meta);
   admit(client, cmd, reply, claims.user, user_info(client.id(), claims.user, claims.info), left,
-        ttl, claims.channels, {});
+        ttl, channels, {});
 }
 
 void Worker::admit(Client& client, const Command& cmd, const Reply& reply, std::string_view user,

@@ -44,6 +44,7 @@ struct Flags {
   chat::RedisClusterFlags redis_cluster;  // --redis-cluster, --redis-wait-replicas
   heartwheel::cli::RedisLinkFlags redis_link;  // --redis-password-file, --redis-user, --redis-tls*
   bool no_join_leave = false;
+  std::string api_key_file;  // --api-key-file: the server API (programs/chat-core/server_api.cpp)
   bool uring_fanout = false;
   std::vector<std::string> history_before_subscribers;  // namespaces
 };
@@ -88,6 +89,13 @@ Setup make_setup(const Flags& f) {
   s.config.uring_fanout = f.uring_fanout;
   s.config.auth = chat::make_auth_settings(f.auth);
   s.config.connect_timeout = chat::connect_timeout_of(f.auth);
+  if (!f.api_key_file.empty()) {
+    try {
+      s.config.api_key = heartwheel::auth::ApiKey::from_file(f.api_key_file);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(std::string("--api-key-file: ") + e.what());
+    }
+  }
 
   if (chat::redis_wanted(f.redis, f.redis_cluster)) {
     pubsub::RedisBrokerOptions r;
@@ -142,7 +150,9 @@ int main(int argc, char** argv) {
   chat::ProductionFlags production;  // --metrics-listen and the protection flags
   CLI::App app{
       "heartwheel-chat: a chat server. GET / is the chat page; /ws is the WebSocket endpoint of "
-      "the JSON protocol (docs/chat-protocol.md; /ws?name=NAME says who you are); /echo is a "
+      "the JSON protocol (docs/chat-protocol.md; /ws?name=NAME says who you are); "
+      "/connection/websocket speaks Centrifugo's client protocol v2 (JSON) to its SDKs "
+      "(docs/centrifugo.md); /api/<method> is the server API (--api-key-file); /echo is a "
       "WebSocket echo.\nDurations: 250ms, 2s, 5m.\n"
       "Exit status: 0 ok, 1 runtime failure, 2 usage error.",
       "heartwheel-chat"};
@@ -150,6 +160,11 @@ int main(int argc, char** argv) {
       app, f.ws, "worker threads, each with its own loop, wheel and pub/sub hub (SO_REUSEPORT)");
   chat::add_production_flags(app, production);
   chat::add_auth_flags(app, f.auth);
+  app.add_option("--api-key-file", f.api_key_file,
+                 "turns the server API on (Centrifugo's: POST /api/publish, broadcast, subscribe, "
+                 "unsubscribe, disconnect, refresh, presence, presence_stats, history, "
+                 "history_remove, channels, info, batch; docs/centrifugo.md) for callers sending "
+                 "the key in FILE as X-API-Key: KEY or Authorization: apikey KEY (others: 401)");
   app.add_flag("--no-join-leave", f.no_join_leave,
                "no join/leave pushes (presence counts are still answered): for channels with "
                "thousands of subscribers, where every join would reach every subscriber");

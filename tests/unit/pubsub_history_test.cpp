@@ -35,6 +35,28 @@ TEST_CASE("history(limit) returns the latest publications oldest first, at most 
   CHECK(hub.history("bad name", 10).error == errc::bad_channel_character);
 }
 
+TEST_CASE("remove_history forgets the publications and keeps the stream's position",
+          "[pubsub][history]") {
+  ManualBus m(with_history(10));
+  Hub hub(m.bus);
+  Recorder r;
+  hub.subscribe(r, "c");
+  for (int i = 1; i <= 3; ++i) hub.publish("c", "m" + std::to_string(i));
+  const StreamPosition before = hub.history("c", 0).position;
+  std::error_code removed = make_error_code(errc::unavailable);
+  hub.remove_history("c", [&](std::error_code ec) { removed = ec; });
+  CHECK_FALSE(removed);
+  HistoryResult h = hub.history("c", 10);
+  CHECK(h.publications.empty());
+  CHECK(h.position == before);  // offset 3, the same epoch
+  CHECK(hub.publish("c", "m4").position == StreamPosition{4, before.epoch});
+  Recorder late;  // recovering from offset 1 misses 2 and 3: they are gone
+  const SubscribeResult s = hub.subscribe(late, "c", {.since = StreamPosition{1, before.epoch}});
+  CHECK_FALSE(s.recovered);
+  hub.remove_history("bad name", [&](std::error_code ec) { removed = ec; });
+  CHECK(removed == errc::bad_channel_character);
+}
+
 TEST_CASE("Publications older than history_ttl leave the history", "[pubsub][history][ttl]") {
   ManualBus m(with_history(100, 10s));
   Hub hub(m.bus);

@@ -181,6 +181,21 @@ void Bus::presence(Inbox&, std::string_view channel, PresenceDone done) {
   if (done) done(std::move(r));
 }
 
+void Bus::remove_history(Inbox&, std::string_view channel, RemoveDone done) {
+  const std::error_code ec = remove_history(channel);
+  if (done) done(ec);
+}
+
+std::error_code Bus::remove_history(std::string_view channel) {
+  if (std::error_code ec = validate_channel(channel, options_.limits)) return ec;
+  Shard& shard = shard_for(channel);
+  std::lock_guard lock(shard.mu);
+  // The offset and epoch stay (a channel without subscribers and now
+  // without history is freed by the next sweep, as any other).
+  if (detail::StoredChannel* ch = shard.find(channel)) ch->history.clear();
+  return {};
+}
+
 std::uint64_t Bus::presence(std::string_view channel) {
   Shard& shard = shard_for(channel);
   std::lock_guard lock(shard.mu);

@@ -276,6 +276,10 @@ void Hub::presence(std::string_view channel, PresenceDone done) {
   broker_.presence(*this, channel, std::move(done));
 }
 
+void Hub::remove_history(std::string_view channel, RemoveDone done) {
+  broker_.remove_history(*this, channel, std::move(done));
+}
+
 std::uint64_t Hub::presence(std::string_view channel) {
   require_inline("presence");
   PresenceResult out;

@@ -128,6 +128,13 @@ void RedisBroker::presence(Inbox& from, std::string_view channel, PresenceDone d
        done = std::move(done)]() mutable { core->presence(from, std::move(ch), std::move(done)); });
 }
 
+void RedisBroker::remove_history(Inbox& from, std::string_view channel, RemoveDone done) {
+  core_->submit([core = core_.get(), from = &from, ch = std::string(channel),
+                 done = std::move(done)]() mutable {
+    core->remove_history(from, std::move(ch), std::move(done));
+  });
+}
+
 void RedisBroker::attach(Inbox& inbox) { core_->attach(&inbox); }
 void RedisBroker::detach(Inbox& inbox) noexcept { core_->detach(&inbox); }
 
@@ -377,6 +384,22 @@ void RedisBroker::Core::history(Inbox* from, std::string channel, std::size_t li
              answer(std::move(r));
            });
   if (refused) answer(HistoryResult{errc::unavailable, {}, {}});
+}
+
+void RedisBroker::Core::remove_history(Inbox* from, std::string channel, RemoveDone done) {
+  auto answer = [this, from, done](std::error_code ec) {
+    complete(from, [done, ec] {
+      if (done) done(ec);
+    });
+  };
+  if (std::error_code bad = validate_channel(channel, options_.limits)) return answer(bad);
+  const detail::Keys keys = layout_.keys(channel);
+  auto refused = send(
+      redis::Command{"XTRIM", keys.stream, "MAXLEN", "0"},
+      [answer](std::error_code ec, redis::Reply reply) {
+        answer(ec || reply.is_error() ? make_error_code(errc::unavailable) : std::error_code());
+      });
+  if (refused) answer(make_error_code(errc::unavailable));
 }
 
 void RedisBroker::Core::presence(Inbox* from, std::string channel, PresenceDone done) {

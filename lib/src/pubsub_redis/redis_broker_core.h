@@ -48,6 +48,7 @@ class RedisBroker::Core {
   void leave(Inbox* inbox, const std::string& channel, const std::string& info, bool last_local);
   void history(Inbox* from, std::string channel, std::size_t limit, HistoryDone done);
   void presence(Inbox* from, std::string channel, PresenceDone done);
+  void remove_history(Inbox* from, std::string channel, RemoveDone done);
   void halt();
   RedisBrokerStats snapshot() const;
   // Immutable after construction: any thread.

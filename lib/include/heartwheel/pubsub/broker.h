@@ -140,6 +140,7 @@ using PublishDone = std::function<void(PublishResult)>;
 using JoinDone = std::function<void(SubscribeResult)>;
 using HistoryDone = std::function<void(HistoryResult)>;
 using PresenceDone = std::function<void(PresenceResult)>;
+using RemoveDone = std::function<void(std::error_code)>;
 
 // Posts `completion` into `inbox` to run on its thread in inbox order (for
 // brokers that answer through the inbox).
@@ -185,6 +186,12 @@ class Broker {
 
   // Subscribers of `channel` over every hub (0 if none).
   virtual void presence(Inbox& from, std::string_view channel, PresenceDone done) = 0;
+
+  // Forgets `channel`'s history (what history and recovery could return),
+  // keeping its stream position: later publications continue its offsets in
+  // its epoch, and recovery from before the removal answers recovered
+  // false. Errors: a bad channel name; a remote broker's (unavailable).
+  virtual void remove_history(Inbox& from, std::string_view channel, RemoveDone done) = 0;
 
   // Drops expired history and frees channels left with neither subscribers
   // nor history. Hubs on a loop call it every sweep_interval().

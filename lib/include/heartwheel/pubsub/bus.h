@@ -149,6 +149,7 @@ class Bus final : public Broker {
              bool last_local) override;
   void history(Inbox& from, std::string_view channel, std::size_t limit, HistoryDone done) override;
   void presence(Inbox& from, std::string_view channel, PresenceDone done) override;
+  void remove_history(Inbox& from, std::string_view channel, RemoveDone done) override;
 
   // The same, answered as return values, from any thread (a publisher with no
   // hub, tests).
@@ -156,6 +157,7 @@ class Bus final : public Broker {
   SubscribeResult join(Inbox& inbox, const JoinRequest& request);
   HistoryResult history(std::string_view channel, std::size_t limit);
   std::uint64_t presence(std::string_view channel);
+  std::error_code remove_history(std::string_view channel);
 
   void sweep() override;
   Duration sweep_interval() const noexcept override { return options_.sweep_interval; }

@@ -167,6 +167,8 @@ class Hub final : private Inbox {
   // The broker's history and presence (see Broker); `done` as for publish.
   void history(std::string_view channel, std::size_t limit, HistoryDone done);
   void presence(std::string_view channel, PresenceDone done);
+  // The broker's remove_history (broker.h); `done` as for publish.
+  void remove_history(std::string_view channel, RemoveDone done);
   // Inline brokers only (else std::logic_error).
   HistoryResult history(std::string_view channel, std::size_t limit);
   std::uint64_t presence(std::string_view channel);

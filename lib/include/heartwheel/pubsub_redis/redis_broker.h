@@ -215,6 +215,8 @@ class RedisBroker final : public Broker {
              bool last_local) override;
   void history(Inbox& from, std::string_view channel, std::size_t limit, HistoryDone done) override;
   void presence(Inbox& from, std::string_view channel, PresenceDone done) override;
+  // XTRIM of the channel's stream to nothing; its meta (offset, epoch) stays.
+  void remove_history(Inbox& from, std::string_view channel, RemoveDone done) override;
   // Nothing to sweep here: Redis expires history itself.
   void sweep() override {}
   Duration sweep_interval() const noexcept override { return std::chrono::hours(1); }
