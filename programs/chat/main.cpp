@@ -39,7 +39,9 @@ namespace ws = heartwheel::ws;
 struct Flags {
   chat::WsFlags ws;  // the WebSocket server flags heartwheel-push shares
   chat::AuthFlags auth;  // tokens, channel permissions, origins (auth_gate.h)
-  std::string redis, redis_prefix = "hw:", presence_ttl = "30s", redis_timeout = "5s";
+  std::string redis, presence_ttl = "30s", redis_timeout = "5s";
+  std::string pubsub_prefix = chat::kDefaultPubsubPrefix;  // --pubsub-prefix
+  std::string redis_prefix;  // --redis-prefix: the deprecated name of --pubsub-prefix
   std::size_t redis_buffer = 1024;
   chat::RedisClusterFlags redis_cluster;  // --redis-cluster, --redis-wait-replicas
   heartwheel::cli::RedisLinkFlags redis_link;  // --redis-password-file, --redis-user, --redis-tls*
@@ -107,7 +109,7 @@ Setup make_setup(const Flags& f) {
     heartwheel::cli::apply_redis_link_flags(f.redis_link, r.redis, "heartwheel-chat");
     r.redis.command_timeout = parse_duration_flag("--redis-timeout", f.redis_timeout);
     r.redis.max_buffered = f.redis_buffer;
-    r.key_prefix = f.redis_prefix;
+    r.key_prefix = f.pubsub_prefix;
     r.presence_ttl = parse_duration_flag("--presence-ttl", f.presence_ttl);
     if (r.presence_ttl < std::chrono::milliseconds(30))
       throw std::invalid_argument("--presence-ttl must be at least 30ms");
@@ -184,9 +186,12 @@ int main(int argc, char** argv) {
                  "Cluster: --redis-cluster)");
   chat::add_redis_cluster_flags(app, f.redis_cluster);
   heartwheel::cli::add_redis_link_flags(app, f.redis_link);
-  app.add_option("--redis-prefix", f.redis_prefix,
-                 "prefix of every Redis key and channel this server uses")
-      ->capture_default_str();
+  CLI::Option* pubsub_prefix = chat::add_pubsub_prefix_flag(
+      app, f.pubsub_prefix, "With --redis or --redis-cluster; --redis-prefix is its old name");
+  CLI::Option* redis_prefix =
+      app.add_option("--redis-prefix", f.redis_prefix,
+                     "deprecated: the old name of --pubsub-prefix (the same setting)")
+          ->excludes(pubsub_prefix);
   app.add_option("--presence-ttl", f.presence_ttl,
                  "with --redis: a node's presence lease, renewed every third of it; a dead "
                  "node's clients leave the counts within it")
@@ -200,6 +205,12 @@ int main(int argc, char** argv) {
                  "once; 0: fail fast)")
       ->capture_default_str();
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
+  if (redis_prefix->count() > 0) {
+    std::fprintf(stderr,
+                 "heartwheel-chat: warning: --redis-prefix is deprecated: use --pubsub-prefix "
+                 "(the same setting, and heartwheel-push's name for it)\n");
+    f.pubsub_prefix = f.redis_prefix;
+  }
 
   Setup s;
   std::optional<heartwheel::metrics::EndpointOptions> metrics_at;

@@ -19,6 +19,11 @@ std::string accepted_json(std::string_view id, std::int64_t due_ms) {
   return Json{{"id", id}, {"due_ms", due_ms}}.dump();
 }
 
+std::string published_json(std::string_view id, std::int64_t due_ms, std::uint64_t offset,
+                           std::string_view epoch) {
+  return Json{{"id", id}, {"due_ms", due_ms}, {"offset", offset}, {"epoch", epoch}}.dump();
+}
+
 std::variant<PublishRequest, ApiError> parse_publish(std::string_view body,
                                                      const heartwheel::pubsub::Limits& limits,
                                                      heartwheel::Duration max_delay,

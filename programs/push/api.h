@@ -41,8 +41,12 @@ bool is_json_content_type(const std::string* value);
 
 // {"error":{"code":C,"message":M}}
 std::string error_json(std::string_view code, std::string_view message);
-// {"id":ID,"due_ms":N}
+// {"id":ID,"due_ms":N}: a delayed push stored.
 std::string accepted_json(std::string_view id, std::int64_t due_ms);
+// {"id":ID,"due_ms":N,"offset":O,"epoch":E}: an immediate publication,
+// published (O and E: its place in the channel's stream).
+std::string published_json(std::string_view id, std::int64_t due_ms, std::uint64_t offset,
+                           std::string_view epoch);
 
 // The id of DELETE /publish/{id}: what follows "/publish/", if it looks like
 // an id ([0-9a-zA-Z-], 1..128 bytes); empty otherwise.

@@ -588,7 +588,7 @@ def test_the_library_in_the_page_recovers_what_it_missed_across_a_restart():
     from chat_redis_test import Redis
 
     def node(redis, listen="127.0.0.1:0"):
-        return Server(SERVER_BINARY, "--redis", redis.address(), "--redis-prefix",  # noqa: F821
+        return Server(SERVER_BINARY, "--redis", redis.address(), "--pubsub-prefix",  # noqa: F821
                       "t:", listen=listen)
 
     async def publish(ws, ids, text):

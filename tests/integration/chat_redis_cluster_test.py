@@ -29,7 +29,7 @@ WATCHDOG_SECONDS = 110
 
 
 def node(cluster, *flags):
-    return Server(SERVER_BINARY, "--redis-cluster", cluster.seeds(), "--redis-prefix", "t:",
+    return Server(SERVER_BINARY, "--redis-cluster", cluster.seeds(), "--pubsub-prefix", "t:",
                   *flags)
 
 

@@ -106,7 +106,8 @@ def test_pending_pushes_per_key_are_capped_across_nodes():
     so three delayed pushes (two on A, one on B) fill it; the fourth, on
     either node, is 429 limit_exceeded, counted (api.publish_capped,
     delayed.schedule_capped, /metrics). A cancel makes room for one; so does
-    a delivery (an immediate push counts until it is delivered)."""
+    a delivery (a push counts until it is delivered; an immediate publication
+    is published before its answer, never stored, and never counted)."""
     import time
     from chat_support import http_get
     from push_support import Sse
@@ -132,12 +133,14 @@ def test_pending_pushes_per_key_are_capped_across_nodes():
         assert status == 202, (status, body)
         ids[0] = body["id"]
         assert publish(a.port, "c", "full again", delay_ms=60000)[0] == 429
-        # A delivery makes room too: cancel one, push one due now, and once it
-        # is delivered (and acknowledged) the next is accepted.
+        # An immediate publication is not stored: not counted, even when full.
+        assert publish(a.port, "c", "immediate")[0] == 202
+        # A delivery makes room too: cancel one, push one due in 1 ms, and once
+        # it is delivered (and acknowledged) the next is accepted.
         sse = Sse(a.port, "c")
         sse.event()
         assert http(a.port, "DELETE", "/publish/" + ids[1])[0] == 204
-        assert publish(a.port, "c", "now")[0] == 202
+        assert publish(a.port, "c", "now", delay_ms=1)[0] == 202
         assert sse.messages(1, timeout=10)[0]["data"]["data"] == "now"
         deadline = time.monotonic() + 10
         while r.command("HGET", "heartwheel:push:owners", "") != "2":

@@ -48,7 +48,9 @@ def test_publish_and_sse_receive():
         assert first["event"] == "subscribed" and first["id"] == "0", first
         status, _, body = publish(s.port, "news", {"text": "hello"})
         assert status == 202, body
-        assert set(body) == {"id", "due_ms"}, body
+        # Published before the answer: its place in the channel's stream.
+        assert set(body) == {"id", "due_ms", "offset", "epoch"}, body
+        assert body["offset"] == 1 and body["epoch"] == first["data"]["epoch"], (body, first)
         ev = sse.messages(1)[0]
         assert ev["id"] == "1", ev
         assert ev["data"]["data"] == {"text": "hello"} and ev["data"]["offset"] == 1, ev
@@ -68,8 +70,13 @@ def test_publish_and_sse_receive():
         # All in the wait: the delivery and the event come after the accept,
         # and a file written between them has only the accept.
         st = s.read_stats(lambda st: st["api"]["publish_accepted"] == 1 and
-                          st["delayed"]["delivered"] >= 1 and st["sse"]["events"] >= 1)
-        assert st["delayed"]["delivered"] == 1 and st["sse"]["events"] == 1, st
+                          st["api"]["delivered"] >= 1 and st["sse"]["events"] >= 1)
+        assert st["api"]["delivered"] == 1 and st["sse"]["events"] == 1, st
+        # Not through the delayed queue: nothing stored to be claimed.
+        assert st["delayed"]["scheduled"] == 0 and r.queue_size("data") == 0, st["delayed"]
+        status, _, body = publish(s.port, "news", {"text": "later"}, delay_ms=1)
+        assert status == 202 and set(body) == {"id", "due_ms"}, body  # stored, not yet published
+        assert sse.messages(1)[0]["data"]["offset"] == 2
         sse.close()
 
 
@@ -87,10 +94,9 @@ def test_last_event_id_resumes_without_gaps():
         s.read_stats(lambda st: st["api"]["delivered"] == 6)
         again = Sse(s.port, "feed", last_event_id=3)
         resumed = again.messages(3)
-        # Offsets 4, 5, 6 without a gap. (Pushes due on the same wheel tick
-        # may be delivered in any order: the data need not follow them.)
+        # Offsets 4, 5, 6 without a gap, in the order they were posted.
         assert [e["id"] for e in resumed] == ["4", "5", "6"], resumed
-        assert sorted(e["data"]["data"] for e in resumed) == [3, 4, 5], resumed
+        assert [e["data"]["data"] for e in resumed] == [3, 4, 5], resumed
         sub = again.event()
         assert sub["event"] == "subscribed" and sub["data"]["recovered"] is True, sub
         assert publish(s.port, "feed", 6)[0] == 202
@@ -244,7 +250,8 @@ def test_killed_node_claims_are_delivered_by_the_other_after_the_lease():
         try:
             # A running node: its claim script is in Redis's cache (a first
             # EVALSHA would get NOSCRIPT, and the dead node never resends it).
-            assert publish(a.port, "warmup", 0)[0] == 202
+            # Delayed: an immediate publish does not go through the queue.
+            assert publish(a.port, "warmup", 0, delay_ms=1)[0] == 202
             a.read_stats(lambda st: st["delayed"]["acked"] == 1)
             due = None
             for i in range(20):
@@ -331,7 +338,7 @@ def test_metrics_scrape_passes_promtool():
         line = s.proc.stdout.readline()
         assert line.startswith("metrics on "), line
         url = "http://%s/metrics" % line.split()[-1]
-        assert publish(s.port, "m", 1)[0] == 202
+        assert publish(s.port, "m", 1, delay_ms=1)[0] == 202
         assert publish(s.port, "m", 2, delay_ms=30000)[0] == 202
         deadline = time.monotonic() + 10
         while True:
@@ -358,7 +365,7 @@ def test_subscriber_on_b_receives_publish_made_on_a():
         for i in range(10):
             assert publish(a.port, "x", i)[0] == 202
         got = sse.messages(10, timeout=10)
-        assert sorted(e["data"]["data"] for e in got) == list(range(10))
+        assert [e["data"]["data"] for e in got] == list(range(10))  # in order (issue 34)
 
 
 def test_delayed_pushes_on_a_redis_cluster_wait_for_a_replica():
