@@ -243,9 +243,13 @@ void Worker::api_publish(const Json& body, ApiDone done) {
     throw std::invalid_argument("b64data: this server's clients speak JSON; send data");
   const auto data = body.find("data");
   if (data == body.end()) throw std::invalid_argument("data is required (any JSON value)");
-  hub_->publish(channel, data->dump(), {}, [this, done](pubsub::PublishResult r) {
+  // A retry with the key of a publish made within 5 minutes (on any node)
+  // gets that one's result and publishes nothing (broker.h).
+  pubsub::PublishOptions options;
+  options.idempotency_key = optional_string(body, "idempotency_key");
+  hub_->publish(channel, data->dump(), {}, options, [this, done](pubsub::PublishResult r) {
     if (r.error) return done(api_error(Failure{fault_of(r.error), r.error.message(), 0}));
-    ++stats_.publications;
+    if (!r.duplicate) ++stats_.publications;
     Json res = Json::object();
     if (r.position.offset > 0) res = {{"offset", r.position.offset}, {"epoch", r.position.epoch}};
     done(result(std::move(res)));

@@ -57,6 +57,30 @@ TEST_CASE("remove_history forgets the publications and keeps the stream's positi
   CHECK(removed == errc::bad_channel_character);
 }
 
+TEST_CASE("A publish with the idempotency key of one within its window gets that one's result",
+          "[pubsub][history][idempotency]") {
+  ManualBus m(with_history(10));
+  Hub hub(m.bus);
+  Recorder r;
+  hub.subscribe(r, "c");
+  PublishOptions once;
+  once.idempotency_key = "order-42";
+  once.idempotency_window = 5min;
+  const PublishResult first = m.bus.publish("c", "a", {}, once);
+  REQUIRE(first.position.offset == 1);
+  CHECK_FALSE(first.duplicate);
+  const PublishResult retry = m.bus.publish("c", "a again", {}, once);
+  CHECK(retry.duplicate);
+  CHECK(retry.position == first.position);
+  CHECK_FALSE(m.bus.publish("other", "a", {}, once).duplicate);  // keys are per channel
+  m.clock.advance(5min);  // the window passed: the key is forgotten
+  const PublishResult later = m.bus.publish("c", "a later", {}, once);
+  CHECK_FALSE(later.duplicate);
+  CHECK(later.position.offset == 2);
+  poll_all(hub);
+  CHECK(r.data == std::vector<std::string>{"a", "a later"});  // delivered once each
+}
+
 TEST_CASE("Publications older than history_ttl leave the history", "[pubsub][history][ttl]") {
   ManualBus m(with_history(100, 10s));
   Hub hub(m.bus);

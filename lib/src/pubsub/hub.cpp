@@ -243,7 +243,12 @@ void Hub::release_if_empty(LocalChannel* ch) noexcept {
 }
 
 void Hub::publish(std::string_view channel, std::string data, std::string info, PublishDone done) {
-  broker_.publish(*this, channel, std::move(data), std::move(info),
+  publish(channel, std::move(data), std::move(info), PublishOptions{}, std::move(done));
+}
+
+void Hub::publish(std::string_view channel, std::string data, std::string info,
+                  const PublishOptions& options, PublishDone done) {
+  broker_.publish(*this, channel, std::move(data), std::move(info), options,
                   [this, done = std::move(done)](PublishResult r) {
                     ++(r.error ? stats_.publish_errors : stats_.publications);
                     if (done) done(std::move(r));

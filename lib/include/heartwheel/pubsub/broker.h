@@ -103,6 +103,21 @@ struct PublishResult {
   std::error_code error;
   StreamPosition position;  // the publication's offset and epoch; {0, ""} when the
                             // channel had neither subscribers nor history (no one heard it)
+  // PublishOptions::idempotency_key: an earlier publish of the channel had
+  // the key; nothing was published now, `position` is that one's.
+  bool duplicate = false;
+};
+
+// How a publish is made, beyond its data.
+struct PublishOptions {
+  // A publish whose key a publish of the same channel had within
+  // idempotency_window is not published again: its result is the first one's
+  // (PublishResult::duplicate). Across every hub and node of the broker
+  // (Redis: a key of the channel's slot, set in the publish script).
+  // Centrifugo's idempotency_key. A publish nobody could hear (no
+  // subscribers, no history: offset 0) leaves no key. Empty: none.
+  std::string idempotency_key;
+  Duration idempotency_window = std::chrono::minutes(5);
 };
 
 struct HistoryResult {
@@ -165,7 +180,11 @@ class Broker {
   // answer goes): orders it, appends it to the history and posts it to every
   // interested inbox. Errors (nothing published): see PublishResult.
   virtual void publish(Inbox& from, std::string_view channel, std::string data, std::string info,
-                       PublishDone done) = 0;
+                       const PublishOptions& options, PublishDone done) = 0;
+  void publish(Inbox& from, std::string_view channel, std::string data, std::string info,
+               PublishDone done) {
+    publish(from, channel, std::move(data), std::move(info), PublishOptions{}, std::move(done));
+  }
 
   // A subscriber of `inbox` joins `channel` (the hub has checked the name and
   // its limits). Counts presence, posts a join event if the channel has

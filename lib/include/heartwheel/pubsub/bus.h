@@ -142,8 +142,9 @@ class Bus final : public Broker {
   bool completes_inline() const noexcept override { return true; }
 
   // Broker: each answers before returning, outside the shard lock.
+  using Broker::publish;
   void publish(Inbox& from, std::string_view channel, std::string data, std::string info,
-               PublishDone done) override;
+               const PublishOptions& options, PublishDone done) override;
   void join(Inbox& inbox, const JoinRequest& request, JoinDone done) override;
   void leave(Inbox& inbox, std::string_view channel, std::string_view info,
              bool last_local) override;
@@ -153,7 +154,8 @@ class Bus final : public Broker {
 
   // The same, answered as return values, from any thread (a publisher with no
   // hub, tests).
-  PublishResult publish(std::string_view channel, std::string data, std::string info = {});
+  PublishResult publish(std::string_view channel, std::string data, std::string info = {},
+                        const PublishOptions& options = {});
   SubscribeResult join(Inbox& inbox, const JoinRequest& request);
   HistoryResult history(std::string_view channel, std::size_t limit);
   std::uint64_t presence(std::string_view channel);
@@ -183,7 +185,7 @@ class Bus final : public Broker {
   // Under the channel's shard lock. False: a new channel is needed and the
   // cap is reached (nothing done); `result` is untouched then.
   bool publish_locked(Shard& shard, std::string_view channel, std::string& data, std::string& info,
-                      PublishResult& result);
+                      const PublishOptions& options, PublishResult& result);
   bool join_locked(Shard& shard, Inbox& inbox, const JoinRequest& request, SubscribeResult& result);
   void evict_history();
 

@@ -161,6 +161,9 @@ class Hub final : private Inbox {
   // hub's on a later iteration). Errors: see PublishResult. `done` (may be
   // empty) runs as for subscribe; publishes of one hub complete in order.
   void publish(std::string_view channel, std::string data, std::string info, PublishDone done);
+  // The same with PublishOptions (an idempotency key, broker.h).
+  void publish(std::string_view channel, std::string data, std::string info,
+               const PublishOptions& options, PublishDone done);
   // Inline brokers only (else std::logic_error), like subscribe.
   PublishResult publish(std::string_view channel, std::string data, std::string info = {});
 
