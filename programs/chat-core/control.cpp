@@ -123,7 +123,7 @@ void Worker::on_control(const pubsub::Publication& p) {
 }
 
 std::string Worker::identity(const Client& c) const {
-  if (authenticating()) return std::string(c.user());
+  if (identified()) return std::string(c.user());
   // Without tokens a client is its name (?name=), kept in its presence info.
   const Json info = Json::parse(c.info(), nullptr, /*allow_exceptions=*/false);
   return info.is_object() ? info.value("name", std::string()) : std::string();
@@ -191,7 +191,7 @@ void Worker::answer_survey(const Json& m) {
       const auto* c = static_cast<const Client*>(conn.user_data());
       if (c == nullptr || !c->connected()) return;
       ++clients;
-      users.insert(authenticating() ? std::string(c->user()) : c->id());
+      users.insert(identified() ? std::string(c->user()) : c->id());
     });
     const pubsub::HubStats h = hub_->stats();
     a["clients"] = clients;

@@ -47,6 +47,7 @@ Worker::Reply Worker::reserve_reply(Client& client, ReplyTo to) {
   pending.waiting.emplace_back();
   const Codec* codec = &codec_of(client.protocol());
   return [this, key = client.key(), slot, codec, to = std::move(to)](Answer answer) {
+    if (to.server_side && to.op != Op::subscribe) return fill_reply(key, slot, {});  // a hold
     if (const auto* f = std::get_if<Failure>(&answer)) {
       ++stats_.errors[std::string(chat_error_code(to.op, f->fault))];
       if (f->fault == Fault::bad_json) ++stats_.bad_json;
@@ -119,12 +120,15 @@ void Worker::dispatch(Client& client, Command& cmd, const Reply& reply) {
                     "unknown op; the ops are subscribe, unsubscribe, publish, presence, history"});
       return refresh(client, cmd, reply);
     case Op::sub_refresh:
+      if (cmd.token.empty() && proxying(&ProxySettings::sub_refresh))
+        return proxy_sub_refresh(client, cmd, reply);
       return sub_refresh(client, cmd, reply);
     case Op::ping:
       return reply(Done{});
     case Op::send:
       return reply(Done{});  // Centrifugo's send: no handler of ours (docs/centrifugo.md)
     case Op::rpc:
+      if (proxying(&ProxySettings::rpc)) return proxy_rpc(client, cmd, reply);
       return reply(Failure{Fault::method_not_found, "no RPC handler (--proxy-rpc-endpoint)"});
     default:
       break;
@@ -141,6 +145,12 @@ void Worker::dispatch(Client& client, Command& cmd, const Reply& reply) {
   }
   if (reserved_channel(cmd.channel))
     return reply(Failure{Fault::permission_denied, "channels under __hw: are the server's own"});
+  // With a proxy, the backend decides in place of the channel rules (a
+  // channel token still decides its subscribe).
+  if (cmd.op == Op::subscribe && cmd.token.empty() && proxying(&ProxySettings::subscribe))
+    return proxy_subscribe(client, cmd, reply);
+  if (cmd.op == Op::publish && proxying(&ProxySettings::publish))
+    return proxy_publish(client, cmd, reply);
   if (std::optional<Failure> no = refused(client, cmd)) return reply(std::move(*no));
   switch (cmd.op) {
     case Op::subscribe:
@@ -237,7 +247,7 @@ void Worker::presence_stats(const Command& cmd, const Reply& reply) {
   hub_->presence(cmd.channel, [this, channel = cmd.channel, reply](pubsub::PresenceResult r) {
     if (r.error) return reply(failure(r.error));
     // Users: this node's members (the broker counts subscribers, not users).
-    reply(PresenceStatsAnswer{r.subscribers, roster_.users(channel, authenticating())});
+    reply(PresenceStatsAnswer{r.subscribers, roster_.users(channel, identified())});
   });
 }
 

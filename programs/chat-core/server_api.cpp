@@ -170,7 +170,7 @@ void Worker::call_api(const std::string& method, const Json& body, ApiDone done)
       const std::string channel = required(body, "channel");
       check_channel(channel);
       const bool stats = method == "presence_stats";
-      const bool by_user = authenticating();
+      const bool by_user = identified();
       return survey({{"op", "survey"}, {"what", "presence"}, {"channel", channel}},
                     [done, stats, by_user](std::vector<Json> answers) {
                       Json presence = Json::object();

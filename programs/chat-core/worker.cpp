@@ -18,13 +18,14 @@ namespace pubsub = heartwheel::pubsub;
 namespace ws = heartwheel::ws;
 
 Worker::Worker(unsigned index, const Config& config, pubsub::Broker& broker, Roster& roster,
-               StatsBoard& board)
+               StatsBoard& board, heartwheel::LoopWheel* wheel)
     : index_(index),
       config_(config),
       broker_(broker),
       roster_(roster),
       board_(board),
       auth_(config.auth ? std::make_unique<AuthGate>(*config.auth) : nullptr),
+      wheel_(wheel),
       ws_(std::make_unique<ws::NetHandler>(config.ws, static_cast<ws::Application&>(*this))),
       http_(std::make_unique<http::NetHandler>(
           config.http,
@@ -41,6 +42,7 @@ Worker::~Worker() {
              [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
   }
   stop_control();
+  proxies_.reset();
   hub_.reset();  // closes its handles; the worker's final uv_run completes the closes
 }
 
@@ -92,6 +94,10 @@ void Worker::start_on_loop(net::Connection& conn) {
   // With the server API on, its commands reach this worker's clients (every
   // node of a deployment takes --api-key-file, as its other flags).
   if (config_.api_key) start_control(conn.timers());
+  if (config_.proxy) {
+    if (wheel_ == nullptr) throw std::logic_error("chat::Worker: proxies need the loop's wheel");
+    proxies_ = std::make_unique<Proxies>(*wheel_, *config_.proxy);
+  }
   auto timer = std::make_unique<uv_timer_t>();
   heartwheel::check_uv(uv_timer_init(loop, timer.get()), "uv_timer_init");
   stats_timer_ = timer.release();  // from here on freed by its close callback
@@ -142,8 +148,14 @@ void Worker::route(const http::Request& req, http::Responder r) {
       return;
     }
     const Codec::Kind kind = centrifuge ? Codec::Kind::centrifuge : Codec::Kind::chat;
+    http::Headers forwarded;  // --proxy-http-header: kept only when the client sent them
+    if (config_.proxy)
+      for (const std::string& header : config_.proxy->headers)
+        if (const std::string* v = req.header(header)) forwarded.push_back({header, *v});
     ws_->upgrade(req, std::move(r),
-                 [this, name, kind](ws::Connection& c) { open_chat(c, name, kind); });
+                 [this, name, kind, forwarded = std::move(forwarded)](ws::Connection& c) mutable {
+                   open_chat(c, name, kind, std::move(forwarded));
+                 });
   } else if (path == "/echo") {
     // With tokens required, every WebSocket must present one within the
     // connect timeout: an echo that needs none would be a way around it
@@ -165,10 +177,11 @@ void Worker::route(const http::Request& req, http::Responder r) {
 static_assert(sizeof(Client) <= 80, "chat::Client grew: every byte is paid per connection");
 
 void Worker::open_chat(ws::Connection& conn, const std::optional<std::string>& name,
-                       Codec::Kind protocol) {
+                       Codec::Kind protocol, http::Headers forwarded) {
   auto* client =
       new Client(conn, index_, ++next_client_, name ? std::string_view(*name) : "", protocol);
   conn.set_user_data(client);
+  if (!forwarded.empty()) headers_.emplace(client->key(), std::move(forwarded));
   ++stats_.chat_connections;
   if (codec_of(protocol).connect_first(authenticating())) {  // the connect comes first
     conn.net().set_timeout(deadline::connect_timeout, config_.connect_timeout);
@@ -231,6 +244,7 @@ void Worker::on_close(ws::Connection& conn, const ws::CloseInfo&) {
     it->second.client = nullptr;
   rates_.erase(client->key());
   meta_.erase(client->key());
+  headers_.erase(client->key());
   roster_.remove_all(*client);
   if (hub_) hub_->unsubscribe_all(*client);  // leave events to the others
   delete client;

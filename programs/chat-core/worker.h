@@ -38,6 +38,7 @@
 #include "bounded_json.h"
 #include "codec.h"
 #include "command.h"
+#include "proxy.h"
 #include "rate_limits.h"
 #include "roster.h"
 #include "stats_board.h"
@@ -77,6 +78,9 @@ struct Config {
   // on, for callers presenting this key. Unset: /api is not served.
   std::optional<heartwheel::auth::ApiKey> api_key;
   NodeInfo node = make_node_info();
+  // --proxy-*: the application's backend decides connects, subscribes,
+  // publishes, RPCs (proxy.h); null: none.
+  std::shared_ptr<const ProxySettings> proxy;
   heartwheel::Duration stats_interval = std::chrono::seconds(1);
   // Tokens, channel permissions, origins (auth_gate.h); null: protocol v1.
   std::shared_ptr<const AuthSettings> auth;
@@ -90,8 +94,10 @@ struct Config {
 
 class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Application {
  public:
+  // `wheel`: the worker loop's (net::Workers' LoopHandlerFactory); needed
+  // for the proxies' HTTP client (config.proxy), may be null without them.
   Worker(unsigned index, const Config& config, heartwheel::pubsub::Broker& broker, Roster& roster,
-         StatsBoard& board);
+         StatsBoard& board, heartwheel::LoopWheel* wheel = nullptr);
   ~Worker() override;
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -114,7 +120,7 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   void start_on_loop(heartwheel::net::Connection& conn);
   void publish_stats();
   void open_chat(heartwheel::ws::Connection& conn, const std::optional<std::string>& name,
-                 Codec::Kind protocol);
+                 Codec::Kind protocol, heartwheel::http::Headers forwarded);
 
   // ws::Application
   void on_message(heartwheel::ws::Connection& conn, heartwheel::ws::MessageType type,
@@ -165,6 +171,23 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   // The policy's refusal of `cmd` on its channel, if any.
   std::optional<Failure> refused(Client& client, const Command& cmd);
   bool authenticating() const noexcept { return auth_ && auth_->settings().authenticating(); }
+  // Clients have users: a token says who they are, or the connect proxy.
+  bool identified() const noexcept {
+    return authenticating() || (config_.proxy && config_.proxy->connect);
+  }
+
+  // proxy_calls.cpp: the backend decides (proxy.h).
+  Json proxy_request(const Client& client) const;
+  const heartwheel::http::Headers& forwarded_headers(const Client& client) const;
+  void proxy_connect(Client& client, const Command& cmd, const Reply& reply);
+  void proxy_refresh(Client& client);
+  void proxy_subscribe(Client& client, const Command& cmd, const Reply& reply);
+  void proxy_publish(Client& client, const Command& cmd, const Reply& reply);
+  void proxy_rpc(Client& client, const Command& cmd, const Reply& reply);
+  void proxy_sub_refresh(Client& client, const Command& cmd, const Reply& reply);
+  bool proxying(const std::optional<ProxyTarget> ProxySettings::*which) const noexcept {
+    return proxies_ && (proxies_->settings().*which).has_value();
+  }
 
   // server_api.cpp: POST /api/<method> (true when the path was the API's).
   using ApiDone = std::function<void(Json reply)>;  // {"result":..} or {"error":..}
@@ -208,6 +231,9 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   // A connection token's `meta` (JSON text), sent with its proxy calls: only
   // connections whose token had one have an entry.
   std::unordered_map<std::uint64_t, std::string> meta_;
+  // The handshake headers --proxy-http-header names, of connections that
+  // sent any: forwarded with their proxy calls.
+  std::unordered_map<std::uint64_t, heartwheel::http::Headers> headers_;
 
   const unsigned index_;
   const Config& config_;
@@ -218,6 +244,8 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   std::unique_ptr<heartwheel::pubsub::Hub> hub_;  // from the first connection on
   std::unique_ptr<AuthGate> auth_;                // config.auth set
   heartwheel::TimerService* timers_ = nullptr;    // the loop's wheel, from the first connection
+  heartwheel::LoopWheel* wheel_;                  // may be null (no proxies then)
+  std::unique_ptr<Proxies> proxies_;              // config.proxy: made on the loop
   std::unique_ptr<Control> control_;              // with the hub
   std::unordered_map<std::string, std::unique_ptr<Survey>> surveys_;
   std::uint64_t next_survey_ = 0;

@@ -31,6 +31,9 @@ Failure token_failure(const auth::Error& e) {
 }  // namespace
 
 void Worker::connect(Client& client, const Command& cmd, const Reply& reply) {
+  // Without a token the application's backend says who the client is.
+  if (cmd.token.empty() && proxying(&ProxySettings::connect))
+    return proxy_connect(client, cmd, reply);
   if (!authenticating()) {
     // No token key (Centrifugo's clients; ours speaks version 1 and has no
     // connect): the client is who ?name= says, as on /ws.
@@ -141,7 +144,7 @@ void Worker::sub_refresh(Client& client, const Command& cmd, const Reply& reply)
 std::optional<Failure> Worker::refused(Client& client, const Command& cmd) {
   if (!auth_ || !auth_->settings().check_channels) return std::nullopt;
   auth::Access who;
-  who.user = authenticating() ? client.user() : std::string_view();
+  who.user = identified() ? client.user() : std::string_view();
   who.is_subscriber = hub_->subscribed(client, cmd.channel);
   const auth::ChannelPolicy& policy = auth_->settings().policy;
   auth::Decision d;
@@ -183,6 +186,10 @@ net::DeadlineAction Worker::on_deadline(ws::Connection& conn, net::DeadlineEvent
   if (client == nullptr) return net::DeadlineAction::close;
   Fault fault;
   if (event.kind == deadline::token_expiry) {
+    if (proxying(&ProxySettings::refresh)) {  // the backend may extend it
+      proxy_refresh(*client);
+      return net::DeadlineAction::keep;
+    }
     fault = Fault::connection_expired;
   } else if (event.kind == deadline::connect_timeout) {
     fault = Fault::connect_timeout;

@@ -85,7 +85,7 @@ Node::Node(unsigned index, heartwheel::LoopWheel& wheel, const NodeConfig& node,
              [this](const push::DelayedPush& p, push::DeliveredCallback done) {
                deliver(p, std::move(done));
              }),
-      chat_(index, chat, broker, roster, chat_board),
+      chat_(index, chat, broker, roster, chat_board, &wheel),
       auth_(node.api_key ? &*node.api_key : nullptr, chat.auth.get()) {
   redis_.start();
   queue_.start();
