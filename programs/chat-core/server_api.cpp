@@ -247,6 +247,9 @@ void Worker::api_publish(const Json& body, ApiDone done) {
   // gets that one's result and publishes nothing (broker.h).
   pubsub::PublishOptions options;
   options.idempotency_key = optional_string(body, "idempotency_key");
+  if (!options.idempotency_key.empty() &&
+      !pubsub::is_caller_idempotency_key(options.idempotency_key))
+    throw std::invalid_argument("idempotency_key: 1 to 256 bytes without control characters");
   hub_->publish(channel, data->dump(), {}, options, [this, done](pubsub::PublishResult r) {
     if (r.error) return done(api_error(Failure{fault_of(r.error), r.error.message(), 0}));
     if (!r.duplicate) ++stats_.publications;

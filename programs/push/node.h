@@ -61,6 +61,9 @@ struct NodeStats {
   std::uint64_t delivered = 0;            // pushes handed to the bus
   std::uint64_t deliver_refused =
       0;  // the broker refused one (Redis unavailable): left to the lease
+  // Deliveries (and immediate publishes with an idempotency_key) the broker
+  // found published already: answered with that offset, not sent again.
+  std::uint64_t delivered_already = 0;
 
   void merge(const NodeStats& o);
 };

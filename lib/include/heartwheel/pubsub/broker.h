@@ -120,6 +120,18 @@ struct PublishOptions {
   Duration idempotency_window = std::chrono::minutes(5);
 };
 
+// A caller's idempotency key (an API's idempotency_key): 1 to 256 bytes
+// without control characters. Keys with one are the server's own
+// (heartwheel-push's delayed deliveries key theirs by "\x01" and the push
+// id), so no caller's key can be taken for one of them.
+constexpr std::size_t kMaxIdempotencyKeyBytes = 256;
+constexpr bool is_caller_idempotency_key(std::string_view key) noexcept {
+  if (key.empty() || key.size() > kMaxIdempotencyKeyBytes) return false;
+  for (const char c : key)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+  return true;
+}
+
 struct HistoryResult {
   std::error_code error;                     // a bad channel name
   StreamPosition position;                   // the stream's top now ({0, ""}: no stream)
