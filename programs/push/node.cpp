@@ -118,7 +118,8 @@ NodeStats Node::stats() const {
 
 bool Node::route(const http::Request& req, http::Responder& r) {
   const std::string_view path = req.path();
-  if (path == "/publish" || path.substr(0, 9) == "/publish/") {
+  const bool api = path == "/api/publish" || path == "/api/broadcast";
+  if (path == "/publish" || path.substr(0, 9) == "/publish/" || api) {
     if (const auto refused = auth_.check_publish(req)) {
       ++stats_.publish_unauthorized;
       http::Response no = json_response(401, error_json(refused->code, refused->message));
@@ -126,6 +127,13 @@ bool Node::route(const http::Request& req, http::Responder& r) {
       r.respond(std::move(no));
       return true;
     }
+  }
+  if (api) {
+    if (req.method != "POST")
+      r.respond(not_allowed("POST"));
+    else
+      centrifugo_api(path.substr(5), req, std::move(r));
+    return true;
   }
   if (path == "/publish") {
     if (req.method != "POST")

@@ -104,6 +104,9 @@ class Node final : public heartwheel::net::Handler {
  private:
   void publish(const heartwheel::http::Request& req, heartwheel::http::Responder r);
   void publish_now(PublishRequest p, std::shared_ptr<heartwheel::http::Responder> answer);
+  // centrifugo_api.cpp: POST /api/publish and /api/broadcast (`method`).
+  void centrifugo_api(std::string_view method, const heartwheel::http::Request& req,
+                      heartwheel::http::Responder r);
   void cancel(std::string_view id, const Caller& caller, heartwheel::http::Responder r);
   void open_sse(const heartwheel::http::Request& req, heartwheel::http::Responder r);
   void deliver(const heartwheel::push::DelayedPush& push, heartwheel::push::DeliveredCallback done);
