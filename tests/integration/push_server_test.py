@@ -392,6 +392,33 @@ def test_idempotency_key_retried_on_the_other_node_gets_the_first_offset_and_one
         sse.close()
 
 
+def test_a_delayed_push_delivered_again_gets_its_first_offset_and_is_not_sent_twice():
+    """What a node cut off from Redis between delivery and acknowledgement
+    leaves (docs/faults.md, delayed-partition): the push delivered, and back
+    in the queue, as the reaper puts it once the lost claim's lease ran out."""
+    with Redis() as r, node(r, "--takeover-grace", "200ms", "--load-interval", "200ms") as s:
+        sse = Sse(s.port, "d")
+        sse.event()
+        status, _, body = publish(s.port, "d", {"n": 1}, delay_ms=1000)
+        assert status == 202, body
+        pid = body["id"]
+        data_key = [k for k in r.command("KEYS", "heartwheel:push:{*}data")
+                    if r.command("HEXISTS", k, pid)][0]
+        payload = r.command("HGET", data_key, pid)
+        got = sse.messages(1)
+        assert got[0]["id"] == "1" and got[0]["data"]["data"] == {"n": 1}, got
+        s.read_stats(lambda st: st["delayed"]["acked"] == 1)
+        r.command("HSET", data_key, pid, payload)
+        r.command("ZADD", data_key[:-len("data")] + "due", now_ms(), pid)
+        st = s.read_stats(lambda st: st["api"]["delivered_already"] == 1 and
+                          st["delayed"]["acked"] == 2)
+        assert st["api"]["delivered"] == 1, st["api"]
+        assert publish(s.port, "d", "marker")[0] == 202  # nothing else is on its way
+        after = sse.messages(1)
+        assert after[0]["id"] == "2" and after[0]["data"]["data"] == "marker", after
+        sse.close()
+
+
 def test_delayed_pushes_on_a_redis_cluster_wait_for_a_replica():
     """Two nodes on a real Redis Cluster (--redis-cluster, six redis-server
     processes) with --redis-wait-replicas 1: every acknowledged push was on a
