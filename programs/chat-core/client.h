@@ -100,7 +100,7 @@ class Client final : public heartwheel::pubsub::Subscriber {
 
   // Unique in the process for the connection's life (and never reused):
   // how answers that come after the client closed find it gone.
-  std::uint64_t key() const noexcept { return id_; }
+  std::uint64_t key() const noexcept { return id_ & ~kConnectedBit; }
   // "W-N": worker W, its Nth connection (short: no heap).
   std::string id() const {
     return std::to_string((id_ >> kWorkerShift) & kWorkerMask) + "-" +
@@ -129,8 +129,13 @@ class Client final : public heartwheel::pubsub::Subscriber {
     set_presence_info(std::move(info));
   }
   std::string_view user() const noexcept { return has_name() ? name_view() : std::string_view(); }
-  // Authenticated (a connect succeeded): the info is set then, never before.
-  bool connected() const noexcept { return !presence_info().empty(); }
+  // A connect succeeded with no info to keep (no tokens and no join/leave
+  // events, which would need it): a bit of the id says so, as the
+  // protocol's, where keep_info() would cost ~64 bytes per connection.
+  void mark_connected() noexcept { id_ |= kConnectedBit; }
+  // Authenticated (a connect succeeded): the info is set then (or the bit),
+  // never before.
+  bool connected() const noexcept { return (id_ & kConnectedBit) != 0 || !presence_info().empty(); }
 
   heartwheel::ws::Connection& ws;
 
@@ -178,11 +183,13 @@ class Client final : public heartwheel::pubsub::Subscriber {
   }
 
   // id_: the connection counter in bits 0-47, the worker (< 64) in 48-53,
-  // the protocol in bit 62: the protocol costs no byte.
+  // the protocol in bit 62, connected (mark_connected) in bit 61, which
+  // key() leaves out: the protocol and the state cost no byte.
   static constexpr unsigned kWorkerShift = 48;
   static constexpr std::uint64_t kWorkerMask = 0x3f;
   static constexpr std::uint64_t kCentrifugeBit = std::uint64_t{1} << 62;
-  const std::uint64_t id_;
+  static constexpr std::uint64_t kConnectedBit = std::uint64_t{1} << 61;
+  std::uint64_t id_;
   std::string names_;  // [name NUL] (channel SPACE)*: see the top of this file
 };
 

@@ -71,8 +71,12 @@ void Worker::admit(Client& client, const Command& cmd, const Reply& reply, std::
   a.name = client.name();
   if (info.empty()) {
     // Without tokens: the name the client gave (?name=), kept in its info
-    // (which is also what marks it connected).
-    client.keep_info();
+    // when join/leave events need it (as on /ws); else a bit marks it
+    // connected and info() is made when asked.
+    if (config_.presence_events)
+      client.keep_info();
+    else
+      client.mark_connected();
   } else {
     client.set_user(user, std::move(info));
   }

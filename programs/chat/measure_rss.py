@@ -13,7 +13,13 @@ secret with --token-hmac-secret-file; every client connects with its own
 PyJWT token: sub "u<i>", exp, info {"name": "User <i>"}, protocol version
 2), and ends with two lines putting the two side by side:
   per connection, without / with a token (RSS): idle A / B B (+D), subscribed ...
-  per connection, without / with a token (anonymous): ..."""
+  per connection, without / with a token (anonymous): ...
+With --protocol centrifugo the clients speak Centrifugo's client protocol
+(/connection/websocket: a connect, then {"subscribe":{"channel":...}});
+with --protocol both the same run measures ours, then Centrifugo's, and ends
+with two lines putting them side by side:
+  per connection, ours / Centrifugo's (RSS): idle A / B B (+D), subscribed ...
+(docs/centrifugo.md; without tokens: --auth and --protocol do not combine)."""
 import json
 import os
 import sys
@@ -48,7 +54,17 @@ def tokens(n):
                        SECRET, algorithm="HS256") for i in range(n)]
 
 
-def open_client(port, i, token):
+def open_centrifugo_client(port):
+    c = RawClient(port, "/connection/websocket")
+    c.send(TEXT, json.dumps({"id": 1, "connect": {}}))
+    reply = c.recv_json()
+    assert "connect" in reply, reply
+    return c
+
+
+def open_client(port, i, token, centrifugo=False):
+    if centrifugo:
+        return open_centrifugo_client(port)
     if token is None:
         c = RawClient(port, "/ws?name=u%d" % i)
         c.recv_json()  # the hello
@@ -60,10 +76,10 @@ def open_client(port, i, token):
     return c
 
 
-def measure(n, subscribe, flags=(), auth=False):
+def measure(n, subscribe, flags=(), auth=False, centrifugo=False):
     """Prints and returns the server's RSS growth per connection."""
     if not auth:
-        return measure_with(n, subscribe, flags, [None] * (n + 200))
+        return measure_with(n, subscribe, flags, [None] * (n + 200), centrifugo)
     import tempfile
     with tempfile.NamedTemporaryFile("w", suffix=".secret") as secret:
         secret.write(SECRET + "\n")
@@ -72,16 +88,18 @@ def measure(n, subscribe, flags=(), auth=False):
                             tokens(n + 200))
 
 
-def measure_with(n, subscribe, flags, toks):
+def measure_with(n, subscribe, flags, toks, centrifugo=False):
     auth = toks[0] is not None
     with Server(BIN, *flags) as s:
-        warm = [open_client(s.port, n + i, toks[n + i]) for i in range(200)]
+        warm = [open_client(s.port, n + i, toks[n + i], centrifugo) for i in range(200)]
         time.sleep(0.5)
         before = rss(s.proc.pid)
         clients = []
         for i in range(n):
-            c = open_client(s.port, i, toks[i])
-            if subscribe:
+            c = open_client(s.port, i, toks[i], centrifugo)
+            if subscribe and centrifugo:
+                c.send(TEXT, json.dumps({"id": 2, "subscribe": {"channel": "room%d" % (i % 10)}}))
+            elif subscribe:
                 c.send(TEXT, json.dumps({"id": 1, "op": "subscribe", "channel": "room%d" % (i % 10)}))
             clients.append(c)
         if subscribe:
@@ -91,8 +109,9 @@ def measure_with(n, subscribe, flags, toks):
         time.sleep(1.0)
         after = rss(s.proc.pid)
         grown, anon = after[0] - before[0], after[1] - before[1]
-        print("%d connections%s, %s: %.0f bytes of server RSS each (anonymous: %.0f)"
+        print("%d connections%s%s, %s: %.0f bytes of server RSS each (anonymous: %.0f)"
               % (n, " with tokens" if auth else "",
+                 " (Centrifugo's protocol)" if centrifugo else "",
                  "each subscribed to 1 of 10 rooms" if subscribe else "idle", grown / n,
                  anon / n),
               flush=True)
@@ -103,8 +122,30 @@ def measure_with(n, subscribe, flags, toks):
 
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
-    flags = [f for f in sys.argv[2:] if f != "--auth"]
-    if "--auth" not in sys.argv[2:]:
+    args = sys.argv[2:]
+    protocol = "chat"
+    if "--protocol" in args:
+        at = args.index("--protocol")
+        protocol = args[at + 1] if at + 1 < len(args) else ""
+        del args[at:at + 2]
+        if protocol not in ("chat", "centrifugo", "both"):
+            sys.exit("measure_rss.py: --protocol is chat, centrifugo or both")
+    flags = [f for f in args if f != "--auth"]
+    if protocol != "chat":
+        if "--auth" in args:
+            sys.exit("measure_rss.py: --auth measures our protocol only")
+        ours = None
+        if protocol == "both":
+            ours = (measure(n, False, flags), measure(n, True, flags))
+        theirs = (measure(n, False, flags, centrifugo=True),
+                  measure(n, True, flags, centrifugo=True))
+        for k, what in enumerate(("RSS", "anonymous")):
+            if ours:
+                print("per connection, ours / Centrifugo's (%s): idle %.0f / %.0f B (%+.0f), "
+                      "subscribed %.0f / %.0f B (%+.0f)"
+                      % (what, ours[0][k], theirs[0][k], theirs[0][k] - ours[0][k],
+                         ours[1][k], theirs[1][k], theirs[1][k] - ours[1][k]))
+    elif "--auth" not in args:
         measure(n, False, flags)
         measure(n, True, flags)
     else:
