@@ -97,8 +97,9 @@ class Proxies {
   const ProxySettings& settings() const noexcept { return settings_; }
 
   // POSTs `body` (JSON text) to `target` with `headers` (the client's
-  // forwarded ones); `done` runs exactly once on this loop, never inside
-  // the call.
+  // forwarded ones); `done` runs exactly once on this loop: later, or inside
+  // the call when the client refuses it at once (--proxy-max-in-flight
+  // reached, the client stopped), with Fault::backend_down.
   void call(const ProxyTarget& target, std::string body, const heartwheel::http::Headers& headers,
             std::function<void(ProxyReply)> done);
 
