@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "command.h"
+
 namespace chat {
 
 namespace pubsub = heartwheel::pubsub;
@@ -77,29 +79,7 @@ std::string error_reply(const Json& id, std::string_view code, std::string_view 
 }
 
 std::string error_code_name(const std::error_code& ec) {
-  if (ec.category() != pubsub::pubsub_category()) return "internal";
-  switch (static_cast<pubsub::errc>(ec.value())) {
-    case pubsub::errc::empty_channel:
-      return "empty_channel";
-    case pubsub::errc::channel_too_long:
-      return "channel_too_long";
-    case pubsub::errc::bad_channel_character:
-      return "bad_channel_character";
-    case pubsub::errc::channel_limit:
-      return "channel_limit";
-    case pubsub::errc::already_subscribed:
-      return "already_subscribed";
-    case pubsub::errc::not_subscribed:
-      return "not_subscribed";
-    case pubsub::errc::data_too_large:
-      return "data_too_large";
-    case pubsub::errc::unavailable:
-      return "unavailable";
-    case pubsub::errc::too_many_channels:
-      return "limit_exceeded";
-    default:
-      return "internal";
-  }
+  return std::string(fault_name(fault_of(ec)));
 }
 
 std::string client_info(std::string_view client_id, std::string_view name) {

@@ -4,10 +4,10 @@
 // plain WebSocket echo. See README.md in this folder.
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/serve.h>
-#include <heartwheel/tls/net_transport.h>
 #include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub/bus.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
+#include <heartwheel/tls/net_transport.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -17,12 +17,13 @@
 #include <vector>
 
 #include "cli_program.h"
-#include "tls_flags.h"
 #include "production.h"
 #include "protocol.h"
+#include "proxy.h"
 #include "redis_link.h"
 #include "redis_link_flags.h"
 #include "stats_board.h"
+#include "tls_flags.h"
 #include "uring_fanout.h"
 #include "worker.h"
 #include "ws_flags.h"
@@ -46,6 +47,8 @@ struct Flags {
   chat::RedisClusterFlags redis_cluster;  // --redis-cluster, --redis-wait-replicas
   heartwheel::cli::RedisLinkFlags redis_link;  // --redis-password-file, --redis-user, --redis-tls*
   bool no_join_leave = false;
+  std::string api_key_file;  // --api-key-file: the server API (programs/chat-core/server_api.cpp)
+  chat::ProxyFlags proxy;    // --proxy-*: the application's backend decides (proxy.h)
   bool uring_fanout = false;
   std::vector<std::string> history_before_subscribers;  // namespaces
 };
@@ -89,6 +92,15 @@ Setup make_setup(const Flags& f) {
     throw std::invalid_argument("--uring-fanout: this build has no liburing (liburing-dev)");
   s.config.uring_fanout = f.uring_fanout;
   s.config.auth = chat::make_auth_settings(f.auth);
+  s.config.connect_timeout = chat::connect_timeout_of(f.auth);
+  s.config.proxy = chat::make_proxy_settings(f.proxy);
+  if (!f.api_key_file.empty()) {
+    try {
+      s.config.api_key = heartwheel::auth::ApiKey::from_file(f.api_key_file);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(std::string("--api-key-file: ") + e.what());
+    }
+  }
 
   if (chat::redis_wanted(f.redis, f.redis_cluster)) {
     pubsub::RedisBrokerOptions r;
@@ -143,7 +155,9 @@ int main(int argc, char** argv) {
   chat::ProductionFlags production;  // --metrics-listen and the protection flags
   CLI::App app{
       "heartwheel-chat: a chat server. GET / is the chat page; /ws is the WebSocket endpoint of "
-      "the JSON protocol (docs/chat-protocol.md; /ws?name=NAME says who you are); /echo is a "
+      "the JSON protocol (docs/chat-protocol.md; /ws?name=NAME says who you are); "
+      "/connection/websocket speaks Centrifugo's client protocol v2 (JSON) to its SDKs "
+      "(docs/centrifugo.md); /api/<method> is the server API (--api-key-file); /echo is a "
       "WebSocket echo.\nDurations: 250ms, 2s, 5m.\n"
       "Exit status: 0 ok, 1 runtime failure, 2 usage error.",
       "heartwheel-chat"};
@@ -151,6 +165,12 @@ int main(int argc, char** argv) {
       app, f.ws, "worker threads, each with its own loop, wheel and pub/sub hub (SO_REUSEPORT)");
   chat::add_production_flags(app, production);
   chat::add_auth_flags(app, f.auth);
+  app.add_option("--api-key-file", f.api_key_file,
+                 "turns the server API on (Centrifugo's: POST /api/publish, broadcast, subscribe, "
+                 "unsubscribe, disconnect, refresh, presence, presence_stats, history, "
+                 "history_remove, channels, info, batch; docs/centrifugo.md) for callers sending "
+                 "the key in FILE as X-API-Key: KEY or Authorization: apikey KEY (others: 401)");
+  chat::add_proxy_flags(app, f.proxy);
   app.add_flag("--no-join-leave", f.no_join_leave,
                "no join/leave pushes (presence counts are still answered): for channels with "
                "thousands of subscribers, where every join would reach every subscriber");
@@ -214,9 +234,11 @@ int main(int argc, char** argv) {
     chat::Roster roster;
     chat::StatsBoard board(f.ws.workers);
     {
-      net::Workers workers(s.workers, [&](unsigned index) -> std::unique_ptr<net::Handler> {
-        return std::make_unique<chat::Worker>(index, s.config, broker, roster, board);
-      });
+      net::Workers workers(
+          s.workers,
+          [&](unsigned index, heartwheel::LoopWheel& wheel) -> std::unique_ptr<net::Handler> {
+            return std::make_unique<chat::Worker>(index, s.config, broker, roster, board, &wheel);
+          });
       std::unique_ptr<heartwheel::metrics::Endpoint> endpoint;
       const heartwheel::cli::SighupReload reload(  // --tls-cert: reloaded on SIGHUP
           heartwheel::tls::server_context(s.workers.server.transport.get()), "heartwheel-chat");

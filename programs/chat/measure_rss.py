@@ -24,7 +24,14 @@ RSS per connection after that: what compressed traffic leaves behind
 --ws-compression-context, a server flag, passed on). The clients answer no
 pings and that phase reads every connection, so with --deflate the server
 runs with --ping-interval 0 (give it to the run without --deflate too, to
-compare like with like)."""
+compare like with like).
+
+With --protocol centrifugo the clients speak Centrifugo's client protocol
+(/connection/websocket: a connect, then {"subscribe":{"channel":...}});
+with --protocol both the same run measures ours, then Centrifugo's, and ends
+with two lines putting them side by side:
+  per connection, ours / Centrifugo's (RSS): idle A / B B (+D), subscribed ...
+(docs/centrifugo.md; without tokens: --auth and --protocol do not combine)."""
 import json
 import os
 import sys
@@ -62,7 +69,17 @@ def tokens(n):
 DEFLATE_OFFER = "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"
 
 
-def open_client(port, i, token, deflate=False):
+def open_centrifugo_client(port):
+    c = RawClient(port, "/connection/websocket")
+    c.send(TEXT, json.dumps({"id": 1, "connect": {}}))
+    reply = c.recv_json()
+    assert "connect" in reply, reply
+    return c
+
+
+def open_client(port, i, token, deflate=False, centrifugo=False):
+    if centrifugo:
+        return open_centrifugo_client(port)
     if deflate:
         c = RawClient(port, handshake=False)
         assert c.handshake("/ws?name=u%d" % i, DEFLATE_OFFER) == 101
@@ -80,12 +97,12 @@ def open_client(port, i, token, deflate=False):
     return c
 
 
-def measure(n, subscribe, flags=(), auth=False, deflate=False):
+def measure(n, subscribe, flags=(), auth=False, deflate=False, centrifugo=False):
     """Prints and returns the server's RSS growth per connection."""
     if deflate:
         flags = (*flags, "--ping-interval", "0")
     if not auth:
-        return measure_with(n, subscribe, flags, [None] * (n + 200), deflate)
+        return measure_with(n, subscribe, flags, [None] * (n + 200), deflate, centrifugo)
     import tempfile
     with tempfile.NamedTemporaryFile("w", suffix=".secret") as secret:
         secret.write(SECRET + "\n")
@@ -94,16 +111,18 @@ def measure(n, subscribe, flags=(), auth=False, deflate=False):
                             tokens(n + 200))
 
 
-def measure_with(n, subscribe, flags, toks, deflate=False):
+def measure_with(n, subscribe, flags, toks, deflate=False, centrifugo=False):
     auth = toks[0] is not None
     with Server(BIN, *flags) as s:
-        warm = [open_client(s.port, n + i, toks[n + i], deflate) for i in range(200)]
+        warm = [open_client(s.port, n + i, toks[n + i], deflate, centrifugo) for i in range(200)]
         time.sleep(0.5)
         before = rss(s.proc.pid)
         clients = []
         for i in range(n):
-            c = open_client(s.port, i, toks[i], deflate)
-            if subscribe:
+            c = open_client(s.port, i, toks[i], deflate, centrifugo)
+            if subscribe and centrifugo:
+                c.send(TEXT, json.dumps({"id": 2, "subscribe": {"channel": "room%d" % (i % 10)}}))
+            elif subscribe:
                 req = json.dumps({"id": 1, "op": "subscribe", "channel": "room%d" % (i % 10)})
                 if deflate:
                     c.send(TEXT, deflated(req.encode()), rsv=4)
@@ -117,8 +136,9 @@ def measure_with(n, subscribe, flags, toks, deflate=False):
         time.sleep(1.0)
         after = rss(s.proc.pid)
         grown, anon = after[0] - before[0], after[1] - before[1]
-        print("%d connections%s, %s: %.0f bytes of server RSS each (anonymous: %.0f)"
+        print("%d connections%s%s, %s: %.0f bytes of server RSS each (anonymous: %.0f)"
               % (n, " with tokens" if auth else "",
+                 " (Centrifugo's protocol)" if centrifugo else "",
                  "each subscribed to 1 of 10 rooms" if subscribe else "idle", grown / n,
                  anon / n),
               flush=True)
@@ -152,11 +172,35 @@ def publish_to_every_room(port, clients):
 
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
-    flags = [f for f in sys.argv[2:] if f not in ("--auth", "--deflate")]
-    if "--deflate" in sys.argv[2:]:
+    args = sys.argv[2:]
+    protocol = "chat"
+    if "--protocol" in args:
+        at = args.index("--protocol")
+        protocol = args[at + 1] if at + 1 < len(args) else ""
+        del args[at:at + 2]
+        if protocol not in ("chat", "centrifugo", "both"):
+            sys.exit("measure_rss.py: --protocol is chat, centrifugo or both")
+    flags = [f for f in args if f not in ("--auth", "--deflate")]
+    if "--deflate" in args:
+        if protocol != "chat":
+            sys.exit("measure_rss.py: --deflate measures our protocol only")
         measure(n, False, flags, deflate=True)
         measure(n, True, flags, deflate=True)
-    elif "--auth" not in sys.argv[2:]:
+    elif protocol != "chat":
+        if "--auth" in args:
+            sys.exit("measure_rss.py: --auth measures our protocol only")
+        ours = None
+        if protocol == "both":
+            ours = (measure(n, False, flags), measure(n, True, flags))
+        theirs = (measure(n, False, flags, centrifugo=True),
+                  measure(n, True, flags, centrifugo=True))
+        for k, what in enumerate(("RSS", "anonymous")):
+            if ours:
+                print("per connection, ours / Centrifugo's (%s): idle %.0f / %.0f B (%+.0f), "
+                      "subscribed %.0f / %.0f B (%+.0f)"
+                      % (what, ours[0][k], theirs[0][k], theirs[0][k] - ours[0][k],
+                         ours[1][k], theirs[1][k], theirs[1][k] - ours[1][k]))
+    elif "--auth" not in args:
         measure(n, False, flags)
         measure(n, True, flags)
     else:

@@ -1,6 +1,8 @@
 // See api.h.
 #include "api.h"
 
+#include <heartwheel/pubsub/broker.h>
+
 #include <cctype>
 #include <nlohmann/json.hpp>
 
@@ -61,6 +63,20 @@ std::variant<PublishRequest, ApiError> parse_publish(std::string_view body,
       return ApiError{400, "bad_request",
                       "\"delay_ms\" must be an integer from 0 to " + std::to_string(max_ms)};
     out.delay_ms = delay->get<std::int64_t>();
+  }
+  if (const auto key = req.find("idempotency_key"); key != req.end() && !key->is_null()) {
+    if (!key->is_string() ||
+        !heartwheel::pubsub::is_caller_idempotency_key(key->get<std::string>()))
+      return ApiError{400, "bad_request",
+                      "\"idempotency_key\" must be a string of 1 to 256 bytes without control "
+                      "characters"};
+    // A delayed push is stored under an id of its own, which a retry
+    // cannot know: cancel the first one by its id instead.
+    if (out.delay_ms > 0)
+      return ApiError{400, "bad_request",
+                      "\"idempotency_key\" is for immediate publishes (no delay_ms); a delayed "
+                      "push is retried safely by cancelling the first one's id"};
+    out.idempotency_key = key->get<std::string>();
   }
   return out;
 }

@@ -142,6 +142,8 @@ Setup make_setup(const Flags& f) {
   c.http.max_body_bytes = f.ws.max_message_size + 4096;  // the JSON around the data: 413 beyond
 
   c.auth = chat::make_auth_settings(f.auth);
+
+  c.connect_timeout = chat::connect_timeout_of(f.auth);
   if (!f.api_key_file.empty()) {
     try {
       s.node.api_key = heartwheel::auth::ApiKey::from_file(f.api_key_file);
@@ -176,13 +178,17 @@ void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
               {"slow_closes", n.sse.slow_closes}, {"slow_skips", n.sse.slow_skips},
               {"token_expired", n.sse.token_expired}};
   j["sse"]["recovery_cut"] = n.sse.recovery_cut;
-  j["api"] = {
-      {"publish_accepted", n.publish_accepted},       {"publish_refused", n.publish_refused},
-      {"publish_unavailable", n.publish_unavailable}, {"publish_capped", n.publish_capped},
-      {"cancels_done", n.cancels_done},
-      {"cancels_missed", n.cancels_missed},           {"delivered", n.delivered},
-      {"deliver_refused", n.deliver_refused},        {"unauthorized", n.publish_unauthorized},
-      {"sse_refused", n.sse_refused}};
+  j["api"] = {{"publish_accepted", n.publish_accepted},
+              {"publish_refused", n.publish_refused},
+              {"publish_unavailable", n.publish_unavailable},
+              {"publish_capped", n.publish_capped},
+              {"cancels_done", n.cancels_done},
+              {"cancels_missed", n.cancels_missed},
+              {"delivered", n.delivered},
+              {"deliver_refused", n.deliver_refused},
+              {"delivered_already", n.delivered_already},
+              {"unauthorized", n.publish_unauthorized},
+              {"sse_refused", n.sse_refused}};
   j["ws_protocol"] = {{"connections", c.chat.chat_connections},
                       {"requests", c.chat.requests},
                       {"errors", c.chat.errors}, {"limits", c.chat.limits}};

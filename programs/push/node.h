@@ -61,6 +61,9 @@ struct NodeStats {
   std::uint64_t delivered = 0;            // pushes handed to the bus
   std::uint64_t deliver_refused =
       0;  // the broker refused one (Redis unavailable): left to the lease
+  // Deliveries (and immediate publishes with an idempotency_key) the broker
+  // found published already: answered with that offset, not sent again.
+  std::uint64_t delivered_already = 0;
 
   void merge(const NodeStats& o);
 };
@@ -101,6 +104,9 @@ class Node final : public heartwheel::net::Handler {
  private:
   void publish(const heartwheel::http::Request& req, heartwheel::http::Responder r);
   void publish_now(PublishRequest p, std::shared_ptr<heartwheel::http::Responder> answer);
+  // centrifugo_api.cpp: POST /api/publish and /api/broadcast (`method`).
+  void centrifugo_api(std::string_view method, const heartwheel::http::Request& req,
+                      heartwheel::http::Responder r);
   void cancel(std::string_view id, const Caller& caller, heartwheel::http::Responder r);
   void open_sse(const heartwheel::http::Request& req, heartwheel::http::Responder r);
   void deliver(const heartwheel::push::DelayedPush& push, heartwheel::push::DeliveredCallback done);

@@ -98,6 +98,13 @@ async def main():
     app.router.add_get("/reset", reset)
     app.router.add_post("/reset", reset)
     app.router.add_get("/connections", count)
+    await serve(app)
+
+
+async def serve(app):
+    """Serves `app` on a free loopback port, printed as "listening on
+    127.0.0.1:PORT", until the process is stopped (also the proxies' test
+    backend's, centrifugo_proxy_backend.py)."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -107,8 +114,12 @@ async def main():
     await asyncio.Event().wait()
 
 
-if __name__ == "__main__":
+def run(coroutine):
     try:
-        asyncio.run(main())
+        asyncio.run(coroutine)
     except KeyboardInterrupt:
         sys.exit(0)
+
+
+if __name__ == "__main__":
+    run(main())

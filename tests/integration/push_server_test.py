@@ -377,6 +377,57 @@ def test_subscriber_on_b_receives_publish_made_on_a():
         assert [e["data"]["data"] for e in got] == list(range(10))  # in order (issue 34)
 
 
+def test_idempotency_key_retried_on_the_other_node_gets_the_first_offset_and_one_delivery():
+    with Redis() as r, node(r) as a, node(r) as b:
+        sse = Sse(b.port, "orders")
+        sse.event()
+        keyed = {"channel": "orders", "data": {"order": 7}, "idempotency_key": "order-7"}
+        status, _, first = http(a.port, "POST", "/publish", keyed)
+        assert status == 202, first
+        status, _, retry = http(b.port, "POST", "/publish", dict(keyed, data={"order": "7 again"}))
+        assert status == 202, retry
+        assert (retry["offset"], retry["epoch"]) == (first["offset"], first["epoch"]), (first, retry)
+        assert publish(b.port, "orders", "marker")[0] == 202  # nothing else is on its way
+        got = sse.messages(2)
+        assert [e["data"]["data"] for e in got] == [{"order": 7}, "marker"], got
+        b.read_stats(lambda st: st["api"]["delivered_already"] == 1)
+        # A bad key, or a key with a delay: a clear 400, nothing stored.
+        for bad in ({"channel": "orders", "data": 1, "idempotency_key": ""},
+                    {"channel": "orders", "data": 1, "idempotency_key": "a\nb"},
+                    {"channel": "orders", "data": 1, "idempotency_key": 5},
+                    {"channel": "orders", "data": 1, "idempotency_key": "k", "delay_ms": 10}):
+            status, _, body = http(a.port, "POST", "/publish", bad)
+            assert status == 400 and "idempotency_key" in body["error"]["message"], (bad, body)
+        sse.close()
+
+
+def test_a_delayed_push_delivered_again_gets_its_first_offset_and_is_not_sent_twice():
+    """What a node cut off from Redis between delivery and acknowledgement
+    leaves (docs/faults.md, delayed-partition): the push delivered, and back
+    in the queue, as the reaper puts it once the lost claim's lease ran out."""
+    with Redis() as r, node(r, "--takeover-grace", "200ms", "--load-interval", "200ms") as s:
+        sse = Sse(s.port, "d")
+        sse.event()
+        status, _, body = publish(s.port, "d", {"n": 1}, delay_ms=1000)
+        assert status == 202, body
+        pid = body["id"]
+        data_key = [k for k in r.command("KEYS", "heartwheel:push:{*}data")
+                    if r.command("HEXISTS", k, pid)][0]
+        payload = r.command("HGET", data_key, pid)
+        got = sse.messages(1)
+        assert got[0]["id"] == "1" and got[0]["data"]["data"] == {"n": 1}, got
+        s.read_stats(lambda st: st["delayed"]["acked"] == 1)
+        r.command("HSET", data_key, pid, payload)
+        r.command("ZADD", data_key[:-len("data")] + "due", now_ms(), pid)
+        st = s.read_stats(lambda st: st["api"]["delivered_already"] == 1 and
+                          st["delayed"]["acked"] == 2)
+        assert st["api"]["delivered"] == 1, st["api"]
+        assert publish(s.port, "d", "marker")[0] == 202  # nothing else is on its way
+        after = sse.messages(1)
+        assert after[0]["id"] == "2" and after[0]["data"]["data"] == "marker", after
+        sse.close()
+
+
 def test_delayed_pushes_on_a_redis_cluster_wait_for_a_replica():
     """Two nodes on a real Redis Cluster (--redis-cluster, six redis-server
     processes) with --redis-wait-replicas 1: every acknowledged push was on a

@@ -235,6 +235,18 @@ void add_options(CLI::App& app, LoadOptions& o) {
       ->capture_default_str();
   app.add_option("--ws-path", o.ws_path, "ws: the WebSocket endpoint's request target")
       ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--ws-protocol",
+         [&o](const std::string& v) {
+           if (v != "chat" && v != "centrifugo")
+             throw CLI::ValidationError("--ws-protocol", "must be chat or centrifugo");
+           o.ws_centrifugo = v == "centrifugo";
+         },
+         "ws: chat (heartwheel-chat's protocol, docs/chat-protocol.md) or centrifugo "
+         "(Centrifugo's client protocol v2, JSON, at /connection/websocket unless --ws-path is "
+         "given: a connect, then the subscribe; the server's empty-command pings answered)")
+      ->default_str("chat")
+      ->type_name("PROTOCOL");
   app.add_option("--channels", o.channels,
                  "ws: channels; subscriber i joins channel (i / targets) mod K")
       ->capture_default_str()

@@ -65,6 +65,10 @@ struct LoadOptions {
   // channel channel_prefix + (i / targets) mod channels; a publisher
   // connection per target (publish_targets all) or on the first target only.
   std::string ws_path = "/ws";
+  // The protocol spoken: heartwheel-chat's (docs/chat-protocol.md) or
+  // Centrifugo's client protocol v2, JSON (docs/centrifugo.md; its path
+  // /connection/websocket unless --ws-path says otherwise).
+  bool ws_centrifugo = false;
   std::uint64_t channels = 1;
   std::string channel_prefix = "load-";
   double publish_rate = 1;                     // publications per second, whole run; 0: none

@@ -108,6 +108,7 @@ class Worker {
   static int on_http_complete(struct llhttp__internal_s* parser);  // llhttp callback
   // ws mode (ws_session.cpp)
   void ws_message(Conn& c, std::string_view text);
+  void ws_push(Conn& c, std::string_view text, std::size_t name_at);
   // A frame the session made (header and masked payload), written unless
   // the connection went silent.
   void ws_write(Conn& c, std::string_view head, std::string_view payload);

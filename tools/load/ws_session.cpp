@@ -96,7 +96,9 @@ void pad_data(std::string& data, std::size_t size, std::uint64_t k) {
 void Worker::ws_setup() {
   ws_key_ = ws::make_client_key();
   const Endpoint& first = options_.targets.front();
-  ws_handshake_.path = options_.ws_path;
+  ws_handshake_.path = options_.ws_centrifugo && options_.ws_path == "/ws"
+                           ? std::string("/connection/websocket")
+                           : options_.ws_path;
   ws_handshake_.host = first.host + ":" + std::to_string(first.port);
   ws_handshake_.headers = {{"User-Agent", "heartwheel-load"}};
   ws_handshake_.max_response_bytes = kMaxHandshakeBytes;
@@ -219,6 +221,9 @@ bool Worker::ws_upgrade(Conn& c, std::string_view& data) {
   s.upgraded = true;
   if (c.publisher) {
     ++result_.ws_publishers;
+    // Centrifugo's connect comes first (its reply is not counted); the
+    // publishes that follow it are answered after it, in order.
+    if (options_.ws_centrifugo) ws_send_text(c, "{\"id\":1,\"connect\":{}}");
     return true;
   }
   if (!s.dropped) ++result_.ws_upgraded;
@@ -229,6 +234,17 @@ bool Worker::ws_upgrade(Conn& c, std::string_view& data) {
 void Worker::ws_subscribe(Conn& c) {
   const WsConn& s = *c.ws;
   const std::uint64_t pair = ws_pair(c);
+  if (options_.ws_centrifugo) {
+    // The connect and the subscribe in one message (Centrifugo takes
+    // several commands per frame, a line each, answered in order).
+    std::string req = "{\"id\":1,\"connect\":{}}\n{\"id\":2,\"subscribe\":{\"channel\":\"" +
+                      ws_channel(pair % options_.channels) + "\"";
+    if (s.subscribed)  // a reconnect: ask for what was missed
+      req += ",\"recover\":true,\"offset\":" + std::to_string(s.last) + ",\"epoch\":\"" +
+             ws_epochs_[pair] + "\"";
+    req += "}}";
+    return ws_send_text(c, req);
+  }
   std::string req =
       "{\"id\":1,\"op\":\"subscribe\",\"channel\":\"" + ws_channel(pair % options_.channels) + "\"";
   if (s.subscribed)  // a reconnect: ask for what was missed
@@ -283,36 +299,60 @@ void WsConn::on_protocol_error(ws::Session&, std::uint16_t code, std::string_vie
 
 void Worker::ws_message(Conn& c, std::string_view text) {
   ++result_.messages_received;
-  if (starts_with(text, "{\"channel\":\"")) {
-    const auto quote = text.find('"', 12);
-    if (quote == std::string_view::npos) return protocol_error(c, "ws_bad_push");
-    const std::string_view rest = text.substr(quote);
-    if (starts_with(rest, "\",\"join\":") || starts_with(rest, "\",\"leave\":")) {
-      ++result_.presence_events;
-      return;
-    }
-    const auto offset = number_after(rest, "\"offset\":");
-    // The server re-serialises data (heartwheel-chat sorts its keys): find "t" inside it.
-    const auto data_at = rest.find("\"data\":{");
-    const auto sent = data_at == std::string_view::npos
-                          ? std::nullopt
-                          : number_after(rest.substr(data_at), "\"t\":");
-    if (!offset) return protocol_error(c, "ws_bad_push");
-    const std::uint64_t now = uv_hrtime();
-    if (sent && *sent <= now) result_.delivery_us.record((now - *sent) / 1000);
-    WsConn& s = *c.ws;
-    if (!s.subscribed) return;  // cannot happen: the reply comes first
-    if (*offset <= s.last) {
-      ++result_.duplicates;
-    } else {
-      result_.missing_gaps += *offset - s.last - 1;
-      s.last = *offset;
-      ++result_.delivered;
+  if (options_.ws_centrifugo) {
+    // Replies and pushes, a line each; an empty command is the server's
+    // ping, answered with an empty command (Centrifugo's pong).
+    while (!text.empty() && c.state == Conn::State::open) {
+      const std::size_t nl = text.find('\n');
+      const std::string_view line = text.substr(0, nl);
+      text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+      if (line.empty()) continue;
+      if (line == "{}") {
+        ++result_.server_pings;
+        ++result_.pings_answered;
+        ws_send_text(c, "{}");
+      } else if (starts_with(line, "{\"push\":{\"channel\":\"")) {
+        ws_push(c, line, 20);
+      } else if (starts_with(line, "{\"id\":")) {
+        ws_reply(c, line);
+      }
     }
     return;
   }
+  if (starts_with(text, "{\"channel\":\"")) return ws_push(c, text, 12);
   if (starts_with(text, "{\"id\":")) return ws_reply(c, text);
   // {"connect":...} and anything newer: not counted.
+}
+
+// A publication, join or leave of `text`, whose channel name starts at
+// `name_at`: ours {"channel":"c","offset":N,...,"data":{...}}, Centrifugo's
+// {"push":{"channel":"c","pub":{"data":{...},...,"offset":N}}}.
+void Worker::ws_push(Conn& c, std::string_view text, std::size_t name_at) {
+  const auto quote = text.find('"', name_at);
+  if (quote == std::string_view::npos) return protocol_error(c, "ws_bad_push");
+  const std::string_view rest = text.substr(quote);
+  if (starts_with(rest, "\",\"join\":") || starts_with(rest, "\",\"leave\":")) {
+    ++result_.presence_events;
+    return;
+  }
+  const auto offset = number_after(rest, "\"offset\":");
+  // The server re-serialises data (heartwheel-chat sorts its keys): find "t" inside it.
+  const auto data_at = rest.find("\"data\":{");
+  const auto sent = data_at == std::string_view::npos
+                        ? std::nullopt
+                        : number_after(rest.substr(data_at), "\"t\":");
+  if (!offset) return protocol_error(c, "ws_bad_push");
+  const std::uint64_t now = uv_hrtime();
+  if (sent && *sent <= now) result_.delivery_us.record((now - *sent) / 1000);
+  WsConn& s = *c.ws;
+  if (!s.subscribed) return;  // cannot happen: the reply comes first
+  if (*offset <= s.last) {
+    ++result_.duplicates;
+  } else {
+    result_.missing_gaps += *offset - s.last - 1;
+    s.last = *offset;
+    ++result_.delivered;
+  }
 }
 
 void Worker::ws_reply(Conn& c, std::string_view text) {
@@ -333,22 +373,36 @@ void Worker::ws_reply(Conn& c, std::string_view text) {
   }
 }
 
-void Worker::ws_reply_json(Conn& c, const nlohmann::json& j) {
-  if (const auto e = j.find("error"); e != j.end()) {
-    ++result_.errors["ws_error:" + e->value("code", std::string("?"))];
+void Worker::ws_reply_json(Conn& c, const nlohmann::json& reply) {
+  if (const auto e = reply.find("error"); e != reply.end()) {
+    const auto code = e->find("code");  // ours a name, Centrifugo's a number
+    ++result_.errors["ws_error:" + (code == e->end()    ? std::string("?")
+                                    : code->is_string() ? code->get<std::string>()
+                                                        : code->dump())];
     return;
   }
+  // Centrifugo's reply puts the fields under its method's name; its connect
+  // reply is not counted.
+  if (options_.ws_centrifugo && reply.contains("connect")) return;
+  const nlohmann::json& j = !options_.ws_centrifugo       ? reply
+                            : reply.contains("subscribe") ? reply["subscribe"]
+                            : reply.contains("publish")   ? reply["publish"]
+                                                          : reply;
   const std::uint64_t offset = j.value("offset", std::uint64_t{0});
   const std::string epoch = j.value("epoch", std::string());
   if (c.publisher) {
-    const std::uint64_t id = j.value("id", std::uint64_t{0});
+    std::uint64_t id = reply.value("id", std::uint64_t{0});
+    if (options_.ws_centrifugo) id = id > 1 ? id - 1 : 0;  // 1 was the connect's
     if (id == 0) return;
     ++result_.publish_acks;
     const std::uint64_t sent = publish_sent_ns_[id % kPublishSentRing];
     if (sent > 0) result_.rtt_us.record((uv_hrtime() - sent) / 1000);
     const std::uint64_t pair =
         (c.index % options_.targets.size()) * options_.channels + (id - 1) % options_.channels;
-    ws_final_[pair] = std::max(ws_final_[pair], offset);
+    // Centrifugo's publish reply has no offset: on a channel that started
+    // empty, the count of its acknowledged publishes is its last offset.
+    ws_final_[pair] =
+        options_.ws_centrifugo ? ws_final_[pair] + 1 : std::max(ws_final_[pair], offset);
     return;
   }
   WsConn& s = *c.ws;
@@ -405,9 +459,11 @@ void Worker::ws_publish_due() {
       const std::uint64_t t = uv_hrtime();
       std::string data = "{\"t\":" + std::to_string(t) + ",\"k\":" + std::to_string(k) + "}";
       pad_data(data, options_.publish_size, k);
-      const std::string req = "{\"id\":" + std::to_string(id) +
-                              ",\"op\":\"publish\",\"channel\":\"" + channel +
-                              "\",\"data\":" + data + "}";
+      const std::string fields = "\"channel\":\"" + channel + "\",\"data\":" + data;
+      const std::string req =
+          options_.ws_centrifugo
+              ? "{\"id\":" + std::to_string(id + 1) + ",\"publish\":{" + fields + "}}"
+              : "{\"id\":" + std::to_string(id) + ",\"op\":\"publish\"," + fields + "}";
       publish_sent_ns_[id % kPublishSentRing] = t;
       ++result_.publications_sent;
       ++result_.messages_sent;

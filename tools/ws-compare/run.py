@@ -114,7 +114,9 @@ def measure(kind, args, bins):
         out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
         publish_start = args.connections / args.connect_rate + 2.0
         load = subprocess.Popen(
-            [bins["load"], "--mode", "ws", "--target", "127.0.0.1:%d" % port,
+            [bins["load"], "--mode", "ws", "--target", "127.0.0.1:%d" % port]
+            + (["--ws-protocol", "centrifugo"] if kind == "heartwheel_centrifugo" else [])
+            + [
              "--connections", str(args.connections), "--connect-rate", str(args.connect_rate),
              "--channels", "1", "--publish-rate", str(args.rate),
              "--publish-start", "%gs" % publish_start,
@@ -312,6 +314,10 @@ def main():
                     help="one more heartwheel-chat argument (repeat for several)")
     ap.add_argument("--with-uring-fanout", action="store_true",
                     help="also run heartwheel-chat --uring-fanout each round (heartwheel_uring)")
+    ap.add_argument("--with-centrifugo", action="store_true",
+                    help="also run heartwheel-chat with heartwheel-load speaking Centrifugo's "
+                         "protocol each round, right after ours (heartwheel_centrifugo)")
+    ap.add_argument("--no-node", action="store_true", help="skip the Node.js server")
     ap.add_argument("--target-user-us", type=float, default=1.0,
                     help="the target on heartwheel's user CPU per delivered message")
     ap.add_argument("--publish-size", type=int, default=0,
@@ -332,7 +338,7 @@ def main():
     for b in bins.values():
         if not os.access(b, os.X_OK):
             ap.error("%s is missing: build it first" % b)
-    if not os.path.isdir("/usr/share/nodejs/ws"):
+    if not args.no_node and not os.path.isdir("/usr/share/nodejs/ws"):
         ap.error("/usr/share/nodejs/ws is missing: tools/install-deps installs node-ws")
 
     runs = []
@@ -344,7 +350,9 @@ def main():
                     print(json.dumps(r), file=sys.stderr)
             kinds = ["heartwheel"] + (["heartwheel_uring"] if args.with_uring_fanout else [])
             kinds += ["heartwheel_deflate"] if args.compression else []
-            kinds += ["node"] + (["node_deflate"] if args.compression else [])
+            kinds += ["heartwheel_centrifugo"] if args.with_centrifugo else []
+            if not args.no_node:
+                kinds += ["node"] + (["node_deflate"] if args.compression else [])
             for kind in kinds:
                 runs.append(measure(kind, args, bins))
                 print(json.dumps(runs[-1]), file=sys.stderr)
@@ -356,15 +364,22 @@ def main():
 
     def mean(kind, key, sub=None):
         vals = [r[key][sub] if sub else r[key] for r in servers if r["server"] == kind]
-        return sum(vals) / len(vals)
+        return sum(vals) / len(vals) if vals else None
+
+    def ratio(a, b):
+        return round(a / b, 3) if a is not None and b else None
 
     summary = {}
     for key, sub in (("memory_per_connection_bytes", None), ("cpu_per_delivered_message_us", None),
                      ("latency_us", "p50"), ("latency_us", "p99"), ("latency_us", "max")):
         name = key if sub is None else "latency_%s_us" % sub
         hw, nd = mean("heartwheel", key, sub), mean("node", key, sub)
-        summary[name] = {"heartwheel": round(hw, 3), "node": round(nd, 3),
-                         "ratio_heartwheel_to_node": round(hw / nd, 3) if nd else None}
+        summary[name] = {"heartwheel": round(hw, 3), "node": None if nd is None else round(nd, 3),
+                         "ratio_heartwheel_to_node": ratio(hw, nd)}
+        cf = mean("heartwheel_centrifugo", key, sub)
+        if cf is not None:  # the same server, Centrifugo's protocol, against ours
+            summary[name]["heartwheel_centrifugo"] = round(cf, 3)
+            summary[name]["ratio_centrifugo_to_ours"] = ratio(cf, hw)
     if args.compression:
         summary["compression"] = compression_table(servers, mean)
     table, target = fanout_table(runs, args.target_user_us)

@@ -23,7 +23,8 @@ PresencePtr presence_event(EventKind kind, const detail::StoredChannel& ch, std:
 
 }  // namespace
 
-PublishResult Bus::publish(std::string_view channel, std::string data, std::string info) {
+PublishResult Bus::publish(std::string_view channel, std::string data, std::string info,
+                           const PublishOptions& options) {
   PublishResult result;
   if ((result.error = validate_channel(channel, options_.limits))) return result;
   if (data.size() > options_.limits.max_data_bytes) {
@@ -37,7 +38,7 @@ PublishResult Bus::publish(std::string_view channel, std::string data, std::stri
   for (bool evicted = false;;) {
     {
       std::lock_guard lock(shard.mu);
-      if (publish_locked(shard, channel, data, info, result)) break;
+      if (publish_locked(shard, channel, data, info, options, result)) break;
     }
     if (evicted || !(evicted = evict_orphan())) {
       channels_refused_.fetch_add(1, std::memory_order_relaxed);
@@ -50,8 +51,16 @@ PublishResult Bus::publish(std::string_view channel, std::string data, std::stri
 }
 
 bool Bus::publish_locked(Shard& shard, std::string_view channel, std::string& data,
-                         std::string& info, PublishResult& result) {
+                         std::string& info, const PublishOptions& options, PublishResult& result) {
   detail::StoredChannel* ch = shard.find(channel);
+  const TimePoint now = options_.clock();
+  if (ch != nullptr && !options.idempotency_key.empty() && ch->idempotent) {
+    if (const StreamPosition* first = ch->idempotent->find(options.idempotency_key, now)) {
+      result.position = *first;  // published once already: not again
+      result.duplicate = true;
+      return true;
+    }
+  }
   if (ch == nullptr) {
     const ChannelOptions opts = options_for(channel);
     // Nobody can hear it, now or by recovery (no subscriber has a position
@@ -65,7 +74,6 @@ bool Bus::publish_locked(Shard& shard, std::string_view channel, std::string& da
     ch = &shard.add(channel, opts, new_epoch());
     ch->history.count_into(&history_bytes_);
   }
-  const TimePoint now = options_.clock();
   auto pub = std::make_shared<Publication>();
   pub->kind = EventKind::publication;
   pub->channel = ch->name;
@@ -80,6 +88,11 @@ bool Bus::publish_locked(Shard& shard, std::string_view channel, std::string& da
   }
   ch->post(pub);
   result.position = {pub->offset, pub->epoch};
+  if (!options.idempotency_key.empty()) {
+    if (!ch->idempotent) ch->idempotent = std::make_unique<detail::IdempotentResults>();
+    ch->idempotent->remember(options.idempotency_key, result.position,
+                             deadline_after(now, options.idempotency_window), now);
+  }
   return true;
 }
 
@@ -160,8 +173,8 @@ HistoryResult Bus::history(std::string_view channel, std::size_t limit) {
 // The Broker calls: the answer is ready at once; `done` runs after the lock
 // is released (it may publish, subscribe, ...).
 void Bus::publish(Inbox&, std::string_view channel, std::string data, std::string info,
-                  PublishDone done) {
-  PublishResult r = publish(channel, std::move(data), std::move(info));
+                  const PublishOptions& options, PublishDone done) {
+  PublishResult r = publish(channel, std::move(data), std::move(info), options);
   if (done) done(std::move(r));
 }
 
@@ -179,6 +192,21 @@ void Bus::presence(Inbox&, std::string_view channel, PresenceDone done) {
   PresenceResult r;
   if (!(r.error = validate_channel(channel, options_.limits))) r.subscribers = presence(channel);
   if (done) done(std::move(r));
+}
+
+void Bus::remove_history(Inbox&, std::string_view channel, RemoveDone done) {
+  const std::error_code ec = remove_history(channel);
+  if (done) done(ec);
+}
+
+std::error_code Bus::remove_history(std::string_view channel) {
+  if (std::error_code ec = validate_channel(channel, options_.limits)) return ec;
+  Shard& shard = shard_for(channel);
+  std::lock_guard lock(shard.mu);
+  // The offset and epoch stay (a channel without subscribers and now
+  // without history is freed by the next sweep, as any other).
+  if (detail::StoredChannel* ch = shard.find(channel)) ch->history.clear();
+  return {};
 }
 
 std::uint64_t Bus::presence(std::string_view channel) {

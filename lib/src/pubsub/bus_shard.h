@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +20,22 @@
 #include "history_ring.h"
 
 namespace heartwheel::pubsub::detail {
+
+// The results of a channel's publishes made with an idempotency key
+// (PublishOptions), until their window passes: made at the channel's first
+// such publish, so other channels pay one null pointer.
+struct IdempotentResults {
+  // The result of the publish that had `key`, if its window has not passed
+  // at `now` (expired ones are forgotten on the way).
+  const StreamPosition* find(const std::string& key, TimePoint now);
+  void remember(const std::string& key, const StreamPosition& result, TimePoint until,
+                TimePoint now);
+
+ private:
+  void forget_expired(TimePoint now);
+  std::unordered_map<std::string, StreamPosition> results_;
+  std::deque<std::pair<TimePoint, std::string>> expiry_;  // in the order remembered
+};
 
 struct StoredChannel {
   std::string name;
@@ -35,6 +52,7 @@ struct StoredChannel {
   bool orphan = false;
   StoredChannel* orphan_prev = nullptr;  // the orphan made before this one
   StoredChannel* orphan_next = nullptr;  // the one made after
+  std::unique_ptr<IdempotentResults> idempotent;  // keyed publishes' results, if any
 
   // Posts `event` (as the next seq) to every interested inbox.
   void post(const EventPtr& event);

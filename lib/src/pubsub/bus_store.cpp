@@ -36,6 +36,27 @@ void BusOptions::validate() const {
 
 namespace detail {
 
+const StreamPosition* IdempotentResults::find(const std::string& key, TimePoint now) {
+  forget_expired(now);
+  const auto it = results_.find(key);
+  return it == results_.end() ? nullptr : &it->second;
+}
+
+void IdempotentResults::remember(const std::string& key, const StreamPosition& result,
+                                 TimePoint until, TimePoint now) {
+  forget_expired(now);
+  if (results_.insert_or_assign(key, result).second) expiry_.emplace_back(until, key);
+}
+
+void IdempotentResults::forget_expired(TimePoint now) {
+  // Windows are the caller's (one per deployment in practice), so the
+  // queue is in expiry order; a key remembered twice keeps its first place.
+  while (!expiry_.empty() && expiry_.front().first <= now) {
+    results_.erase(expiry_.front().second);
+    expiry_.pop_front();
+  }
+}
+
 void StoredChannel::post(const EventPtr& event) {
   ++seq;
   for (Inbox* inbox : inboxes) {

@@ -114,7 +114,7 @@ net::DeadlineAction NetHandler::on_ping_due(Connection& c) {
   if (c.session_.state() != Session::State::open) return net::DeadlineAction::keep;
   net::Connection& conn = *c.conn_;
   const TimePoint now = conn.timers().now();
-  if (!c.session_.ping()) {
+  if (app_.send_ping(c) || !c.session_.ping()) {
     ++stats_.pings_sent;
     // The first unanswered ping starts the count; later pings do not move it.
     if (conn.deadline(Deadline::pong_timeout) == kNever)

@@ -142,20 +142,24 @@ class Bus final : public Broker {
   bool completes_inline() const noexcept override { return true; }
 
   // Broker: each answers before returning, outside the shard lock.
+  using Broker::publish;
   void publish(Inbox& from, std::string_view channel, std::string data, std::string info,
-               PublishDone done) override;
+               const PublishOptions& options, PublishDone done) override;
   void join(Inbox& inbox, const JoinRequest& request, JoinDone done) override;
   void leave(Inbox& inbox, std::string_view channel, std::string_view info,
              bool last_local) override;
   void history(Inbox& from, std::string_view channel, std::size_t limit, HistoryDone done) override;
   void presence(Inbox& from, std::string_view channel, PresenceDone done) override;
+  void remove_history(Inbox& from, std::string_view channel, RemoveDone done) override;
 
   // The same, answered as return values, from any thread (a publisher with no
   // hub, tests).
-  PublishResult publish(std::string_view channel, std::string data, std::string info = {});
+  PublishResult publish(std::string_view channel, std::string data, std::string info = {},
+                        const PublishOptions& options = {});
   SubscribeResult join(Inbox& inbox, const JoinRequest& request);
   HistoryResult history(std::string_view channel, std::size_t limit);
   std::uint64_t presence(std::string_view channel);
+  std::error_code remove_history(std::string_view channel);
 
   void sweep() override;
   Duration sweep_interval() const noexcept override { return options_.sweep_interval; }
@@ -181,7 +185,7 @@ class Bus final : public Broker {
   // Under the channel's shard lock. False: a new channel is needed and the
   // cap is reached (nothing done); `result` is untouched then.
   bool publish_locked(Shard& shard, std::string_view channel, std::string& data, std::string& info,
-                      PublishResult& result);
+                      const PublishOptions& options, PublishResult& result);
   bool join_locked(Shard& shard, Inbox& inbox, const JoinRequest& request, SubscribeResult& result);
   void evict_history();
 

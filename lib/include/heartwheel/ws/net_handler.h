@@ -29,7 +29,9 @@
 // Timing: three slots of the connection's deadline set, no wheel entry of
 // its own (the connection's ONE entry covers them):
 //   ping          every ping_interval (from the hand-off) the server sends a
-//                 ping, and moves the slot one interval on. Centrifugo's 25 s.
+//                 ping (or the application one of its own protocol:
+//                 Application::send_ping), and moves the slot one interval
+//                 on. Centrifugo's 25 s.
 //   pong_timeout  set at a ping (unless already set) for pong_timeout later;
 //                 ANY byte read clears it (a frame of any kind is life, not
 //                 only a pong). When it passes: closed with reason
@@ -165,6 +167,13 @@ class Application {
   virtual net::DeadlineAction on_deadline(Connection& /*conn*/, net::DeadlineEvent /*event*/) {
     return net::DeadlineAction::close;
   }
+  // The ping slot of an open connection is due (every ping_interval): return
+  // true when the application sent a ping of its own protocol instead of a
+  // WebSocket ping (Centrifugo's clients expect an empty command, `{}`, which
+  // browsers' WebSockets can see and their SDKs answer), false (the
+  // default) for the WebSocket ping. Either way the pong timeout runs from
+  // here and any byte from the peer ends it.
+  virtual bool send_ping(Connection& /*conn*/) { return false; }
 
  protected:
   ~Application() = default;
@@ -203,6 +212,19 @@ class NetHandler final : public net::Handler {
   void on_eof(net::Connection& conn) override;
   void on_drain(net::Connection& conn) override;
   void on_close(net::Connection& conn, net::CloseReason reason, std::error_code error) override;
+
+  // Calls `f(conn)` for every connection this handler holds, newest first.
+  // `f` may send on or close any of them (closes complete later, so none is
+  // freed during the walk). O(connections): for rare administration (a
+  // server API's "disconnect this user"), not for a hot path.
+  template <class F>
+  void for_each_connection(F&& f) {
+    for (Connection* c = head_; c != nullptr;) {
+      Connection* next = c->next_;
+      f(*c);
+      c = next;
+    }
+  }
 
   const NetHandlerOptions& options() const noexcept { return options_; }
   // This loop's compression pool; null unless handshake.deflate.enabled.
