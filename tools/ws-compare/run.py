@@ -31,7 +31,6 @@ Exit status: 0 done, 1 a server or the harness failed, 2 usage error."""
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICKS = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, os.path.join(ROOT, "tools", "pylib"))
+import procs  # noqa: E402
 
 
 def proc_sample(pid):
@@ -73,21 +74,11 @@ def marginal(samples, rss_i, files_i):
 
 
 def start(cmd, env=None):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True, env=env)
-    line = p.stdout.readline()
-    if not line.startswith("listening on "):
-        stop(p)
-        raise RuntimeError("%s did not start: %r %s" % (cmd[0], line, p.stderr.read()[-2000:]))
-    return p, int(line.strip().rsplit(":", 1)[1])
+    return procs.start_server(cmd, env)
 
 
 def stop(p):
-    try:
-        os.killpg(p.pid, signal.SIGKILL)  # its own group: only what we started
-    except ProcessLookupError:
-        pass
-    p.wait()
+    procs.stop_group(p)
 
 
 def measure(kind, args, bins):
@@ -376,11 +367,7 @@ def main():
               "summary": summary, "fanout_table": table,
               "target_user_us": target, "runs": runs}
     print_table(table, target)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
+    procs.print_json(result, args.json)
     return 0
 
 
