@@ -71,10 +71,6 @@ void Worker::start_on_loop(uv_loop_t* loop) {
   o.encode_presence = [](const pubsub::PresenceEvent& e) {
     return ws::encode_shared(ws::Opcode::text, presence_json(e));
   };
-  if (config_.uring_fanout) {  // made here: the ring's submitter is this loop's thread
-    uring_ = std::make_unique<UringFanout>();
-    o.after_fan_out = [u = uring_.get()] { u->flush(); };
-  }
   hub_ = std::make_unique<pubsub::Hub>(broker_, std::move(o));
   auto timer = std::make_unique<uv_timer_t>();
   heartwheel::check_uv(uv_timer_init(loop, timer.get()), "uv_timer_init");

@@ -38,7 +38,6 @@
 namespace chat {
 
 class Client;
-class UringFanout;
 
 // The settings every worker shares (read-only while they run).
 struct Config {
@@ -49,8 +48,7 @@ struct Config {
   std::size_t max_reply_bytes = std::size_t{1} << 20;  // --max-reply-bytes (reply_limits.h)
   std::size_t max_requests_in_flight = 32;             // --max-requests-in-flight, per connection
   RateLimits rate_limits;                              // --rate-limit OP=N/s, per connection
-  bool presence_events = true;   // join/leave pushes (--presence-events)
-  bool uring_fanout = false;     // --uring-fanout: a fan-out's sends in io_uring batches
+  bool presence_events = true;                         // join/leave pushes (--presence-events)
   heartwheel::Duration stats_interval = std::chrono::seconds(1);
   // Tokens, channel permissions, origins (auth_gate.h); null: protocol v1.
   std::shared_ptr<const AuthSettings> auth;
@@ -151,7 +149,6 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   heartwheel::pubsub::Broker& broker_;
   Roster& roster_;
   StatsBoard& board_;
-  std::unique_ptr<UringFanout> uring_;            // --uring-fanout; outlives the hub
   std::unique_ptr<heartwheel::pubsub::Hub> hub_;  // from the first connection on
   std::unique_ptr<AuthGate> auth_;                // config.auth set
   uv_timer_t* stats_timer_ = nullptr;             // heap: freed in its close callback

@@ -89,8 +89,8 @@ def measure(kind, args, bins):
         cmd = [bins["chat"], "--listen", "127.0.0.1:0", "--workers", "1", "--no-join-leave",
                "--ping-interval", "%ds" % args.ping_interval, "--pong-timeout", "8s",
                "--history-size", "100"] + args.chat_arg
-        if kind == "heartwheel_uring":
-            cmd.append("--uring-fanout")
+        if kind == "heartwheel_write":
+            cmd.append("--no-uring-fanout")
         env = None
     else:
         cmd = ["node", os.path.join(HERE, "node-chat.js"), "--port", "0",
@@ -301,8 +301,9 @@ def main():
                          "heartwheel-load is about 100 bytes)")
     ap.add_argument("--chat-arg", action="append", default=[],
                     help="one more heartwheel-chat argument (repeat for several)")
-    ap.add_argument("--with-uring-fanout", action="store_true",
-                    help="also run heartwheel-chat --uring-fanout each round (heartwheel_uring)")
+    ap.add_argument("--with-write-fanout", action="store_true",
+                    help="also run heartwheel-chat --no-uring-fanout each round (heartwheel_write: "
+                         "one write() per subscriber instead of the default io_uring batches)")
     ap.add_argument("--target-user-us", type=float, default=1.0,
                     help="the target on heartwheel's user CPU per delivered message")
     ap.add_argument("--publish-size", type=int, default=0,
@@ -333,7 +334,7 @@ def main():
                 for r in measure_floor(args, bins):
                     runs.append(r)
                     print(json.dumps(r), file=sys.stderr)
-            kinds = ["heartwheel"] + (["heartwheel_uring"] if args.with_uring_fanout else [])
+            kinds = ["heartwheel"] + (["heartwheel_write"] if args.with_write_fanout else [])
             kinds += ["heartwheel_deflate"] if args.compression else []
             kinds += ["node"] + (["node_deflate"] if args.compression else [])
             for kind in kinds:
