@@ -22,6 +22,7 @@ per round and over the medians. Prints one JSON object on stdout (and
 
 Usage: tools/echo-server/echo_compare.py [--connections 10000] [--interval 1]
        [--message-size 64] [--duration 20] [--rounds 3] [--build-dir build]
+       [--before-bin OLD/heartwheel-echo]
 Needs BUILD/bin/heartwheel-echo, heartwheel-echo-floor, heartwheel-load.
 Every process it starts runs in its own process group and is stopped by that
 group's id. Exit status: 0 done, 1 a server or the harness failed, 2 usage."""
@@ -55,9 +56,9 @@ def sample(pid):
 
 
 def measure(kind, args, bins):
-    if kind == "heartwheel":
-        cmd = [bins["echo"], "--listen", "127.0.0.1:0", "--workers", "1",
-               "--stats-interval", "0"] + args.server_arg
+    if kind.startswith("heartwheel"):  # heartwheel, heartwheel_before (--before-bin)
+        cmd = [bins["echo" if kind == "heartwheel" else "before"], "--listen", "127.0.0.1:0",
+               "--workers", "1", "--stats-interval", "0"] + args.server_arg
     else:
         cmd = [bins["floor"], "--listen", "127.0.0.1:0"]
     server, port = procs.start_server(cmd)
@@ -123,6 +124,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--echo-bin", help="heartwheel-echo to measure (default BUILD/bin/...)")
+    ap.add_argument("--before-bin",
+                    help="also run this heartwheel-echo each round (kind heartwheel_before: "
+                         "a build before a change, against the same floor in the same run)")
     ap.add_argument("--server-arg", action="append", default=[],
                     help="one more heartwheel-echo argument (repeat for several)")
     ap.add_argument("--json")
@@ -137,6 +141,8 @@ def main():
     bins = {"echo": args.echo_bin or os.path.join(bin_dir, "heartwheel-echo"),
             "floor": os.path.join(bin_dir, "heartwheel-echo-floor"),
             "load": os.path.join(bin_dir, "heartwheel-load")}
+    if args.before_bin:
+        bins["before"] = args.before_bin
     for b in bins.values():
         if not os.access(b, os.X_OK):
             ap.error("%s is missing: build it first" % b)
@@ -145,14 +151,18 @@ def main():
     runs, rounds = [], []
     try:
         for r in range(args.rounds):
-            order = ["heartwheel", "floor"] if r % 2 == 0 else ["floor", "heartwheel"]
+            order = ["heartwheel", "floor"] + (["heartwheel_before"] if args.before_bin else [])
+            if r % 2 == 1:
+                order.reverse()
             got = {}
             for kind in order:
                 got[kind] = measure(kind, args, bins)
                 runs.append(dict(got[kind], round=r))
                 print(json.dumps(runs[-1]), file=sys.stderr)
-            rounds.append({key: ratio(got["heartwheel"][key], got["floor"][key])
-                           for key in ("cpu_us_per_message", "user_us_per_message")})
+            rounds.append({"%s_to_floor" % kind: {
+                key: ratio(got[kind][key], got["floor"][key])
+                for key in ("cpu_us_per_message", "user_us_per_message")}
+                for kind in got if kind != "floor"})
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         print("echo-compare: error: %s" % e, file=sys.stderr)
         return 1
@@ -165,13 +175,18 @@ def main():
         hw, fl = median("heartwheel", key), median("floor", key)
         summary[key] = {"heartwheel_median": hw, "floor_median": fl,
                         "ratio_heartwheel_to_floor": ratio(hw, fl)}
+        if args.before_bin:
+            before = median("heartwheel_before", key)
+            summary[key].update({"heartwheel_before_median": before,
+                                 "ratio_before_to_floor": ratio(before, fl),
+                                 "ratio_heartwheel_to_before": ratio(hw, before)})
     result = {"connections": args.connections, "interval_s": args.interval,
               "message_size": args.message_size, "duration_s": args.duration,
               "rounds": args.rounds, "server_args": args.server_arg,
               "loadavg_before": load_before,
               "loadavg_after": open("/proc/loadavg").read().split()[:3],
               "summary": summary,
-              "ratio_heartwheel_to_floor_per_round": rounds, "runs": runs}
+              "ratios_to_floor_per_round": rounds, "runs": runs}
     procs.print_json(result, args.json)
     return 0
 
