@@ -134,6 +134,7 @@ def test_usr2_replaces_the_process_and_drops_no_one():
     assert all(len(s.closes) == 1 for s in subs), [len(s.closes) for s in subs]
     assert codes == {1012}, codes
     assert sum(s.refused for s in subs) == 0
+    assert sum(s.connect_errors for s in subs) == 0
     # Every client recovered, and saw every acknowledged publication once,
     # in order, with no gap.
     assert all(s.recovered == [True] for s in subs), [s.recovered for s in subs][:5]

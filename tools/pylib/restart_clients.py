@@ -108,10 +108,14 @@ class Client:
     """One subscriber of `channel`: reconnects after each close, recovers with
     `since`, and records every offset it received."""
 
-    def __init__(self, port, name, channel="room"):
+    def __init__(self, port, name, channel="room", start_delay=0.0):
         self.port, self.name, self.channel = port, name, channel
+        self.start_delay = start_delay  # a ramp: thousands at once overflow the accept queue
+        self.connect_errors = 0  # timeouts and resets while connecting (not refusals)
         self.offsets = []  # in arrival order
         self.epoch = None
+        self.position = None  # (offset, epoch): the last publication seen, or the subscribe's top
+        self.back = []  # (time, seconds from the close to subscribed again)
         self.closes = []  # (time, code)
         self.recovered = []
         self.refused = 0
@@ -119,20 +123,25 @@ class Client:
 
     async def run(self, stop):
         rid = 0
+        await asyncio.sleep(self.start_delay)
         while not stop.is_set():
             try:
                 ws = await websockets.connect("ws://127.0.0.1:%d/ws?name=%s" % (self.port,
                                                                                  self.name),
-                                              max_size=None, ping_interval=None)
+                                              max_size=None, ping_interval=None, open_timeout=60)
             except ConnectionRefusedError:
                 self.refused += 1
                 await asyncio.sleep(0.05)
                 continue
+            except (asyncio.TimeoutError, OSError, websockets.InvalidHandshake):
+                self.connect_errors += 1
+                await asyncio.sleep(0.1)
+                continue
             try:
                 rid += 1
                 req = {"id": rid, "op": "subscribe", "channel": self.channel}
-                if self.offsets:
-                    req["since"] = {"offset": self.offsets[-1], "epoch": self.epoch}
+                if self.position:
+                    req["since"] = {"offset": self.position[0], "epoch": self.position[1]}
                 await ws.send(json.dumps(req))
                 while True:
                     msg = json.loads(await ws.recv())
@@ -143,9 +152,15 @@ class Client:
                         self.epoch = msg["epoch"]
                         for p in msg["publications"]:
                             self.offsets.append(p["offset"])
+                        self.position = ((self.offsets[-1] if self.offsets else msg["offset"]),
+                                         msg["epoch"])
+                        if self.closes:
+                            self.back.append((time.monotonic(),
+                                              time.monotonic() - self.closes[-1][0]))
                         self.subscribed.set()
                     elif msg.get("channel") == self.channel and "offset" in msg:
                         self.offsets.append(msg["offset"])
+                        self.position = (msg["offset"], msg.get("epoch", self.epoch))
             except websockets.ConnectionClosed as e:
                 self.closes.append((time.monotonic(), e.code))
             finally:
@@ -196,10 +211,10 @@ def connect_loop(port, stop, counts):
         time.sleep(0.005)
 
 
-def run_restart(binary, clients, drain, channels=1, workers=2, every=0.02):
+def run_restart(binary, clients, drain, channels=1, workers=2, every=0.02, ramp=1000):
     """heartwheel-chat on its own redis-server with `clients` subscribers over
-    `channels` channels, a publisher and an HTTP loop; SIGUSR2 once all are
-    subscribed. Returns (subscribers, acked offsets per channel, the HTTP
+    `channels` channels (connecting `ramp` a second), a publisher and an
+    HTTP loop; SIGUSR2 once all are subscribed. Returns (subscribers, acked offsets per channel, the HTTP
     loop's counts, the time the signal was sent)."""
     with tempfile.TemporaryDirectory() as d, RedisServer() as r:
         pidfile = os.path.join(d, "chat.pid")
@@ -213,11 +228,19 @@ def run_restart(binary, clients, drain, channels=1, workers=2, every=0.02):
 
             async def scenario():
                 stop = asyncio.Event()
-                subs = [Client(c.port, "c%d" % i, "room%d" % (i % channels))
+                subs = [Client(c.port, "c%d" % i, "room%d" % (i % channels), i / ramp)
                         for i in range(clients)]
                 tasks = [asyncio.create_task(s.run(stop)) for s in subs]
-                await asyncio.wait_for(asyncio.gather(*(s.subscribed.wait() for s in subs)),
-                                       60 + clients / 50)
+                # All subscribed (a client task that failed says why at once).
+                waiting = asyncio.ensure_future(
+                    asyncio.gather(*(s.subscribed.wait() for s in subs)))
+                done, _ = await asyncio.wait([waiting, *tasks], timeout=60 + clients / 50,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                for t in done:
+                    if t is not waiting:
+                        t.result()  # raises what ended it
+                assert waiting in done, "%d of %d clients subscribed" % (
+                    sum(s.subscribed.is_set() for s in subs), clients)
                 acked = {}
                 names = tuple("room%d" % i for i in range(channels))
                 pub = asyncio.create_task(publisher(c.port, stop, acked, names, every))
@@ -225,6 +248,11 @@ def run_restart(binary, clients, drain, channels=1, workers=2, every=0.02):
                 loop_stop = threading.Event()
                 looper = threading.Thread(target=connect_loop, args=(c.port, loop_stop, counts))
                 looper.start()
+                # Every channel has a stream before the restart (so that every
+                # client recovers from a publication it saw).
+                deadline = time.monotonic() + 60 + channels
+                while len(acked) < channels and time.monotonic() < deadline:
+                    await asyncio.sleep(0.05)
                 await asyncio.sleep(0.5)
                 sent = time.monotonic()
                 os.kill(old, signal.SIGUSR2)
@@ -244,7 +272,8 @@ def run_restart(binary, clients, drain, channels=1, workers=2, every=0.02):
                     await asyncio.sleep(0.05)
                 stop.set()
                 loop_stop.set()
-                await asyncio.wait_for(pub, 20)
+                pub.cancel()  # a publication still unanswered is simply not counted
+                await asyncio.gather(pub, return_exceptions=True)
                 deadline = time.monotonic() + 60
                 while (any(not s.offsets or s.offsets[-1] < max(acked[s.channel]) for s in subs)
                        and time.monotonic() < deadline):
