@@ -2,16 +2,15 @@
 // JSON protocol (docs/chat-protocol.md). See README.md, "ws mode".
 //
 // A subscriber connects, sends the opening handshake (one key for every
-// connection of the worker: the server cannot tell, and no connection has to
-// store its own expected Sec-WebSocket-Accept), and on the 101 subscribes to
-// its channel. From then on it answers the server's pings with pongs (masked,
-// like every client frame) and counts each publication pushed to it: offsets
-// must follow each other with no gap and no repeat (per subscriber, per
-// channel), and the `t` its data carries (the publisher's uv_hrtime() at the
-// write; one monotonic clock for every process of the machine) gives the
-// delivery latency. A dead subscriber goes silent once its subscribe reply
-// came: no pong, no frame, nothing parsed; it still drains its socket, so the
-// harness sees when the server closes it.
+// connection of the worker: the server cannot tell), and on the 101
+// subscribes to its channel. From then on it answers the server's pings with
+// pongs (masked, like every client frame) and counts each publication pushed
+// to it: offsets must follow each other with no gap and no repeat (per
+// subscriber, per channel), and the `t` its data carries (the publisher's
+// uv_hrtime() at the write; one monotonic clock for every process of the
+// machine) gives the delivery latency. A dead subscriber goes silent once its
+// subscribe reply came: no pong, no frame, nothing parsed; it still drains
+// its socket, so the harness sees when the server closes it.
 //
 // The publisher: worker 0 holds one extra connection per target (or only the
 // first target with --publish-targets first) and, from --publish-start to
@@ -20,14 +19,17 @@
 // publisher connection (independent servers: each gets the same publication
 // and gives it its own offset).
 //
-// Frames go through lib/ws: ws::FrameParser (client role: unmasked frames in)
-// and ws::append_masked_frame (masked frames out). With --ws-compression the
-// handshake offers permessage-deflate (ws::deflate_offer, stateless), the
-// answer is checked (ws::accept_deflate_response) and messages that come
-// compressed are inflated by the worker's ws::DeflatePool; the harness's own
-// messages go uncompressed (RFC 7692 lets a sender choose per message).
+// The protocol is the library's WebSocket client (heartwheel/ws/client_handshake.h
+// for the opening handshake, ws::Session in the client role for frames: the
+// code ws::Client runs), on the harness's own sockets (ws_state.h). With
+// --ws-compression the handshake offers permessage-deflate (ws::deflate_offer,
+// stateless), the answer is checked (ws::accept_deflate_response) and the
+// session inflates what comes compressed with the worker's ws::DeflatePool;
+// the harness's own messages go uncompressed unless they reach the pool's
+// min_size (RFC 7692 lets a sender choose per message).
 #include <heartwheel/ws/deflate.h>
 #include <heartwheel/ws/deflate_pool.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/ws/frame.h>
 #include <heartwheel/ws/handshake.h>
 #include <sys/socket.h>
@@ -67,26 +69,10 @@ bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& ch : out)
-    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-  return out;
-}
-
 ws::DeflateOptions offered(bool on) {
   ws::DeflateOptions o;
   o.enabled = on;
   return o;
-}
-
-// The value of header `name` (lowercase, with its ": ") in the lowercased
-// response head, or "".
-std::string_view header_value(std::string_view head, std::string_view name) {
-  const auto at = head.find(name);
-  if (at == std::string_view::npos) return {};
-  const std::string_view rest = head.substr(at + name.size());
-  return rest.substr(0, rest.find("\r\n"));
 }
 
 // --publish-size: order lines appended to the data until it has about
@@ -108,26 +94,26 @@ void pad_data(std::string& data, std::size_t size, std::uint64_t k) {
 }  // namespace
 
 void Worker::ws_setup() {
-  const std::string key = ws::make_client_key();
-  ws_accept_ = ws::accept_key(key);
+  ws_key_ = ws::make_client_key();
   const Endpoint& first = options_.targets.front();
-  ws_request_ = "GET " + options_.ws_path + " HTTP/1.1\r\nHost: " + first.host + ":" +
-                std::to_string(first.port) +
-                "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: " + key +
-                "\r\nSec-WebSocket-Version: 13\r\nUser-Agent: heartwheel-load\r\n";
+  ws_handshake_.path = options_.ws_path;
+  ws_handshake_.host = first.host + ":" + std::to_string(first.port);
+  ws_handshake_.headers = {{"User-Agent", "heartwheel-load"}};
+  ws_handshake_.max_response_bytes = kMaxHandshakeBytes;
   if (options_.ws_compression) {
-    ws_request_ += "Sec-WebSocket-Extensions: " + ws::deflate_offer(offered(true)) + "\r\n";
-    ws_deflate_ = std::make_unique<ws::DeflatePool>(offered(true));
+    ws_handshake_.extensions = ws::deflate_offer(offered(true));
+    ws_deflate_ = std::make_unique<ws::DeflatePool>(offered(true), &ws_deflate_stats_);
   }
-  ws_request_ += "\r\n";
+  ws_handshake_.validate();
+  ws_session_.role = ws::Role::client;
+  ws_session_.max_message_bytes = kMaxMessageBytes;
   const std::uint64_t targets = options_.targets.size();
   ws_epochs_.assign(targets * options_.channels, std::string());
   ws_final_.assign(targets * options_.channels, 0);
   publish_sent_ns_.assign(kPublishSentRing, 0);
-  rng_ ^= uv_hrtime() + share_.index;
   for (std::uint64_t j = 0; j < share_.connections; ++j) {
     Conn& c = conns_[j];
-    c.ws = new WsConn;
+    c.ws = new WsConn(c);
     // The --reconnect fraction, picked like the dead ones but counted from the
     // other end (the same fraction would pick exactly the dead ones), never a
     // dead one.
@@ -146,7 +132,7 @@ void Worker::ws_setup() {
     c.index = base + p;
     c.publisher = true;
     c.set_callback(&Worker::on_conn_timer);
-    c.ws = new WsConn;
+    c.ws = new WsConn(c);
   }
 }
 
@@ -171,63 +157,65 @@ std::string Worker::ws_channel(std::uint64_t channel) const {
   return options_.channel_prefix + std::to_string(channel);
 }
 
-void Worker::ws_send(Conn& c, std::uint8_t opcode, std::string_view payload) {
-  // xorshift64: masks need not be secret here, only present (RFC 6455 5.3).
-  rng_ ^= rng_ << 13;
-  rng_ ^= rng_ >> 7;
-  rng_ ^= rng_ << 17;
-  ws::MaskKey mask;
-  std::memcpy(mask.data(), &rng_, mask.size());
-  ws_frame_.clear();
-  ws::append_masked_frame(ws_frame_, static_cast<ws::Opcode>(opcode), payload, mask);
+void Worker::ws_write(Conn& c, std::string_view head, std::string_view payload) {
+  // A dead subscriber sends nothing, pongs included (the session would).
+  if (c.silent || c.state != Conn::State::open) return;
+  ws_frame_.assign(head).append(payload);
   send_bytes(c, reinterpret_cast<const std::uint8_t*>(ws_frame_.data()), ws_frame_.size());
+}
+
+void Worker::ws_send_text(Conn& c, std::string_view text) {
+  WsConn& s = *c.ws;
+  if (s.session) s.session->send_text(text);
 }
 
 void Worker::ws_open(Conn& c) {
   WsConn& s = *c.ws;
-  s.parser = ws::FrameParser(ws::Role::client);
-  s.message.clear();
-  s.control.clear();
+  s.session.reset();
   s.upgraded = false;
-  s.frame_open = false;
-  send_bytes(c, reinterpret_cast<const std::uint8_t*>(ws_request_.data()), ws_request_.size());
+  s.handshake = std::make_unique<ws::ClientHandshake>(ws_handshake_, ws_key_);
+  const std::string& request = s.handshake->request();
+  send_bytes(c, reinterpret_cast<const std::uint8_t*>(request.data()), request.size());
   s.upgrade_sent_ns = c.last_write_ns;
 }
 
 bool Worker::ws_upgrade(Conn& c, std::string_view& data) {
   WsConn& s = *c.ws;
-  const std::size_t had = s.message.size();
-  s.message.append(data);
-  const auto end = s.message.find("\r\n\r\n");
-  if (end == std::string::npos) {
-    data = {};
-    if (s.message.size() > kMaxHandshakeBytes) protocol_error(c, "ws_handshake_too_long");
-    return false;
+  switch (s.handshake->feed(data)) {
+    case ws::ClientHandshake::Status::need_more:
+      return false;
+    case ws::ClientHandshake::Status::refused: {
+      const int status = s.handshake->status();
+      const bool too_long = s.handshake->error_code() == heartwheel::errc::too_large;
+      const bool bad_accept = s.handshake->error().find("Accept") != std::string::npos;
+      s.handshake.reset();
+      if (status != 0 && status != 101) {
+        ++result_.errors["ws_handshake_status:" + std::to_string(status)];
+        close_conn(c);
+      } else {
+        protocol_error(c, too_long     ? "ws_handshake_too_long"
+                          : bad_accept ? "ws_bad_accept"
+                                       : "ws_handshake");
+      }
+      return false;
+    }
+    case ws::ClientHandshake::Status::accepted:
+      break;
   }
-  const std::string head = lower(std::string_view(s.message).substr(0, end + 2));
-  // What followed the response (the server's first frames) stays in `data`.
-  data.remove_prefix(end + 4 - had);
-  if (!starts_with(head, "http/1.1 101 ")) {
-    ++result_.errors["ws_handshake_status:" + (head.size() >= 12 ? head.substr(9, 3) : "?")];
-    close_conn(c);
-    return false;
-  }
-  if (head.find("\r\nsec-websocket-accept: " + lower(ws_accept_) + "\r\n") == std::string::npos) {
-    protocol_error(c, "ws_bad_accept");
-    return false;
-  }
+  // What followed the 101 (the server's first frames) stays in `data`.
   std::string why;
-  const auto deflate = ws::accept_deflate_response(
-      header_value(head, "\r\nsec-websocket-extensions: "), offered(options_.ws_compression), why);
+  const auto deflate =
+      ws::accept_deflate_response(s.handshake->extensions(), offered(options_.ws_compression), why);
+  s.handshake.reset();
   if (!deflate) {
     protocol_error(c, "ws_bad_extensions");
     return false;
   }
+  s.session.emplace(static_cast<ws::Transport&>(s), static_cast<ws::Handler&>(s), ws_session_);
   if (deflate->enabled) {
-    s.parser.set_allowed_rsv(0x4);  // RSV1: compressed messages may come
+    s.session->use_deflate(*deflate);
     ++result_.ws_compressed_connections;
   }
-  s.message.clear();
   s.upgraded = true;
   if (c.publisher) {
     ++result_.ws_publishers;
@@ -247,67 +235,50 @@ void Worker::ws_subscribe(Conn& c) {
     req += ",\"since\":{\"offset\":" + std::to_string(s.last) + ",\"epoch\":\"" + ws_epochs_[pair] +
            "\"}";
   req += '}';
-  ws_send(c, static_cast<std::uint8_t>(ws::Opcode::text), req);
+  ws_send_text(c, req);
 }
 
 void Worker::ws_data(Conn& c, const std::uint8_t* bytes, std::size_t len) {
   WsConn& s = *c.ws;
   std::string_view in(reinterpret_cast<const char*>(bytes), len);
   if (!s.upgraded && !ws_upgrade(c, in)) return;
-  while (c.state == Conn::State::open && !c.silent && (!in.empty() || s.frame_open)) {
-    if (!s.frame_open) {
-      const auto status = s.parser.read_header(in);
-      if (status == ws::FrameParser::Status::need_more) return;
-      if (status == ws::FrameParser::Status::error)
-        return protocol_error(c, (std::string("ws_frame:") + s.parser.error()).c_str());
-      const ws::FrameHeader& h = s.parser.header();
-      if (!ws::is_control(h.opcode) && s.message.size() + h.payload_length > kMaxMessageBytes)
-        return protocol_error(c, "ws_message_too_big");
-      s.frame_open = true;
-      if (ws::is_control(h.opcode)) s.control.clear();
-      if (h.opcode == ws::Opcode::text || h.opcode == ws::Opcode::binary)
-        s.inflating = (h.rsv & 0x4) != 0;
-    }
-    const ws::FrameHeader& h = s.parser.header();
-    s.parser.read_payload(in, ws::is_control(h.opcode) ? s.control : s.message);
-    if (s.parser.remaining() > 0) return;
-    s.frame_open = false;
-    switch (h.opcode) {
-      case ws::Opcode::ping:
-        ++result_.server_pings;
-        ++result_.pings_answered;
-        ws_send(c, static_cast<std::uint8_t>(ws::Opcode::pong), s.control);
-        break;
-      case ws::Opcode::pong:
-        break;
-      case ws::Opcode::close: {
-        const unsigned code = s.control.size() >= 2
-                                  ? (static_cast<std::uint8_t>(s.control[0]) << 8) |
-                                        static_cast<std::uint8_t>(s.control[1])
-                                  : ws::kCloseNoStatus;
-        ++result_.errors["ws_close_received:" + std::to_string(code)];
-        // Echo the code; the server then closes the TCP connection.
-        ws_send(c, static_cast<std::uint8_t>(ws::Opcode::close),
-                std::string_view(s.control).substr(0, 2));
-        break;
-      }
-      case ws::Opcode::binary:
-        return protocol_error(c, "ws_binary_frame");
-      default:  // text or continuation
-        if (h.fin) {
-          if (s.inflating) {
-            ws_inflated_.clear();
-            if (ws_deflate_->decompress(s.message, ws_inflated_, kMaxMessageBytes))
-              return protocol_error(c, "ws_bad_compressed_message");
-            ++result_.ws_compressed_messages;
-            ws_message(c, ws_inflated_);
-          } else {
-            ws_message(c, s.message);
-          }
-          s.message.clear();
-        }
-    }
-  }
+  // A dead subscriber reads on (to see the server's close) but parses nothing.
+  if (c.state == Conn::State::open && !c.silent && s.session && !in.empty()) s.session->feed(in);
+}
+
+// ---- the session's transport and events (ws_state.h) ----------------------------
+
+void WsConn::send(std::string_view head, std::string_view payload) {
+  conn->worker->ws_write(*conn, head, payload);
+}
+
+ws::DeflatePool* WsConn::deflate_pool() noexcept { return conn->worker->ws_deflate_pool(); }
+
+void WsConn::on_message(ws::Session&, ws::MessageType type, std::string& payload) {
+  Conn& c = *conn;
+  if (c.silent || c.state != Conn::State::open) return;
+  if (type == ws::MessageType::binary) return c.worker->protocol_error(c, "ws_binary_frame");
+  c.worker->result().ws_compressed_messages =
+      c.worker->ws_deflate_stats().compressed_messages_received;
+  c.worker->ws_message(c, payload);
+}
+
+void WsConn::on_ping(ws::Session&, std::string_view) {
+  if (conn->silent) return;  // its pong is not sent either (Worker::ws_write)
+  ++conn->worker->result().server_pings;
+  ++conn->worker->result().pings_answered;
+}
+
+void WsConn::on_close(ws::Session&, std::uint16_t code, std::string_view) {
+  // The session echoed the code; the server then closes the TCP connection.
+  ++conn->worker->result().errors["ws_close_received:" + std::to_string(code)];
+}
+
+void WsConn::on_protocol_error(ws::Session&, std::uint16_t code, std::string_view what) {
+  Conn& c = *conn;
+  if (c.state != Conn::State::open) return;
+  if (code == ws::kCloseMessageTooBig) return c.worker->protocol_error(c, "ws_message_too_big");
+  c.worker->protocol_error(c, ("ws_frame:" + std::string(what)).c_str());
 }
 
 void Worker::ws_message(Conn& c, std::string_view text) {
@@ -440,7 +411,7 @@ void Worker::ws_publish_due() {
       publish_sent_ns_[id % kPublishSentRing] = t;
       ++result_.publications_sent;
       ++result_.messages_sent;
-      ws_send(c, static_cast<std::uint8_t>(ws::Opcode::text), req);
+      ws_send_text(c, req);
     }
   }
   if (now >= stop) uv_timer_stop(&publish_timer_);

@@ -16,6 +16,20 @@ bool iequals(std::string_view a, std::string_view b) noexcept {
   return true;
 }
 
+bool is_token(std::string_view s) noexcept {
+  if (s.empty()) return false;
+  for (const char c : s) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos)
+      return false;
+  }
+  return true;
+}
+
+bool is_field_text(std::string_view s) noexcept {
+  return s.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
+}
+
 const std::string* find_header(const Headers& headers, std::string_view name) noexcept {
   for (const Header& h : headers)
     if (iequals(h.name, name)) return &h.value;

@@ -226,7 +226,7 @@ void Connection::end_request() noexcept {
 // ---- reading ---------------------------------------------------------------
 
 int Connection::start_reading() noexcept {
-  if (host_ && host_->connection_options().edge_triggered_reads) {
+  if (host_ && host_->connection_options().edge_triggered_reads && host_->edge_reads()) {
     if (const int fd = socket_fd();
         fd >= 0 &&
         detail::EdgeReader::start(host_->edge_reader(), tcp_.loop, fd, *this, edge_member_)) {

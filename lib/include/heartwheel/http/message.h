@@ -28,6 +28,12 @@ using Headers = std::vector<Header>;
 // Case-insensitive ASCII comparison, as header names and tokens require.
 bool iequals(std::string_view a, std::string_view b) noexcept;
 
+// RFC 9110's token (tchar+): what a method, a header name or a WebSocket
+// subprotocol may be made of. Empty is not a token.
+bool is_token(std::string_view s) noexcept;
+// No CR, LF or NUL: a value a caller gives cannot start a header of its own.
+bool is_field_text(std::string_view s) noexcept;
+
 // The first header called `name` (case-insensitive), or nullptr. O(headers).
 const std::string* find_header(const Headers& headers, std::string_view name) noexcept;
 

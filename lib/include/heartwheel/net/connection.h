@@ -92,6 +92,8 @@ struct ConnectionOptions {
   // uv_read_start, which serves the connections it served last turn first
   // again: a tail under a load of many small requests. false: libuv reads.
   // The same bytes reach the handler either way; elsewhere libuv always reads.
+  // A Connector's connection always reads through libuv (one connection per
+  // host: nothing to order, and a set of its own would cost a descriptor).
   bool edge_triggered_reads = true;
 
   // Throws std::invalid_argument with the offending field.

@@ -102,7 +102,8 @@
 //                        cluster.retry_delay
 //     a master's connection lost: the map is read every refresh_interval
 //                        until its replica is promoted (cluster-node-timeout
-//                        plus an election); its commands wait for it
+//                        plus an election), and once more when the
+//                        connection is back; its commands wait for it
 //   Commands that no open connection can take (no map yet, their master
 //   unreachable or being replaced, a retry's delay) wait in one bounded
 //   waiting room (max_buffered / max_buffered_bytes, as the single link's

@@ -59,6 +59,12 @@ class ConnectionHost {
   virtual void connection_active(Connection& /*conn*/, std::uint16_t /*generation*/) noexcept {}
   // `timeout` as the host scales idle timeouts under pressure (overload.h).
   virtual Duration scale_idle_timeout(Duration timeout) const noexcept { return timeout; }
+  // Whether this host's connections read through its edge-triggered set
+  // (below) when the options ask for it. A Connector says no: its one
+  // connection has nothing to be ordered against, and a set of its own
+  // would cost every client connection a second descriptor and a
+  // uv_poll_t.
+  virtual bool edge_reads() const noexcept { return true; }
   // The host's edge-triggered read set (lib/src/net/edge_reader.h), made by
   // its first connection that reads through one, null again when the last
   // one closed.
