@@ -178,8 +178,10 @@ net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
       .on_listening =
           [&](net::Workers& w) {
             if (setup.metrics) {
+              metrics::EndpointOptions o = *setup.metrics;
+              o.ready = heartwheel::cli::readiness();  // /readyz: not draining
               endpoint = std::make_unique<metrics::Endpoint>(
-                  *setup.metrics, [&w, &plan, &setup](metrics::TextWriter& out) {
+                  std::move(o), [&w, &plan, &setup](metrics::TextWriter& out) {
                     metrics::write(out, plan.slots ? merge_slots(*plan.slots) : total_of(w, setup));
                   });
             }
