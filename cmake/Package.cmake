@@ -9,6 +9,8 @@
 # The programs (examples, tools) are not installed: they are demos and
 # measuring instruments, run from build/bin.
 include(CMakePackageConfigHelpers)
+# Everything installed here is the library package's (cmake/Debian.cmake).
+set(CMAKE_INSTALL_DEFAULT_COMPONENT_NAME dev)
 
 set(HEARTWHEEL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/heartwheel)
 

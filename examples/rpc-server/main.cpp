@@ -168,19 +168,20 @@ int main(int argc, char** argv) {
     // "listening on" is printed already drains. Nothing is said about the
     // signals: this program's stderr stays as it was.
     net::serve(workers, {.drain_timeout = setup.drain_timeout,
-                         .on_listening = [&](net::Workers&) {
-                           if (setup.metrics) {
-                             endpoint = std::make_unique<metrics::Endpoint>(
-                                 *setup.metrics, [&workers, &board](metrics::TextWriter& out) {
-                                   metrics::write(out, workers.total());
-                                   metrics::write(out, board.total());
-                                 });
-                           }
-                           heartwheel::cli::announce_listening(
-                               setup.workers.server.host, workers.port(),
-                               endpoint ? endpoint->address() : std::string());
-                         },
-                         .log = nullptr});
+                         .on_listening =
+                             [&](net::Workers&) {
+                               if (setup.metrics) {
+                                 endpoint = std::make_unique<metrics::Endpoint>(
+                                     *setup.metrics, [&workers, &board](metrics::TextWriter& out) {
+                                       metrics::write(out, workers.total());
+                                       metrics::write(out, board.total());
+                                     });
+                               }
+                               heartwheel::cli::announce_listening(
+                                   setup.workers.server.host, workers.port(),
+                                   endpoint ? endpoint->address() : std::string());
+                             },
+                         .log = [](std::string_view) {}});
     // The workers are joined: the counters are ours to read.
 
     rpcserver::WorkerCounters total;

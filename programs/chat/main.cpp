@@ -2,6 +2,7 @@
 // WebSocket (/ws) speaks the JSON protocol of docs/chat-protocol.md on one
 // pubsub::Bus per process and one pubsub::Hub per worker loop; /echo is a
 // plain WebSocket echo. See README.md in this folder.
+#include <heartwheel/common/log.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/serve.h>
 #include <heartwheel/net/workers.h>
@@ -213,9 +214,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
   if (redis_prefix->count() > 0) {
-    std::fprintf(stderr,
-                 "heartwheel-chat: warning: --redis-prefix is deprecated: use --pubsub-prefix "
-                 "(the same setting, and heartwheel-push's name for it)\n");
+    heartwheel::log::warning(
+        "--redis-prefix is deprecated: use --pubsub-prefix (the same setting, and "
+        "heartwheel-push's name for it)");
     f.pubsub_prefix = f.redis_prefix;
   }
 
@@ -254,15 +255,20 @@ int main(int argc, char** argv) {
            .drain_timeout = s.drain_timeout,
            .tick_interval = f.ws.stats_json.empty() ? Duration{0} : s.config.stats_interval,
            .tick = [&] { write_stats(f.ws.stats_json, board, workers, bus, redis.get(), f.ws); },
-           .on_listening = [&](net::Workers&) {
-             endpoint = chat::start_metrics(metrics_at, workers, board, bus, redis.get());
-             heartwheel::cli::announce_listening(s.listen.host, workers.port(),
-                                                 endpoint ? endpoint->address() : std::string());
-           }});
+           .on_listening =
+               [&](net::Workers&) {
+                 endpoint = chat::start_metrics(metrics_at, workers, board, bus, redis.get());
+                 heartwheel::cli::announce_listening(
+                     s.listen.host, workers.port(), endpoint ? endpoint->address() : std::string());
+               },
+           // kill -USR2: the metrics listener goes to the successor too.
+           .restart = {.metrics_fd = [&] { return endpoint ? endpoint->listen_fd() : -1; },
+                       .on_handover = [&] { endpoint.reset(); }}});
       write_stats(f.ws.stats_json, board, workers, bus, redis.get(), f.ws);
       const chat::WorkerStats t = board.total();
-      std::fprintf(stderr, "heartwheel-chat: stopped after %llu WebSocket connections\n",
-                   static_cast<unsigned long long>(t.ws.opened));
+      heartwheel::log::info(
+          "stopped after " + std::to_string(t.ws.opened) + " WebSocket connections",
+          {heartwheel::log::field("connections", static_cast<std::uint64_t>(t.ws.opened))});
     }
     return 0;
   });

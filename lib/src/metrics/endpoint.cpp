@@ -4,6 +4,7 @@
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/metrics/endpoint.h>
 #include <heartwheel/net/address.h>
+#include <heartwheel/net/restart.h>
 #include <heartwheel/net/workers.h>
 
 #include <stdexcept>
@@ -17,6 +18,10 @@ struct Endpoint::Impl {
   std::unique_ptr<net::Workers> workers;
 
   void serve(const http::Request& req, http::Responder r) const {
+    if (req.path() == "/healthz" || req.path() == "/readyz") {
+      health(req, std::move(r));
+      return;
+    }
     if (req.path() != options.path) {
       r.respond(404, "not found; metrics are at " + options.path + "\n");
       return;
@@ -36,6 +41,31 @@ struct Endpoint::Impl {
     }
     r.respond(http::Response::text(200, out.take(), kContentType));
   }
+
+  // /healthz: alive. /readyz: what options.ready says (an exception is a
+  // reason too: not ready).
+  void health(const http::Request& req, http::Responder r) const {
+    if (req.method != "GET" && req.method != "HEAD") {
+      http::Response res = http::Response::text(405, "GET or HEAD\n");
+      res.headers.push_back({"Allow", "GET, HEAD"});
+      r.respond(std::move(res));
+      return;
+    }
+    if (req.path() == "/healthz") {
+      r.respond(200, "ok\n");
+      return;
+    }
+    std::string why;
+    try {
+      if (options.ready) why = options.ready();
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (why.empty())
+      r.respond(200, "ready\n");
+    else
+      r.respond(503, "not ready: " + why + "\n");
+  }
 };
 
 EndpointOptions endpoint_at(std::string_view host_port) {
@@ -43,6 +73,7 @@ EndpointOptions endpoint_at(std::string_view host_port) {
   EndpointOptions o;
   o.host = hp.host;
   o.port = hp.port;
+  o.listen_fd = net::restart::inherited().metrics;
   return o;
 }
 
@@ -60,6 +91,7 @@ Endpoint::Endpoint(EndpointOptions options, Collector collect) : impl_(std::make
   wo.server.host = o.host;
   wo.server.port = o.port;
   wo.server.reuse_port = o.reuse_port;
+  wo.server.listen_fd = o.listen_fd;
   wo.server.max_connections = o.max_connections;
   wo.server.backlog = 64;
   wo.server.connection.idle = {};  // HTTP's own timeouts replace the idle policy
@@ -82,6 +114,8 @@ Endpoint::~Endpoint() {
 }
 
 int Endpoint::port() const noexcept { return impl_->workers->port(); }
+
+int Endpoint::listen_fd() const { return impl_->workers->listen_fds().front(); }
 
 std::string Endpoint::address() const {
   const std::string& host = impl_->options.host;
