@@ -3,11 +3,11 @@
 // kernel lets us set one up.
 #include "send_batch.h"
 
+#include <heartwheel/common/log.h>
 #include <heartwheel/common/send_batch_scope.h>
 
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -27,10 +27,9 @@ std::atomic<bool> batching_unavailable{false};
 
 void say_unavailable(const char* why) noexcept {
   if (!batching_unavailable.exchange(true))
-    std::fprintf(stderr,
-                 "heartwheel: io_uring unavailable (%s): shared writes to many connections go "
-                 "out one write() per socket\n",
-                 why);
+    log::warning("io_uring unavailable: shared writes to many connections go out one write() "
+                 "per socket",
+                 {log::field("why", why)});
 }
 
 }  // namespace
