@@ -48,7 +48,12 @@ def why_no_namespaces():
     """None when this process can make network namespaces, else the reason."""
     if os.geteuid() != 0:
         return "not root: network namespaces need CAP_NET_ADMIN"
-    probe = "hwh-probe%d" % os.getpid()
+    # Not under tools/hosts' prefix (netns_hosts.PREFIX): a namespace there
+    # that no set accounts for is an orphan to every other process's sweep,
+    # which would delete this probe under us (and fail its own command when
+    # the probe was gone first: a concurrent test's `hosts run` then failed).
+    probe = "hwtest-probe%d" % os.getpid()
+    assert not probe.startswith(netns_hosts.PREFIX)
     made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
     if made.returncode != 0:
         return "ip netns add failed: %s" % made.stderr.strip()
