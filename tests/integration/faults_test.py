@@ -69,9 +69,13 @@ def hosts(*args, check=True):
 
 
 def can_connect(src, dst_addr, port, timeout=0.7):
+    # Exit 3: the connect failed; anything else but 0 is tools/hosts failing,
+    # which must not pass for a refused connection.
     code = ("import socket,sys\ntry:\n socket.create_connection((%r,%d),timeout=%s)\nexcept "
-            "OSError: sys.exit(1)" % (dst_addr, port, timeout))
-    return hosts("run", src, sys.executable, "-c", code, check=False).returncode == 0
+            "OSError: sys.exit(3)" % (dst_addr, port, timeout))
+    r = hosts("run", src, sys.executable, "-c", code, check=False)
+    assert r.returncode in (0, 3), (src, r.returncode, r.stderr)
+    return r.returncode == 0
 
 
 def leftovers():
