@@ -104,10 +104,27 @@ class Connection final : private Transport, private Handler {
   void set_user_data(void* data) noexcept { user_data_ = data; }
   void* user_data() const noexcept { return user_data_; }
 
+  // NetHandlerOptions::user_storage_bytes of raw memory in this connection's
+  // own allocation, aligned for any type, for the application's
+  // per-connection object: construct it there (placement new, e.g. in the
+  // upgrade's on_open) and destroy it in Application::on_close; the memory
+  // goes with the connection. nullptr when user_storage_bytes is 0.
+  void* user_storage() noexcept;
+  // The connection whose user_storage() is `storage` (no load: a fixed
+  // offset). Precondition: `storage` is a user_storage() of a live connection.
+  static Connection& from_user_storage(void* storage) noexcept;
+
  private:
   friend class NetHandler;
   Connection(NetHandler& owner, net::Connection& conn);
   ~Connection() = default;
+  // One allocation for the connection and `storage` bytes after it; freed
+  // by destroy().
+  static Connection* make(NetHandler& owner, net::Connection& conn, std::size_t storage);
+  static void destroy(Connection& c) noexcept;
+  // The NetHandler is the net connection's handler (set before make()): no
+  // field of its own.
+  NetHandler& owner() const noexcept;
 
   // ws::Transport
   void send(std::string_view head, std::string_view payload) override;
@@ -129,15 +146,14 @@ class Connection final : private Transport, private Handler {
   // (always with an empty queue).
   bool fits(std::size_t bytes) const noexcept;
 
-  NetHandler* owner_;
   net::Connection* conn_;
   void* user_data_ = nullptr;
   Connection* prev_ = nullptr;  // the NetHandler's list
   Connection* next_ = nullptr;
   // The session ends in tail padding (its small fields last);
-  // [[no_unique_address]] lets the flags below sit in it: 168 bytes, a
-  // 176-byte malloc chunk, where a flag before the session cost 8 more
-  // (a 192-byte chunk).
+  // [[no_unique_address]] lets the flags below sit in it: 160 bytes (a
+  // flag before the session cost 8 more), and user_storage() follows at
+  // once (docs/memory.md).
   [[no_unique_address]] Session session_;
   bool draining_ = false;  // closing because the server drains (net reason drain)
   // The net connection passed its high watermark (Application::on_writable
