@@ -48,8 +48,32 @@ class Client final : public heartwheel::pubsub::Subscriber {
   static Client* make_in(heartwheel::ws::Connection& connection, unsigned worker,
                          std::uint64_t number, std::string_view name,
                          Codec::Kind protocol = Codec::Kind::chat) {
-    return new (connection.user_storage()) Client(worker, number, name, protocol);
+    static_assert(alignof(Client) <= heartwheel::ws::Connection::kUserStorageAlign);
+    // Made before the name is set: should that throw (out of memory), the
+    // client exists all the same and on_close destroys it.
+    Client* c = new (connection.user_storage()) Client(worker, number, protocol, false);
+    c->set_name(name);
+    return c;
   }
+  // An /echo connection's: no name, never subscribed; only marks the
+  // connection as one that echoes (of() is null for it).
+  static void make_echo_in(heartwheel::ws::Connection& connection, unsigned worker,
+                           std::uint64_t number) {
+    new (connection.user_storage()) Client(worker, number, Codec::Kind::chat, true);
+  }
+  // The chat client of `connection`, or null for an /echo connection.
+  static Client* of(heartwheel::ws::Connection& connection) noexcept {
+    auto* c = static_cast<Client*>(connection.user_storage());
+    return c->echo() ? nullptr : c;
+  }
+  static const Client* of(const heartwheel::ws::Connection& connection) noexcept {
+    return of(const_cast<heartwheel::ws::Connection&>(connection));
+  }
+  // Destroys the client (either kind) of `connection`, in on_close.
+  static void destroy_in(heartwheel::ws::Connection& connection) noexcept {
+    static_cast<Client*>(connection.user_storage())->~Client();
+  }
+  bool echo() const noexcept { return (id_ & kEchoBit) != 0; }
   ~Client() override = default;  // ~Subscriber unsubscribes what is left
 
   // Inside the hub's walk the frame waits for the loop thread's io_uring
@@ -147,11 +171,9 @@ class Client final : public heartwheel::pubsub::Subscriber {
   }
 
  private:
-  Client(unsigned worker, std::uint64_t number, std::string_view name, Codec::Kind protocol)
+  Client(unsigned worker, std::uint64_t number, Codec::Kind protocol, bool echo) noexcept
       : id_(std::uint64_t{worker} << kWorkerShift | number |
-            (protocol == Codec::Kind::centrifuge ? kCentrifugeBit : 0)) {
-    set_name(name);
-  }
+            (protocol == Codec::Kind::centrifuge ? kCentrifugeBit : 0) | (echo ? kEchoBit : 0)) {}
 
   // The name, up to its NUL, at the front of names_; none: no NUL in names_
   // (channel names have none). Empty `name`: none. A name is kept up to its
@@ -195,11 +217,13 @@ class Client final : public heartwheel::pubsub::Subscriber {
 
   // id_: the connection counter in bits 0-47, the worker (< 64) in 48-53,
   // the protocol in bit 62, connected (mark_connected) in bit 61, which
-  // key() leaves out: the protocol and the state cost no byte.
+  // key() leaves out, an /echo connection's in bit 60: the protocol and the
+  // state cost no byte.
   static constexpr unsigned kWorkerShift = 48;
   static constexpr std::uint64_t kWorkerMask = 0x3f;
   static constexpr std::uint64_t kCentrifugeBit = std::uint64_t{1} << 62;
   static constexpr std::uint64_t kConnectedBit = std::uint64_t{1} << 61;
+  static constexpr std::uint64_t kEchoBit = std::uint64_t{1} << 60;
   std::uint64_t id_;
   std::string names_;  // [name NUL] (channel SPACE)*: see the top of this file
 };

@@ -186,7 +186,7 @@ std::optional<Failure> Worker::refused(Client& client, const Command& cmd) {
 }
 
 net::DeadlineAction Worker::on_deadline(ws::Connection& conn, net::DeadlineEvent event) {
-  auto* client = static_cast<Client*>(conn.user_data());
+  Client* client = Client::of(conn);
   if (client == nullptr) return net::DeadlineAction::close;
   Fault fault;
   if (event.kind == deadline::token_expiry) {

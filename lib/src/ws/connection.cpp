@@ -15,14 +15,17 @@ namespace heartwheel::ws {
 
 namespace {
 
-// Where user_storage() starts: right after the connection, aligned for any type.
-constexpr std::size_t kStorageAt = (sizeof(Connection) + alignof(std::max_align_t) - 1) /
-                                   alignof(std::max_align_t) * alignof(std::max_align_t);
+// Where user_storage() starts: right after the connection, at its
+// kUserStorageAlign (8, not max_align_t's 16: 8 bytes of padding there
+// would cost a 16-byte malloc step for heartwheel-chat's client).
+constexpr std::size_t kStorageAt = (sizeof(Connection) + Connection::kUserStorageAlign - 1) /
+                                   Connection::kUserStorageAlign * Connection::kUserStorageAlign;
+static_assert(alignof(Connection) <= Connection::kUserStorageAlign);
 
 }  // namespace
 
 Connection::Connection(NetHandler& owner, net::Connection& conn)
-    : conn_(&conn), session_(*this, *this, owner.options_.session) {}
+    : conn_(&conn), session_(*this, owner.options_.session) {}
 
 Connection* Connection::make(NetHandler& owner, net::Connection& conn, std::size_t storage) {
   void* memory = ::operator new(storage == 0 ? sizeof(Connection) : kStorageAt + storage);

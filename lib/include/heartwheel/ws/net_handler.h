@@ -185,7 +185,7 @@ class Application {
 };
 
 // Runs once per upgraded connection, before its first bytes are handled:
-// where the application attaches its per-connection state (set_user_data).
+// where the application makes its per-connection state (in user_storage()).
 using OpenHandler = std::function<void(Connection& conn)>;
 
 class NetHandler final : public net::Handler {
