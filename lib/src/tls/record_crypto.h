@@ -45,7 +45,9 @@ std::size_t key_size(Suite suite) noexcept;     // 16 or 32
 const char* suite_name(Suite suite) noexcept;   // "TLS_AES_128_GCM_SHA256", ...
 
 // HKDF-Expand-Label(secret, label, "", size) with the suite's hash: `label`
-// without the "tls13 " prefix ("key", "iv", "traffic upd"). size <= 255.
+// without the "tls13 " prefix ("key", "iv", "traffic upd"). size <= the
+// hash's output (every TLS 1.3 key, IV and secret is): one HMAC, on the
+// thread's kept context.
 bool expand_label(Suite suite, const std::uint8_t* secret, std::string_view label,
                   std::uint8_t* out, std::size_t size) noexcept;
 
