@@ -3,14 +3,15 @@
 #include <heartwheel/common/duration_parse.h>
 #include <heartwheel/common/error.h>
 #include <heartwheel/http/net_handler.h>
+#include <heartwheel/http/session_stats.h>
 #include <heartwheel/metrics/endpoint.h>
-#include <heartwheel/metrics/http_metrics.h>
-#include <heartwheel/metrics/net_metrics.h>
+#include <heartwheel/metrics/stat_families.h>
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/serve.h>
-#include <heartwheel/tls/net_transport.h>
+#include <heartwheel/net/stats.h>
 #include <heartwheel/net/workers.h>
+#include <heartwheel/tls/net_transport.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -22,8 +23,8 @@
 #include <vector>
 
 #include "cli_program.h"
-#include "server_flags.h"
 #include "routes.h"
+#include "server_flags.h"
 
 namespace {
 

@@ -3,13 +3,14 @@
 // graceful drain on SIGTERM/SIGINT. See README.md in this folder.
 #include <heartwheel/common/error.h>
 #include <heartwheel/metrics/endpoint.h>
-#include <heartwheel/metrics/net_metrics.h>
-#include <heartwheel/metrics/rpc_metrics.h>
+#include <heartwheel/metrics/stat_families.h>
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/serve.h>
-#include <heartwheel/tls/net_transport.h>
+#include <heartwheel/net/stats.h>
 #include <heartwheel/net/workers.h>
+#include <heartwheel/rpc/net_handler.h>
+#include <heartwheel/tls/net_transport.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -23,8 +24,8 @@
 #include <vector>
 
 #include "cli_program.h"
-#include "server_flags.h"
 #include "rpc_service.h"
+#include "server_flags.h"
 
 namespace metrics = heartwheel::metrics;
 namespace net = heartwheel::net;

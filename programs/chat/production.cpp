@@ -1,9 +1,10 @@
 // See production.h.
 #include "production.h"
 
-#include <heartwheel/metrics/net_metrics.h>
-#include <heartwheel/metrics/pubsub_metrics.h>
-#include <heartwheel/metrics/ws_metrics.h>
+#include <heartwheel/metrics/stat_families.h>
+#include <heartwheel/net/stats.h>
+#include <heartwheel/pubsub/stats.h>
+#include <heartwheel/ws/stats.h>
 
 #include <CLI/CLI.hpp>
 

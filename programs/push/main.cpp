@@ -2,17 +2,18 @@
 // (optionally delayed) in Redis and answers 202; whichever node claims it
 // when it is due delivers it to WebSocket (/ws, heartwheel-chat's protocol)
 // and Server-Sent Events (/sse?channel=c) subscribers. See README.md here.
-#include <algorithm>
 #include <heartwheel/metrics/endpoint.h>
-#include <heartwheel/metrics/net_metrics.h>
+#include <heartwheel/metrics/stat_families.h>
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/serve.h>
-#include <heartwheel/tls/net_transport.h>
+#include <heartwheel/net/stats.h>
 #include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
+#include <heartwheel/tls/net_transport.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -303,7 +304,7 @@ int main(int argc, char** argv) {
                      pushsrv::write_metrics(out, n);
                      chat::write_limits_metrics(out, chat_board.total().chat);  // its /ws
                      // The nodes' links (the delayed queues') beside the broker's.
-                     const heartwheel::metrics::RedisLink push[] = {
+                     const heartwheel::redis::LinkMetrics push[] = {
                          {"push", n.redis, n.redis_masters}};
                      chat::write_redis_metrics(out, broker.stats(), push);
                    });

@@ -3,7 +3,8 @@
 // served net::Workers' counters never include the endpoint's own
 // connections.
 #include <heartwheel/metrics/endpoint.h>
-#include <heartwheel/metrics/net_metrics.h>
+#include <heartwheel/metrics/stat_families.h>
+#include <heartwheel/net/stats.h>
 #include <heartwheel/net/workers.h>
 
 #include <array>

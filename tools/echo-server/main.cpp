@@ -4,11 +4,12 @@
 // tests' server. The echo server to copy is examples/echo. See README.md.
 #include <heartwheel/common/error.h>
 #include <heartwheel/metrics/endpoint.h>
-#include <heartwheel/metrics/net_metrics.h>
 #include <heartwheel/metrics/shared_slots.h>
+#include <heartwheel/metrics/stat_families.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/prefork.h>
 #include <heartwheel/net/serve.h>
+#include <heartwheel/net/stats.h>
 #include <heartwheel/net/workers.h>
 #include <heartwheel/tls/net_transport.h>
 #include <sys/socket.h>

@@ -1,14 +1,14 @@
-// See heartwheel/metrics/durations.h.
-#include <heartwheel/metrics/durations.h>
+// See heartwheel/common/metric_families.h.
+#include <heartwheel/common/metric_families.h>
 
 #include <array>
 #include <chrono>
 #include <stdexcept>
 
-namespace heartwheel::metrics {
+namespace heartwheel {
 
-void write_duration_buckets(TextWriter& out, std::span<const std::uint64_t> buckets, Duration sum,
-                            LabelSet labels) {
+void write_duration_buckets(MetricSink& out, std::span<const std::uint64_t> buckets, Duration sum,
+                            MetricLabels labels) {
   constexpr std::size_t kMax = 40;
   if (buckets.size() < 2 || buckets.size() > kMax)
     throw std::invalid_argument("metrics: a duration histogram has 2..40 buckets");
@@ -19,4 +19,4 @@ void write_duration_buckets(TextWriter& out, std::span<const std::uint64_t> buck
                 std::chrono::duration<double>(sum).count(), labels);
 }
 
-}  // namespace heartwheel::metrics
+}  // namespace heartwheel
