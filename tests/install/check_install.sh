@@ -5,7 +5,10 @@
 #      find_package, with plain pkg-config, and with Meson dependency(); and
 #      tests/install/net (one layer: net) with find_package(... COMPONENTS
 #      net), pkg-config heartwheel-net and dependency('heartwheel-net'), whose
-#      link lines must name neither hiredis nor libcrypto nor libssl; and README.md's
+#      link lines must name neither hiredis nor libcrypto nor libssl; and
+#      tests/install/metrics (the metrics layer: an Endpoint scraped once) with
+#      COMPONENTS metrics and pkg-config heartwheel-metrics, whose link lines
+#      must name no layer but metrics, http, net, timer, common; and README.md's
 #      quick start (tests/quick_start/extract.py) with heartwheel-net's flags,
 #      run until it listens, then drained with SIGTERM;
 #   2. shared libraries (BUILD_SHARED_LIBS=ON): the consumer with find_package,
@@ -62,13 +65,20 @@ cmake_consumer() {
     fail "find_package(heartwheel) against $prefix ($source)"
   cmake --build "$dir" >/dev/null || fail "building the CMake consumer $source against $prefix"
 }
-# Fails if a link line names a library that one layer must not bring.
-only_net() {
-  if grep -qE 'hiredis|crypto|ssl|heartwheel-(http|ws|tls|rpc|redis|pubsub|push|auth|metrics|testing)' <<<"$2"; then
-    fail "$1 links more than net needs: $2"
+# only_layers WHAT "LAYER..." LINE: fails if the link line names a
+# heartwheel layer outside the list, or hiredis, libcrypto or libssl (which
+# no layer that may be listed here needs).
+only_layers() {
+  local what=$1 allowed=$2 line=$3 lib
+  if grep -qE 'hiredis|crypto|ssl' <<<"$line"; then
+    fail "$what links hiredis, libcrypto or libssl: $line"
   fi
-  echo "$1 (net only): $2"
+  for lib in $(grep -oE 'heartwheel-[a-z_]+' <<<"$line" | sort -u); do
+    [[ " $allowed " == *" ${lib#heartwheel-} "* ]] || fail "$what links $lib (only $allowed): $line"
+  done
+  echo "$what (only $allowed): $line"
 }
+only_net() { only_layers "$1" "net timer common" "$2"; }
 
 step "static library: build and install"
 if [[ -n ${HEARTWHEEL_INSTALL_FROM_BUILD:-} ]]; then
@@ -123,6 +133,23 @@ only_net "pkg-config --cflags --libs heartwheel-net" "$flags"
 "${CXX:-c++}" -std=c++20 "$consumer/net/consumer.cpp" -o "$work/net-pkgconfig" $flags ||
   fail "compiling with heartwheel-net's flags"
 run_consumer "$work/net-pkgconfig"
+
+step "one layer: find_package(heartwheel COMPONENTS metrics)"
+# The metrics layer writes any layer's families without linking them: its
+# consumer links its endpoint's layers (http, net) and those below, no more.
+metrics_layers="metrics http net timer common"
+cmake_consumer "$prefix" "$work/metrics-cmake" "$consumer/metrics"
+only_layers "CMake's link line" "$metrics_layers" "$(ninja -C "$work/metrics-cmake" -t commands consumer | tail -1)"
+run_consumer "$work/metrics-cmake/consumer"
+
+step "one layer: pkg-config heartwheel-metrics"
+metrics_flags=$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags --libs heartwheel-metrics) ||
+  fail "pkg-config heartwheel-metrics"
+only_layers "pkg-config --cflags --libs heartwheel-metrics" "$metrics_layers" "$metrics_flags"
+# shellcheck disable=SC2086
+"${CXX:-c++}" -std=c++20 "$consumer/metrics/consumer.cpp" -o "$work/metrics-pkgconfig" $metrics_flags ||
+  fail "compiling with heartwheel-metrics' flags"
+run_consumer "$work/metrics-pkgconfig"
 
 step "README.md's quick start against heartwheel-net"
 # The snippet a user copies first: compiled with nothing but pkg-config's
