@@ -30,7 +30,7 @@ Worker::Worker(unsigned index, const Config& config, pubsub::Broker& broker, Ros
           [this](const http::Request& req, http::Responder r) { route(req, std::move(r)); })) {}
 
 Worker::~Worker() {
-  // On the loop thread, after the loop ran (net::Workers). The last counters
+  // On the loop thread, after the loop ran (runtime::Workers). The last counters
   // first, while everything they come from is alive.
   publish_stats();
   http_.reset();

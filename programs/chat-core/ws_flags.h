@@ -14,10 +14,10 @@
 // Threads: call from main() only.
 #pragma once
 
-#include <heartwheel/net/address.h>
-#include <heartwheel/net/workers.h>
-#include <heartwheel/pubsub/bus.h>
 #include <heartwheel/common/time.h>
+#include <heartwheel/net/address.h>
+#include <heartwheel/pubsub/bus.h>
+#include <heartwheel/runtime/workers.h>
 
 #include <cstddef>
 #include <string>
@@ -69,7 +69,7 @@ void apply_channel_flags(const WsFlags& flags, bool join_leave,
 // hard queue cap stays above --max-queued-bytes so the slow-consumer rule acts
 // first. Returns the parsed --listen.
 heartwheel::net::HostPort apply_workers_flags(const WsFlags& flags, const Config& config,
-                                              heartwheel::net::WorkersOptions& workers);
+                                              heartwheel::runtime::WorkersOptions& workers);
 
 // --drain-timeout.
 heartwheel::Duration drain_timeout(const WsFlags& flags);

@@ -3,23 +3,23 @@
 // pubsub::Bus per process and one pubsub::Hub per worker loop; /echo is a
 // plain WebSocket echo. See README.md in this folder.
 #include <heartwheel/net/address.h>
-#include <heartwheel/net/serve.h>
-#include <heartwheel/tls/net_transport.h>
-#include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub/bus.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
+#include <heartwheel/runtime/serve.h>
+#include <heartwheel/runtime/workers.h>
+#include <heartwheel/tls/net_transport.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "cli_program.h"
-#include "tls_flags.h"
 #include "production.h"
 #include "protocol.h"
 #include "redis_link.h"
 #include "redis_link_flags.h"
 #include "stats_board.h"
+#include "tls_flags.h"
 #include "uring_fanout.h"
 #include "worker.h"
 #include "ws_flags.h"
@@ -30,6 +30,7 @@ using heartwheel::Duration;
 using heartwheel::cli::parse_duration_flag;
 using Json = nlohmann::json;
 namespace net = heartwheel::net;
+namespace runtime = heartwheel::runtime;
 namespace pubsub = heartwheel::pubsub;
 namespace ws = heartwheel::ws;
 
@@ -46,7 +47,7 @@ struct Flags {
 
 // Everything the flags decide, checked before anything starts.
 struct Setup {
-  net::WorkersOptions workers;
+  runtime::WorkersOptions workers;
   net::HostPort listen;
   pubsub::BusOptions bus;
   std::optional<pubsub::RedisBrokerOptions> redis;  // --redis(-cluster): in place of the Bus
@@ -92,7 +93,7 @@ Setup make_setup(const Flags& f) {
 }
 
 void write_stats(const std::string& path, const chat::StatsBoard& board,
-                 const net::Workers& workers, const pubsub::Bus& bus,
+                 const runtime::Workers& workers, const pubsub::Bus& bus,
                  const pubsub::RedisBroker* redis, const chat::WsFlags& f) {
   if (path.empty()) return;
   const chat::WorkerStats t = board.total();
@@ -173,7 +174,7 @@ int main(int argc, char** argv) {
     chat::Roster roster;
     chat::StatsBoard board(f.ws.workers);
     {
-      net::Workers workers(s.workers, [&](unsigned index) -> std::unique_ptr<net::Handler> {
+      runtime::Workers workers(s.workers, [&](unsigned index) -> std::unique_ptr<net::Handler> {
         return std::make_unique<chat::Worker>(index, s.config, broker, roster, board);
       });
       std::unique_ptr<heartwheel::metrics::Endpoint> endpoint;
@@ -182,17 +183,18 @@ int main(int argc, char** argv) {
       // Signals drain the workers (each WebSocket gets close 1001); the
       // stats file is rewritten meanwhile. Every worker's hub is gone
       // before the bus when it returns.
-      net::serve(
+      runtime::serve(
           workers,
           {.program = "heartwheel-chat",
            .drain_timeout = s.drain_timeout,
            .tick_interval = f.ws.stats_json.empty() ? Duration{0} : s.config.stats_interval,
            .tick = [&] { write_stats(f.ws.stats_json, board, workers, bus, redis.get(), f.ws); },
-           .on_listening = [&](net::Workers&) {
-             endpoint = chat::start_metrics(metrics_at, workers, board, bus, redis.get());
-             heartwheel::cli::announce_listening(s.listen.host, workers.port(),
-                                                 endpoint ? endpoint->address() : std::string());
-           }});
+           .on_listening =
+               [&](runtime::Workers&) {
+                 endpoint = chat::start_metrics(metrics_at, workers, board, bus, redis.get());
+                 heartwheel::cli::announce_listening(
+                     s.listen.host, workers.port(), endpoint ? endpoint->address() : std::string());
+               }});
       write_stats(f.ws.stats_json, board, workers, bus, redis.get(), f.ws);
       const chat::WorkerStats t = board.total();
       std::fprintf(stderr, "heartwheel-chat: stopped after %llu WebSocket connections\n",

@@ -31,9 +31,9 @@ std::optional<metrics::EndpointOptions> apply_production_flags(
 }
 
 std::unique_ptr<metrics::Endpoint> start_metrics(
-    const std::optional<metrics::EndpointOptions>& options, const heartwheel::net::Workers& workers,
-    const StatsBoard& board, const heartwheel::pubsub::Bus& bus,
-    const heartwheel::pubsub::RedisBroker* redis) {
+    const std::optional<metrics::EndpointOptions>& options,
+    const heartwheel::runtime::Workers& workers, const StatsBoard& board,
+    const heartwheel::pubsub::Bus& bus, const heartwheel::pubsub::RedisBroker* redis) {
   if (!options) return nullptr;
   return std::make_unique<metrics::Endpoint>(
       *options, [&workers, &board, &bus, redis](metrics::TextWriter& out) {

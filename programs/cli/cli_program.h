@@ -61,7 +61,7 @@ Duration parse_duration_flag(std::string_view flag, std::string_view text);
 // escapes it is printed with failure() and gives kExitFailure.
 int run(const CLI::App& app, const std::function<int()>& body);
 
-// net::announce("listening", host, port), then "metrics on ADDRESS" unless
+// runtime::announce("listening", host, port), then "metrics on ADDRESS" unless
 // `metrics_address` is empty (a metrics::Endpoint's address(), formatted):
 // every server program's stdout, which scripts and tests wait for.
 void announce_listening(std::string_view host, int port, std::string_view metrics_address = {});

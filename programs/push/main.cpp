@@ -6,10 +6,10 @@
 #include <heartwheel/metrics/stat_families.h>
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
-#include <heartwheel/net/serve.h>
 #include <heartwheel/net/stats.h>
-#include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
+#include <heartwheel/runtime/serve.h>
+#include <heartwheel/runtime/workers.h>
 #include <heartwheel/tls/net_transport.h>
 
 #include <CLI/CLI.hpp>
@@ -34,6 +34,7 @@ using heartwheel::Duration;
 using heartwheel::cli::parse_duration_flag;
 using Json = nlohmann::json;
 namespace net = heartwheel::net;
+namespace runtime = heartwheel::runtime;
 namespace pubsub = heartwheel::pubsub;
 namespace ws = heartwheel::ws;
 
@@ -55,7 +56,7 @@ struct Flags {
 };
 
 struct Setup {
-  net::WorkersOptions workers;
+  runtime::WorkersOptions workers;
   net::HostPort listen;
   pubsub::BusOptions bus;             // limits and channel options
   pubsub::RedisBrokerOptions broker;  // the broker: Redis, shared by every node
@@ -152,7 +153,7 @@ Setup make_setup(const Flags& f) {
 
 void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
                  const heartwheel::metrics::WorkerBoard<pushsrv::NodeStats>& board,
-                 const net::Workers& workers, const pubsub::RedisBroker& broker) {
+                 const runtime::Workers& workers, const pubsub::RedisBroker& broker) {
   if (path.empty()) return;
   const chat::WorkerStats c = chat_board.total();
   const pushsrv::NodeStats n = board.total();
@@ -276,7 +277,7 @@ int main(int argc, char** argv) {
       static_cast<pushsrv::Node&>(h).finish();
     };
     {
-      net::Workers workers(
+      runtime::Workers workers(
           s.workers,
           [&](unsigned index, heartwheel::LoopWheel& wheel) -> std::unique_ptr<net::Handler> {
             auto node = std::make_unique<pushsrv::Node>(index, wheel, s.node, s.chat, broker,
@@ -288,17 +289,20 @@ int main(int argc, char** argv) {
       const heartwheel::cli::SighupReload reload(  // --tls-cert: reloaded on SIGHUP
           heartwheel::tls::server_context(s.workers.server.transport.get()), "heartwheel-push");
       // Every worker's hubs are gone before the broker when it returns.
-      net::serve(
+      runtime::serve(
           workers,
           {.program = "heartwheel-push",
            .drain_timeout = s.drain_timeout,
            .tick_interval = f.ws.stats_json.empty() ? Duration{0} : s.chat.stats_interval,
            .tick = [&] { write_stats(f.ws.stats_json, chat_board, board, workers, broker); },
-           .on_listening = [&](net::Workers&) {
-             if (metrics_options)
-               endpoint = std::make_unique<heartwheel::metrics::Endpoint>(
-                   *metrics_options,
-                   [&workers, &board, &chat_board, &broker](heartwheel::metrics::TextWriter& out) {
+           .on_listening =
+               [&](runtime::Workers&) {
+                 if (metrics_options)
+                   endpoint = std::make_unique<
+                       heartwheel::metrics::Endpoint>(*metrics_options, [&workers, &board,
+                                                                         &chat_board, &broker](
+                                                                            heartwheel::metrics::
+                                                                                TextWriter& out) {
                      heartwheel::metrics::write(out, workers.total());
                      const pushsrv::NodeStats n = board.total();
                      pushsrv::write_metrics(out, n);
@@ -308,9 +312,9 @@ int main(int argc, char** argv) {
                          {"push", n.redis, n.redis_masters}};
                      chat::write_redis_metrics(out, broker.stats(), push);
                    });
-             heartwheel::cli::announce_listening(s.listen.host, workers.port(),
-                                                 endpoint ? endpoint->address() : std::string());
-           }});
+                 heartwheel::cli::announce_listening(
+                     s.listen.host, workers.port(), endpoint ? endpoint->address() : std::string());
+               }});
       write_stats(f.ws.stats_json, chat_board, board, workers, broker);
       const pushsrv::NodeStats n = board.total();
       std::fprintf(stderr,

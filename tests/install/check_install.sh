@@ -9,7 +9,7 @@
 #      tests/install/metrics (the metrics layer: an Endpoint scraped once) with
 #      COMPONENTS metrics and pkg-config heartwheel-metrics, whose link lines
 #      must name no layer but metrics, http, net, timer, common; and README.md's
-#      quick start (tests/quick_start/extract.py) with heartwheel-net's flags,
+#      quick start (tests/quick_start/extract.py) with heartwheel-runtime's flags,
 #      run until it listens, then drained with SIGTERM;
 #   2. shared libraries (BUILD_SHARED_LIBS=ON): the consumer with find_package,
 #      checked to load libheartwheel-*.so from the prefix;
@@ -151,14 +151,18 @@ only_layers "pkg-config --cflags --libs heartwheel-metrics" "$metrics_layers" "$
   fail "compiling with heartwheel-metrics' flags"
 run_consumer "$work/metrics-pkgconfig"
 
-step "README.md's quick start against heartwheel-net"
+step "README.md's quick start against heartwheel-runtime"
 # The snippet a user copies first: compiled with nothing but pkg-config's
-# flags, then run: it must listen, drain on SIGTERM and exit 0.
+# flags, then run: it must listen, drain on SIGTERM and exit 0. It needs net
+# and the runtime on it, nothing else.
+flags=$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags --libs heartwheel-runtime) ||
+  fail "pkg-config heartwheel-runtime"
+only_layers "pkg-config --cflags --libs heartwheel-runtime" "runtime net timer common" "$flags"
 python3 "$src/tests/quick_start/extract.py" "$src/README.md" "$work/quick_start.cpp" ||
   fail "extracting README.md's quick start"
 # shellcheck disable=SC2086
 "${CXX:-c++}" -std=c++20 "$work/quick_start.cpp" -o "$work/quick-start" $flags ||
-  fail "compiling README.md's quick start with heartwheel-net's flags"
+  fail "compiling README.md's quick start with heartwheel-runtime's flags"
 "$work/quick-start" 0 >"$work/quick-start.out" 2>&1 &
 quick_pid=$!
 for _ in $(seq 100); do
@@ -172,7 +176,7 @@ quick_status=0
 wait $quick_pid || quick_status=$?
 [[ $quick_status == 0 ]] && grep -q '^served 0 connections$' "$work/quick-start.out" ||
   fail "the quick start did not drain and exit 0 (status $quick_status): $(cat "$work/quick-start.out")"
-echo "README.md's quick start: built with heartwheel-net's flags, listened, drained"
+echo "README.md's quick start: built with heartwheel-runtime's flags, listened, drained"
 
 step "one layer: Meson dependency('heartwheel-net')"
 PKG_CONFIG_PATH=$pc_dir meson setup "$work/net-meson" "$consumer/net" --wrap-mode=nofallback >/dev/null ||

@@ -450,7 +450,7 @@ def test_dead_subscriber_closed_within_ping_interval_plus_pong_timeout():
         # (plus scheduling slack on a loaded machine).
         assert closed - opened >= pong, (closed - opened, closed_after)
         assert closed_after <= interval + pong + tick + 0.4, closed_after
-        # Both in the wait: the net counters come from net::Workers' copy,
+        # Both in the wait: the net counters come from runtime::Workers' copy,
         # published on a timer of its own, apart from the worker's ws copy.
         st = s.read_stats(lambda st: st["ws"]["pong_timeouts"] == 1 and
                           st["net"]["closed_by_reason"]["pong_timeout"] == 1)
@@ -500,7 +500,7 @@ def test_slow_subscriber_closed_with_slow_consumer():
     with slow_server("close") as s:
         async def go():
             slow, fast = await feed_with_a_slow_subscriber(s)
-            # The net count in the wait too: net::Workers publishes it on a
+            # The net count in the wait too: runtime::Workers publishes it on a
             # timer of its own, apart from the worker's ws and chat copy.
             st = s.read_stats(lambda st: st["slow_consumer"]["closes"] == 1 and
                               st["net"]["closed_by_reason"]["slow_consumer"] == 1)

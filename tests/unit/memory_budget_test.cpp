@@ -7,17 +7,17 @@
 // Budgets: raise one only with a reason in docs/memory.md; every byte here is
 // paid once per connection, at 300,000 connections 300 KB per byte.
 #include <heartwheel/net/connection.h>
-#include <heartwheel/net/deadline_set.h>
 #include <heartwheel/net/deadline_timer.h>
 #include <heartwheel/net/detail/connection_host.h>
+#include <heartwheel/net/detail/deadline_set.h>
 #include <heartwheel/pubsub/subscriber.h>
 #include <heartwheel/timer/timer_entry.h>
 #include <heartwheel/ws/connection.h>
 #include <heartwheel/ws/session.h>
 #include <uv.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <sstream>
 #include <string>
 
@@ -69,7 +69,8 @@ TEST_CASE("the byte-by-byte table of a connection", "[memory]") {
   table += "\n| part | bytes | note |\n|---|---|---|\n";
   table += row("uv_tcp_t", sizeof(uv_tcp_t), "inside net::Connection");
   table += row("TimerEntry", sizeof(heartwheel::TimerEntry), "inside DeadlineTimer");
-  table += row("net::DeadlineSet", sizeof(heartwheel::net::DeadlineSet), "inside DeadlineTimer");
+  table += row("net::detail::DeadlineSet", sizeof(heartwheel::net::detail::DeadlineSet),
+               "inside DeadlineTimer");
   table += row("net::DeadlineTimer", sizeof(heartwheel::net::DeadlineTimer), "base of net::Connection");
   table += row("ws::Connection", sizeof(heartwheel::ws::Connection),
                "malloc chunk " + std::to_string(chunk_for(sizeof(heartwheel::ws::Connection))));
@@ -90,7 +91,7 @@ TEST_CASE("a connection's structs stay within their documented budget", "[memory
   using heartwheel::net::Connection;
   // libuv's, not ours: if it changes, docs/memory.md's table changes with it.
   CHECK(sizeof(uv_tcp_t) == 248);
-  CHECK(sizeof(heartwheel::net::DeadlineSet) <= 72);
+  CHECK(sizeof(heartwheel::net::detail::DeadlineSet) <= 72);
   CHECK(sizeof(heartwheel::net::DeadlineTimer) <= 112);
   CHECK(sizeof(Connection) <= 424);
   // One 432-byte chunk (issue 26: at most 448 B per idle echo connection,

@@ -140,7 +140,7 @@ void Connection::admit_and_open(std::string_view rest) noexcept {
     return;
   }
   if (host_) {
-    if (TransportFactory* factory = host_->transport_factory()) {
+    if (ByteStageFactory* factory = host_->byte_stage_factory()) {
       begin_transport(*factory, rest);  // on_open once the transport is ready
       return;
     }
@@ -207,14 +207,14 @@ void Connection::set_write_policy(const WritePolicy& policy) {
 }
 
 void Connection::set_deadline(Deadline kind, TimePoint when) noexcept {
-  assert(DeadlineSet::is_claimed(kind) && kind != Deadline::proxy_header_timeout &&
+  assert(detail::DeadlineSet::is_claimed(kind) && kind != Deadline::proxy_header_timeout &&
          "set_deadline takes claimed kinds: a layer's, ping or pong_timeout");
   assert(is_named(kind) && "a layer's deadline kind needs a registered name (names.h)");
   if (DeadlineTimer::set_deadline(kind, when)) return;
   // Every claimed slot is held by other kinds: more layered deadlines at
   // once than DeadlineSet::kClaimedSlots. Never keep running without the
   // timeout the layer asked for (connection.h).
-  assert(!"more layered deadlines at once than DeadlineSet::kClaimedSlots");
+  assert(!"more layered deadlines at once than detail::DeadlineSet::kClaimedSlots");
   close(CloseReason::error, make_error_code(errc::limit_reached));
 }
 

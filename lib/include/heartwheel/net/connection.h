@@ -38,8 +38,8 @@
 //   socket's own then), and so does every use the server makes of them
 //   (the per-address limit).
 //
-// Transport stage (ServerOptions::transport, e.g. TLS)
-//   After the PROXY header and admission, a transport (transport.h) may
+// Byte stage (ServerOptions::transport, e.g. TLS)
+//   After the PROXY header and admission, a transport (byte_stage.h) may
 //   stand between the socket and the handler for the connection's whole
 //   life: the handler gets on_open once the transport is ready (a TLS
 //   handshake done), reads the bytes the transport delivers, and write()
@@ -100,7 +100,7 @@ struct ConnectionOptions {
 
 class Connection;
 struct ProxyHeader;
-class TransportFactory;
+class ByteStageFactory;
 
 // An immutable buffer shared by reference (e.g. one encoded publication that
 // many connections send): Connection::write(SharedBytes) keeps a reference
@@ -108,8 +108,8 @@ class TransportFactory;
 // ws::SharedFrame and pubsub::Frame.
 using SharedBytes = std::shared_ptr<const std::string>;
 
-class Transport;
-class TransportIo;
+class ByteStage;
+class ByteStageIo;
 
 namespace detail {
 class ConnectionHost;  // Server, Connector, testing::Host (detail/connection_host.h)
@@ -306,10 +306,10 @@ class Connection final : private DeadlineTimer {
   TimePoint last_write() const noexcept { return deadlines().write_anchor(scale()); }
   // True while the PROXY header is awaited.
   bool in_proxy_stage() const noexcept;
-  // The connection's transport (transport.h), or nullptr; in its stage (not
-  // ready yet) while in_transport_stage().
-  Transport* transport() const noexcept;
-  bool in_transport_stage() const noexcept;
+  // The connection's transport (byte_stage.h), or nullptr; in its stage (not
+  // ready yet) while in_byte_stage().
+  ByteStage* byte_stage() const noexcept;
+  bool in_byte_stage() const noexcept;
 
  private:
   struct WriteQueue;
@@ -317,7 +317,7 @@ class Connection final : private DeadlineTimer {
   struct Extras;
   struct Gate;
   friend struct WriteQueue;
-  friend class TransportIo;
+  friend class ByteStageIo;
   // Its host makes, opens and abandons it, and keeps the fields below.
   friend class detail::ConnectionHost;
   friend class detail::EdgeReader;
@@ -408,8 +408,8 @@ class Connection final : private DeadlineTimer {
   int begin_proxy_stage(Duration timeout) noexcept;
   void feed_proxy(std::string_view data);
   void admit_and_open(std::string_view rest) noexcept;
-  // connection_transport.cpp
-  void begin_transport(TransportFactory& factory, std::string_view rest) noexcept;
+  // connection_stage.cpp
+  void begin_transport(ByteStageFactory& factory, std::string_view rest) noexcept;
   void transport_closing(bool queue) noexcept;
 
   uv_tcp_t tcp_;

@@ -38,7 +38,7 @@
 #include <heartwheel/net/detail/connection_host.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/stats.h>
-#include <heartwheel/net/transport.h>
+#include <heartwheel/net/byte_stage.h>
 
 namespace heartwheel::net {
 
@@ -62,10 +62,10 @@ struct ConnectorOptions {
   // Called after each failed attempt with the error and the delay before the
   // next one (Duration{-1}: no next attempt). Optional.
   std::function<void(std::error_code, Duration)> on_connect_error;
-  // A transport every connection runs through (transport.h): TLS
+  // A transport every connection runs through (byte_stage.h): TLS
   // (heartwheel/tls/net_transport.h). Null: plain. The handler's on_open
   // comes once the transport is ready (the handshake done).
-  std::shared_ptr<TransportFactory> transport;
+  std::shared_ptr<ByteStageFactory> transport;
 
   // Throws std::invalid_argument naming the bad field.
   void validate() const;
@@ -118,7 +118,7 @@ class Connector final : private detail::ConnectionHost {
   TimerService& timer_service() noexcept override { return wheel_; }
   uv_loop_t* host_loop() const noexcept override { return wheel_.loop(); }
   void connection_closed(Connection& conn) noexcept override;
-  TransportFactory* transport_factory() const noexcept override {
+  ByteStageFactory* byte_stage_factory() const noexcept override {
     return options_->transport.get();
   }
 

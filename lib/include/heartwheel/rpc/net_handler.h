@@ -9,7 +9,7 @@
 //   PINGs, sends its own PINGs, closes dead peers, batches its writes and
 //   drains politely. heartwheel-rpc-server and heartwheel-rpc-client are built
 //   on it. Give one NetHandler to a net::Server, to net::Connectors, or
-//   return one per worker from a net::Workers factory.
+//   return one per worker from a runtime::Workers factory.
 //
 //   It is to RPC what http::NetHandler is to HTTP. Serving:
 //     rpc::NetHandlerOptions o;

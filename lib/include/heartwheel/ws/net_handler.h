@@ -59,7 +59,7 @@
 //   arms the close timeout; the connection then closes with reason drain.
 //
 // Threads: the loop thread of its connections (one NetHandler per loop,
-//   e.g. per net::Workers worker). Lifetime: must outlive its connections'
+//   e.g. per runtime::Workers worker). Lifetime: must outlive its connections'
 //   server and any pending upgrade (upgrade() captures it). If the server is
 //   destroyed first (its connections are abandoned without on_close), the
 //   NetHandler's destructor calls Application::on_close for each connection

@@ -47,9 +47,9 @@ class ConnectionHost {
   // address, AF_UNSPEC if unknown) send one? False: the connection is reset
   // at once as proxy_untrusted, before any byte is read. Default: every peer.
   virtual bool proxy_source_trusted(const sockaddr& /*peer*/) const noexcept { return true; }
-  // The transport every connection of this host runs through (transport.h);
+  // The transport every connection of this host runs through (byte_stage.h);
   // nullptr (the default): none.
-  virtual TransportFactory* transport_factory() const noexcept { return nullptr; }
+  virtual ByteStageFactory* byte_stage_factory() const noexcept { return nullptr; }
   // The connection's client address is known (at open(), or once its PROXY
   // header came). False refuses it: it is reset with `refusal` and its
   // handler never hears of it.

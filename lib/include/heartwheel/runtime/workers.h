@@ -1,4 +1,4 @@
-// heartwheel/net/workers.h - N threads, each with its own libuv loop, timing
+// heartwheel/runtime/workers.h - N threads, each with its own libuv loop, timing
 // wheel and SO_REUSEPORT listener on one shared port.
 //
 // Nothing is shared between workers on the I/O path: each thread has its own
@@ -14,16 +14,16 @@
 // Handlers run on their worker's thread.
 #pragma once
 
+#include <heartwheel/net/handler.h>
+#include <heartwheel/net/server.h>
+#include <heartwheel/net/stats.h>
+#include <heartwheel/timer/loop_wheel.h>
+
 #include <functional>
 #include <memory>
 #include <vector>
 
-#include <heartwheel/timer/loop_wheel.h>
-#include <heartwheel/net/handler.h>
-#include <heartwheel/net/server.h>
-#include <heartwheel/net/stats.h>
-
-namespace heartwheel::net {
+namespace heartwheel::runtime {
 
 struct WorkersOptions {
   unsigned threads = 1;
@@ -32,7 +32,7 @@ struct WorkersOptions {
   // With max_connections_per_ip, every worker's server counts in one
   // IpLimiter (one count per process; ip_limiter.h). max_connections and the
   // overload thresholds stay per worker loop.
-  ServerOptions server;
+  net::ServerOptions server;
   LoopWheel::Options wheel;
   Duration publish_interval = std::chrono::milliseconds(500);
   // Optional: called on each worker's thread right after it published its
@@ -41,23 +41,23 @@ struct WorkersOptions {
   // counters (or the snapshot, e.g. into memory shared with other
   // processes) at the same moment. Must not block; an exception it throws
   // is swallowed (it would cross the event loop).
-  std::function<void(unsigned worker_index, const LoopSnapshot&, Handler&)> on_publish;
+  std::function<void(unsigned worker_index, const net::LoopSnapshot&, net::Handler&)> on_publish;
   // Optional: called once on each worker's thread when its server has
   // drained or stopped (its connections are gone), with the worker's
   // handler: the moment to close what else keeps the loop alive (a Redis
   // link, a timer) so that the loop can end. An exception is swallowed.
-  std::function<void(unsigned worker_index, Handler&)> on_finish;
+  std::function<void(unsigned worker_index, net::Handler&)> on_finish;
 };
 
 class Workers {
  public:
-  using HandlerFactory = std::function<std::unique_ptr<Handler>(unsigned worker_index)>;
+  using HandlerFactory = std::function<std::unique_ptr<net::Handler>(unsigned worker_index)>;
   // The same, also given the worker's wheel (its loop is wheel.loop()), for
   // handlers that schedule on the loop from the start (not only once a
   // connection came). Called on the worker's thread, before it listens; the
   // handler is destroyed on that thread, before the wheel.
   using LoopHandlerFactory =
-      std::function<std::unique_ptr<Handler>(unsigned worker_index, LoopWheel& wheel)>;
+      std::function<std::unique_ptr<net::Handler>(unsigned worker_index, LoopWheel& wheel)>;
 
   // Validates options (throws std::invalid_argument). Starts nothing.
   Workers(WorkersOptions options, HandlerFactory factory);
@@ -89,9 +89,9 @@ class Workers {
   bool running() const noexcept;
 
   // Each worker's last published counters (final ones after join()).
-  std::vector<LoopSnapshot> snapshots() const;
+  std::vector<net::LoopSnapshot> snapshots() const;
   // All workers merged.
-  LoopSnapshot total() const;
+  net::LoopSnapshot total() const;
 
  private:
   struct Worker;
@@ -101,4 +101,4 @@ class Workers {
   int port_ = 0;
 };
 
-}  // namespace heartwheel::net
+}  // namespace heartwheel::runtime

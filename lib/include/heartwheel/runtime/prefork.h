@@ -1,4 +1,4 @@
-// heartwheel/net/prefork.h - P worker processes under one supervising parent,
+// heartwheel/runtime/prefork.h - P worker processes under one supervising parent,
 // for hosts whose per-process descriptor limit caps one process far below
 // the connection count (here: 20000 per process).
 //
@@ -37,7 +37,7 @@
 #include <string_view>
 #include <vector>
 
-namespace heartwheel::net {
+namespace heartwheel::runtime {
 
 class PreforkChild {
  public:
@@ -76,4 +76,4 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
                           const std::function<void()>& on_ready,
                           unsigned max_restarts = kPreforkMaxRestarts, bool forward_hangup = false);
 
-}  // namespace heartwheel::net
+}  // namespace heartwheel::runtime

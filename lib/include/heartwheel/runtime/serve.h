@@ -1,10 +1,10 @@
-// heartwheel/net/serve.h - serving until a signal: the main thread's job while
-// net::Workers serve.
+// heartwheel/runtime/serve.h - serving until a signal: the main thread's job while
+// runtime::Workers serve.
 //
-//   net::WorkersOptions options;
+//   runtime::WorkersOptions options;
 //   options.server.port = 7000;
 //   options.server.connection.idle.read_idle = 30s;
-//   net::serve(options, [](unsigned) { return std::make_unique<Echo>(); });
+//   runtime::serve(options, [](unsigned) { return std::make_unique<Echo>(); });
 //
 // serve() starts the workers, prints "listening on HOST:PORT" on stdout (or
 // calls on_listening instead), and waits on the calling thread:
@@ -32,15 +32,15 @@
 // `log` run on it. The workers' handlers run on their own threads.
 #pragma once
 
+#include <heartwheel/common/time.h>
+#include <heartwheel/net/stats.h>
+#include <heartwheel/runtime/workers.h>
+
 #include <functional>
 #include <string>
 #include <string_view>
 
-#include <heartwheel/common/time.h>
-#include <heartwheel/net/stats.h>
-#include <heartwheel/net/workers.h>
-
-namespace heartwheel::net {
+namespace heartwheel::runtime {
 
 // Writes `line` and a newline to stderr (ServeOptions::log's default).
 void log_to_stderr(std::string_view line);
@@ -74,16 +74,16 @@ struct ServeOptions {
 // listen), std::system_error if the waiting loop or a signal watcher cannot
 // be made, and what on_listening throws; when it throws, the workers are
 // stopped and joined and the signal dispositions restored.
-LoopSnapshot serve(Workers& workers, const ServeOptions& options = {});
+net::LoopSnapshot serve(Workers& workers, const ServeOptions& options = {});
 
 // The same for workers made here from `options` and `factory` (the
 // Workers constructor's std::invalid_argument on bad options).
-LoopSnapshot serve(WorkersOptions options, Workers::HandlerFactory factory,
-                   const ServeOptions& serve_options = {});
+net::LoopSnapshot serve(WorkersOptions options, Workers::HandlerFactory factory,
+                        const ServeOptions& serve_options = {});
 
 // Prints "WHAT on HOST:PORT" on stdout, an IPv6 host in brackets as
 // parse_host_port takes it ("listening on [::1]:7000"), and flushes: scripts
 // and tests wait for "listening on" (and "metrics on") before they connect.
 void announce(std::string_view what, std::string_view host, int port);
 
-}  // namespace heartwheel::net
+}  // namespace heartwheel::runtime

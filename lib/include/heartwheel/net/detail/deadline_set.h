@@ -1,4 +1,4 @@
-// heartwheel/net/deadline_set.h - every deadline of one connection, as plain
+// heartwheel/net/detail/deadline_set.h - every deadline of one connection, as plain
 // state with time passed in (no socket, no timer, no clock).
 //
 // One set answers "what is due next" for all of a connection's deadlines
@@ -61,9 +61,9 @@
 // tests/unit/deadline_set_test.cpp). Threads: the owner's thread only.
 #pragma once
 
+#include <heartwheel/common/time.h>
 #include <heartwheel/net/deadline.h>
 #include <heartwheel/net/idle_policy.h>
-#include <heartwheel/common/time.h>
 #include <heartwheel/timer/tick_scale.h>
 
 #include <array>
@@ -72,8 +72,10 @@
 #include <optional>
 
 namespace heartwheel::net {
+class DeadlineTimer;  // deadline_timer.h: the set's owner
+}
 
-class DeadlineTimer;
+namespace heartwheel::net::detail {
 
 class DeadlineSet {
  public:
@@ -111,15 +113,13 @@ class DeadlineSet {
 
   // True for the kinds kept in a claimed slot.
   static constexpr bool is_claimed(Deadline kind) noexcept {
-    return kind >= kFirstClaimedDeadline &&
-           static_cast<std::size_t>(kind) < kDeadlineCapacity;
+    return kind >= kFirstClaimedDeadline && static_cast<std::size_t>(kind) < kDeadlineCapacity;
   }
   // True for the kinds set(), clear() and at() accept as absolute deadlines:
   // request_timeout, write_stall and the claimed kinds. (The idle slots and
   // max_age follow from the policy.)
   static constexpr bool is_absolute(Deadline kind) noexcept {
-    return kind == Deadline::request_timeout || kind == Deadline::write_stall ||
-           is_claimed(kind);
+    return kind == Deadline::request_timeout || kind == Deadline::write_stall || is_claimed(kind);
   }
 
   // Sets `kind` to `when` (rounded up to a tick), `now` being the current
@@ -169,7 +169,7 @@ class DeadlineSet {
   }
 
  private:
-  friend class DeadlineTimer;  // keeps its two flags in flags_ (kOwnerFlags)
+  friend class net::DeadlineTimer;  // keeps its two flags in flags_ (kOwnerFlags)
 
   static constexpr std::uint8_t kFirstRead = 1, kFirstWrite = 2, kFirstAll = 4, kInRequest = 8,
                                 kAgeFired = 16;
@@ -217,4 +217,4 @@ class DeadlineSet {
   std::array<Deadline, kClaimedSlots> claimed_kind_{};
 };
 
-}  // namespace heartwheel::net
+}  // namespace heartwheel::net::detail

@@ -1,11 +1,11 @@
-// The transport stage of a Connection (see transport.h and connection.h,
-// "Transport stage"): Gate stands in for the application's handler until the
+// The transport stage of a Connection (see byte_stage.h and connection.h,
+// "Byte stage"): Gate stands in for the application's handler until the
 // transport is ready; the read path hands every byte to the transport, the
 // write path goes through it (connection_write.cpp), and the closing paths
 // ask it for its last bytes.
 #include <heartwheel/common/error.h>
+#include <heartwheel/net/byte_stage.h>
 #include <heartwheel/net/connection.h>
-#include <heartwheel/net/transport.h>
 
 #include "connection_extras.h"
 #include "connection_guarded.h"
@@ -13,15 +13,15 @@
 
 namespace heartwheel::net {
 
-Transport* Connection::transport() const noexcept {
+ByteStage* Connection::byte_stage() const noexcept {
   return transport_ ? extra_->transport.get() : nullptr;
 }
 
-bool Connection::in_transport_stage() const noexcept {
+bool Connection::in_byte_stage() const noexcept {
   return transport_ && extra_->app_handler != nullptr;
 }
 
-void Connection::begin_transport(TransportFactory& factory, std::string_view rest) noexcept {
+void Connection::begin_transport(ByteStageFactory& factory, std::string_view rest) noexcept {
   Extras* x = nullptr;
   try {
     x = &extras();
@@ -42,15 +42,15 @@ void Connection::begin_transport(TransportFactory& factory, std::string_view res
 }
 
 void Connection::transport_closing(bool queue) noexcept {
-  if (in_transport_stage()) return;  // no session to end politely yet
+  if (in_byte_stage()) return;  // no session to end politely yet
   guarded([&] { extra_->transport->closing(*this, queue); });
 }
 
-std::error_code TransportIo::write(Connection& conn, std::string_view bytes) {
+std::error_code ByteStageIo::write(Connection& conn, std::string_view bytes) {
   return conn.write_socket(&bytes, 1);
 }
 
-bool TransportIo::write_now(Connection& conn, std::string_view bytes) noexcept {
+bool ByteStageIo::write_now(Connection& conn, std::string_view bytes) noexcept {
   if (conn.closing_ || conn.wq_ || bytes.empty()) return bytes.empty();
   uv_buf_t buf = uv_buf_init(const_cast<char*>(bytes.data()), static_cast<unsigned>(bytes.size()));
   const int rc = uv_try_write(reinterpret_cast<uv_stream_t*>(&conn.tcp_), &buf, 1);
@@ -60,7 +60,7 @@ bool TransportIo::write_now(Connection& conn, std::string_view bytes) noexcept {
   return static_cast<std::size_t>(rc) == bytes.size();
 }
 
-bool TransportIo::ready(Connection& conn, bool resumed) noexcept {
+bool ByteStageIo::ready(Connection& conn, bool resumed) noexcept {
   Connection::Extras& x = *conn.extra_;
   if (conn.closing_ || !x.app_handler) return false;
   NetStats& stats = conn.stats();
@@ -71,12 +71,12 @@ bool TransportIo::ready(Connection& conn, bool resumed) noexcept {
   return conn.guarded([&] { conn.handler_->on_open(conn); }) && !conn.closing_;
 }
 
-void TransportIo::deliver(Connection& conn, std::string_view bytes) noexcept {
+void ByteStageIo::deliver(Connection& conn, std::string_view bytes) noexcept {
   if (conn.closing_ || bytes.empty()) return;
   conn.guarded([&] { conn.handler_->on_data(conn, bytes); });
 }
 
-void TransportIo::end_of_stream(Connection& conn) noexcept {
+void ByteStageIo::end_of_stream(Connection& conn) noexcept {
   if (conn.closing_ || conn.eof_) return;
   conn.handle_eof();
 }

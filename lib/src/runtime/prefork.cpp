@@ -1,11 +1,11 @@
-// See heartwheel/net/prefork.h. Parent side: one pipe per child carries
+// See heartwheel/runtime/prefork.h. Parent side: one pipe per child carries
 // 'R' (ready) and 'D' <8-byte length> <bytes> (report). Signals reach the
 // parent's poll() through a self-pipe: SIGTERM/SIGINT are forwarded, SIGCHLD
 // says "reap now", SIGHUP (when asked for) is forwarded to the children that
-// serve and owed to the others until they do. A child is reaped only when waitpid(WNOHANG) says it ended,
-// never because its pipe closed: a child may close its pipe and keep running.
+// serve and owed to the others until they do. A child is reaped only when waitpid(WNOHANG) says it
+// ended, never because its pipe closed: a child may close its pipe and keep running.
 #include <fcntl.h>
-#include <heartwheel/net/prefork.h>
+#include <heartwheel/runtime/prefork.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/wait.h>
@@ -22,7 +22,7 @@
 #include <system_error>
 #include <vector>
 
-namespace heartwheel::net {
+namespace heartwheel::runtime {
 
 namespace {
 
@@ -110,7 +110,7 @@ struct Child {
   int fd = -1;  // read end of its pipe; -1 once the pipe reached EOF
   std::string buffer;
   bool ready = false;
-  bool serving = false;  // it said 'R' itself (a restarted child is `ready` at once, not this)
+  bool serving = false;      // it said 'R' itself (a restarted child is `ready` at once, not this)
   bool hangup_owed = false;  // a forwarded SIGHUP waits until it serves
   bool reaped = false;
 };
@@ -378,4 +378,4 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
   return result;
 }
 
-}  // namespace heartwheel::net
+}  // namespace heartwheel::runtime

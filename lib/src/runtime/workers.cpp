@@ -1,5 +1,7 @@
-// See heartwheel/net/workers.h.
-#include <heartwheel/net/workers.h>
+// See heartwheel/runtime/workers.h.
+#include <heartwheel/common/error.h>
+#include <heartwheel/net/detail/ip_limiter.h>
+#include <heartwheel/runtime/workers.h>
 
 #include <atomic>
 #include <future>
@@ -8,9 +10,7 @@
 #include <system_error>
 #include <thread>
 
-#include <heartwheel/common/error.h>
-
-namespace heartwheel::net {
+namespace heartwheel::runtime {
 
 namespace {
 enum Command : int { kNone = 0, kDrain = 1, kStop = 2 };
@@ -21,7 +21,7 @@ struct Workers::Worker {
   std::thread thread;
   mutable std::mutex mu;
   uv_async_t* async = nullptr;  // under mu; null before the loop runs and after it ends
-  LoopSnapshot published;       // under mu
+  net::LoopSnapshot published;  // under mu
   std::atomic<int> command{kNone};
   std::atomic<std::int64_t> drain_timeout_ns{0};
   std::atomic<bool> done{false};
@@ -44,7 +44,7 @@ namespace {
 struct LoopContext {
   Workers* owner;
   LoopWheel* wheel;
-  Server* server;
+  net::Server* server;
   uv_async_t async;
   uv_timer_t publish;
   int applied = kNone;
@@ -53,8 +53,8 @@ struct LoopContext {
   std::function<void()> on_publish;
 };
 
-LoopSnapshot snapshot_of(Server& server, LoopWheel& wheel) {
-  LoopSnapshot s;
+net::LoopSnapshot snapshot_of(net::Server& server, LoopWheel& wheel) {
+  net::LoopSnapshot s;
   s.net = server.stats();
   s.wheel = wheel.wheel().stats();
   s.wheel_entries = wheel.wheel().size();
@@ -80,7 +80,7 @@ Workers::Workers(WorkersOptions options, LoopHandlerFactory factory)
   // One count per client address for the whole process (ip_limiter.h).
   if (options_.server.max_connections_per_ip > 0 && !options_.server.ip_limiter)
     options_.server.ip_limiter =
-        std::make_shared<IpLimiter>(options_.server.max_connections_per_ip);
+        std::make_shared<net::detail::IpLimiter>(options_.server.max_connections_per_ip);
 }
 
 Workers::~Workers() {
@@ -95,7 +95,7 @@ void Workers::start() {
   for (unsigned i = 0; i < options_.threads; ++i) {
     auto w = std::make_unique<Worker>();
     w->index = i;
-    ServerOptions so = options_.server;
+    net::ServerOptions so = options_.server;
     if (i > 0) so.port = port_;
     auto future = w->started.get_future();
     Worker* wp = w.get();
@@ -109,13 +109,13 @@ void Workers::start() {
       }
       {
         std::unique_ptr<LoopWheel> wheel;
-        std::unique_ptr<Handler> handler;
-        std::unique_ptr<Server> server;
+        std::unique_ptr<net::Handler> handler;
+        std::unique_ptr<net::Server> server;
         bool ok = false;
         try {
           wheel = std::make_unique<LoopWheel>(&loop, options_.wheel);
           handler = factory_(wp->index, *wheel);
-          server = std::make_unique<Server>(*wheel, *handler, so);
+          server = std::make_unique<net::Server>(*wheel, *handler, so);
           if (auto ec = server->listen())
             throw std::system_error(ec, "listen on " + so.host + ":" + std::to_string(so.port));
           ok = true;
@@ -150,7 +150,7 @@ void Workers::start() {
             if (cmd == kDrain) {
               ctx.server->drain(Duration{wp->drain_timeout_ns.load()}, finish);
             } else if (cmd == kStop) {
-              ctx.server->close_all(CloseReason::local);
+              ctx.server->close_all(net::CloseReason::local);
               finish();
             }
           };
@@ -241,8 +241,8 @@ bool Workers::running() const noexcept {
   return false;
 }
 
-std::vector<LoopSnapshot> Workers::snapshots() const {
-  std::vector<LoopSnapshot> all;
+std::vector<net::LoopSnapshot> Workers::snapshots() const {
+  std::vector<net::LoopSnapshot> all;
   for (const auto& w : workers_) {
     std::lock_guard lock(w->mu);
     all.push_back(w->published);
@@ -250,11 +250,11 @@ std::vector<LoopSnapshot> Workers::snapshots() const {
   return all;
 }
 
-LoopSnapshot Workers::total() const {
-  LoopSnapshot sum;
+net::LoopSnapshot Workers::total() const {
+  net::LoopSnapshot sum;
   sum.loops = 0;
   for (const auto& s : snapshots()) sum.merge(s);
   return sum;
 }
 
-}  // namespace heartwheel::net
+}  // namespace heartwheel::runtime

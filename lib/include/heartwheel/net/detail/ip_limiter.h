@@ -1,4 +1,4 @@
-// heartwheel/net/ip_limiter.h - open connections per client address, with a
+// heartwheel/net/detail/ip_limiter.h - open connections per client address, with a
 // cap (nginx's `limit_conn $binary_remote_addr`).
 //
 // What it is
@@ -10,7 +10,7 @@
 //   the connection at once (reset, CloseReason::ip_limit).
 //
 // Scope (why this shape)
-//   - Worker threads: ONE count per process. net::Workers gives all its
+//   - Worker threads: ONE count per process. runtime::Workers gives all its
 //     servers one limiter, so a client cannot get N connections per worker
 //     loop by landing on each of them (SO_REUSEPORT spreads a client's
 //     connections over the loops). The table is split into kShards shards by
@@ -39,7 +39,7 @@
 #include <cstdint>
 #include <memory>
 
-namespace heartwheel::net {
+namespace heartwheel::net::detail {
 
 class IpLimiter {
  public:
@@ -76,4 +76,4 @@ class IpLimiter {
   std::array<std::unique_ptr<Shard>, kShards> shards_;
 };
 
-}  // namespace heartwheel::net
+}  // namespace heartwheel::net::detail

@@ -1,6 +1,7 @@
-// See heartwheel/net/serve.h.
-#include <heartwheel/net/serve.h>
-
+// See heartwheel/runtime/serve.h.
+#include <heartwheel/common/duration_parse.h>
+#include <heartwheel/common/error.h>
+#include <heartwheel/runtime/serve.h>
 #include <uv.h>
 
 #include <array>
@@ -11,10 +12,7 @@
 #include <string>
 #include <utility>
 
-#include <heartwheel/common/duration_parse.h>
-#include <heartwheel/common/error.h>
-
-namespace heartwheel::net {
+namespace heartwheel::runtime {
 
 namespace {
 
@@ -112,7 +110,8 @@ class Waiter {
     w.workers_.drain(w.options_.drain_timeout);
     // Worker loops end only after a drain or a stop: only now is there
     // anything to notice, so a serving process pays no wake-ups for it.
-    uv_timer_start(&w.poll_, [](uv_timer_t* t) { of(t).check_done(); }, 10, 10);
+    uv_timer_start(
+        &w.poll_, [](uv_timer_t* t) { of(t).check_done(); }, 10, 10);
   }
 
   static void on_tick(uv_timer_t* t) {
@@ -142,7 +141,7 @@ void log_to_stderr(std::string_view line) {
   std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
 }
 
-LoopSnapshot serve(Workers& workers, const ServeOptions& options) {
+net::LoopSnapshot serve(Workers& workers, const ServeOptions& options) {
   // The waiting loop and its watchers exist before any worker accepts: with
   // a low descriptor limit, connections could otherwise take the
   // descriptors it needs.
@@ -163,8 +162,8 @@ LoopSnapshot serve(Workers& workers, const ServeOptions& options) {
   return workers.total();
 }
 
-LoopSnapshot serve(WorkersOptions options, Workers::HandlerFactory factory,
-                   const ServeOptions& serve_options) {
+net::LoopSnapshot serve(WorkersOptions options, Workers::HandlerFactory factory,
+                        const ServeOptions& serve_options) {
   Workers workers(std::move(options), std::move(factory));
   return serve(workers, serve_options);
 }
@@ -176,4 +175,4 @@ void announce(std::string_view what, std::string_view host, int port) {
   std::fflush(stdout);
 }
 
-}  // namespace heartwheel::net
+}  // namespace heartwheel::runtime
