@@ -70,3 +70,71 @@ TEST_CASE("A loop blocked past the idle timeout does not close peers that kept s
   ::close(silent);
   ::close(blocker);
 }
+
+// The 300,000-connection run's question (docs/BENCHMARKS.md, "Across hosts"):
+// can a message read late in a long loop turn be stamped with the turn's
+// start, so its connection is closed that much before the idle timeout as
+// seen by its sender? Here one turn holds two connections' data; the first's
+// callback takes 300 ms and then the second's peer sends once more, so the
+// second reads that message in the same turn, 300 ms after the loop's cached
+// time. The close must come a whole timeout after that send, not 300 ms
+// early (it was early when stamps read uv_now(): LoopClock::now()).
+TEST_CASE(
+    "A message read late in a long turn is stamped when it is read, so its idle close is "
+    "never early from its send",
+    "[net][idle][stall]") {
+  const bool edge = GENERATE(true, false);
+  CAPTURE(edge);
+  constexpr Duration kTimeout = 500ms;
+  constexpr Duration kLongTurn = 300ms;
+  TestLoop t(10ms);
+  Recorder rec;
+  rec.echo = false;
+  net::ServerOptions o;
+  o.connection.idle.read_idle = kTimeout;
+  o.connection.edge_triggered_reads = edge;
+  net::Server server(*t.wheel, rec, o);
+  REQUIRE_FALSE(server.listen());
+  const int a = connect_blocking(server.port());
+  const int b = connect_blocking(server.port());
+  REQUIRE(t.run_until([&] { return server.connection_count() == 2; }));
+
+  // The first connection read in the turn (either: the order is the
+  // kernel's) stalls, then the other's peer sends the late message.
+  std::uint64_t first = 0;
+  std::uint64_t turn_time_ms = 0;  // uv_now() of the stalled turn
+  Duration sent_at{};              // when the late message was sent
+  std::uint64_t late_read_turn_ms = 0;
+  std::uint64_t late_id = 0;
+  rec.data_hook = [&](net::Connection& c, std::string_view data) {
+    if (first == 0) {
+      first = c.id();
+      turn_time_ms = uv_now(&t.loop);
+      std::this_thread::sleep_for(kLongTurn);
+      sent_at = hr_now();
+      CHECK(::write(c.id() == rec.conns.begin()->first ? b : a, "late", 4) == 4);
+      return;
+    }
+    if (data.find("late") != std::string_view::npos) {
+      late_id = c.id();
+      late_read_turn_ms = uv_now(&t.loop);
+    }
+  };
+  REQUIRE(::write(a, "1", 1) == 1);
+  REQUIRE(::write(b, "1", 1) == 1);
+  REQUIRE(t.run_until([&] { return late_id != 0; }));
+  // The scenario happened: the late message was read in the stalled turn
+  // (the loop's cached time had not moved), 300 ms after that time.
+  REQUIRE(late_read_turn_ms == turn_time_ms);
+  REQUIRE(late_id != first);
+
+  REQUIRE(t.run_until([&] { return rec.conns[late_id].closed; }, 10s));
+  const auto& late = rec.conns[late_id];
+  CHECK(late.reason == CloseReason::read_idle);
+  const auto after =
+      std::chrono::duration_cast<std::chrono::milliseconds>(late.closed_at - sent_at);
+  CAPTURE(after.count());
+  CHECK(late.closed_at - sent_at >= kTimeout);
+  ::close(a);
+  ::close(b);
+}

@@ -2,8 +2,8 @@
 //
 // Every read on a connection stamps the time it was seen (lazy refresh: that
 // store is the whole cost of idle tracking on the I/O path). The stamp reads
-// LoopWheel::now(): libuv's cached loop time, or the coarse monotonic clock
-// when the cached time went stale during a stall (loop_wheel.h, "Stalls").
+// LoopWheel::now(): libuv's cached loop time, or the monotonic clock
+// when the cached time went stale (a long turn, a stall) (loop_wheel.h, "Stalls").
 // This measures, per call and in one run: the cached time alone (what the
 // stamp cost before it was made stall-proof), LoopWheel::now(), and a full
 // CLOCK_MONOTONIC read (uv_hrtime, the obvious alternative). Prints the

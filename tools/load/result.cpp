@@ -23,6 +23,7 @@ void counters(A& r, B& o, F&& f) {
   f("pings_answered", r.pings_answered, o.pings_answered);
   f("rpc_errors", r.rpc_errors, o.rpc_errors);
   f("sends_dropped", r.sends_dropped, o.sends_dropped);
+  f("slow_writes", r.slow_writes, o.slow_writes);
   f("dead_count", r.dead_count, o.dead_count);
   f("dead_closed", r.dead_closed, o.dead_closed);
   f("dead_closed_early", r.dead_closed_early, o.dead_closed_early);

@@ -35,6 +35,7 @@ struct LoadResult {
   std::uint64_t pings_answered = 0;  // server PINGs we answered with PONG
   std::uint64_t rpc_errors = 0;      // ERROR frames
   std::uint64_t sends_dropped = 0;   // sends skipped because the write backlog was full
+  std::uint64_t slow_writes = 0;     // write() calls that took >= 50 ms (preempted: a loaded machine)
   Counts http_status;                // "200" -> count
   // ws: per target t and channel c, "t/c:final" (the publisher's last
   // offset), "t/c:clients" and "t/c:last_sum" (live subscribers open at the

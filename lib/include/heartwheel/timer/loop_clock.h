@@ -2,10 +2,13 @@
 //
 // What it is
 //   The clock LoopWheel (loop_wheel.h) reads and hands to everything that
-//   schedules through it. now() is max(uv_now(), CLOCK_MONOTONIC_COARSE):
-//   libuv's cached loop time, unless the loop has stalled since it was
-//   cached, then the coarse clock (a vDSO read, no system call; at most one
-//   kernel jiffy, 1-4 ms, behind real time). Activity stamps and relative
+//   schedules through it. now() is max(uv_now(), CLOCK_MONOTONIC): libuv's
+//   cached loop time, unless the loop has run on since it was cached (a
+//   long turn, a stall), then the current time (a vDSO read, no system
+//   call). Not CLOCK_MONOTONIC_COARSE: it lags real time by up to a kernel
+//   jiffy (1-4 ms), and a message read late in a turn was then stamped up to
+//   that much before it was sent, its idle close that much early
+//   (tests/integration/stall_test.cpp). Activity stamps and relative
 //   timeouts use it, so they are never older than what they stamp, while due
 //   entries are judged at loop_time(), the time the loop's poll returned
 //   (loop_wheel.h, "Stalls").

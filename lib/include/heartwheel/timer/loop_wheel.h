@@ -17,8 +17,8 @@
 // polled (non-blocking) in between.
 //
 // Time. The wheel reads a LoopClock (loop_clock.h): now() is max(uv_now(),
-// CLOCK_MONOTONIC_COARSE), libuv's cached loop time unless the loop has
-// stalled since it was cached. Activity stamps and relative timeouts use it,
+// CLOCK_MONOTONIC), libuv's cached loop time unless the loop has
+// run on since it was cached (a long turn, a stall). Activity stamps and relative timeouts use it,
 // so they are never older than what they stamp. Due entries are judged at the
 // time the loop's poll returned (uv_now() in the check phase), see "Stalls".
 // The tick should be >= 1 ms.

@@ -15,7 +15,7 @@
 //     ----------------  -------------------------------------  -----------------  ---------------
 //     SteadyTimerClock  std::chrono::steady_clock              a timed cv wait    below; the default
 //     LoopClock         libuv's cached loop time, or the       no (the loop       loop_clock.h; LoopWheel's
-//                       coarse clock after a stall             polls)
+//                       monotonic clock once it is stale       polls)
 //     VirtualClock      moves only when a test advances it     until advanced     virtual_clock.h; tests
 //   So a test swaps real time for hand-advanced time in one place: a
 //   ManualTimerService (a TimerService on a VirtualClock) for loop code, a
