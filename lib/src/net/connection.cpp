@@ -226,10 +226,10 @@ void Connection::end_request() noexcept {
 // ---- reading ---------------------------------------------------------------
 
 int Connection::start_reading() noexcept {
-  if (host_ && host_->connection_options().edge_triggered_reads) {
+  if (edge_member_ || (host_ && host_->connection_options().edge_triggered_reads &&
+                       detail::EdgeReader::edge_reads_enabled())) {
     if (const int fd = socket_fd();
-        fd >= 0 &&
-        detail::EdgeReader::start(host_->edge_reader(), tcp_.loop, fd, *this, edge_member_)) {
+        fd >= 0 && detail::EdgeReader::start(tcp_.loop, fd, *this, edge_member_)) {
       edge_member_ = true;
       return 0;
     }
@@ -243,7 +243,7 @@ void Connection::stop_reading() noexcept {
   // which read_ready leaves in the socket while not reading_, and
   // start_reading re-arms it (the kernel then reports what waits).
   if (edge_member_) {
-    detail::EdgeReader::stop(host_->edge_reader());
+    detail::EdgeReader::stop(tcp_.loop);
     return;
   }
   uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
@@ -267,8 +267,7 @@ void Connection::read_ready(bool ended) noexcept {
   }
   // The turn's reads are spent and data may be left, which no new edge would
   // report: re-armed, the kernel queues it behind the connections waiting.
-  if (!detail::EdgeReader::rearm(host_->edge_reader(), fd, *this))
-    close(CloseReason::error, uv_error(UV_EIO));
+  if (!detail::EdgeReader::rearm(tcp_.loop, fd, *this)) close(CloseReason::error, uv_error(UV_EIO));
 }
 
 void Connection::on_alloc(uv_handle_t*, std::size_t, uv_buf_t* buf) {
@@ -310,13 +309,13 @@ void Connection::received(ssize_t nread, const char* base) noexcept {
 }
 
 void Connection::leave_edge_reader() noexcept {
-  if (!edge_member_ || !host_) return;
+  if (!edge_member_) return;
   if (reading_) {  // abandoned while reading
-    detail::EdgeReader::stop(host_->edge_reader());
+    detail::EdgeReader::stop(tcp_.loop);
     reading_ = false;
   }
   edge_member_ = false;
-  detail::EdgeReader::leave(host_->edge_reader(), socket_fd());
+  detail::EdgeReader::leave(tcp_.loop, socket_fd(), *this);
 }
 
 int Connection::socket_fd() const noexcept {

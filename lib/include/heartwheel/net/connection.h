@@ -86,12 +86,16 @@ struct ConnectionOptions {
   // TCP_USER_TIMEOUT (Linux): unacknowledged data older than this makes the
   // kernel drop the connection. 0 = leave the system default.
   Duration tcp_user_timeout{0};
-  // Linux: read each connection when its data arrives, first come first
-  // served, through an edge-triggered epoll set of the host's that the loop
-  // watches (lib/src/net/edge_reader.h), instead of libuv's level-triggered
-  // uv_read_start, which serves the connections it served last turn first
-  // again: a tail under a load of many small requests. false: libuv reads.
-  // The same bytes reach the handler either way; elsewhere libuv always reads.
+  // Read each connection when its data arrives, first come first served,
+  // through the loop's edge-triggered epoll set (one per loop, shared by its
+  // servers and clients; lib/src/net/edge_reader.h), instead of libuv's
+  // level-triggered uv_read_start, which serves the connections it served
+  // last turn first again: a tail under a load of many small requests.
+  // false: libuv reads. The same bytes reach the handler either way. libuv
+  // reads too when no set can be made (out of descriptors) and, for every
+  // connection of the process, when the environment has
+  // HEARTWHEEL_EDGE_READS=0 (read once; `tools/run-tests --all` runs the
+  // net, http, ws and tls integration tests so too).
   bool edge_triggered_reads = true;
 
   // Throws std::invalid_argument with the offending field.

@@ -59,10 +59,6 @@ class ConnectionHost {
   virtual void connection_active(Connection& /*conn*/, std::uint16_t /*generation*/) noexcept {}
   // `timeout` as the host scales idle timeouts under pressure (overload.h).
   virtual Duration scale_idle_timeout(Duration timeout) const noexcept { return timeout; }
-  // The host's edge-triggered read set (lib/src/net/edge_reader.h), made by
-  // its first connection that reads through one, null again when the last
-  // one closed.
-  EdgeReader*& edge_reader() noexcept { return edge_reader_; }
   // log2 of the activity granularity in nanoseconds; 0 = no activity order.
   unsigned activity_shift() const noexcept { return activity_shift_; }
   // Connection::call_next_turn: queue `conn` for a later turn and call
@@ -106,7 +102,6 @@ class ConnectionHost {
   unsigned activity_shift_ = 0;
 
  private:
-  EdgeReader* edge_reader_ = nullptr;
 };
 
 }  // namespace heartwheel::net::detail
