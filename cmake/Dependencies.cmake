@@ -2,9 +2,10 @@
 #   libuv1-dev (pkg-config), node-llhttp (C sources, compiled here), catch2 2.13,
 #   libcli11-dev (command lines), nlohmann-json3-dev (JSON output), libssl-dev
 #   (libcrypto: SHA-1 and base64 for the WebSocket handshake, Redis script
-#   SHA-1s; libssl: the tls layer), libhiredis-dev (the Redis link's RESP reader and encoder).
+#   SHA-1s; libssl: the tls layer), libhiredis-dev (the Redis link's RESP reader and encoder),
+#   zlib1g-dev (permessage-deflate's DEFLATE streams in the ws layer).
 # What a consumer of the installed library needs is only libuv and threads, and
-# libssl, libcrypto and hiredis when the library is static
+# libssl, libcrypto, hiredis, libsodium and zlib when the library is static
 # (cmake/heartwheelConfig.cmake.in); the rest is private to this build.
 
 # llhttp ships as C sources without a library; build it once, as C99, with its
@@ -35,6 +36,9 @@ pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis>=0.14)
 # Private to the library: lib/src/pubsub/keyed_hash.cpp (SipHash-2-4 of
 # channel names, crypto_shorthash).
 pkg_check_modules(LIBSODIUM REQUIRED IMPORTED_TARGET libsodium>=1.0.18)
+# Private to the library: lib/src/ws/zstream.cpp (raw DEFLATE streams for
+# permessage-deflate); no public header of ours includes zlib.h.
+pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib>=1.2.11)
 find_package(Threads REQUIRED)
 # nlohmann-json is header-only and used privately by the library; CLI11 only by
 # the programs (programs, examples, tools, tests).

@@ -1,6 +1,7 @@
-// heartwheel-rpc-client: makes RPC calls (docs/rpc-protocol.md) with
-// per-call deadlines in the timing wheel, heartbeats, and reconnects with
-// backoff; prints a JSON summary at exit. See README.md in this folder.
+// heartwheel-rpc-client: makes RPC calls (docs/rpc-protocol.md) to one or
+// more servers through a net::Pool, with per-call deadlines in the timing
+// wheel, heartbeats, outlier ejection and reconnects with backoff; prints a
+// JSON summary at exit. See README.md in this folder.
 #include <heartwheel/common/error.h>
 #include <heartwheel/net/address.h>
 #include <uv.h>
@@ -27,7 +28,11 @@ using heartwheel::cli::parse_duration_flag;
 namespace {
 
 struct Config {
-  std::string server;
+  std::vector<std::string> servers;
+  std::size_t connections_per_server = 1;
+  std::string balance = "p2c";
+  unsigned eject_after = 5, max_ejected_percent = 50;
+  std::string eject_time = "5s", eject_max_time = "60s", probe_timeout = "1s";
   std::string duration = "10s", call_timeout = "1s", heartbeat = "30s", heartbeat_timeout = "0";
   std::string tick = "1ms", backoff_initial = "100ms", backoff_max = "5s", connect_timeout = "2s";
   double rate = 100;
@@ -39,17 +44,30 @@ struct Config {
 
 rpcclient::ClientOptions make_options(const Config& c) {
   rpcclient::ClientOptions o;
-  const auto hp = net::parse_host_port(c.server);
-  if (hp.port == 0) throw std::invalid_argument("--server needs a port: HOST:PORT");
-  o.connector.host = hp.host;
-  o.connector.port = hp.port;
-  o.connector.backoff_initial = parse_duration_flag("--backoff-initial", c.backoff_initial);
-  o.connector.backoff_max = parse_duration_flag("--backoff-max", c.backoff_max);
-  o.connector.connect_timeout = parse_duration_flag("--connect-timeout", c.connect_timeout);
-  o.connector.validate();
-  o.heartbeat.interval = parse_duration_flag("--heartbeat", c.heartbeat);
-  o.heartbeat.timeout = parse_duration_flag("--heartbeat-timeout", c.heartbeat_timeout);
-  if (o.heartbeat.interval.count() > 0) o.heartbeat.validate();
+  for (const std::string& s : c.servers) {
+    const auto hp = net::parse_host_port(s);
+    if (hp.port == 0)
+      throw std::invalid_argument("--server needs a port: HOST:PORT (got '" + s + "')");
+  }
+  o.servers = c.servers;
+  net::PoolOptions& p = o.pool;
+  p.connector.backoff_initial = parse_duration_flag("--backoff-initial", c.backoff_initial);
+  p.connector.backoff_max = parse_duration_flag("--backoff-max", c.backoff_max);
+  p.connector.connect_timeout = parse_duration_flag("--connect-timeout", c.connect_timeout);
+  if (c.connections_per_server == 0)
+    throw std::invalid_argument("--connections-per-server must be at least 1");
+  p.connections_per_endpoint = c.connections_per_server;
+  if (!net::parse_balance(c.balance, p.balance))
+    throw std::invalid_argument("--balance is round-robin or p2c (got '" + c.balance + "')");
+  p.heartbeat.interval = parse_duration_flag("--heartbeat", c.heartbeat);
+  p.heartbeat.timeout = parse_duration_flag("--heartbeat-timeout", c.heartbeat_timeout);
+  if (p.heartbeat.interval.count() > 0) p.heartbeat.validate();
+  p.outlier.consecutive_failures = c.eject_after;
+  p.outlier.base_ejection_time = parse_duration_flag("--eject-time", c.eject_time);
+  p.outlier.max_ejection_time = parse_duration_flag("--eject-max-time", c.eject_max_time);
+  p.outlier.max_ejection_percent = c.max_ejected_percent;
+  p.outlier.probe_timeout = parse_duration_flag("--probe-timeout", c.probe_timeout);
+  p.validate();
   o.rate = c.rate;
   o.calls = c.calls;
   o.max_in_flight = c.max_in_flight;
@@ -57,13 +75,6 @@ rpcclient::ClientOptions make_options(const Config& c) {
   o.duration = parse_duration_flag("--duration", c.duration);
   o.payload_size = c.payload;
   o.tls = heartwheel::cli::make_tls_client(c.tls);
-  // The host as given ("localhost", not the 127.0.0.1 it connects to) is the
-  // name the certificate must carry.
-  std::string_view given(c.server);
-  given = given.substr(0, given.rfind(':'));
-  if (given.size() >= 2 && given.front() == '[' && given.back() == ']')
-    given = given.substr(1, given.size() - 2);
-  o.tls_server_name = given;
   o.validate();
   return o;
 }
@@ -95,6 +106,19 @@ nlohmann::json summary(const rpcclient::RpcClient& client) {
   for (std::size_t r = 0; r < n.closed_by_reason.size(); ++r)
     if (net::is_named(static_cast<net::CloseReason>(r)))
       closed[net::to_string(static_cast<net::CloseReason>(r))] = n.closed_by_reason[r];
+  nlohmann::json servers = nlohmann::json::array();
+  for (const net::EndpointInfo& e : client.servers())
+    servers.push_back({{"address", e.address},
+                       {"state", net::to_string(e.state)},
+                       {"calls_ok", e.stats.calls_ok},
+                       {"calls_failed", e.stats.calls_failed},
+                       {"calls_timed_out", e.stats.calls_timed_out},
+                       {"ejections", e.stats.ejections},
+                       {"ejections_skipped", e.stats.ejections_skipped},
+                       {"readmissions", e.stats.readmissions},
+                       {"heartbeat_timeouts", e.stats.heartbeat_timeouts},
+                       {"connects", e.stats.connects},
+                       {"connect_failures", e.stats.connect_failures}});
   const auto connects = client.connects();
   return {
       {"calls_started", s.started},
@@ -109,7 +133,7 @@ nlohmann::json summary(const rpcclient::RpcClient& client) {
       {"payload_mismatches", k.payload_mismatches},
       {"peak_in_flight", s.peak_in_flight},
       {"connects", connects},
-      {"reconnects", connects > 0 ? connects - 1 : 0},
+      {"reconnects", client.reconnects()},
       {"connect_failures", n.connect_failures},
       {"heartbeats_sent", f.pings_sent},
       {"pongs_received", f.pongs_received},
@@ -122,6 +146,7 @@ nlohmann::json summary(const rpcclient::RpcClient& client) {
       {"elapsed_s", std::chrono::duration<double>(client.elapsed()).count()},
       {"rtt_us", percentiles_us(k.rtt_ns)},
       {"heartbeat_rtt_us", percentiles_us(k.heartbeat_rtt_ns)},
+      {"servers", servers},
   };
 }
 
@@ -141,7 +166,33 @@ int main(int argc, char** argv) {
       "--tls: a handshake the server refused or a certificate this client refused), 2 usage "
       "error.",
       "heartwheel-rpc-client"};
-  app.add_option("--server", c.server, "HOST:PORT of the server")->required();
+  app.add_option("--server", c.servers,
+                 "HOST:PORT of a server; repeat it for several (calls are balanced over them, a "
+                 "sick one is ejected for a while)")
+      ->required();
+  app.add_option("--connections-per-server", c.connections_per_server,
+                 "connections kept to each server")
+      ->capture_default_str();
+  app.add_option("--balance", c.balance,
+                 "round-robin (each server in turn) or p2c (of two servers drawn at random, the "
+                 "one with fewer calls in flight)")
+      ->capture_default_str();
+  app.add_option("--eject-after", c.eject_after,
+                 "failed or timed-out calls in a row that eject a server (0 = never); a "
+                 "heartbeat timeout ejects at once")
+      ->capture_default_str();
+  app.add_option("--eject-time", c.eject_time,
+                 "first ejection's length; each further one lasts one more of it (decaying while "
+                 "the server stays healthy)")
+      ->capture_default_str();
+  app.add_option("--eject-max-time", c.eject_max_time, "longest ejection")->capture_default_str();
+  app.add_option("--max-ejected-percent", c.max_ejected_percent,
+                 "most servers ejected at once, as a percentage (at least one may always be)")
+      ->capture_default_str();
+  app.add_option("--probe-timeout", c.probe_timeout,
+                 "after an ejection a PING goes to the server; no answer within this = ejected "
+                 "again")
+      ->capture_default_str();
   app.add_option("--rate", c.rate,
                  "calls per second; 0 = no paced calls: with --calls N the N calls go back to back "
                  "(up to --max-in-flight at once), without it the client only heartbeats")

@@ -36,6 +36,7 @@ struct RpcClient::Pacer {
 };
 
 void ClientOptions::validate() const {
+  if (servers.empty()) throw std::invalid_argument("give at least one --server HOST:PORT");
   if (rate < 0) throw std::invalid_argument("--rate must not be negative");
   if (call_timeout.count() <= 0) throw std::invalid_argument("--call-timeout must be > 0");
   if (duration.count() <= 0 && calls == 0)
@@ -45,11 +46,11 @@ void ClientOptions::validate() const {
 
 rpc::NetHandlerOptions RpcClient::handler_options() {
   rpc::NetHandlerOptions o;
-  o.heartbeat = options_.heartbeat;
+  o.heartbeat.interval = Duration{0};  // the pool runs the heartbeat (pool_options)
   o.max_frame_length = options_.max_frame_length;
   o.max_calls_in_flight = options_.max_in_flight;
   o.clock = &hr_now;
-  o.on_open = [this](net::Connection& c) { on_open(c); };
+  o.on_open = [this](net::Connection&) { ++open_; };
   o.on_close = [this](net::Connection&, net::CloseReason, std::error_code) { on_close(); };
   o.on_call_done = [this](const rpc::CallCompletion& done) { on_call_done(done); };
   o.on_heartbeat_rtt = [this](net::Connection&, Duration rtt) {
@@ -58,39 +59,51 @@ rpc::NetHandlerOptions RpcClient::handler_options() {
   return o;  // validated by the handler
 }
 
-net::ConnectorOptions RpcClient::connector_options() {
-  net::ConnectorOptions o = options_.connector;
+net::PoolOptions RpcClient::pool_options() {
+  net::PoolOptions o = options_.pool;
+  // The heartbeat's PINGs are the protocol's: the handler writes them (and
+  // measures their PONGs); the pool decides when, and probes with them.
+  o.ping = [this](net::Connection& c) { return handler_.ping(c); };
+  o.on_available = [this] { on_available(); };
   if (options_.tls) {
-    o.transport = heartwheel::tls::client_transport(
-        options_.tls, options_.tls_server_name.empty() ? o.host : options_.tls_server_name, {},
-        {.handshake_timeout = o.connect_timeout,
-         .on_failure = [this](heartwheel::tls::FailureCause cause, const std::string& message) {
-           on_tls_failure(cause, message);
-         }});
+    const Duration handshake = o.connector.connect_timeout;
+    o.endpoint_transport = [this, handshake](const std::string& address) {
+      // The host as given ("localhost", not the 127.0.0.1 it connects to)
+      // is the name the certificate must carry.
+      std::string_view name(address);
+      name = name.substr(0, name.rfind(':'));
+      if (name.size() >= 2 && name.front() == '[' && name.back() == ']')
+        name = name.substr(1, name.size() - 2);
+      return heartwheel::tls::client_transport(
+          options_.tls, std::string(name), {},
+          {.handshake_timeout = handshake,
+           .on_failure = [this, address](heartwheel::tls::FailureCause cause,
+                                         const std::string& message) {
+             on_tls_failure(address, cause, message);
+           }});
+    };
   }
   return o;
 }
 
-void RpcClient::on_tls_failure(heartwheel::tls::FailureCause cause, const std::string& message) {
+void RpcClient::on_tls_failure(const std::string& server, heartwheel::tls::FailureCause cause,
+                               const std::string& message) {
   // A slow handshake may be the server's load: retried with backoff like a
   // connect. The rest would fail the same way on every attempt.
   if (cause == heartwheel::tls::FailureCause::timeout || !fatal_error_.empty()) return;
-  const std::string& name =
-      options_.tls_server_name.empty() ? options_.connector.host : options_.tls_server_name;
-  fatal_error_ = "tls: handshake with " + name + ":" + std::to_string(options_.connector.port) +
-                 " failed: " + message;
+  fatal_error_ = "tls: handshake with " + server + " failed: " + message;
   // Not from inside the failing connection's close: finish on the next tick.
   wheel_.schedule(pacer_->end, Duration{0});
 }
 
 RpcClient::RpcClient(heartwheel::LoopWheel& wheel, ClientOptions options)
     : wheel_(wheel),
-      options_(std::move(options)),
+      options_((options.validate(), std::move(options))),
       handler_(handler_options()),
-      connector_(wheel, handler_, connector_options()),
+      pool_(wheel, handler_, pool_options()),
       pacer_(std::make_unique<Pacer>(this)),
       payload_(options_.payload_size, 'x') {
-  options_.validate();
+  pool_.set_endpoints(options_.servers);
   for (std::size_t i = 0; i < payload_.size(); ++i) payload_[i] = static_cast<char>('a' + i % 26);
 }
 
@@ -103,7 +116,7 @@ void RpcClient::start(std::function<void()> on_finished) {
   on_finished_ = std::move(on_finished);
   started_at_ = hr_now();
   if (options_.duration.count() > 0) wheel_.schedule(pacer_->end, options_.duration);
-  connector_.start();
+  pool_.start();
 }
 
 Duration RpcClient::elapsed() const noexcept {
@@ -115,10 +128,14 @@ bool RpcClient::done_issuing() const noexcept {
 }
 
 bool RpcClient::issue_one() {
-  if (!conn_) return false;
   std::error_code ec;
-  handler_.call(*conn_, payload_, options_.call_timeout, nullptr, ec);
-  if (ec) return false;  // closing, or max_in_flight (counted as refused)
+  net::PooledConnection* lease = pool_.acquire(ec);
+  if (!lease) return false;  // no server can take it now (none open, all ejected)
+  handler_.call(*lease->connection(), payload_, options_.call_timeout, lease, ec);
+  if (ec) {  // closing, or max_in_flight (counted as refused)
+    pool_.release(*lease, net::CallOutcome::cancelled);
+    return false;
+  }
   ++issued_;
   return true;
 }
@@ -161,9 +178,8 @@ void RpcClient::maybe_finished() {
   stopped_at_ = hr_now();
   wheel_.cancel(pacer_->tick);
   wheel_.cancel(pacer_->end);
-  const bool closing = conn_ != nullptr;
-  connector_.stop();
-  if (!closing) notify_finished();  // else when on_close comes
+  pool_.stop();
+  if (open_ == 0) notify_finished();  // else when the last on_close comes
 }
 
 void RpcClient::notify_finished() {
@@ -172,27 +188,35 @@ void RpcClient::notify_finished() {
   on_finished_();
 }
 
-void RpcClient::on_open(net::Connection& conn) {
-  conn_ = &conn;
+void RpcClient::on_available() {
   // The schedule starts with the first connection, so the connect itself does
-  // not count as calls missed; after that, calls due while disconnected are.
+  // not count as calls missed; after that, calls due while no server could
+  // take them are.
   if (!paced_from_) paced_from_ = hr_now();
-  pace();
+  if (!finished_) pace();
 }
 
 void RpcClient::on_close() {
-  // The handler has failed this connection's calls already: replies can only
-  // come on the connection their request went out on.
-  conn_ = nullptr;
-  if (finished_) notify_finished();
+  // The handler has failed this connection's calls already (on_call_done):
+  // replies can only come on the connection their request went out on.
+  if (open_ > 0) --open_;
+  if (finished_ && open_ == 0) notify_finished();
 }
 
 void RpcClient::on_call_done(const rpc::CallCompletion& done) {
+  auto* lease = static_cast<net::PooledConnection*>(done.context);
+  // What the server's health learns: an answer is life, an ERROR frame (a
+  // draining or failing server) is not, a timeout is a timeout.
+  net::CallOutcome outcome = net::CallOutcome::failed;
   if (done.status == rpc::CallStatus::ok) {
+    outcome = net::CallOutcome::ok;
     counters_.rtt_ns.add(done.elapsed.count());
     if (done.payload != payload_) ++counters_.payload_mismatches;
+  } else if (done.status == rpc::CallStatus::timed_out) {
+    outcome = net::CallOutcome::timed_out;
   }
-  if (options_.rate <= 0 && conn_) {
+  if (lease) pool_.release(*lease, outcome);
+  if (options_.rate <= 0 && !finished_) {
     pace();
   } else {
     maybe_finished();

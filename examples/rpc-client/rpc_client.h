@@ -1,13 +1,14 @@
-// The RPC client's logic on one loop: one connection kept up by a
-// net::Connector (reconnect with backoff) and served by an rpc::NetHandler
-// (frames, per-call deadlines in the loop's timing wheel, heartbeats on the
-// ping/pong slots, batched writes); this class paces the calls at a rate or
-// up to a total and keeps the samples the summary prints.
+// The RPC client's logic on one loop: a net::Pool of connections to one or
+// more servers (each a net::Connector: reconnect with backoff; heartbeats
+// on their ping/pong slots; outlier ejection; p2c or round-robin picks),
+// served by an rpc::NetHandler (frames, per-call deadlines in the loop's
+// timing wheel, batched writes); this class paces the calls at a rate or up
+// to a total, tells the pool how each ended, and keeps the samples the
+// summary prints.
 #pragma once
 
 #include <heartwheel/timer/loop_wheel.h>
-#include <heartwheel/net/connector.h>
-#include <heartwheel/net/heartbeat.h>
+#include <heartwheel/net/pool.h>
 #include <heartwheel/rpc/call_table.h>
 #include <heartwheel/rpc/frame.h>
 #include <heartwheel/rpc/net_handler.h>
@@ -30,8 +31,11 @@ namespace net = heartwheel::net;
 namespace rpc = heartwheel::rpc;
 
 struct ClientOptions {
-  net::ConnectorOptions connector;    // host, port, backoff
-  net::HeartbeatConfig heartbeat;     // interval 0 = no heartbeats
+  std::vector<std::string> servers;  // HOST:PORT each (numeric, or localhost)
+  // connector: backoff, connect timeout; heartbeat (interval 0 = none);
+  // outlier ejection; balance; connections per server. ping and the hooks
+  // are the client's.
+  net::PoolOptions pool;
   double rate = 100;  // calls per second; 0 = none paced: `calls` go back to back, else heartbeats only
   std::uint64_t calls = 0;            // total calls to make; 0 = no limit (run for `duration`)
   std::size_t max_in_flight = 1000;
@@ -40,10 +44,9 @@ struct ClientOptions {
   std::size_t payload_size = 16;
   std::size_t max_frame_length = rpc::kDefaultMaxFrameLength;
   // A client Context: every connection speaks TLS, the handshake bounded by
-  // connector.connect_timeout. Null: plain.
+  // pool.connector.connect_timeout, the name sent (SNI) and verified the
+  // host of its --server as given. Null: plain.
   std::shared_ptr<const heartwheel::tls::Context> tls;
-  // The name sent (SNI) and verified; empty: connector.host.
-  std::string tls_server_name;
 
   // Throws std::invalid_argument naming the flag to change (rate, call
   // timeout, max in flight, and a run without an end).
@@ -77,8 +80,13 @@ class RpcClient final {
   rpc::CallTableStats call_stats() const noexcept { return handler_.call_stats(); }
   const rpc::NetHandlerStats& rpc_stats() const noexcept { return handler_.stats(); }
   const ClientCounters& counters() const noexcept { return counters_; }
-  const net::NetStats& net_stats() const noexcept { return connector_.stats(); }
-  std::uint64_t connects() const noexcept { return connector_.connects(); }
+  const net::NetStats& net_stats() const noexcept { return pool_.net_stats(); }
+  // Connections opened, over every server.
+  std::uint64_t connects() const noexcept { return pool_.totals().connects; }
+  // Connections opened again after one of theirs closed.
+  std::uint64_t reconnects() const noexcept { return pool_.totals().reconnects; }
+  // Every server's counters and state.
+  std::vector<net::EndpointInfo> servers() const { return pool_.endpoints(); }
   // Why the run ended early: a TLS handshake refused for a reason a retry
   // cannot change (the certificate, no common cipher or version, not TLS at
   // all), as "tls: handshake with HOST:PORT failed: MESSAGE"; empty
@@ -89,10 +97,11 @@ class RpcClient final {
  private:
   struct Pacer;
   rpc::NetHandlerOptions handler_options();
-  net::ConnectorOptions connector_options();
-  void on_tls_failure(heartwheel::tls::FailureCause cause, const std::string& message);
-  // The handler's hooks.
-  void on_open(net::Connection& conn);
+  net::PoolOptions pool_options();
+  void on_tls_failure(const std::string& server, heartwheel::tls::FailureCause cause,
+                      const std::string& message);
+  // The handler's and the pool's hooks.
+  void on_available();
   void on_close();
   void on_call_done(const rpc::CallCompletion& done);
 
@@ -104,10 +113,10 @@ class RpcClient final {
 
   heartwheel::LoopWheel& wheel_;
   ClientOptions options_;
-  rpc::NetHandler handler_;  // before connector_: it serves the connector's connections
-  net::Connector connector_;
+  rpc::NetHandler handler_;  // before pool_: it serves the pool's connections
+  net::Pool pool_;
   std::unique_ptr<Pacer> pacer_;
-  net::Connection* conn_ = nullptr;
+  std::size_t open_ = 0;  // connections open (the handler's on_open .. on_close)
   std::string payload_;
   ClientCounters counters_;
   std::string fatal_error_;

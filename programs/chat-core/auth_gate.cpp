@@ -21,8 +21,9 @@ void add_auth_flags(CLI::App& app, AuthFlags& f) {
                  "turns authentication on: tokens are ES256/384/512 JWTs, verified with the EC "
                  "public key in FILE (PEM)");
   app.add_option("--connect-timeout", f.connect_timeout,
-                 "with authentication on: a WebSocket that has not sent its connect (with a valid "
-                 "token) by then is closed with code 3008")
+                 "a WebSocket that must connect first (with authentication on, or any Centrifugo "
+                 "client at /connection/websocket) and has not by then is closed (code 3008; "
+                 "Centrifugo's 3502)")
       ->capture_default_str();
   app.add_option("--channels-config", f.channels_config,
                  "JSON FILE of channel namespaces: who may subscribe, publish, read history and "
@@ -65,11 +66,15 @@ std::shared_ptr<const AuthSettings> make_auth_settings(const AuthFlags& f) {
   s->origins = with_flag("--allowed-origin", [&] {
     return auth::OriginPolicy::for_server(f.allowed_origins, s->key.has_value());
   });
-  s->connect_timeout =
-      heartwheel::cli::parse_duration_flag("--connect-timeout", f.connect_timeout);
-  if (s->connect_timeout.count() <= 0)
-    throw std::invalid_argument("--connect-timeout must be positive");
+  s->connect_timeout = connect_timeout_of(f);
   return s;
+}
+
+heartwheel::Duration connect_timeout_of(const AuthFlags& f) {
+  const heartwheel::Duration d =
+      heartwheel::cli::parse_duration_flag("--connect-timeout", f.connect_timeout);
+  if (d.count() <= 0) throw std::invalid_argument("--connect-timeout must be positive");
+  return d;
 }
 
 bool origin_allowed(const AuthSettings* settings, const heartwheel::http::Request& req) {
@@ -80,6 +85,17 @@ bool origin_allowed(const AuthSettings* settings, const heartwheel::http::Reques
   return settings->origins.allows(*origin, host ? std::string_view(*host) : std::string_view());
 }
 
+namespace {
+// Centrifugo's expire_at, when given, is when the connection (or
+// subscription) ends, in place of exp; 0 (the epoch) is never.
+std::optional<auth::WallTime> lives_until(const std::optional<auth::WallTime>& exp,
+                                          const std::optional<auth::WallTime>& expire_at) {
+  if (!expire_at) return exp;
+  if (*expire_at == auth::WallTime{}) return std::nullopt;
+  return expire_at;
+}
+}  // namespace
+
 AuthGate::AuthGate(const AuthSettings& settings) : settings_(settings) {
   if (settings.key) verifier_.emplace(*settings.key);
 }
@@ -89,16 +105,23 @@ auth::Error AuthGate::verify_connection(std::string_view token, auth::Connection
   if (!verifier_) return {auth::errc::wrong_algorithm, "no token key is configured"};
   const auth::WallTime now = std::chrono::system_clock::now();
   auth::Error e = verifier_->verify_connection(token, now, claims);
-  if (e.ok()) time_left = verifier_->time_left(claims.expires, now);
+  if (e.ok()) time_left = verifier_->time_left(lives_until(claims.expires, claims.expire_at), now);
   return e;
 }
 
 auth::Error AuthGate::verify_subscription(std::string_view token, std::string_view user,
-                                          std::string_view channel) {
+                                          std::string_view channel,
+                                          std::optional<heartwheel::Duration>& time_left) {
   if (!verifier_) return {auth::errc::wrong_algorithm, "no token key is configured"};
   auth::SubscriptionClaims claims;
-  return verifier_->verify_subscription(token, std::chrono::system_clock::now(), user, channel,
-                                        claims);
+  const auth::WallTime now = std::chrono::system_clock::now();
+  auth::Error e = verifier_->verify_subscription(token, now, user, channel, claims);
+  if (e.ok()) time_left = verifier_->time_left(lives_until(claims.expires, claims.expire_at), now);
+  return e;
+}
+
+heartwheel::Duration AuthGate::leeway() const noexcept {
+  return verifier_ ? verifier_->options().leeway : heartwheel::Duration{};
 }
 
 std::string user_info(std::string_view client_id, std::string_view user, std::string_view info) {

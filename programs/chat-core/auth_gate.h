@@ -119,6 +119,11 @@ struct AuthSettings {
 // a bad origin pattern, a connect timeout that is not positive.
 std::shared_ptr<const AuthSettings> make_auth_settings(const AuthFlags& flags);
 
+// --connect-timeout: how long a client that must connect first (with a
+// token, or any Centrifugo client) may take. Throws std::invalid_argument
+// naming the flag when it is not a positive duration.
+heartwheel::Duration connect_timeout_of(const AuthFlags& flags);
+
 // The handshake's Origin rule for `req` (a request for /ws or /echo): true
 // when it has no Origin header or its origin is allowed. `settings` may be
 // null (everything allowed).
@@ -132,13 +137,18 @@ class AuthGate {
   const AuthSettings& settings() const noexcept { return settings_; }
 
   // A connection token. On success `claims` holds the token's claims and
-  // `time_left` when it has `exp` (the connection's remaining life).
+  // `time_left` when it has `exp` or `expire_at` (the connection's remaining
+  // life: expire_at's when given, 0 there meaning none).
   heartwheel::auth::Error verify_connection(std::string_view token,
                                             heartwheel::auth::ConnectionClaims& claims,
                                             std::optional<heartwheel::Duration>& time_left);
-  // A subscription token for `channel`, issued to `user`.
+  // A subscription token for `channel`, issued to `user`. On success
+  // `time_left` holds how long it stays valid when it has `exp`.
   heartwheel::auth::Error verify_subscription(std::string_view token, std::string_view user,
-                                              std::string_view channel);
+                                              std::string_view channel,
+                                              std::optional<heartwheel::Duration>& time_left);
+  // The verifier's tolerance for exp (time_left includes it); 0 without a key.
+  heartwheel::Duration leeway() const noexcept;
 
  private:
   const AuthSettings& settings_;

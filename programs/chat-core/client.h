@@ -21,6 +21,7 @@
 // name through info().
 #pragma once
 
+#include <heartwheel/pubsub/hub.h>
 #include <heartwheel/pubsub/subscriber.h>
 #include <heartwheel/ws/connection.h>
 
@@ -29,6 +30,7 @@
 #include <string>
 #include <string_view>
 
+#include "codec.h"
 #include "protocol.h"
 #include "uring_fanout.h"
 
@@ -36,25 +38,38 @@ namespace chat {
 
 class Client final : public heartwheel::pubsub::Subscriber {
  public:
-  // `name` empty: a guest, shown as "guest-" + id().
+  // `name` empty: a guest, shown as "guest-" + id(). `protocol`: the codec
+  // its frames are read and written with (codec.h).
   Client(heartwheel::ws::Connection& connection, unsigned worker, std::uint64_t number,
-         std::string_view name)
-      : ws(connection), id_(std::uint64_t{worker} << kWorkerShift | number) {
+         std::string_view name, Codec::Kind protocol = Codec::Kind::chat)
+      : ws(connection),
+        id_(std::uint64_t{worker} << kWorkerShift | number |
+            (protocol == Codec::Kind::centrifuge ? kCentrifugeBit : 0)) {
     set_name(name);
   }
   ~Client() override = default;  // ~Subscriber unsubscribes what is left
 
   // With --uring-fanout the worker's batch takes the frame when it can
   // (uring_fanout.h); it is sent when the hub's walk of the channel ends.
+  // A Centrifugo client takes the hub's second encoding of the event
+  // (Worker: HubOptions::more_encodings), made once per event for all of them.
   heartwheel::pubsub::DeliveryOutcome on_publication(const heartwheel::pubsub::Publication&,
                                                      const heartwheel::pubsub::Frame& f) override {
-    return deliver(f);
+    return deliver(centrifuge() ? hub()->frame_as(kCentrifugeEncoding) : f);
   }
   void prefetch() const noexcept override { ws.prefetch(); }
   heartwheel::pubsub::DeliveryOutcome on_presence(const heartwheel::pubsub::PresenceEvent&,
                                                   const heartwheel::pubsub::Frame& f) override {
-    return deliver(f);
+    return deliver(centrifuge() ? hub()->frame_as(kCentrifugeEncoding) : f);
   }
+
+  // The protocol this client speaks.
+  bool centrifuge() const noexcept { return (id_ & kCentrifugeBit) != 0; }
+  Codec::Kind protocol() const noexcept {
+    return centrifuge() ? Codec::Kind::centrifuge : Codec::Kind::chat;
+  }
+  // HubOptions::more_encodings[kCentrifugeEncoding] is Centrifugo's push.
+  static constexpr std::size_t kCentrifugeEncoding = 0;
 
   // The channels subscribed (for the roster): names each followed by a
   // space (channel names are printable ASCII without spaces). Only under the
@@ -85,10 +100,10 @@ class Client final : public heartwheel::pubsub::Subscriber {
 
   // Unique in the process for the connection's life (and never reused):
   // how answers that come after the client closed find it gone.
-  std::uint64_t key() const noexcept { return id_; }
+  std::uint64_t key() const noexcept { return id_ & ~kConnectedBit; }
   // "W-N": worker W, its Nth connection (short: no heap).
   std::string id() const {
-    return std::to_string(id_ >> kWorkerShift) + "-" +
+    return std::to_string((id_ >> kWorkerShift) & kWorkerMask) + "-" +
            std::to_string(id_ & ((std::uint64_t{1} << kWorkerShift) - 1));
   }
   // Valid until keep_info() (then inside the presence info).
@@ -114,8 +129,13 @@ class Client final : public heartwheel::pubsub::Subscriber {
     set_presence_info(std::move(info));
   }
   std::string_view user() const noexcept { return has_name() ? name_view() : std::string_view(); }
-  // Authenticated (a connect succeeded): the info is set then, never before.
-  bool connected() const noexcept { return !presence_info().empty(); }
+  // A connect succeeded with no info to keep (no tokens and no join/leave
+  // events, which would need it): a bit of the id says so, as the
+  // protocol's, where keep_info() would cost ~64 bytes per connection.
+  void mark_connected() noexcept { id_ |= kConnectedBit; }
+  // Authenticated (a connect succeeded): the info is set then (or the bit),
+  // never before.
+  bool connected() const noexcept { return (id_ & kConnectedBit) != 0 || !presence_info().empty(); }
 
   heartwheel::ws::Connection& ws;
 
@@ -142,6 +162,7 @@ class Client final : public heartwheel::pubsub::Subscriber {
   }
 
   heartwheel::pubsub::DeliveryOutcome deliver(const heartwheel::pubsub::Frame& f) {
+    if (!f) return heartwheel::pubsub::DeliveryOutcome::dropped;  // the encoder threw (counted)
     if (UringFanout* batch = UringFanout::current(); batch != nullptr && batch->take(ws, f))
       return heartwheel::pubsub::DeliveryOutcome::delivered;
     return outcome(ws.deliver(f));
@@ -161,8 +182,14 @@ class Client final : public heartwheel::pubsub::Subscriber {
     return DeliveryOutcome::dropped;
   }
 
-  static constexpr unsigned kWorkerShift = 48;  // worker (< 64) above, its counter below
-  const std::uint64_t id_;
+  // id_: the connection counter in bits 0-47, the worker (< 64) in 48-53,
+  // the protocol in bit 62, connected (mark_connected) in bit 61, which
+  // key() leaves out: the protocol and the state cost no byte.
+  static constexpr unsigned kWorkerShift = 48;
+  static constexpr std::uint64_t kWorkerMask = 0x3f;
+  static constexpr std::uint64_t kCentrifugeBit = std::uint64_t{1} << 62;
+  static constexpr std::uint64_t kConnectedBit = std::uint64_t{1} << 61;
+  std::uint64_t id_;
   std::string names_;  // [name NUL] (channel SPACE)*: see the top of this file
 };
 

@@ -3,12 +3,16 @@
 // data and info are JSON text this program produced.
 #include "protocol.h"
 
+#include <heartwheel/http/message.h>
 #include <heartwheel/pubsub/limits.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
 #include <heartwheel/ws/frame.h>
 #include <heartwheel/ws/utf8.h>
 
+#include <cstdint>
 #include <stdexcept>
+
+#include "command.h"
 
 namespace chat {
 
@@ -75,66 +79,39 @@ std::string error_reply(const Json& id, std::string_view code, std::string_view 
 }
 
 std::string error_code_name(const std::error_code& ec) {
-  if (ec.category() != pubsub::pubsub_category()) return "internal";
-  switch (static_cast<pubsub::errc>(ec.value())) {
-    case pubsub::errc::empty_channel:
-      return "empty_channel";
-    case pubsub::errc::channel_too_long:
-      return "channel_too_long";
-    case pubsub::errc::bad_channel_character:
-      return "bad_channel_character";
-    case pubsub::errc::channel_limit:
-      return "channel_limit";
-    case pubsub::errc::already_subscribed:
-      return "already_subscribed";
-    case pubsub::errc::not_subscribed:
-      return "not_subscribed";
-    case pubsub::errc::data_too_large:
-      return "data_too_large";
-    case pubsub::errc::unavailable:
-      return "unavailable";
-    case pubsub::errc::too_many_channels:
-      return "limit_exceeded";
-    default:
-      return "internal";
-  }
+  return std::string(fault_name(fault_of(ec)));
 }
 
 std::string client_info(std::string_view client_id, std::string_view name) {
   return Json{{"client", std::string(client_id)}, {"name", std::string(name)}}.dump();
 }
 
-namespace {
-
-int hex_value(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::string percent_decode(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    const char c = in[i];
-    if (c == '+') {
-      out += ' ';
-    } else if (c == '%') {
-      const int hi = i + 2 < in.size() ? hex_value(in[i + 1]) : -1;
-      const int lo = i + 2 < in.size() ? hex_value(in[i + 2]) : -1;
-      if (hi < 0 || lo < 0)
-        throw std::invalid_argument("name: a '%' not followed by two hex digits");
-      out += static_cast<char>(hi * 16 + lo);
-      i += 2;
-    } else {
-      out += c;
+bool displayable_name(std::string_view s) noexcept {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    std::uint32_t cp = b;
+    std::size_t n = 1;
+    if (b >= 0xf0 && i + 3 < s.size()) {
+      cp = (b & 0x07u) << 18 | (static_cast<unsigned char>(s[i + 1]) & 0x3fu) << 12 |
+           (static_cast<unsigned char>(s[i + 2]) & 0x3fu) << 6 |
+           (static_cast<unsigned char>(s[i + 3]) & 0x3fu);
+      n = 4;
+    } else if (b >= 0xe0 && i + 2 < s.size()) {
+      cp = (b & 0x0fu) << 12 | (static_cast<unsigned char>(s[i + 1]) & 0x3fu) << 6 |
+           (static_cast<unsigned char>(s[i + 2]) & 0x3fu);
+      n = 3;
+    } else if (b >= 0xc0 && i + 1 < s.size()) {
+      cp = (b & 0x1fu) << 6 | (static_cast<unsigned char>(s[i + 1]) & 0x3fu);
+      n = 2;
     }
+    i += n;
+    if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) return false;       // C0, DEL, C1
+    if (cp == 0x2028 || cp == 0x2029) return false;                  // separators
+    if (cp == 0x061c || cp == 0x200e || cp == 0x200f) return false;  // bidi marks
+    if ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)) return false;
   }
-  return out;
+  return true;
 }
-
-}  // namespace
 
 std::optional<std::string> name_from_query(std::string_view query) {
   while (!query.empty()) {
@@ -143,14 +120,17 @@ std::optional<std::string> name_from_query(std::string_view query) {
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     const auto eq = pair.find('=');
     if (pair.substr(0, eq) != "name") continue;
-    std::string name = percent_decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    std::optional<std::string> decoded = heartwheel::http::decode_query_component(
+        eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    if (!decoded) throw std::invalid_argument("name: a '%' not followed by two hex digits");
+    std::string name = std::move(*decoded);
     if (name.empty()) throw std::invalid_argument("name: empty");
     if (name.size() > kMaxNameBytes)
       throw std::invalid_argument("name: longer than " + std::to_string(kMaxNameBytes) + " bytes");
     if (!heartwheel::ws::is_valid_utf8(name)) throw std::invalid_argument("name: not UTF-8");
-    for (const char c : name)
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-        throw std::invalid_argument("name: control characters are not allowed");
+    if (!displayable_name(name))
+      throw std::invalid_argument(
+          "name: control, separator and bidirectional characters are not allowed");
     return name;
   }
   return std::nullopt;

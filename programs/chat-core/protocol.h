@@ -50,10 +50,18 @@ void encode_as_ws_frames(heartwheel::pubsub::RedisBrokerOptions& options);
 // A client's presence info: {"client":ID,"name":NAME}.
 std::string client_info(std::string_view client_id, std::string_view name);
 
+// True when `utf8` (valid UTF-8) is safe to show others as a name: no
+// control character (C0, DEL, C1 such as U+0085), no line or paragraph
+// separator (U+2028, U+2029) and no bidirectional formatting character
+// (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069: U+202E would show
+// "alice\u202Egnp.exe" as "aliceexe.png"). Names and a token's `sub` reach
+// every subscriber's screen.
+bool displayable_name(std::string_view utf8) noexcept;
+
 // The `name` query parameter of /ws, percent-decoded ('+' is a space).
 // nullopt when absent. Throws std::invalid_argument with the reason when it
-// is not a name: bad escapes, not UTF-8, control characters, longer than
-// kMaxNameBytes, or empty.
+// is not a name: bad escapes, not UTF-8, not displayable_name (control or
+// bidirectional characters), longer than kMaxNameBytes, or empty.
 inline constexpr std::size_t kMaxNameBytes = 64;
 std::optional<std::string> name_from_query(std::string_view query);
 

@@ -24,6 +24,16 @@ heartwheel::net::HostPort parse_address(const std::string& flag, const std::stri
 
 }  // namespace
 
+CLI::Option* add_pubsub_prefix_flag(CLI::App& app, std::string& prefix, const std::string& who) {
+  return app
+      .add_option("--pubsub-prefix", prefix,
+                  "prefix of the Redis keys and channels of the pub/sub channels (streams, "
+                  "offsets, presence): heartwheel-chat and heartwheel-push nodes with the same "
+                  "prefix on one Redis share channels (the default is the same in both). " +
+                      who)
+      ->capture_default_str();
+}
+
 void add_redis_cluster_flags(CLI::App& app, RedisClusterFlags& f) {
   app.add_option("--redis-cluster", f.cluster,
                  "HOST:PORT[,HOST:PORT...]: seed nodes of a Redis Cluster (7.0+) used in place of "

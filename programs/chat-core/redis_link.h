@@ -13,6 +13,15 @@
 //   if (chat::redis_wanted(redis, rc))                     // either flag given
 //     chat::apply_redis_target(redis, rc, client_options);  // std::invalid_argument
 //                                                           // names the flag
+// The pub/sub prefix: --pubsub-prefix (default kDefaultPubsubPrefix, "hw:")
+// is the prefix of the broker's keys and Redis channels (streams, offsets,
+// presence) in BOTH programs, so that heartwheel-push and heartwheel-chat
+// started on one Redis with their defaults share channels (issue 34): a
+// push reaches the chat's subscribers. The old names stay as aliases:
+// heartwheel-chat's --redis-prefix (deprecated, a warning), and
+// heartwheel-push's --key-prefix, which without --pubsub-prefix still puts
+// the pub/sub keys under KEY_PREFIX "pubsub:" as before (a note says so).
+//
 // Metrics: write_redis_metrics(out, broker.stats(), extra) writes the
 // heartwheel_redis_* families (heartwheel/redis/stats.h: write_metrics) of the
 // broker, link="broker" (its Client and Subscriber merged; per master of a
@@ -33,6 +42,7 @@
 
 namespace CLI {
 class App;
+class Option;
 }
 
 namespace chat {
@@ -44,6 +54,14 @@ struct RedisClusterFlags {
 
 // Registers --redis-cluster and --redis-wait-replicas.
 void add_redis_cluster_flags(CLI::App& app, RedisClusterFlags& flags);
+
+// The default of --pubsub-prefix in both programs.
+inline constexpr const char* kDefaultPubsubPrefix = "hw:";
+
+// Registers --pubsub-prefix into `prefix`, which holds the default
+// (kDefaultPubsubPrefix) until the flag is given. `who` ends its help: what
+// else shares it in this program (a deprecated alias).
+CLI::Option* add_pubsub_prefix_flag(CLI::App& app, std::string& prefix, const std::string& who);
 
 // True when --redis (`redis`, the program's own flag) or --redis-cluster was
 // given.

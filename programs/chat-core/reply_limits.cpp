@@ -49,15 +49,19 @@ std::size_t members_that_fit(const std::vector<std::string>& members, std::size_
 // left out (the client waits for it), so the connection is closed with 1008
 // instead: either way a client that does not read cannot make the server
 // queue replies without bound.
-void Worker::send_reply(Client& client, const std::string& reply) {
+void Worker::send_reply(Client& client, const Response& response) {
   namespace ws = heartwheel::ws;
-  const ws::Delivery d = client.ws.deliver(ws::encode_shared(ws::Opcode::text, reply));
-  if (d == ws::Delivery::closed) {
-    ++stats_.limits["reply_slow_consumer"];
-  } else if (d == ws::Delivery::skipped) {
-    ++stats_.limits["reply_slow_consumer"];
-    (void)client.ws.close(1008, "replies not read");
+  if (!response.text.empty()) {
+    const ws::Delivery d = client.ws.deliver(ws::encode_shared(ws::Opcode::text, response.text));
+    if (d == ws::Delivery::closed) {
+      ++stats_.limits["reply_slow_consumer"];
+    } else if (d == ws::Delivery::skipped) {
+      ++stats_.limits["reply_slow_consumer"];
+      (void)client.ws.close(1008, "replies not read");
+    }
   }
+  // A reply that ends the connection (a refused token, a bad command).
+  if (response.close_code != 0) (void)client.ws.close(response.close_code, response.close_reason);
 }
 
 std::size_t Worker::reply_budget() const noexcept {

@@ -1,13 +1,13 @@
-// The chat protocol's requests (docs/chat-protocol.md): one JSON text frame
-// in, one reply out, carrying the request's id. A frame that is not JSON, or
-// not a request, gets an error reply; the connection stays open.
+// The engine's commands (command.h), whatever protocol read them: the budgets
+// (requests in flight, rate limits), the connect gate, then subscribe,
+// unsubscribe, publish, presence, presence stats and history on the hub.
+// Each command gets exactly one answer, in command order; its codec makes
+// the reply (and says when it ends the connection).
 #include <heartwheel/net/connection.h>
 #include <heartwheel/pubsub/limits.h>
 
-#include "bounded_json.h"
 #include "client.h"
 #include "reply_limits.h"
-#include "protocol.h"
 #include "worker.h"
 
 namespace chat {
@@ -18,33 +18,16 @@ namespace {
 // The presence reply lists at most this many members (and says if cut).
 constexpr std::size_t kMaxPresenceList = 1000;
 
-std::string position_fields(const pubsub::StreamPosition& p) {
-  return ",\"offset\":" + std::to_string(p.offset) + ",\"epoch\":\"" + p.epoch + "\"";
-}
-
-// A non-negative integer field, or nullopt when absent; throws
-// std::invalid_argument (a bad_request) when present and not one.
-std::optional<std::uint64_t> count_field(const Json& obj, const char* key) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return std::nullopt;
-  if (it->is_number_unsigned()) return it->get<std::uint64_t>();
-  throw std::invalid_argument(std::string("\"") + key + "\" must be a non-negative integer");
-}
+Failure failure(const std::error_code& ec) { return {fault_of(ec), ec.message(), 0}; }
 }  // namespace
 
-std::string Worker::error(const Json& id, std::string_view code, std::string_view message) {
-  ++stats_.errors[std::string(code)];
-  return error_reply(id, code, message);
-}
-
-void Worker::fill_reply(std::uint64_t key, std::uint64_t slot, std::string reply) {
+void Worker::fill_reply(std::uint64_t key, std::uint64_t slot, Response reply) {
   const auto it = pending_.find(key);
   if (it == pending_.end()) return;  // not reached: the entry lives while a slot waits
   PendingReplies& p = it->second;
   p.waiting[static_cast<std::size_t>(slot - p.first)] = std::move(reply);
   while (!p.waiting.empty() && p.waiting.front()) {
-    // An empty reply is not sent (server-side subscriptions, worker_auth.cpp).
-    if (p.client != nullptr && !p.waiting.front()->empty()) send_reply(*p.client, *p.waiting.front());
+    if (p.client != nullptr) send_reply(*p.client, *p.waiting.front());
     p.waiting.pop_front();
     ++p.first;
   }
@@ -57,174 +40,257 @@ Client* Worker::pending_client(std::uint64_t key) const {
   return it == pending_.end() ? nullptr : it->second.client;
 }
 
-Worker::Reply Worker::reserve_reply(Client& client) {
+Worker::Reply Worker::reserve_reply(Client& client, ReplyTo to) {
   PendingReplies& pending = pending_[client.key()];
   pending.client = &client;
   const std::uint64_t slot = pending.first + pending.waiting.size();
   pending.waiting.emplace_back();
-  return [this, key = client.key(), slot](std::string r) { fill_reply(key, slot, std::move(r)); };
+  const Codec* codec = &codec_of(client.protocol());
+  return [this, key = client.key(), slot, codec, to = std::move(to)](Answer answer) {
+    if (to.server_side && to.op != Op::subscribe) return fill_reply(key, slot, {});  // a hold
+    if (const auto* f = std::get_if<Failure>(&answer)) {
+      ++stats_.errors[std::string(chat_error_code(to.op, f->fault))];
+      if (f->fault == Fault::bad_json) ++stats_.bad_json;
+    }
+    fill_reply(key, slot, codec->answer(to, answer));
+  };
 }
 
-void Worker::handle(Client& client, std::string_view text) {
-  const Reply reply = reserve_reply(client);
-  // Requests not yet answered (each may hold a command on the Redis link):
-  // past the budget, refused before anything is parsed.
-  if (pending_[client.key()].waiting.size() > config_.max_requests_in_flight) {
+void Worker::handle(Client& client, const Codec& codec, Item& item) {
+  ReplyTo to;
+  to.op = item.command ? item.command->op : item.op;
+  to.id = item.command ? item.command->id : item.id;
+  if (item.command) {
+    to.channel = item.command->channel;
+    to.newest_first = item.command->newest_first;
+  }
+  // Commands not yet answered (each may hold a command on the Redis link or
+  // a call to the backend): past the budget, refused before anything runs.
+  if (const auto it = pending_.find(client.key());
+      it != pending_.end() && it->second.waiting.size() >= config_.max_requests_in_flight) {
     ++stats_.limits["requests_in_flight"];
-    return reply(error(nullptr, "limit_exceeded",
-                       "more than " + std::to_string(config_.max_requests_in_flight) +
-                           " requests waiting for their replies"));
+    to.id = nullptr;  // docs/chat-protocol.md: the budget's refusal names no request
+    return reserve_reply(client, std::move(to))(Failure{
+        Fault::requests_in_flight, "more than " + std::to_string(config_.max_requests_in_flight) +
+                                       " requests waiting for their replies"});
   }
-  heartwheel::cli::BoundedJson parsed = heartwheel::cli::parse_bounded_json(text, config_.max_json_depth);
-  if (parsed.status == heartwheel::cli::BoundedJson::Status::too_deep)
-    return reply(error(nullptr, "too_deep",
-                       "the frame nests arrays and objects more than " +
-                           std::to_string(config_.max_json_depth) + " deep"));
-  if (parsed.status != heartwheel::cli::BoundedJson::Status::ok) {
-    ++stats_.bad_json;
-    return reply(error(nullptr, "bad_json", "the frame is not JSON"));
+  const Reply reply = reserve_reply(client, std::move(to));
+  // The connect comes first (Centrifugo's clients; ours with tokens).
+  if (codec.connect_first(authenticating()) && !client.connected() &&
+      (!item.command || item.command->op != Op::connect)) {
+    ++stats_.requests["connect"];
+    if (item.failure && codec.kind() == Codec::Kind::centrifuge)
+      return reply(std::move(*item.failure));  // a command it cannot read: 3501 either way
+    return reply(Failure{Fault::unauthorized,
+                         codec.kind() == Codec::Kind::chat
+                             ? "the first message must be {\"op\":\"connect\",\"token\":JWT}"
+                             : "the first command must be a connect"});
   }
-  const Json req = std::move(parsed.value);
-  if (!req.is_object()) return reply(error(nullptr, "bad_request", "a request is a JSON object"));
-  const Json id = req.contains("id") ? req["id"] : Json(nullptr);
-  const auto op = req.find("op");
-  if (op == req.end() || !op->is_string())
-    return reply(error(id, "bad_request", "\"op\" must be a string"));
+  if (item.failure) {
+    if (item.failure->fault == Fault::unknown_op) ++stats_.requests["unknown"];
+    return reply(std::move(*item.failure));
+  }
+  Command& cmd = *item.command;
+  ++stats_.requests[std::string(op_name(cmd.op))];
   try {
-    dispatch(client, id, op->get<std::string>(), req, reply);
+    if (cmd.op == Op::connect && !client.connected() && codec.connect_first(authenticating()))
+      return connect(client, cmd, reply);
+    dispatch(client, cmd, reply);
   } catch (const std::invalid_argument& e) {
-    reply(error(id, "bad_request", e.what()));
+    reply(Failure{Fault::bad_request, e.what()});
   } catch (const std::exception& e) {
-    reply(error(id, "internal", e.what()));
+    reply(Failure{Fault::internal, e.what()});
   }
 }
 
-void Worker::dispatch(Client& client, const Json& id, const std::string& op, const Json& req,
-                      const Reply& reply) {
-  if (auth_ && auth_->settings().authenticating() && op == "refresh") {
-    ++stats_.requests[op];
-    return refresh(client, id, req, reply);
+void Worker::dispatch(Client& client, Command& cmd, const Reply& reply) {
+  const bool ours = client.protocol() == Codec::Kind::chat;
+  switch (cmd.op) {
+    case Op::connect:
+      // Ours knows no connect without tokens (version 1), nor a second one.
+      if (ours)
+        return reply(
+            Failure{Fault::unknown_op,
+                    "unknown op; the ops are subscribe, unsubscribe, publish, presence, history"});
+      return reply(Failure{Fault::bad_request, "already connected"});
+    case Op::refresh:
+      if (ours && !authenticating())
+        return reply(
+            Failure{Fault::unknown_op,
+                    "unknown op; the ops are subscribe, unsubscribe, publish, presence, history"});
+      return refresh(client, cmd, reply);
+    case Op::sub_refresh:
+      if (cmd.token.empty() && proxying(&ProxySettings::sub_refresh))
+        return proxy_sub_refresh(client, cmd, reply);
+      return sub_refresh(client, cmd, reply);
+    case Op::ping:
+      return reply(Done{});
+    case Op::send:
+      return reply(Done{});  // Centrifugo's send: no handler of ours (docs/centrifugo.md)
+    case Op::rpc:
+      if (proxying(&ProxySettings::rpc)) return proxy_rpc(client, cmd, reply);
+      return reply(Failure{Fault::method_not_found, "no RPC handler (--proxy-rpc-endpoint)"});
+    default:
+      break;
   }
-  if (op != "subscribe" && op != "unsubscribe" && op != "publish" && op != "presence" &&
-      op != "history") {
-    ++stats_.requests["unknown"];
-    return reply(
-        error(id, "unknown_op",
-              "unknown op; the ops are subscribe, unsubscribe, publish, presence, history"));
+  // Presence stats share presence's bucket.
+  if (const std::optional<RateOp> rated =
+          rate_op(cmd.op == Op::presence_stats ? "presence" : op_name(cmd.op));
+      rated && !within_rate(client, *rated)) {
+    ++stats_.limits[std::string("rate_") +
+                    std::string(kRateOpNames[static_cast<std::size_t>(*rated)])];
+    return reply(Failure{Fault::rate_limited,
+                         "over this connection's " + std::string(op_name(cmd.op)) + " rate, " +
+                             config_.rate_limits.text(*rated) + " (--rate-limit)"});
   }
-  ++stats_.requests[op];
-  if (const std::optional<RateOp> rated = rate_op(op); rated && !within_rate(client, *rated)) {
-    ++stats_.limits["rate_" + op];
-    return reply(error(id, "limit_exceeded",
-                       "over this connection's " + op + " rate, " +
-                           config_.rate_limits.text(*rated) + " (--rate-limit)"));
+  if (reserved_channel(cmd.channel))
+    return reply(Failure{Fault::permission_denied, "channels under __hw: are the server's own"});
+  // With a proxy, the backend decides in place of the channel rules (a
+  // channel token still decides its subscribe).
+  if (cmd.op == Op::subscribe && cmd.token.empty() && proxying(&ProxySettings::subscribe))
+    return proxy_subscribe(client, cmd, reply);
+  if (cmd.op == Op::publish && proxying(&ProxySettings::publish))
+    return proxy_publish(client, cmd, reply);
+  if (std::optional<Failure> no = refused(client, cmd)) return reply(std::move(*no));
+  switch (cmd.op) {
+    case Op::subscribe:
+      return subscribe(client, cmd, reply);
+    case Op::unsubscribe:
+      return unsubscribe(client, cmd, reply);
+    case Op::publish:
+      return publish(client, cmd, reply);
+    case Op::presence:
+      return presence(cmd, reply);
+    case Op::presence_stats:
+      return presence_stats(cmd, reply);
+    case Op::history:
+      return history(cmd, reply);
+    default:
+      break;
   }
-  const auto channel_it = req.find("channel");
-  if (channel_it == req.end() || !channel_it->is_string())
-    return reply(error(id, "bad_request", "\"channel\" must be a string"));
-  const std::string channel = channel_it->get<std::string>();
-  if (!permitted(client, id, op, channel, req, reply)) return;
-  if (op == "subscribe") return subscribe(client, id, channel, req, reply);
-  if (op == "unsubscribe") return reply(unsubscribe(client, id, channel));
-  if (op == "publish") return publish(client, id, channel, req, reply);
-  if (op == "presence") return presence(id, channel, reply);
-  history(id, channel, req, reply);
+  reply(Failure{Fault::internal, "not reached"});
 }
 
-void Worker::subscribe(Client& client, const Json& id, const std::string& channel, const Json& req,
-                       const Reply& reply) {
+void Worker::subscribe(Client& client, const Command& cmd, const Reply& reply) {
   pubsub::SubscribeOptions options;
-  if (const auto since = req.find("since"); since != req.end() && !since->is_null()) {
-    const auto epoch = since->is_object() ? since->find("epoch") : since->end();
-    const auto offset = since->is_object() ? count_field(*since, "offset") : std::nullopt;
-    if (!since->is_object() || !offset || epoch == since->end() || !epoch->is_string())
-      return reply(error(id, "bad_request", "\"since\" must be {\"offset\": N, \"epoch\": \"E\"}"));
-    options.since = pubsub::StreamPosition{*offset, epoch->get<std::string>()};
-  }
-  hub_->subscribe(
-      client, channel, options,
-      [this, id, channel, key = client.key(), reply](pubsub::SubscribeResult r) {
-        if (r.error) return reply(error(id, error_code_name(r.error), r.error.message()));
-        // Not if the client closed or unsubscribed before the answer (the
-        // hub undid the join); the reply still says the subscribe succeeded.
-        if (Client* c = pending_client(key); c != nullptr && hub_->subscribed(*c, channel)) {
-          roster_.add(channel, *c);
-        }
-        // Recovered publications are in the reply, oldest first; live ones
-        // follow it (the hub never delivers before the answer). All or
-        // none: more than a reply may hold is no recovery (reply_limits.h).
-        if (r.recovered && publications_json_bytes(r.publications) > reply_budget()) {
-          ++stats_.limits["recovery_cut"];
-          r.recovered = false;
-          r.publications.clear();
-        }
-        reply(ok_reply(id, position_fields(r.position) +
-                               ",\"recovered\":" + (r.recovered ? "true" : "false") +
-                               ",\"publications\":" + publications_json(r.publications) +
-                               ",\"count\":" + std::to_string(r.subscribers)));
-      });
+  options.since = cmd.since;
+  const bool recoverable = config_.history_size > 0;
+  hub_->subscribe(client, cmd.channel, options,
+                  [this, channel = cmd.channel, recovering = cmd.since.has_value(), recoverable,
+                   key = client.key(), reply](pubsub::SubscribeResult r) {
+                    if (r.error) return reply(failure(r.error));
+                    // Not if the client closed or unsubscribed before the answer (the
+                    // hub undid the join); the reply still says the subscribe succeeded.
+                    if (Client* c = pending_client(key);
+                        c != nullptr && hub_->subscribed(*c, channel)) {
+                      roster_.add(channel, *c);
+                    }
+                    // Recovered publications are in the reply, oldest first; live ones
+                    // follow it (the hub never delivers before the answer). All or
+                    // none: more than a reply may hold is no recovery (reply_limits.h).
+                    if (r.recovered && publications_json_bytes(r.publications) > reply_budget()) {
+                      ++stats_.limits["recovery_cut"];
+                      r.recovered = false;
+                      r.publications.clear();
+                    }
+                    SubscribeAnswer a;
+                    a.position = std::move(r.position);
+                    a.recovering = recovering;
+                    a.recovered = r.recovered;
+                    a.recoverable = recoverable;
+                    a.publications = std::move(r.publications);
+                    a.subscribers = r.subscribers;
+                    reply(std::move(a));
+                  });
 }
 
-std::string Worker::unsubscribe(Client& client, const Json& id, const std::string& channel) {
-  if (const std::error_code ec = hub_->unsubscribe(client, channel))
-    return error(id, error_code_name(ec), ec.message());
-  roster_.remove(channel, client);
-  return ok_reply(id);
+void Worker::unsubscribe(Client& client, const Command& cmd, const Reply& reply) {
+  if (const std::error_code ec = hub_->unsubscribe(client, cmd.channel)) return reply(failure(ec));
+  roster_.remove(cmd.channel, client);
+  reply(Done{});
 }
 
-void Worker::publish(Client& client, const Json& id, const std::string& channel, const Json& req,
-                     const Reply& reply) {
-  const auto data = req.find("data");
-  if (data == req.end())
-    return reply(error(id, "bad_request", "\"data\" is required (any JSON value)"));
+void Worker::publish(Client& client, const Command& cmd, const Reply& reply) {
+  if (!cmd.has_data)
+    return reply(Failure{Fault::bad_request, "\"data\" is required (any JSON value)"});
   // The data is stored and pushed as this JSON text; the publisher's
   // presence info goes with it as "info".
-  hub_->publish(channel, data->dump(), client.info(), [this, id, reply](pubsub::PublishResult r) {
-    if (r.error) return reply(error(id, error_code_name(r.error), r.error.message()));
+  hub_->publish(cmd.channel, cmd.data, client.info(), [this, reply](pubsub::PublishResult r) {
+    if (r.error) return reply(failure(r.error));
     ++stats_.publications;
-    reply(ok_reply(id, position_fields(r.position)));
+    reply(PublishAnswer{std::move(r.position)});
   });
 }
 
-void Worker::presence(const Json& id, const std::string& channel, const Reply& reply) {
-  if (const std::error_code ec = pubsub::validate_channel(channel, broker_.limits()))
-    return reply(error(id, error_code_name(ec), ec.message()));
-  hub_->presence(channel, [this, id, channel, reply](pubsub::PresenceResult r) {
-    if (r.error) return reply(error(id, error_code_name(r.error), r.error.message()));
-    std::size_t total = 0;
-    const std::vector<std::string> members = roster_.list(channel, kMaxPresenceList, total);
-    const std::size_t shown = members_that_fit(members, reply_budget());
-    if (shown < members.size()) ++stats_.limits["reply_truncated"];
-    std::string fields = ",\"count\":" + std::to_string(r.subscribers) + ",\"clients\":[";
-    for (std::size_t i = 0; i < shown; ++i) fields += (i ? "," : "") + members[i];
-    fields += ']';
-    // Cut (by --max-reply-bytes or the 1,000-member cap): the reply says how
-    // many it carries, as history's does.
-    if (total > shown) fields += ",\"truncated\":true,\"limit\":" + std::to_string(shown);
-    reply(ok_reply(id, fields));
-  });
-}
-
-void Worker::history(const Json& id, const std::string& channel, const Json& req,
-                     const Reply& reply) {
-  const std::optional<std::uint64_t> asked = count_field(req, "limit");
-  const std::size_t limit =
-      asked ? static_cast<std::size_t>(std::min<std::uint64_t>(*asked, config_.history_size))
-            : config_.history_size;
-  hub_->history(channel, limit, [this, id, reply](pubsub::HistoryResult r) {
-    if (r.error) return reply(error(id, error_code_name(r.error), r.error.message()));
-    // The newest that fit in --max-reply-bytes; the reply says when cut.
-    std::string cut;
-    if (const std::size_t n = newest_that_fit(r.publications, reply_budget());
-        n < r.publications.size()) {
-      ++stats_.limits["reply_truncated"];
-      r.publications.erase(r.publications.begin(),
-                           r.publications.end() - static_cast<std::ptrdiff_t>(n));
-      cut = ",\"truncated\":true,\"limit\":" + std::to_string(n);
+void Worker::presence(const Command& cmd, const Reply& reply) {
+  if (const std::error_code ec = pubsub::validate_channel(cmd.channel, broker_.limits()))
+    return reply(failure(ec));
+  hub_->presence(cmd.channel, [this, channel = cmd.channel, reply](pubsub::PresenceResult r) {
+    if (r.error) return reply(failure(r.error));
+    PresenceAnswer a;
+    a.count = r.subscribers;
+    a.members = roster_.list(channel, kMaxPresenceList, a.total);
+    std::size_t used = 0, shown = 0;
+    for (; shown < a.members.size(); ++shown) {
+      used += a.members[shown].info.size() + a.members[shown].client.size() + 4;
+      if (used > reply_budget()) break;
     }
-    reply(ok_reply(id, position_fields(r.position) + ",\"publications\":" +
-                           publications_json(r.publications) + cut));
+    if (shown < a.members.size()) ++stats_.limits["reply_truncated"];
+    a.members.resize(shown);
+    reply(std::move(a));
   });
+}
+
+void Worker::presence_stats(const Command& cmd, const Reply& reply) {
+  if (const std::error_code ec = pubsub::validate_channel(cmd.channel, broker_.limits()))
+    return reply(failure(ec));
+  hub_->presence(cmd.channel, [this, channel = cmd.channel, reply](pubsub::PresenceResult r) {
+    if (r.error) return reply(failure(r.error));
+    // Users: this node's members (the broker counts subscribers, not users).
+    reply(PresenceStatsAnswer{r.subscribers, roster_.users(channel, identified())});
+  });
+}
+
+void Worker::history(const Command& cmd, const Reply& reply) {
+  const std::size_t kept = config_.history_size;
+  const std::size_t limit =
+      cmd.limit ? static_cast<std::size_t>(std::min<std::uint64_t>(*cmd.limit, kept)) : kept;
+  // Centrifugo's since and its oldest-first reads need the whole history.
+  const bool whole = cmd.since || !cmd.newest;
+  hub_->history(
+      cmd.channel, whole ? kept : limit,
+      [this, since = cmd.since, newest = cmd.newest, limit, reply](pubsub::HistoryResult r) {
+        if (r.error) return reply(failure(r.error));
+        auto& pubs = r.publications;
+        if (since) {
+          if (since->epoch != r.position.epoch && r.position.offset > 0)
+            return reply(
+                Failure{Fault::unrecoverable_position,
+                        "the stream's epoch is " + r.position.epoch + ", not " + since->epoch});
+          std::erase_if(pubs, [&](const pubsub::PublicationPtr& p) {
+            return newest ? p->offset >= since->offset : p->offset <= since->offset;
+          });
+        }
+        if (pubs.size() > limit) {
+          if (newest)
+            pubs.erase(pubs.begin(), pubs.end() - static_cast<std::ptrdiff_t>(limit));
+          else
+            pubs.resize(limit);
+        }
+        HistoryAnswer a;
+        // The newest (or oldest) that fit in --max-reply-bytes; the reply says when cut.
+        if (const std::size_t n = newest_that_fit(pubs, reply_budget()); n < pubs.size()) {
+          ++stats_.limits["reply_truncated"];
+          if (newest)
+            pubs.erase(pubs.begin(), pubs.end() - static_cast<std::ptrdiff_t>(n));
+          else
+            pubs.resize(n);
+          a.truncated = true;
+        }
+        a.top = std::move(r.position);
+        a.publications = std::move(pubs);
+        reply(std::move(a));
+      });
 }
 
 // ---- --rate-limit (rate_limits.h) -------------------------------------------

@@ -2,6 +2,7 @@
 #include "roster.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "client.h"
 
@@ -45,9 +46,9 @@ void Roster::erase(std::string_view channel, const Client& client) {
   }
 }
 
-std::vector<std::string> Roster::list(std::string_view channel, std::size_t limit,
-                                      std::size_t& total) const {
-  std::vector<std::string> out;
+std::vector<Member> Roster::list(std::string_view channel, std::size_t limit,
+                                 std::size_t& total) const {
+  std::vector<Member> out;
   std::lock_guard lock(mu_);
   total = 0;
   const auto it = channels_.find(std::string(channel));
@@ -55,9 +56,24 @@ std::vector<std::string> Roster::list(std::string_view channel, std::size_t limi
   total = it->second.size();
   for (const Client* client : it->second) {
     if (out.size() >= limit) break;
-    out.push_back(client->info());
+    out.push_back({client->id(), client->info()});
   }
   return out;
+}
+
+std::size_t Roster::channel_count() const {
+  std::lock_guard lock(mu_);
+  return channels_.size();
+}
+
+std::size_t Roster::users(std::string_view channel, bool by_user) const {
+  std::lock_guard lock(mu_);
+  const auto it = channels_.find(std::string(channel));
+  if (it == channels_.end()) return 0;
+  if (!by_user) return it->second.size();
+  std::unordered_set<std::string_view> seen;
+  for (const Client* client : it->second) seen.insert(client->user());
+  return seen.size();
 }
 
 }  // namespace chat

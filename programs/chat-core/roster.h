@@ -24,6 +24,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "command.h"
+
 namespace chat {
 
 class Client;
@@ -36,10 +38,15 @@ class Roster {
   void remove(std::string_view channel, Client& client);
   // Every channel on the client's list (before the client is destroyed).
   void remove_all(Client& client);
-  // At most `limit` members' info (Client::info), ordered by client id;
-  // `total` gets the number of members.
-  std::vector<std::string> list(std::string_view channel, std::size_t limit,
-                                std::size_t& total) const;
+  // At most `limit` members (their ids and Client::info), ordered by client
+  // id; `total` gets the number of members.
+  std::vector<Member> list(std::string_view channel, std::size_t limit, std::size_t& total) const;
+  // How many different users the channel's members are: by Client::user()
+  // when `by_user` (tokens say who is who; anonymous counts once), else
+  // every member is one (names are not identities).
+  std::size_t users(std::string_view channel, bool by_user) const;
+  // Channels with at least one member.
+  std::size_t channel_count() const;
 
  private:
   // The channel's entry for the client, if any; mu_ held.

@@ -27,7 +27,11 @@ UringFanout* UringFanout::current() noexcept { return current_batch; }
 
 bool UringFanout::take(heartwheel::ws::Connection& ws, const heartwheel::pubsub::Frame& frame) {
   if (!frame || frame->empty() || !ws.is_open() || ws.net().queued_bytes() != 0) return false;
-  pending_.push_back({&ws, frame});
+  // What this peer gets: the frame, or the loop's compressed form of it
+  // (null: it compresses with its own context, deliver() does that).
+  heartwheel::pubsub::Frame wire = ws.wire_frame(frame);
+  if (!wire) return false;
+  pending_.push_back({&ws, std::move(wire)});
   return true;
 }
 

@@ -3,7 +3,10 @@
 // the kernel's side of both; docs/BENCHMARKS.md, "The fan-out floor").
 //
 // During the hub's walk of a channel (pubsub::Hub), take() collects the
-// shared frame for each subscriber whose write queue is empty; the hub's
+// shared frame for each subscriber whose write queue is empty (the loop's
+// compressed form for one that agreed on permessage-deflate:
+// ws::Connection::wire_frame; one with its own zlib context is left to
+// deliver()); the hub's
 // HubOptions::after_fan_out calls flush(), which submits the sends 256 to an
 // io_uring_enter (IORING_OP_SEND, MSG_DONTWAIT: a socket without room
 // completes -EAGAIN at once) and reaps them in the same call. What the kernel

@@ -6,6 +6,7 @@
 #include <heartwheel/net/connection.h>
 
 #include "client.h"
+#include "control.h"
 #include "protocol.h"
 #include "static_files.h"
 
@@ -17,13 +18,14 @@ namespace pubsub = heartwheel::pubsub;
 namespace ws = heartwheel::ws;
 
 Worker::Worker(unsigned index, const Config& config, pubsub::Broker& broker, Roster& roster,
-               StatsBoard& board)
+               StatsBoard& board, heartwheel::LoopWheel* wheel)
     : index_(index),
       config_(config),
       broker_(broker),
       roster_(roster),
       board_(board),
       auth_(config.auth ? std::make_unique<AuthGate>(*config.auth) : nullptr),
+      wheel_(wheel),
       ws_(std::make_unique<ws::NetHandler>(config.ws, static_cast<ws::Application&>(*this))),
       http_(std::make_unique<http::NetHandler>(
           config.http,
@@ -39,13 +41,15 @@ Worker::~Worker() {
     uv_close(reinterpret_cast<uv_handle_t*>(stats_timer_),
              [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
   }
+  stop_control();
+  proxies_.reset();
   hub_.reset();  // closes its handles; the worker's final uv_run completes the closes
 }
 
 // ---- net::Handler: every connection starts as HTTP ---------------------------
 
 void Worker::on_open(net::Connection& conn) {
-  if (!hub_) start_on_loop(conn.loop());
+  if (!hub_) start_on_loop(conn);
   http_->on_open(conn);
 }
 void Worker::on_data(net::Connection& conn, std::string_view data) { http_->on_data(conn, data); }
@@ -61,7 +65,8 @@ void Worker::on_close(net::Connection& conn, net::CloseReason reason, std::error
   http_->on_close(conn, reason, error);
 }
 
-void Worker::start_on_loop(uv_loop_t* loop) {
+void Worker::start_on_loop(net::Connection& conn) {
+  uv_loop_t* loop = conn.loop();
   pubsub::HubOptions o;
   o.loop = loop;
   // Once per publication per worker: one frame every local subscriber shares.
@@ -71,11 +76,28 @@ void Worker::start_on_loop(uv_loop_t* loop) {
   o.encode_presence = [](const pubsub::PresenceEvent& e) {
     return ws::encode_shared(ws::Opcode::text, presence_json(e));
   };
+  // Centrifugo's pushes, made only when one of its clients is on the channel
+  // (Client::on_publication asks for them).
+  static_assert(Client::kCentrifugeEncoding == 0);
+  o.more_encodings.push_back(
+      {[](const pubsub::Publication& p) {
+         return ws::encode_shared(ws::Opcode::text, centrifuge_codec().publication_json(p));
+       },
+       [](const pubsub::PresenceEvent& e) {
+         return ws::encode_shared(ws::Opcode::text, centrifuge_codec().presence_json(e));
+       }});
   if (config_.uring_fanout) {  // made here: the ring's submitter is this loop's thread
     uring_ = std::make_unique<UringFanout>();
     o.after_fan_out = [u = uring_.get()] { u->flush(); };
   }
   hub_ = std::make_unique<pubsub::Hub>(broker_, std::move(o));
+  // With the server API on, its commands reach this worker's clients (every
+  // node of a deployment takes --api-key-file, as its other flags).
+  if (config_.api_key) start_control(conn.timers());
+  if (config_.proxy) {
+    if (wheel_ == nullptr) throw std::logic_error("chat::Worker: proxies need the loop's wheel");
+    proxies_ = std::make_unique<Proxies>(*wheel_, *config_.proxy);
+  }
   auto timer = std::make_unique<uv_timer_t>();
   heartwheel::check_uv(uv_timer_init(loop, timer.get()), "uv_timer_init");
   stats_timer_ = timer.release();  // from here on freed by its close callback
@@ -106,24 +128,43 @@ void Worker::publish_stats() {
 
 void Worker::route(const http::Request& req, http::Responder r) {
   if (config_.routes && config_.routes(index_, *hub_, req, r)) return;
+  if (serve_api(req, r)) return;
   if (serve_static_file(req, r)) return;
   const std::string_view path = req.path();
-  if ((path == "/ws" || path == "/echo") && !origin_allowed(config_.auth.get(), req)) {
+  const bool centrifuge = path == "/connection/websocket";
+  if ((path == "/ws" || path == "/echo" || centrifuge) &&
+      !origin_allowed(config_.auth.get(), req)) {
     ++stats_.errors["origin_refused"];  // cross-site WebSocket hijacking (auth_gate.h)
     r.respond(403, "this Origin may not open WebSockets here (--allowed-origin)\n");
     return;
   }
-  if (path == "/ws") {
+  if (path == "/ws" || centrifuge) {
     std::optional<std::string> name;
     try {  // with authentication on, the token says who you are: ?name= is ignored
-      if (!auth_ || !auth_->settings().authenticating()) name = name_from_query(req.query());
+      if (!authenticating()) name = name_from_query(req.query());
     } catch (const std::exception& e) {
       ++stats_.errors["bad_name"];
       r.respond(400, std::string(e.what()) + "\n");
       return;
     }
-    ws_->upgrade(req, std::move(r), [this, name](ws::Connection& c) { open_chat(c, name); });
+    const Codec::Kind kind = centrifuge ? Codec::Kind::centrifuge : Codec::Kind::chat;
+    http::Headers forwarded;  // --proxy-http-header: kept only when the client sent them
+    if (config_.proxy)
+      for (const std::string& header : config_.proxy->headers)
+        if (const std::string* v = req.header(header)) forwarded.push_back({header, *v});
+    ws_->upgrade(req, std::move(r),
+                 [this, name, kind, forwarded = std::move(forwarded)](ws::Connection& c) mutable {
+                   open_chat(c, name, kind, std::move(forwarded));
+                 });
   } else if (path == "/echo") {
+    // With tokens required, every WebSocket must present one within the
+    // connect timeout: an echo that needs none would be a way around it
+    // (memory and CPU for anyone). Off then.
+    if (auth_ && auth_->settings().authenticating()) {
+      ++stats_.errors["echo_refused"];
+      r.respond(404, "/echo is off on a server that requires tokens\n");
+      return;
+    }
     ws_->upgrade(req, std::move(r), [this](ws::Connection&) { ++stats_.echo_connections; });
   } else {
     r.respond(404, "Not Found\n");
@@ -135,12 +176,15 @@ void Worker::route(const http::Request& req, http::Responder r) {
 // Paid once per connection (programs/chat/README.md, "Costs"): a 112-byte malloc chunk.
 static_assert(sizeof(Client) <= 80, "chat::Client grew: every byte is paid per connection");
 
-void Worker::open_chat(ws::Connection& conn, const std::optional<std::string>& name) {
-  auto* client = new Client(conn, index_, ++next_client_, name ? std::string_view(*name) : "");
+void Worker::open_chat(ws::Connection& conn, const std::optional<std::string>& name,
+                       Codec::Kind protocol, http::Headers forwarded) {
+  auto* client =
+      new Client(conn, index_, ++next_client_, name ? std::string_view(*name) : "", protocol);
   conn.set_user_data(client);
+  if (!forwarded.empty()) headers_.emplace(client->key(), std::move(forwarded));
   ++stats_.chat_connections;
-  if (auth_ && auth_->settings().authenticating()) {  // version 2: the connect comes first
-    conn.net().set_timeout(deadline::connect_timeout, auth_->settings().connect_timeout);
+  if (codec_of(protocol).connect_first(authenticating())) {  // the connect comes first
+    conn.net().set_timeout(deadline::connect_timeout, config_.connect_timeout);
     return;
   }
   const Json hello = {{"connect",
@@ -165,12 +209,30 @@ void Worker::on_message(ws::Connection& conn, ws::MessageType type, std::string&
   }
   if (type == ws::MessageType::binary) {
     ++stats_.binary_frames;
-    (void)conn.close(ws::kCloseUnsupportedData, "the chat protocol is JSON in text frames");
+    (void)conn.close(ws::kCloseUnsupportedData, client->centrifuge()
+                                                    ? "this server speaks the JSON protocol"
+                                                    : "the chat protocol is JSON in text frames");
     return;
   }
-  if (auth_ && auth_->settings().authenticating() && !client->connected())
-    return connect(*client, payload);
-  handle(*client, payload);
+  const Codec& codec = codec_of(client->protocol());
+  std::vector<Item> items;
+  codec.read(payload, config_.max_json_depth, items);
+  for (Item& item : items) {
+    // A close went out (a refused connect, a bad command): the rest of the
+    // frame is not acted on.
+    if (!conn.is_open()) break;
+    handle(*client, codec, item);
+  }
+}
+
+bool Worker::send_ping(ws::Connection& conn) {
+  // Centrifugo's clients expect its ping, an empty command, which they
+  // answer with one (any frame is life for the pong timeout); ours, and a
+  // Centrifugo client not connected yet, a WebSocket ping.
+  auto* client = static_cast<Client*>(conn.user_data());
+  if (client == nullptr || !client->centrifuge() || !client->connected()) return false;
+  (void)conn.send_text("{}");
+  return true;
 }
 
 void Worker::on_close(ws::Connection& conn, const ws::CloseInfo&) {
@@ -181,6 +243,8 @@ void Worker::on_close(ws::Connection& conn, const ws::CloseInfo&) {
   if (const auto it = pending_.find(client->key()); it != pending_.end())
     it->second.client = nullptr;
   rates_.erase(client->key());
+  meta_.erase(client->key());
+  headers_.erase(client->key());
   roster_.remove_all(*client);
   if (hub_) hub_->unsubscribe_all(*client);  // leave events to the others
   delete client;

@@ -1,21 +1,26 @@
 // One worker of heartwheel-chat: everything that lives on one loop thread.
 //
 // Every connection starts as HTTP (http::NetHandler, this worker forwards
-// the net callbacks to it): GET / is the page, GET /ws and GET /echo switch
-// to WebSocket (ws::NetHandler::upgrade; the connection's handler becomes
-// the ws::NetHandler). A /ws connection gets a Client (a pubsub::Subscriber)
-// in its user data; its JSON requests (requests.cpp) go to the worker's
-// pubsub::Hub, which the process's broker (the in-process Bus, or Redis with
-// --redis) feeds from every worker. The hub is
-// made on the loop thread at the worker's first connection (the Workers
-// factory runs before the loop exists), with a timer that copies the
+// the net callbacks to it): GET / is the page, GET /ws, GET
+// /connection/websocket and GET /echo switch to WebSocket
+// (ws::NetHandler::upgrade; the connection's handler becomes the
+// ws::NetHandler). A /ws connection (our protocol) or a
+// /connection/websocket one (Centrifugo's) gets a Client (a
+// pubsub::Subscriber) in its user data; its protocol's Codec (codec.h) reads
+// its frames into Commands, which this one engine runs (requests.cpp,
+// worker_auth.cpp) on the worker's pubsub::Hub, which the process's broker
+// (the in-process Bus, or Redis with --redis) feeds from every worker. The
+// hub is made on the loop thread at the worker's first connection (the
+// Workers factory runs before the loop exists), with a timer that copies the
 // worker's counters to the StatsBoard.
 #pragma once
 
+#include <heartwheel/auth/api_key.h>
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/pubsub/bus.h>
 #include <heartwheel/pubsub/hub.h>
+#include <heartwheel/timer/timer_service.h>
 #include <heartwheel/ws/net_handler.h>
 #include <uv.h>
 
@@ -31,6 +36,9 @@
 
 #include "auth_gate.h"
 #include "bounded_json.h"
+#include "codec.h"
+#include "command.h"
+#include "proxy.h"
 #include "rate_limits.h"
 #include "roster.h"
 #include "stats_board.h"
@@ -39,6 +47,18 @@ namespace chat {
 
 class Client;
 class UringFanout;
+
+// This process as the server API's `info` names it (made once, in main()).
+struct NodeInfo {
+  std::string uid;   // random, 16 hex digits: new at every start
+  std::string name;  // the host's name and the process id
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+};
+NodeInfo make_node_info();
+
+// Channels under "__hw:" are this program's own (the server API's control
+// channel, control.cpp): clients and the API may not use them.
+bool reserved_channel(std::string_view channel) noexcept;
 
 // The settings every worker shares (read-only while they run).
 struct Config {
@@ -51,6 +71,16 @@ struct Config {
   RateLimits rate_limits;                              // --rate-limit OP=N/s, per connection
   bool presence_events = true;   // join/leave pushes (--presence-events)
   bool uring_fanout = false;     // --uring-fanout: a fan-out's sends in io_uring batches
+  // --connect-timeout: a client that must connect first (Centrifugo's
+  // always, ours with tokens) and has not by then is closed.
+  heartwheel::Duration connect_timeout = std::chrono::seconds(10);
+  // --api-key-file: the server API (POST /api/<method>, server_api.cpp) is
+  // on, for callers presenting this key. Unset: /api is not served.
+  std::optional<heartwheel::auth::ApiKey> api_key;
+  NodeInfo node = make_node_info();
+  // --proxy-*: the application's backend decides connects, subscribes,
+  // publishes, RPCs (proxy.h); null: none.
+  std::shared_ptr<const ProxySettings> proxy;
   heartwheel::Duration stats_interval = std::chrono::seconds(1);
   // Tokens, channel permissions, origins (auth_gate.h); null: protocol v1.
   std::shared_ptr<const AuthSettings> auth;
@@ -64,8 +94,10 @@ struct Config {
 
 class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Application {
  public:
+  // `wheel`: the worker loop's (runtime::Workers' LoopHandlerFactory); needed
+  // for the proxies' HTTP client (config.proxy), may be null without them.
   Worker(unsigned index, const Config& config, heartwheel::pubsub::Broker& broker, Roster& roster,
-         StatsBoard& board);
+         StatsBoard& board, heartwheel::LoopWheel* wheel = nullptr);
   ~Worker() override;
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -85,9 +117,10 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   using Json = nlohmann::json;
 
   void route(const heartwheel::http::Request& req, heartwheel::http::Responder r);
-  void start_on_loop(uv_loop_t* loop);
+  void start_on_loop(heartwheel::net::Connection& conn);
   void publish_stats();
-  void open_chat(heartwheel::ws::Connection& conn, const std::optional<std::string>& name);
+  void open_chat(heartwheel::ws::Connection& conn, const std::optional<std::string>& name,
+                 Codec::Kind protocol, heartwheel::http::Headers forwarded);
 
   // ws::Application
   void on_message(heartwheel::ws::Connection& conn, heartwheel::ws::MessageType type,
@@ -96,26 +129,26 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   // The auth slot (worker_auth.cpp); every other slot closes.
   heartwheel::net::DeadlineAction on_deadline(heartwheel::ws::Connection& conn,
                                               heartwheel::net::DeadlineEvent event) override;
+  // Centrifugo's clients get its ping (an empty command), ours a WebSocket one.
+  bool send_ping(heartwheel::ws::Connection& conn) override;
 
-  // requests.cpp: one JSON request in, one reply out, given to `reply`
-  // (exactly once: at once, or when the broker answers).
-  using Reply = std::function<void(std::string)>;
-  void handle(Client& client, std::string_view text);
-  // A reply slot in the client's order (fill_reply); an empty reply is not sent.
-  Reply reserve_reply(Client& client);
-  void dispatch(Client& client, const Json& id, const std::string& op, const Json& req,
-                const Reply& reply);
-  void subscribe(Client& client, const Json& id, const std::string& channel, const Json& req,
-                 const Reply& reply);
-  std::string unsubscribe(Client& client, const Json& id, const std::string& channel);
-  void publish(Client& client, const Json& id, const std::string& channel, const Json& req,
-               const Reply& reply);
-  void presence(const Json& id, const std::string& channel, const Reply& reply);
-  void history(const Json& id, const std::string& channel, const Json& req, const Reply& reply);
-  std::string error(const Json& id, std::string_view code, std::string_view message);
+  // requests.cpp: a frame's commands, each answered exactly once through
+  // a Reply (at once, or when the broker or a backend answers), formatted by
+  // the client's codec and sent in command order.
+  using Reply = std::function<void(Answer)>;
+  void handle(Client& client, const Codec& codec, Item& item);
+  // A reply slot in the client's order for the answer to `to`.
+  Reply reserve_reply(Client& client, ReplyTo to);
+  void dispatch(Client& client, Command& cmd, const Reply& reply);
+  void subscribe(Client& client, const Command& cmd, const Reply& reply);
+  void unsubscribe(Client& client, const Command& cmd, const Reply& reply);
+  void publish(Client& client, const Command& cmd, const Reply& reply);
+  void presence(const Command& cmd, const Reply& reply);
+  void presence_stats(const Command& cmd, const Reply& reply);
+  void history(const Command& cmd, const Reply& reply);
   // reply_limits.cpp: a reply goes out under the slow-consumer rule; the bytes a
   // history/presence/recovery list may take.
-  void send_reply(Client& client, const std::string& reply);
+  void send_reply(Client& client, const Response& response);
   std::size_t reply_budget() const noexcept;
   // requests.cpp: false when `client` is over its --rate-limit for `op`
   // (nothing taken); the buckets of connections whose buckets are all full
@@ -123,12 +156,62 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   bool within_rate(Client& client, RateOp op);
   void forget_full_buckets(uv_loop_t* loop);
 
-  // worker_auth.cpp: protocol version 2 (auth_gate.h).
-  void connect(Client& client, std::string_view text);
-  void refresh(Client& client, const Json& id, const Json& req, const Reply& reply);
-  // False after answering `reply` with the denial.
-  bool permitted(Client& client, const Json& id, const std::string& op,
-                 const std::string& channel, const Json& req, const Reply& reply);
+  // worker_auth.cpp: the connect (a token, anonymous, or the connect proxy),
+  // refresh and channel tokens, and the permission checks.
+  void connect(Client& client, const Command& cmd, const Reply& reply);
+  void refresh(Client& client, const Command& cmd, const Reply& reply);
+  void sub_refresh(Client& client, const Command& cmd, const Reply& reply);
+  // Lets `client` in as `user` with presence `info`, its connection living
+  // `left` more (nullopt: no expiry), and subscribes it to `channels` (no
+  // replies of their own in our protocol; subscribe pushes in Centrifugo's).
+  void admit(Client& client, const Command& cmd, const Reply& reply, std::string_view user,
+             std::string info, std::optional<heartwheel::Duration> left,
+             std::optional<heartwheel::Duration> ttl, const std::vector<std::string>& channels,
+             std::string data);
+  // The policy's refusal of `cmd` on its channel, if any.
+  std::optional<Failure> refused(Client& client, const Command& cmd);
+  bool authenticating() const noexcept { return auth_ && auth_->settings().authenticating(); }
+  // Clients have users: a token says who they are, or the connect proxy.
+  bool identified() const noexcept {
+    return authenticating() || (config_.proxy && config_.proxy->connect);
+  }
+
+  // proxy_calls.cpp: the backend decides (proxy.h).
+  Json proxy_request(const Client& client) const;
+  const heartwheel::http::Headers& forwarded_headers(const Client& client) const;
+  void proxy_connect(Client& client, const Command& cmd, const Reply& reply);
+  void proxy_refresh(Client& client);
+  void proxy_subscribe(Client& client, const Command& cmd, const Reply& reply);
+  void proxy_publish(Client& client, const Command& cmd, const Reply& reply);
+  void proxy_rpc(Client& client, const Command& cmd, const Reply& reply);
+  void proxy_sub_refresh(Client& client, const Command& cmd, const Reply& reply);
+  bool proxying(const std::optional<ProxyTarget> ProxySettings::*which) const noexcept {
+    return proxies_ && (proxies_->settings().*which).has_value();
+  }
+
+  // server_api.cpp: POST /api/<method> (true when the path was the API's).
+  using ApiDone = std::function<void(Json reply)>;  // {"result":..} or {"error":..}
+  bool serve_api(const heartwheel::http::Request& req, heartwheel::http::Responder& r);
+  void call_api(const std::string& method, const Json& body, ApiDone done);
+  void api_publish(const Json& body, ApiDone done);
+  void api_broadcast(const Json& body, ApiDone done);
+  void api_history(const Json& body, ApiDone done);
+  void api_batch(const Json& body, ApiDone done);
+
+  // control.cpp: commands and surveys for every worker of every node.
+  class Control;
+  struct Survey;
+  void start_control(heartwheel::TimerService& timers);
+  void stop_control() noexcept;
+  void on_control(const heartwheel::pubsub::Publication& p);
+  void act_on_clients(const std::string& op, const Json& command);
+  // Who a client is for the API's `user`: its token's sub, or without
+  // tokens its name.
+  std::string identity(const Client& client) const;
+  void answer_survey(const Json& question);
+  void broadcast_control(Json command, std::function<void(std::error_code)> done);
+  void survey(Json question, std::function<void(std::vector<Json>)> done);
+  void finish_survey(std::string id);
 
   // Replies go out in request order (the protocol's promise) although the
   // broker may answer a later request first (Redis). Only a client with an
@@ -136,15 +219,21 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   struct PendingReplies {
     Client* client = nullptr;  // null once the client closed: its late replies are dropped
     std::uint64_t first = 0;   // the slot of waiting.front()
-    std::deque<std::optional<std::string>> waiting;
+    std::deque<std::optional<Response>> waiting;
   };
-  void fill_reply(std::uint64_t key, std::uint64_t slot, std::string reply);
+  void fill_reply(std::uint64_t key, std::uint64_t slot, Response reply);
   // The client of an entry with answers outstanding, or null if it closed.
   Client* pending_client(std::uint64_t key) const;
   std::unordered_map<std::uint64_t, PendingReplies> pending_;
   // The rate buckets of clients with a bucket not full (by Client::key()):
   // like pending_, an idle connection has no entry.
   std::unordered_map<std::uint64_t, RateBuckets> rates_;
+  // A connection token's `meta` (JSON text), sent with its proxy calls: only
+  // connections whose token had one have an entry.
+  std::unordered_map<std::uint64_t, std::string> meta_;
+  // The handshake headers --proxy-http-header names, of connections that
+  // sent any: forwarded with their proxy calls.
+  std::unordered_map<std::uint64_t, heartwheel::http::Headers> headers_;
 
   const unsigned index_;
   const Config& config_;
@@ -154,6 +243,12 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   std::unique_ptr<UringFanout> uring_;            // --uring-fanout; outlives the hub
   std::unique_ptr<heartwheel::pubsub::Hub> hub_;  // from the first connection on
   std::unique_ptr<AuthGate> auth_;                // config.auth set
+  heartwheel::TimerService* timers_ = nullptr;    // the loop's wheel, from the first connection
+  heartwheel::LoopWheel* wheel_;                  // may be null (no proxies then)
+  std::unique_ptr<Proxies> proxies_;              // config.proxy: made on the loop
+  std::unique_ptr<Control> control_;              // with the hub
+  std::unordered_map<std::string, std::unique_ptr<Survey>> surveys_;
+  std::uint64_t next_survey_ = 0;
   uv_timer_t* stats_timer_ = nullptr;             // heap: freed in its close callback
   ChatStats stats_;
   std::uint64_t next_client_ = 0;

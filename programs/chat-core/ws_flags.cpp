@@ -2,6 +2,7 @@
 #include "ws_flags.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <stdexcept>
 
 #include "cli_program.h"
@@ -53,13 +54,15 @@ void add_ws_flags(CLI::App& app, WsFlags& f, const std::string& workers_help) {
                      RateLimits().describe())
       ->allow_extra_args(false);
   app.add_option("--max-channels", f.max_channels,
-                 "channels the in-process bus holds at once (with subscribers or history); a "
-                 "publish or subscribe that needs one more: limit_exceeded")
+                 "channels the in-process bus holds at once (with subscribers or history); one "
+                 "more first frees the oldest channel kept only by its history, and is "
+                 "limit_exceeded only when every channel has subscribers")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40));
   app.add_option("--max-history-bytes", f.max_history_bytes,
-                 "data bytes of every channel's history together (in-process bus); past it the "
-                 "oldest publications of the largest histories go first")
+                 "memory every channel's history holds together (in-process bus), counted as "
+                 "malloc holds it (each publication's object, data, info and copy of the channel "
+                 "name); past it the oldest publications of the largest histories go first")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 50));
   app.add_option("--history-size", f.history_size,
@@ -72,7 +75,10 @@ void add_ws_flags(CLI::App& app, WsFlags& f, const std::string& workers_help) {
                  "slow_consumer) or skip the publication for it; both counted")
       ->capture_default_str();
   app.add_option("--max-queued-bytes", f.max_queued_bytes,
-                 "per connection: bytes that may wait for a slow subscriber (0: no limit)")
+                 "per connection: bytes that may wait for a peer that does not read "
+                 "(publications, replies, echoes: past it, --slow-consumer; one frame always "
+                 "fits an empty queue); the connection's hard cap is this plus one frame of the "
+                 "largest kind and 64 KiB (0: no limit but the 64 MiB hard cap)")
       ->capture_default_str();
   app.add_option("--drain-timeout", f.drain_timeout,
                  "on SIGTERM/SIGINT, how long connections get to finish (WebSockets: their "
@@ -83,6 +89,31 @@ void add_ws_flags(CLI::App& app, WsFlags& f, const std::string& workers_help) {
                  "write counters as JSON to FILE every --stats-interval and at exit");
   app.add_option("--stats-interval", f.stats_interval, "how often --stats-json is rewritten")
       ->capture_default_str();
+  app.add_flag("!--no-ws-compression", f.ws_compression,
+               "never agree on permessage-deflate (by default a client's offer is answered "
+               "statelessly: no zlib state on idle connections, a publication compressed once for "
+               "all its subscribers)");
+  app.add_flag("--ws-compression-context", f.ws_compression_context,
+               "keep each connection's deflate stream between the server's messages (better "
+               "ratios; memory per connection, capped by --ws-compression-window-bits and "
+               "-mem-level); clients are still asked to keep none");
+  app.add_option("--ws-compression-min-size", f.ws_compression_min_size,
+                 "messages and publications with fewer payload bytes go uncompressed")
+      ->capture_default_str();
+  app.add_option("--ws-compression-level", f.ws_compression_level,
+                 "zlib level: 1 fastest .. 9 smallest")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 9));
+  app.add_option("--ws-compression-window-bits", f.ws_compression_window_bits,
+                 "with --ws-compression-context: the largest window of a connection's deflate "
+                 "stream (9..15)")
+      ->capture_default_str()
+      ->check(CLI::Range(9, 15));
+  app.add_option("--ws-compression-mem-level", f.ws_compression_mem_level,
+                 "with --ws-compression-context: zlib memLevel of a connection's deflate stream "
+                 "(1..9)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 9));
 }
 
 void apply_ws_flags(const WsFlags& f, Config& c) {
@@ -93,6 +124,16 @@ void apply_ws_flags(const WsFlags& f, Config& c) {
   if (f.max_message_size == 0) throw std::invalid_argument("--max-message-size must be positive");
   w.session.max_message_bytes = f.max_message_size;
   w.max_queued_bytes = f.max_queued_bytes;
+  ws::DeflateOptions& d = w.handshake.deflate;
+  d.enabled = f.ws_compression;
+  d.context_takeover = f.ws_compression_context;
+  d.min_size = f.ws_compression_min_size;
+  d.level = f.ws_compression_level;
+  d.max_window_bits = f.ws_compression_window_bits;
+  d.mem_level = f.ws_compression_mem_level;
+  // A compressed message may inflate to the message limit: the bound of one
+  // read's inflating is a few of them.
+  d.inflate_budget = std::max<std::size_t>(4 * f.max_message_size, std::size_t{1} << 20);
   if (f.slow_consumer == "close")
     w.slow_consumer = ws::SlowConsumerPolicy::close;
   else if (f.slow_consumer == "skip")
@@ -132,12 +173,24 @@ heartwheel::net::HostPort apply_workers_flags(const WsFlags& f, const Config& c,
   wo.server.host = listen.host;
   wo.server.port = listen.port;
   wo.server.connection.idle = {};  // HTTP's timeouts, then WebSocket's heartbeat, replace it
-  // Keep reading a peer whose queue is long (its pongs are life); the
-  // slow-consumer rule bounds what publications may queue, the cap the rest.
+  // Keep reading a peer whose queue is long (its pings are life); the
+  // WebSocket layer keeps every message, reply and shared frame under
+  // --max-queued-bytes (an empty queue always takes one frame) and holds at
+  // most one pong back. The connection's hard cap follows the flag: the
+  // budget, one frame of the largest kind (a publication, a reply or an SSE
+  // recovery), and room for the few control frames and HTTP heads, so a
+  // peer that never reads holds no more than that, whatever it sends.
+  // 0 (no limit of the WebSocket layer): net's default cap, 64 MiB.
   net::WritePolicy& wp = wo.server.connection.write;
   wp.slow_reader = net::SlowReaderPolicy::close;
   wp.stall_timeout = c.http.send_timeout;
-  if (f.max_queued_bytes > wp.max_queued_bytes / 2) wp.max_queued_bytes = 2 * f.max_queued_bytes;
+  if (f.max_queued_bytes > 0) {
+    constexpr std::size_t kEnvelope = 64 * 1024;  // JSON around a frame's data, control frames
+    wp.max_queued_bytes =
+        f.max_queued_bytes + std::max(f.max_message_size, f.max_reply_bytes) + kEnvelope;
+    wp.high_watermark = std::min(wp.high_watermark, f.max_queued_bytes);
+    wp.low_watermark = std::min(wp.low_watermark, wp.high_watermark / 4);
+  }
   wo.wheel.tick = parse_duration_flag("--tick", f.tick);
   if (wo.wheel.tick < std::chrono::milliseconds(1))
     throw std::invalid_argument("--tick must be at least 1ms");

@@ -43,6 +43,11 @@ struct WsFlags {
   std::vector<std::string> rate_limit;  // --rate-limit OP=N/s, repeatable (rate_limits.h)
   std::string slow_consumer = "close";
   std::string stats_json;
+  // permessage-deflate (heartwheel/ws/deflate.h): on, stateless, by default.
+  bool ws_compression = true;
+  bool ws_compression_context = false;
+  std::size_t ws_compression_min_size = 256;
+  int ws_compression_level = 6, ws_compression_window_bits = 11, ws_compression_mem_level = 4;
 };
 
 // Registers --listen, --workers (with `workers_help`), --ping-interval,
@@ -50,10 +55,13 @@ struct WsFlags {
 // --max-reply-bytes, --max-requests-in-flight, --rate-limit, --max-channels,
 // --max-history-bytes, --history-size,
 // --history-ttl, --slow-consumer, --max-queued-bytes, --drain-timeout, --tick,
-// --stats-json and --stats-interval.
+// --stats-json, --stats-interval and the compression flags (--no-ws-compression,
+// --ws-compression-context, --ws-compression-min-size, --ws-compression-level,
+// --ws-compression-window-bits, --ws-compression-mem-level).
 void add_ws_flags(CLI::App& app, WsFlags& flags, const std::string& workers_help);
 
-// config.ws (pings, pongs, close handshake, message size, slow consumers),
+// config.ws (pings, pongs, close handshake, message size, slow consumers,
+// compression),
 // config.history_size, the request budgets (max_json_depth, max_reply_bytes,
 // max_requests_in_flight, rate_limits) and config.stats_interval.
 void apply_ws_flags(const WsFlags& flags, Config& config);
@@ -66,8 +74,9 @@ void apply_channel_flags(const WsFlags& flags, bool join_leave,
 // The workers: threads, listen address, tick, publish interval (the stats
 // interval), and the write policy of a WebSocket server: a connection that
 // makes no write progress for config.http.send_timeout is closed, and the
-// hard queue cap stays above --max-queued-bytes so the slow-consumer rule acts
-// first. Returns the parsed --listen.
+// hard queue cap follows --max-queued-bytes (the flag, plus one frame of the
+// largest kind and 64 KiB), so the slow-consumer rule acts first and no
+// peer holds more. Returns the parsed --listen.
 heartwheel::net::HostPort apply_workers_flags(const WsFlags& flags, const Config& config,
                                               heartwheel::runtime::WorkersOptions& workers);
 

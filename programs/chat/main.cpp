@@ -12,10 +12,14 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "cli_program.h"
 #include "production.h"
 #include "protocol.h"
+#include "proxy.h"
 #include "redis_link.h"
 #include "redis_link_flags.h"
 #include "stats_board.h"
@@ -37,12 +41,17 @@ namespace ws = heartwheel::ws;
 struct Flags {
   chat::WsFlags ws;  // the WebSocket server flags heartwheel-push shares
   chat::AuthFlags auth;  // tokens, channel permissions, origins (auth_gate.h)
-  std::string redis, redis_prefix = "hw:", presence_ttl = "30s", redis_timeout = "5s";
+  std::string redis, presence_ttl = "30s", redis_timeout = "5s";
+  std::string pubsub_prefix = chat::kDefaultPubsubPrefix;  // --pubsub-prefix
+  std::string redis_prefix;  // --redis-prefix: the deprecated name of --pubsub-prefix
   std::size_t redis_buffer = 1024;
   chat::RedisClusterFlags redis_cluster;  // --redis-cluster, --redis-wait-replicas
   heartwheel::cli::RedisLinkFlags redis_link;  // --redis-password-file, --redis-user, --redis-tls*
   bool no_join_leave = false;
+  std::string api_key_file;  // --api-key-file: the server API (programs/chat-core/server_api.cpp)
+  chat::ProxyFlags proxy;    // --proxy-*: the application's backend decides (proxy.h)
   bool uring_fanout = false;
+  std::vector<std::string> history_before_subscribers;  // namespaces
 };
 
 // Everything the flags decide, checked before anything starts.
@@ -55,15 +64,44 @@ struct Setup {
   Duration drain_timeout{};
 };
 
+// --history-before-subscribers: the namespaces (a channel's name up to its
+// first ':', "" without one) whose publications are kept before anyone
+// subscribed (pubsub::ChannelOptions::history_before_subscribers).
+void apply_history_before_subscribers(const std::vector<std::string>& namespaces,
+                                      pubsub::BusOptions& bus) {
+  if (namespaces.empty()) return;
+  if (bus.channel.history_size == 0)
+    throw std::invalid_argument("--history-before-subscribers needs --history-size above 0");
+  bus.channel_options = [base = bus.channel,
+                         keep = std::set<std::string, std::less<>>(
+                             namespaces.begin(), namespaces.end())](std::string_view channel) {
+    pubsub::ChannelOptions o = base;
+    const std::size_t colon = channel.find(':');
+    o.history_before_subscribers = keep.contains(
+        colon == std::string_view::npos ? std::string_view() : channel.substr(0, colon));
+    return o;
+  };
+}
+
 Setup make_setup(const Flags& f) {
   Setup s;
   chat::apply_ws_flags(f.ws, s.config);
   chat::apply_channel_flags(f.ws, !f.no_join_leave, s.bus);
+  apply_history_before_subscribers(f.history_before_subscribers, s.bus);
   s.config.presence_events = s.bus.channel.join_leave;
   if (f.uring_fanout && !chat::UringFanout::built())
     throw std::invalid_argument("--uring-fanout: this build has no liburing (liburing-dev)");
   s.config.uring_fanout = f.uring_fanout;
   s.config.auth = chat::make_auth_settings(f.auth);
+  s.config.connect_timeout = chat::connect_timeout_of(f.auth);
+  s.config.proxy = chat::make_proxy_settings(f.proxy);
+  if (!f.api_key_file.empty()) {
+    try {
+      s.config.api_key = heartwheel::auth::ApiKey::from_file(f.api_key_file);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(std::string("--api-key-file: ") + e.what());
+    }
+  }
 
   if (chat::redis_wanted(f.redis, f.redis_cluster)) {
     pubsub::RedisBrokerOptions r;
@@ -75,7 +113,7 @@ Setup make_setup(const Flags& f) {
     heartwheel::cli::apply_redis_link_flags(f.redis_link, r.redis, "heartwheel-chat");
     r.redis.command_timeout = parse_duration_flag("--redis-timeout", f.redis_timeout);
     r.redis.max_buffered = f.redis_buffer;
-    r.key_prefix = f.redis_prefix;
+    r.key_prefix = f.pubsub_prefix;
     r.presence_ttl = parse_duration_flag("--presence-ttl", f.presence_ttl);
     if (r.presence_ttl < std::chrono::milliseconds(30))
       throw std::invalid_argument("--presence-ttl must be at least 30ms");
@@ -118,7 +156,9 @@ int main(int argc, char** argv) {
   chat::ProductionFlags production;  // --metrics-listen and the protection flags
   CLI::App app{
       "heartwheel-chat: a chat server. GET / is the chat page; /ws is the WebSocket endpoint of "
-      "the JSON protocol (docs/chat-protocol.md; /ws?name=NAME says who you are); /echo is a "
+      "the JSON protocol (docs/chat-protocol.md; /ws?name=NAME says who you are); "
+      "/connection/websocket speaks Centrifugo's client protocol v2 (JSON) to its SDKs "
+      "(docs/centrifugo.md); /api/<method> is the server API (--api-key-file); /echo is a "
       "WebSocket echo.\nDurations: 250ms, 2s, 5m.\n"
       "Exit status: 0 ok, 1 runtime failure, 2 usage error.",
       "heartwheel-chat"};
@@ -126,9 +166,21 @@ int main(int argc, char** argv) {
       app, f.ws, "worker threads, each with its own loop, wheel and pub/sub hub (SO_REUSEPORT)");
   chat::add_production_flags(app, production);
   chat::add_auth_flags(app, f.auth);
+  app.add_option("--api-key-file", f.api_key_file,
+                 "turns the server API on (Centrifugo's: POST /api/publish, broadcast, subscribe, "
+                 "unsubscribe, disconnect, refresh, presence, presence_stats, history, "
+                 "history_remove, channels, info, batch; docs/centrifugo.md) for callers sending "
+                 "the key in FILE as X-API-Key: KEY or Authorization: apikey KEY (others: 401)");
+  chat::add_proxy_flags(app, f.proxy);
   app.add_flag("--no-join-leave", f.no_join_leave,
                "no join/leave pushes (presence counts are still answered): for channels with "
                "thousands of subscribers, where every join would reach every subscriber");
+  app.add_option("--history-before-subscribers", f.history_before_subscribers,
+                 "NAMESPACE (repeatable; \"\" is the default one): a publish to a channel of it "
+                 "that nobody subscribed to yet starts the channel's history (for history read "
+                 "before subscribing); such channels are the first freed at --max-channels. "
+                 "Otherwise a publish nobody can hear is kept nowhere (offset 0). In-process bus "
+                 "only (with --redis every publication is kept in Redis)");
   app.add_flag("--uring-fanout", f.uring_fanout,
                "send each fan-out's frames to the subscribers in io_uring batches (256 sends per "
                "system call) instead of one write() each; what the kernel does not take whole goes "
@@ -139,9 +191,12 @@ int main(int argc, char** argv) {
                  "Cluster: --redis-cluster)");
   chat::add_redis_cluster_flags(app, f.redis_cluster);
   heartwheel::cli::add_redis_link_flags(app, f.redis_link);
-  app.add_option("--redis-prefix", f.redis_prefix,
-                 "prefix of every Redis key and channel this server uses")
-      ->capture_default_str();
+  CLI::Option* pubsub_prefix = chat::add_pubsub_prefix_flag(
+      app, f.pubsub_prefix, "With --redis or --redis-cluster; --redis-prefix is its old name");
+  CLI::Option* redis_prefix =
+      app.add_option("--redis-prefix", f.redis_prefix,
+                     "deprecated: the old name of --pubsub-prefix (the same setting)")
+          ->excludes(pubsub_prefix);
   app.add_option("--presence-ttl", f.presence_ttl,
                  "with --redis: a node's presence lease, renewed every third of it; a dead "
                  "node's clients leave the counts within it")
@@ -155,6 +210,12 @@ int main(int argc, char** argv) {
                  "once; 0: fail fast)")
       ->capture_default_str();
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
+  if (redis_prefix->count() > 0) {
+    std::fprintf(stderr,
+                 "heartwheel-chat: warning: --redis-prefix is deprecated: use --pubsub-prefix "
+                 "(the same setting, and heartwheel-push's name for it)\n");
+    f.pubsub_prefix = f.redis_prefix;
+  }
 
   Setup s;
   std::optional<heartwheel::metrics::EndpointOptions> metrics_at;
@@ -174,9 +235,11 @@ int main(int argc, char** argv) {
     chat::Roster roster;
     chat::StatsBoard board(f.ws.workers);
     {
-      runtime::Workers workers(s.workers, [&](unsigned index) -> std::unique_ptr<net::Handler> {
-        return std::make_unique<chat::Worker>(index, s.config, broker, roster, board);
-      });
+      runtime::Workers workers(
+          s.workers,
+          [&](unsigned index, heartwheel::LoopWheel& wheel) -> std::unique_ptr<net::Handler> {
+            return std::make_unique<chat::Worker>(index, s.config, broker, roster, board, &wheel);
+          });
       std::unique_ptr<heartwheel::metrics::Endpoint> endpoint;
       const heartwheel::cli::SighupReload reload(  // --tls-cert: reloaded on SIGHUP
           heartwheel::tls::server_context(s.workers.server.transport.get()), "heartwheel-chat");

@@ -1,6 +1,8 @@
 // See api.h.
 #include "api.h"
 
+#include <heartwheel/pubsub/broker.h>
+
 #include <cctype>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +19,11 @@ std::string error_json(std::string_view code, std::string_view message) {
 
 std::string accepted_json(std::string_view id, std::int64_t due_ms) {
   return Json{{"id", id}, {"due_ms", due_ms}}.dump();
+}
+
+std::string published_json(std::string_view id, std::int64_t due_ms, std::uint64_t offset,
+                           std::string_view epoch) {
+  return Json{{"id", id}, {"due_ms", due_ms}, {"offset", offset}, {"epoch", epoch}}.dump();
 }
 
 std::variant<PublishRequest, ApiError> parse_publish(std::string_view body,
@@ -56,6 +63,20 @@ std::variant<PublishRequest, ApiError> parse_publish(std::string_view body,
       return ApiError{400, "bad_request",
                       "\"delay_ms\" must be an integer from 0 to " + std::to_string(max_ms)};
     out.delay_ms = delay->get<std::int64_t>();
+  }
+  if (const auto key = req.find("idempotency_key"); key != req.end() && !key->is_null()) {
+    if (!key->is_string() ||
+        !heartwheel::pubsub::is_caller_idempotency_key(key->get<std::string>()))
+      return ApiError{400, "bad_request",
+                      "\"idempotency_key\" must be a string of 1 to 256 bytes without control "
+                      "characters"};
+    // A delayed push is stored under an id of its own, which a retry
+    // cannot know: cancel the first one by its id instead.
+    if (out.delay_ms > 0)
+      return ApiError{400, "bad_request",
+                      "\"idempotency_key\" is for immediate publishes (no delay_ms); a delayed "
+                      "push is retried safely by cancelling the first one's id"};
+    out.idempotency_key = key->get<std::string>();
   }
   return out;
 }

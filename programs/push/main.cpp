@@ -1,7 +1,9 @@
-// heartwheel-push: a push server on heartwheel. POST /publish stores a push
-// (optionally delayed) in Redis and answers 202; whichever node claims it
-// when it is due delivers it to WebSocket (/ws, heartwheel-chat's protocol)
-// and Server-Sent Events (/sse?channel=c) subscribers. See README.md here.
+// heartwheel-push: a push server on heartwheel. POST /publish publishes a
+// push through Redis (or, delayed, stores it there) and answers 202; a
+// delayed one is delivered when due by whichever node claims it; both reach
+// WebSocket (/ws, heartwheel-chat's protocol) and Server-Sent Events
+// (/sse?channel=c) subscribers on every node. See README.md here.
+#include <algorithm>
 #include <heartwheel/metrics/endpoint.h>
 #include <heartwheel/metrics/stat_families.h>
 #include <heartwheel/metrics/worker_board.h>
@@ -24,6 +26,7 @@
 #include "push_metrics.h"
 #include "redis_link.h"
 #include "redis_link_flags.h"
+#include "reply_limits.h"
 #include "server_flags.h"
 #include "stats_board.h"
 #include "ws_flags.h"
@@ -49,6 +52,9 @@ struct Flags {
   std::string redis_timeout = "2s", key_prefix = "heartwheel:push:", window = "60s",
               load_interval = "1s", lease = "30s", reap_interval = "1s", takeover_grace = "2s",
               max_delay = "168h", sse_heartbeat = "15s";
+  // The broker's keys and channels: heartwheel-chat's flag and default, so
+  // that both programs on one Redis share channels (redis_link.h).
+  std::string pubsub_prefix = chat::kDefaultPubsubPrefix;
   heartwheel::cli::ServerFlags server;
   chat::AuthFlags auth;  // tokens, channel rules, origins (programs/chat-core/auth_gate.h)
   std::string api_key_file;
@@ -67,6 +73,8 @@ struct Setup {
 
 void setup_sse(const Flags& f, Setup& s) {
   s.node.sse.close_slow = f.ws.slow_consumer == "close";
+  // --max-reply-bytes bounds a Last-Event-ID recovery as it bounds /ws's.
+  s.node.sse.max_recovery_bytes = f.ws.max_reply_bytes - chat::kReplyEnvelopeBytes;
   s.node.sse.heartbeat = parse_duration_flag("--sse-heartbeat", f.sse_heartbeat);
   if (s.node.sse.heartbeat.count() <= 0)
     throw std::invalid_argument("--sse-heartbeat must be positive");
@@ -120,7 +128,7 @@ Setup make_setup(const Flags& f) {
   if (b.channel.history_ttl.count() <= 0)
     throw std::invalid_argument("--history-ttl must be positive");
   b.redis = s.node.redis;
-  b.key_prefix = f.key_prefix + "pubsub:";
+  b.key_prefix = f.pubsub_prefix;
   chat::encode_as_ws_frames(b);  // SSE streams format their own events
   b.validate();
   // A request must arrive whole within --request-timeout (a POST trickled a
@@ -137,6 +145,8 @@ Setup make_setup(const Flags& f) {
   c.http.max_body_bytes = f.ws.max_message_size + 4096;  // the JSON around the data: 413 beyond
 
   c.auth = chat::make_auth_settings(f.auth);
+
+  c.connect_timeout = chat::connect_timeout_of(f.auth);
   if (!f.api_key_file.empty()) {
     try {
       s.node.api_key = heartwheel::auth::ApiKey::from_file(f.api_key_file);
@@ -170,13 +180,18 @@ void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
               {"resumed", n.sse.resumed},         {"resets", n.sse.resets},
               {"slow_closes", n.sse.slow_closes}, {"slow_skips", n.sse.slow_skips},
               {"token_expired", n.sse.token_expired}};
-  j["api"] = {
-      {"publish_accepted", n.publish_accepted},       {"publish_refused", n.publish_refused},
-      {"publish_unavailable", n.publish_unavailable}, {"publish_capped", n.publish_capped},
-      {"cancels_done", n.cancels_done},
-      {"cancels_missed", n.cancels_missed},           {"delivered", n.delivered},
-      {"deliver_refused", n.deliver_refused},        {"unauthorized", n.publish_unauthorized},
-      {"sse_refused", n.sse_refused}};
+  j["sse"]["recovery_cut"] = n.sse.recovery_cut;
+  j["api"] = {{"publish_accepted", n.publish_accepted},
+              {"publish_refused", n.publish_refused},
+              {"publish_unavailable", n.publish_unavailable},
+              {"publish_capped", n.publish_capped},
+              {"cancels_done", n.cancels_done},
+              {"cancels_missed", n.cancels_missed},
+              {"delivered", n.delivered},
+              {"deliver_refused", n.deliver_refused},
+              {"delivered_already", n.delivered_already},
+              {"unauthorized", n.publish_unauthorized},
+              {"sse_refused", n.sse_refused}};
   j["ws_protocol"] = {{"connections", c.chat.chat_connections},
                       {"requests", c.chat.requests},
                       {"errors", c.chat.errors}, {"limits", c.chat.limits}};
@@ -195,8 +210,13 @@ void add_flags(CLI::App& app, Flags& f) {
                  "each Redis command's deadline; while Redis is down a publish waits this long, "
                  "then gets 503")
       ->capture_default_str();
-  app.add_option("--key-prefix", f.key_prefix, "prefix of the Redis keys (same on every node)")
+  app.add_option("--key-prefix", f.key_prefix,
+                 "prefix of the delayed queue's Redis keys (same on every node); without "
+                 "--pubsub-prefix also the pub/sub keys' (KEY_PREFIX pubsub:), as before")
       ->capture_default_str();
+  chat::add_pubsub_prefix_flag(app, f.pubsub_prefix,
+                               "Not given but --key-prefix is: KEY_PREFIX pubsub: (the keys of "
+                               "versions before this flag)");
   app.add_option("--window", f.window, "pushes due within this are loaded into the wheel ahead")
       ->capture_default_str();
   app.add_option("--load-interval", f.load_interval, "how often the loaded window is extended")
@@ -243,14 +263,28 @@ void add_flags(CLI::App& app, Flags& f) {
 int main(int argc, char** argv) {
   Flags f;
   CLI::App app{
-      "heartwheel-push: a push server. POST /publish {\"channel\":\"c\",\"data\":...,"
-      "\"delay_ms\":N} stores a push in Redis (202 {\"id\",\"due_ms\"}); DELETE /publish/ID "
-      "cancels one not yet delivered; subscribers listen on /ws (heartwheel-chat's protocol) or "
+      "heartwheel-push: a push server. POST /publish {\"channel\":\"c\",\"data\":...} "
+      "publishes a push at once (202 {\"id\",\"due_ms\",\"offset\",\"epoch\"}: in the "
+      "order accepted, on every node); with \"delay_ms\":N it stores a delayed push in Redis "
+      "(202 {\"id\",\"due_ms\"}), delivered in due-time order; DELETE /publish/ID cancels a "
+      "delayed one not yet delivered; subscribers listen on /ws (heartwheel-chat's protocol) or "
       "GET /sse?channel=c (Server-Sent Events).\nDurations: 250ms, 2s, 5m, 1h.\n"
       "Exit status: 0 ok, 1 runtime failure, 2 usage error.",
       "heartwheel-push"};
   add_flags(app, f);
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
+  // Before --pubsub-prefix the pub/sub keys were --key-prefix + "pubsub:":
+  // a deployment that set --key-prefix (e.g. one per tenant on one Redis)
+  // keeps its channels apart, and its streams, unless it says otherwise.
+  if (app.get_option("--key-prefix")->count() > 0 &&
+      app.get_option("--pubsub-prefix")->count() == 0) {
+    f.pubsub_prefix = f.key_prefix + "pubsub:";
+    std::fprintf(stderr,
+                 "heartwheel-push: note: --key-prefix without --pubsub-prefix: the pub/sub keys "
+                 "stay under %s (as before); heartwheel-chat shares these channels with "
+                 "--pubsub-prefix %s\n",
+                 f.pubsub_prefix.c_str(), f.pubsub_prefix.c_str());
+  }
 
   Setup s;
   std::optional<heartwheel::metrics::EndpointOptions> metrics_options;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
+#include <stdexcept>
 
 #include "api.h"
 #include "caller.h"
@@ -41,6 +43,7 @@ void NodeStats::merge(const NodeStats& o) {
   cancels_missed += o.cancels_missed;
   delivered += o.delivered;
   deliver_refused += o.deliver_refused;
+  delivered_already += o.delivered_already;
 }
 
 namespace {
@@ -83,7 +86,7 @@ Node::Node(unsigned index, heartwheel::LoopWheel& wheel, const NodeConfig& node,
              [this](const push::DelayedPush& p, push::DeliveredCallback done) {
                deliver(p, std::move(done));
              }),
-      chat_(index, chat, broker, roster, chat_board),
+      chat_(index, chat, broker, roster, chat_board, &wheel),
       auth_(node.api_key ? &*node.api_key : nullptr, chat.auth.get()) {
   redis_.start();
   queue_.start();
@@ -115,7 +118,8 @@ NodeStats Node::stats() const {
 
 bool Node::route(const http::Request& req, http::Responder& r) {
   const std::string_view path = req.path();
-  if (path == "/publish" || path.substr(0, 9) == "/publish/") {
+  const bool api = path == "/api/publish" || path == "/api/broadcast";
+  if (path == "/publish" || path.substr(0, 9) == "/publish/" || api) {
     if (const auto refused = auth_.check_publish(req)) {
       ++stats_.publish_unauthorized;
       http::Response no = json_response(401, error_json(refused->code, refused->message));
@@ -123,6 +127,13 @@ bool Node::route(const http::Request& req, http::Responder& r) {
       r.respond(std::move(no));
       return true;
     }
+  }
+  if (api) {
+    if (req.method != "POST")
+      r.respond(not_allowed("POST"));
+    else
+      centrifugo_api(path.substr(5), req, std::move(r));
+    return true;
   }
   if (path == "/publish") {
     if (req.method != "POST")
@@ -168,9 +179,15 @@ void Node::publish(const http::Request& req, http::Responder r) {
     return;
   }
   auto& p = std::get<PublishRequest>(parsed);
-  const auto due = push::WallClock::now() + std::chrono::milliseconds(p.delay_ms);
-  // Responders are move-only; the callback is a std::function.
+  // Responders are move-only; the callbacks are std::functions.
   auto answer = std::make_shared<http::Responder>(std::move(r));
+  if (p.delay_ms == 0) {
+    publish_now(std::move(p), std::move(answer));
+    return;
+  }
+  // From the queue's acceptance clock: pushes accepted one after another
+  // with one delay are due one after another (delayed_queue.h, "Order").
+  const auto due = queue_.accept_time() + std::chrono::milliseconds(p.delay_ms);
   const std::error_code refused = queue_.schedule(
       std::move(p.channel), std::move(p.data), due, caller_of(req).key_id,
       [this, answer](std::error_code ec, const push::DelayedPush& stored) {
@@ -198,6 +215,30 @@ void Node::publish(const http::Request& req, http::Responder r) {
   }
 }
 
+// An immediate publication skips the delayed queue: the broker's one
+// script gives it its offset in Redis before the 202, so publications get
+// their offsets in the order they were accepted, on this node and across
+// nodes (README.md, "Order"). Through the delayed queue it would wait for a
+// wheel tick and a claim, and two nodes' claims race.
+void Node::publish_now(PublishRequest p, std::shared_ptr<http::Responder> answer) {
+  const std::int64_t accepted_ms = push::to_unix_ms(push::WallClock::now());
+  pubsub::PublishOptions options;  // a retry with its key: the first's offset
+  options.idempotency_key = std::move(p.idempotency_key);
+  hub_.publish(p.channel, std::move(p.data), {}, options,
+               [this, answer = std::move(answer), accepted_ms](pubsub::PublishResult result) {
+                 if (result.error) {
+                   ++stats_.publish_unavailable;
+                   answer->respond(unavailable(result.error));
+                   return;
+                 }
+                 ++stats_.publish_accepted;
+                 ++(result.duplicate ? stats_.delivered_already : stats_.delivered);
+                 answer->respond(json_response(
+                     202, published_json(push::random_id(), accepted_ms, result.position.offset,
+                                         result.position.epoch)));
+               });
+}
+
 void Node::cancel(std::string_view id, const Caller& caller, http::Responder r) {
   auto answer = std::make_shared<http::Responder>(std::move(r));
   // Another key's push answers 404 like an unknown one: no probing for ids.
@@ -219,7 +260,13 @@ void Node::cancel(std::string_view id, const Caller& caller, http::Responder r) 
 
 void Node::open_sse(const http::Request& req, http::Responder r) {
   r.clear_deadline();  // a stream: the request timeout bounded only its arrival
-  const auto channel = req.query_param("channel");
+  std::optional<std::string> channel;
+  try {  // percent-decoded: "private%3Aceo" names private:ceo
+    channel = req.query_value("channel");
+  } catch (const std::invalid_argument& e) {
+    r.respond(json_response(400, error_json("bad_request", e.what())));
+    return;
+  }
   if (!channel || channel->empty()) {
     r.respond(json_response(400, error_json("bad_request", "GET /sse?channel=NAME")));
     return;
@@ -253,21 +300,31 @@ void Node::open_sse(const http::Request& req, http::Responder r) {
   SseStream* s = stream.get();
   streams_.emplace(s, std::move(stream));
   if (expires_in) s->expire_at(heartwheel::deadline_after(timers->now(), *expires_in));
-  s->start(hub_, std::string(*channel), last);  // a refusal ends it (released on the wheel)
+  s->start(hub_, *channel, last);  // a refusal ends it (released on the wheel)
 }
 
 // The claim is acknowledged once the broker has taken the publication
 // (stored in the channel's stream and sent to every node); a broker that
 // refuses (Redis unavailable) leaves the claim to its lease, and the push
 // is delivered again later.
+//
+// Delivery and acknowledgement are two Redis operations: a node cut off
+// between them (or whose publish lands late) leaves the push to be claimed
+// and delivered again. The publish is idempotent per push id, so that
+// second delivery is answered with the first's offset and publishes
+// nothing (docs/faults.md, delayed-partition). The key starts with \x01,
+// which no caller's idempotency_key can (pubsub::is_caller_idempotency_key).
 void Node::deliver(const push::DelayedPush& p, push::DeliveredCallback done) {
-  hub_.publish(p.channel, p.data, {}, [this, done = std::move(done)](pubsub::PublishResult r) {
-    if (r.error)
-      ++stats_.deliver_refused;
-    else
-      ++stats_.delivered;
-    done(!r.error);
-  });
+  pubsub::PublishOptions once;
+  once.idempotency_key = "\x01push:" + p.id;
+  hub_.publish(p.channel, p.data, {}, once,
+               [this, done = std::move(done)](pubsub::PublishResult r) {
+                 if (r.error)
+                   ++stats_.deliver_refused;
+                 else
+                   ++(r.duplicate ? stats_.delivered_already : stats_.delivered);
+                 done(!r.error);
+               });
 }
 
 }  // namespace pushsrv

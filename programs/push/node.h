@@ -4,9 +4,10 @@
 // protocol, docs/chat-protocol.md, on the worker's pubsub::Hub); this node
 // adds its routes in front (chat::Config::routes): POST /publish,
 // DELETE /publish/{id}, GET /sse. It owns the worker's Redis link and its
-// push::DelayedQueue: every publish is stored in Redis first and delivered
-// when due (at once without a delay) by whichever node claims it, through
-// the process's pubsub broker (the Redis broker: every node's subscribers).
+// push::DelayedQueue: a delayed push is stored in Redis first and delivered
+// when due by whichever node claims it; an immediate one is published at
+// once (its offset given in Redis before the 202). Both go through the
+// process's pubsub broker (the Redis broker: every node's subscribers).
 #pragma once
 
 #include <heartwheel/http/message.h>
@@ -23,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "api.h"
 #include "caller.h"
 #include "push_auth.h"
 #include "sse.h"
@@ -59,6 +61,9 @@ struct NodeStats {
   std::uint64_t delivered = 0;            // pushes handed to the bus
   std::uint64_t deliver_refused =
       0;  // the broker refused one (Redis unavailable): left to the lease
+  // Deliveries (and immediate publishes with an idempotency_key) the broker
+  // found published already: answered with that offset, not sent again.
+  std::uint64_t delivered_already = 0;
 
   void merge(const NodeStats& o);
 };
@@ -98,6 +103,10 @@ class Node final : public heartwheel::net::Handler {
 
  private:
   void publish(const heartwheel::http::Request& req, heartwheel::http::Responder r);
+  void publish_now(PublishRequest p, std::shared_ptr<heartwheel::http::Responder> answer);
+  // centrifugo_api.cpp: POST /api/publish and /api/broadcast (`method`).
+  void centrifugo_api(std::string_view method, const heartwheel::http::Request& req,
+                      heartwheel::http::Responder r);
   void cancel(std::string_view id, const Caller& caller, heartwheel::http::Responder r);
   void open_sse(const heartwheel::http::Request& req, heartwheel::http::Responder r);
   void deliver(const heartwheel::push::DelayedPush& push, heartwheel::push::DeliveredCallback done);

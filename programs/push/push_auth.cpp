@@ -1,9 +1,26 @@
 // See push_auth.h.
 #include "push_auth.h"
 
+#include <optional>
+#include <stdexcept>
+#include <string>
+
 namespace pushsrv {
 
 namespace auth = heartwheel::auth;
+
+namespace {
+// A token parameter, decoded; a malformed escape reads as no token (the
+// request is then refused as one without).
+std::optional<std::string> query_value_or_empty(const heartwheel::http::Request& req,
+                                                std::string_view key) {
+  try {
+    return req.query_value(key);
+  } catch (const std::invalid_argument&) {
+    return std::string();
+  }
+}
+}  // namespace
 
 PushAuth::PushAuth(const auth::ApiKey* api_key, const chat::AuthSettings* settings)
     : api_key_(api_key), settings_(settings) {
@@ -13,9 +30,15 @@ PushAuth::PushAuth(const auth::ApiKey* api_key, const chat::AuthSettings* settin
 
 std::optional<ApiError> PushAuth::check_publish(const heartwheel::http::Request& req) const {
   if (api_key_ == nullptr) return std::nullopt;
+  // Centrifugo's clients send X-API-Key: KEY; ours Authorization: apikey KEY.
+  if (const std::string* key = req.header("X-API-Key"))
+    return api_key_->matches(*key)
+               ? std::nullopt
+               : std::optional<ApiError>(ApiError{401, "unauthorized", "wrong API key"});
   const std::string* header = req.header("Authorization");
   if (header == nullptr)
-    return ApiError{401, "unauthorized", "this API needs the header Authorization: apikey KEY"};
+    return ApiError{401, "unauthorized",
+                    "this API needs the header Authorization: apikey KEY (or X-API-Key: KEY)"};
   const auto presented = auth::parse_apikey_authorization(*header);
   if (!presented || !api_key_->matches(*presented))
     return ApiError{401, "unauthorized", "wrong API key"};
@@ -29,7 +52,7 @@ std::optional<ApiError> PushAuth::check_sse(const heartwheel::http::Request& req
   if (settings_ == nullptr || !settings_->check_channels) return std::nullopt;
   std::string user;
   if (gate_) {
-    const auto token = req.query_param("token");
+    const auto token = query_value_or_empty(req, "token");
     if (!token || token->empty())
       return ApiError{401, "unauthorized", "GET /sse?channel=C&token=JWT: a token is required"};
     auth::ConnectionClaims claims;
@@ -39,8 +62,9 @@ std::optional<ApiError> PushAuth::check_sse(const heartwheel::http::Request& req
   }
   auth::Access who;
   who.user = user;
-  if (const auto sub = req.query_param("subscription_token"); sub && !sub->empty()) {
-    const auth::Error e = gate_ ? gate_->verify_subscription(*sub, user, channel)
+  if (const auto sub = query_value_or_empty(req, "subscription_token"); sub && !sub->empty()) {
+    std::optional<heartwheel::Duration> left;  // the stream ends with the connection token
+    const auth::Error e = gate_ ? gate_->verify_subscription(*sub, user, channel, left)
                                 : auth::Error{auth::errc::wrong_algorithm, "no token key"};
     if (!e.ok()) return ApiError{403, "permission_denied", "subscription token: " + e.message};
     who.has_subscription_token = true;

@@ -28,6 +28,9 @@ void write_metrics(metrics::TextWriter& out, const NodeStats& s) {
   out.counter("heartwheel_push_delivered_total", "pushes handed to the broker", s.delivered);
   out.counter("heartwheel_push_deliver_refused_total",
               "pushes the broker refused (left to the lease)", s.deliver_refused);
+  out.counter("heartwheel_push_delivered_already_total",
+              "deliveries the broker found published already (idempotent per push id)",
+              s.delivered_already);
   out.gauge("heartwheel_push_sse_streams", "SSE streams open now", s.sse.current);
   out.counter("heartwheel_push_sse_opened_total", "SSE streams opened", s.sse.opened);
   out.counter("heartwheel_push_sse_events_total", "publications written to SSE streams",

@@ -18,6 +18,7 @@ void SseStats::merge(const SseStats& o) noexcept {
   heartbeats += o.heartbeats;
   resumed += o.resumed;
   resets += o.resets;
+  recovery_cut += o.recovery_cut;
   slow_closes += o.slow_closes;
   slow_skips += o.slow_skips;
   token_expired += o.token_expired;
@@ -89,28 +90,43 @@ void SseStream::on_subscribed(const pubsub::SubscribeResult& r, const std::strin
   responder_.begin(200, {{"Content-Type", "text/event-stream"},
                          {"Cache-Control", "no-cache"},
                          {"X-Accel-Buffering", "no"}});
+  // The missed events, all or nothing within the budget (a partial
+  // recovery would be a silent gap): a reader that never reads must not
+  // make the server hold the whole history (issue 34).
+  std::string missed;
+  bool recovered = r.recovered;
+  for (const pubsub::PublicationPtr& p : r.publications) {
+    if (!recovered) break;
+    missed += sse_event(*p);
+    if (missed.size() > options_.max_recovery_bytes) {
+      ++stats_.recovery_cut;
+      recovered = false;
+      std::string().swap(missed);
+    }
+  }
   // The first event says where the stream starts; its id is that offset,
   // so a client that reconnects before any publication resumes from here.
   const nlohmann::json where = {{"channel", channel},
                                 {"offset", r.position.offset},
                                 {"epoch", r.position.epoch},
-                                {"recovered", r.recovered}};
+                                {"recovered", recovered}};
   std::string head = "retry: 1000\n";
-  if (last_event_id && !r.recovered) {
-    // Published events were lost for this client: it must reload.
+  if (last_event_id && !recovered) {
+    // Published events were lost for this client (or are more than one
+    // recovery may send): it must reload.
     ++stats_.resets;
     head += "event: reset\ndata: " +
-            nlohmann::json{{"last_event_id", *last_event_id},
-                           {"reason", "the history no longer reaches back to Last-Event-ID"},
-                           {"position", where}}
+            nlohmann::json{
+                {"last_event_id", *last_event_id},
+                {"reason", r.recovered ? "the missed events are more than one recovery may send"
+                                       : "the history no longer reaches back to Last-Event-ID"},
+                {"position", where}}
                 .dump() +
             "\n\n";
   } else if (last_event_id) {
     ++stats_.resumed;
-  }
-  for (const pubsub::PublicationPtr& p : r.publications) {
-    head += sse_event(*p);
-    ++stats_.events;
+    head += missed;
+    stats_.events += r.publications.size();
   }
   head += "id: " + std::to_string(r.position.offset) +
           "\nevent: subscribed\ndata: " + where.dump() + "\n\n";

@@ -4,8 +4,9 @@
 // with comment heartbeats, all on one wheel entry of its own.
 //
 // Life: the node makes it, start() answers 200 text/event-stream and
-// subscribes. A streamed response has no abandon callback once begun, so the
-// stream notices that its connection is gone when a write fails or at the
+// subscribes. A recovery writes its missed events at once when they fit in
+// SseOptions::max_recovery_bytes, else a "reset" event instead. A streamed
+// response has no abandon callback once begun, so the stream notices that its connection is gone when a write fails or at the
 // next heartbeat (whichever first), and then asks the node to release it (on
 // its wheel entry, never inside a hub callback). A reader that stops reading
 // is closed by its connection's write-stall deadline (the HTTP send
@@ -38,6 +39,13 @@ namespace pushsrv {
 struct SseOptions {
   heartwheel::Duration heartbeat = std::chrono::seconds(15);  // a ": ping" comment this often
   bool close_slow = true;  // a reader over its high watermark: end its stream (else skip events)
+  // The most a Last-Event-ID recovery may write at once (the events of the
+  // missed publications): the WebSocket path's reply budget
+  // (--max-reply-bytes less the reply's envelope, chat's reply_limits.h).
+  // All or nothing: a recovery that does not fit sends the "reset" event
+  // instead (counted in resets and recovery_cut), so a reader that never
+  // reads holds at most this much, not the whole history.
+  std::size_t max_recovery_bytes = std::size_t{1} << 20;
 };
 
 // What the SSE streams of one worker count (merged over workers).
@@ -48,6 +56,7 @@ struct SseStats {
   std::uint64_t heartbeats = 0;
   std::uint64_t resumed = 0;  // Last-Event-ID recovered without a gap
   std::uint64_t resets = 0;   // Last-Event-ID that could not be recovered (a "reset" event)
+  std::uint64_t recovery_cut = 0;  // of which: the missed events were over max_recovery_bytes
   std::uint64_t slow_closes = 0;
   std::uint64_t slow_skips = 0;
   std::uint64_t token_expired = 0;  // ended at their token's exp

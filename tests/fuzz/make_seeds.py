@@ -155,6 +155,25 @@ w("too-big-fragments", fixed(2), opts(SERVER, max_shift=0), wsframe(0x2, b"x" * 
 w("bad-utf8-mid-frame", BYTES, opts(SERVER), wsframe(0x1, b"ok \xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5 \xed\xa0\x80 more"))
 w("utf8-across-fragments", BYTES, opts(SERVER), wsframe(0x1, b"\xce", fin=False), wsframe(0x0, b"\xba"))
 w("truncated", fixed(4), opts(SERVER), wsframe(0x1, b"cut short")[:-3])
+# permessage-deflate: RSV1 allowed turns it on for the session (rsv=5: with context).
+import zlib
+def deflated(data, wbits=15, ctx=None):
+    c = ctx or zlib.compressobj(6, zlib.DEFLATED, -wbits)
+    return (c.compress(data) + c.flush(zlib.Z_SYNC_FLUSH))[:-4]
+DEFLATE, CONTEXT = 4, 5
+doc = b'{"channel":"room","items":[' + b",".join(b'{"sku":"A%d","qty":%d}' % (i, i % 5) for i in range(40)) + b"]}"
+w("deflate-text", WHOLE, opts(SERVER, rsv=DEFLATE, max_shift=7, echo=True), wsframe(0x1, deflated(doc), rsv=4))
+z = deflated(doc)
+w("deflate-fragmented", RANDOM, opts(SERVER, rsv=DEFLATE, max_shift=7, echo=True), wsframe(0x1, z[:20], fin=False, rsv=4), wsframe(0x9, b"between"), wsframe(0x0, z[20:60], fin=False), wsframe(0x0, z[60:]))
+w("deflate-bomb", fixed(7), opts(SERVER, rsv=DEFLATE, max_shift=7), wsframe(0x2, deflated(b"\0" * 100000), rsv=4))
+w("deflate-many", WHOLE, opts(SERVER, rsv=DEFLATE, max_shift=4, echo=True), *[wsframe(0x2, deflated(bytes([i]) * 200), rsv=4) for i in range(6)])
+ctx = zlib.compressobj(6, zlib.DEFLATED, -9)
+w("deflate-context", BYTES, opts(SERVER, rsv=CONTEXT, max_shift=7, echo=True), wsframe(0x1, deflated(doc, ctx=ctx), rsv=4), wsframe(0x1, deflated(doc, ctx=ctx), rsv=4))
+w("deflate-client", fixed(3), opts(CLIENT, rsv=DEFLATE, max_shift=7, echo=True), wsframe(0x1, deflated(doc), rsv=4, mask=None))
+w("deflate-bad-data", WHOLE, opts(SERVER, rsv=DEFLATE), wsframe(0x2, b"\xff\xff\x00", rsv=4))
+w("deflate-bad-utf8", WHOLE, opts(SERVER, rsv=DEFLATE), wsframe(0x1, deflated(b"caf\xc3"), rsv=4))
+w("deflate-rsv1-continuation", WHOLE, opts(SERVER, rsv=DEFLATE), wsframe(0x1, z[:10], fin=False, rsv=4), wsframe(0x0, z[10:], rsv=4))
+w("deflate-rsv1-ping", WHOLE, opts(SERVER, rsv=DEFLATE), wsframe(0x9, b"x", rsv=4))
 
 # ---- UTF-8: plan byte + bytes (Markus Kuhn's UTF-8 test file's kinds of cases)
 def u(name, plan, data): write("fuzz_utf8", name, bytes([plan]) + data)

@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from chat_support import CLOSE, RawClient, Server, TEXT, run_tests
+from chat_support import CLOSE, RawClient, Server, TEXT, cpu_seconds, run_tests
 
 try:
     import jwt
@@ -353,6 +353,73 @@ def test_origin_checked_at_the_handshake():
     with Server(SERVER_BINARY) as s:  # no key: any origin, version 1 (the hello first)
         v = V2(s, extra="Origin: http://evil.example\r\n")
         assert v.status == 101 and "connect" in v.push()
+
+
+def test_frames_after_the_servers_close_are_not_obeyed():
+    """Issue 34: for up to --close-timeout, what a peer sent after the
+    server's close still reached the handlers: after 3000 "token expired" a
+    client kept publishing to subscribers; after 3008 a connect succeeded;
+    after a refused connect every further frame's token was verified again
+    (30,002 P-256 verifications, 3.3 s of CPU, from one connection). Now a
+    session that sent its close acts on nothing more (counted in
+    ws.messages_after_close)."""
+    with auth_server("--connect-timeout", "300ms", "--close-timeout", "20s") as s:
+        listener = V2(s, user_token("bob"))
+        assert code_of(listener.request("subscribe", channel="room")) == "ok"
+        # exp 3 s ago: about 2 s of the 5 s leeway left.
+        expiring = V2(s, hs256({"sub": "alice", "exp": int(time.time()) - 3}))
+        assert code_of(expiring.request("subscribe", channel="room")) == "ok"
+        assert expiring.close_code() == (3000, "token expired")
+        for i in range(8):
+            expiring.c.send(TEXT, json.dumps({"id": 100 + i, "op": "publish", "channel": "room",
+                                              "data": "after the close"}))
+        s.read_stats(lambda st: st["ws"]["messages_after_close"] >= 8)
+        assert code_of(listener.request("publish", channel="room", data="marker")) == "ok"
+        seen = listener.publication()
+        assert seen["data"] == "marker", seen  # before: 8 publications "after the close" first
+        # 3008, then a connect with a valid token: not served.
+        late = V2(s)
+        assert late.close_code()[0] == 3008
+        late.c.send(TEXT, json.dumps({"id": 1, "op": "connect", "token": user_token("carol")}))
+        st = s.read_stats(lambda st: st["ws"]["messages_after_close"] >= 9)
+        assert st["chat"]["requests"]["connect"] == 2, st["chat"]["requests"]  # bob, alice
+        for v in (listener, expiring, late):
+            v.close()
+    claims = {"sub": "eve", "exp": int(time.time()) + 600}
+    with auth_server("--close-timeout", "30s", key=("--token-ecdsa-public-key", EC_FILE)) as s:
+        v = V2(s, "not a token")
+        assert v.connected["error"]["code"] == "unauthorized" and v.close_code()[0] == 3000
+        # Signed by another P-256 key: each one a whole verification, refused.
+        forged = json.dumps({"id": 2, "op": "connect", "token": jwt.encode(
+            claims, ec.generate_private_key(ec.SECP256R1()), algorithm="ES256")})
+        frames = RawClient.frame(TEXT, forged, mask_key=b"\x01\x02\x03\x04") * 1000
+        cpu = cpu_seconds(s.proc.pid)
+        for _ in range(30):
+            v.c.send_raw(frames)
+        st = s.read_stats(lambda st: st["ws"]["messages_after_close"] >= 30000, timeout=60)
+        spent = cpu_seconds(s.proc.pid) - cpu
+        print("30,000 connects with an ES256 token after a refused one: %.2f s of server "
+              "CPU, %d verified" % (spent, st["chat"]["requests"]["connect"]))
+        assert st["chat"]["requests"]["connect"] == 1, st["chat"]["requests"]  # the refused one
+        assert spent < 2.0, spent  # before: 30,001 P-256 verifications, 4.1 s (Debug)
+        v.close()
+
+
+def test_echo_is_off_and_names_are_displayable_when_tokens_are_required():
+    """Issue 34: /echo was open without a token and without the connect
+    deadline (a WebSocket for anyone, whatever the key says); a token's sub
+    could hold U+0085 (a C1 control) or U+202E (which shows
+    "alice\u202egnp.exe" as "aliceexe.png" to every subscriber)."""
+    with auth_server() as s:
+        assert V2(s, path="/echo").status == 404
+        expect_refused(s, user_token("ali\u0085ce"), "C1 control in sub", "sub contains")
+        expect_refused(s, user_token("alice\u202egnp.exe"), "bidi override in sub", "sub contains")
+        expect_refused(s, user_token("a\u2028b"), "line separator in sub", "sub contains")
+        v = V2(s, user_token("zoë 🙂"))  # the rest of Unicode is fine
+        assert v.connected["connect"]["user"] == "zoë 🙂", v.connected
+        v.close()
+        st = s.read_stats(lambda st: st["chat"]["errors"].get("echo_refused", 0) == 1)
+        assert st["chat"]["errors"]["echo_refused"] == 1, st["chat"]["errors"]
 
 
 def test_bad_flags_are_usage_errors():

@@ -13,7 +13,10 @@ new one on the same port: both tabs must reconnect by themselves, say the
 history was lost, and exchange messages again. Another serves the page over
 https (--tls-cert/--tls-key, a certificate made with the openssl CLI that
 Chromium is told to accept): the page's WebSocket must be wss:// and a
-message published over wss by python3-websockets must show in it.
+message published over wss by python3-websockets must show in it. One more
+checks that Chromium and the server agree on permessage-deflate (the
+handshake's headers as the DevTools Network domain saw them, the server's
+counters) and that a long message goes through compressed both ways.
 
 Usage:
   chat_browser_test.py PATH/TO/heartwheel-chat [test ...]
@@ -144,6 +147,9 @@ class Cdp:
         self.pending = {}  # id -> future of the result
         self.exceptions = []  # (sessionId, text) of uncaught page exceptions
         self.websockets = []  # URLs of the WebSockets pages opened (with Network.enable)
+        # (request headers, response headers) of their opening handshakes
+        self.handshakes = []
+        self.handshake_requests = {}  # requestId -> request headers
         self.reader = asyncio.ensure_future(self._read())
 
     @classmethod
@@ -167,6 +173,13 @@ class Cdp:
                     self.exceptions.append((msg.get("sessionId"), text))
                 elif msg.get("method") == "Network.webSocketCreated":
                     self.websockets.append(msg["params"]["url"])
+                elif msg.get("method") == "Network.webSocketWillSendHandshakeRequest":
+                    p = msg["params"]
+                    self.handshake_requests[p["requestId"]] = p["request"]["headers"]
+                elif msg.get("method") == "Network.webSocketHandshakeResponseReceived":
+                    p = msg["params"]
+                    self.handshakes.append((self.handshake_requests.get(p["requestId"], {}),
+                                            p["response"]["headers"]))
         except websockets.ConnectionClosed:
             pass
         finally:
@@ -571,6 +584,50 @@ def test_page_over_https_chats_over_wss():
             assert not failed, failed
 
 
+def header(headers, name):
+    """A header's value from CDP's {name: value} (any case), or ""."""
+    return next((v for k, v in headers.items() if k.lower() == name.lower()), "")
+
+
+def test_the_page_negotiates_permessage_deflate():
+    """Chromium offers permessage-deflate on the page's WebSocket; the
+    server answers it (stateless: server_ and client_no_context_takeover),
+    counts both tabs as compressing, and a long message typed in tab A
+    reaches tab B as a compressed publication that Chromium inflates (and
+    arrived compressed from Chromium too)."""
+    long_text = " ".join("message %d from alice, compressible" % i for i in range(20))
+
+    async def go(port, workdir):
+        async with browser(workdir) as cdp:
+            page = "http://127.0.0.1:%d/" % port
+            a = await Tab.open(cdp, page, "tab A", network=True)
+            b = await Tab.open(cdp, page, "tab B", network=True)
+            await a.join("alice", ROOM)
+            await b.join("bob", ROOM)
+            await a.wait_for(TWO_ONLINE, "two online")
+            await a.type_into("text", long_text)
+            await b.wait_for_message("alice", long_text)
+            await a.wait_for_message("alice", long_text)
+            return cdp.handshakes
+
+    with Server(SERVER_BINARY) as s, tempfile.TemporaryDirectory() as d:  # noqa: F821
+        handshakes = asyncio.run(go(s.port, d))
+        assert len(handshakes) >= 2, handshakes
+        for request, response in handshakes:
+            assert "permessage-deflate" in header(request, "Sec-WebSocket-Extensions"), request
+            assert header(response, "Sec-WebSocket-Extensions") == (
+                "permessage-deflate; server_no_context_takeover; client_no_context_takeover"), \
+                response
+        # What the server saw and did: both offers agreed on, the long
+        # publication sent compressed to both tabs (deflated once), and
+        # Chromium's publish of it inflated.
+        st = s.read_stats(lambda st: st["ws"]["compressed_messages_sent"] >= 2)["ws"]
+        assert st["compression_negotiated"] >= 2, st
+        assert st["compressed_messages_received"] >= 1, st
+        assert st["deflate_calls"] >= 1, st
+        assert st["protocol_errors"] == 0, st
+
+
 LIBRARY_LOADED = ("performance.getEntriesByType('resource').some("
                   "e => new URL(e.name).pathname === '/heartwheel.js')")
 
@@ -588,7 +645,7 @@ def test_the_library_in_the_page_recovers_what_it_missed_across_a_restart():
     from chat_redis_test import Redis
 
     def node(redis, listen="127.0.0.1:0"):
-        return Server(SERVER_BINARY, "--redis", redis.address(), "--redis-prefix",  # noqa: F821
+        return Server(SERVER_BINARY, "--redis", redis.address(), "--pubsub-prefix",  # noqa: F821
                       "t:", listen=listen)
 
     async def publish(ws, ids, text):

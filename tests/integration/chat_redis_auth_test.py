@@ -24,7 +24,7 @@ SERVER_BINARY = None  # set by run_tests
 
 
 def node(redis, *flags):
-    return Server(SERVER_BINARY, "--redis", redis.address(), "--redis-prefix", "t:", *flags)
+    return Server(SERVER_BINARY, "--redis", redis.address(), "--pubsub-prefix", "t:", *flags)
 
 
 def cross_node_publish(a, b, n=5):
@@ -158,7 +158,7 @@ def test_refused_tls_handshake_is_logged_once_per_cause_not_per_retry():
         assert link_stats(node)["replies_ok"] == 0
     check_refused_tls_is_one_warning(
         "heartwheel-chat",
-        lambda redis, *flags: Server(SERVER_BINARY, "--redis", redis, "--redis-prefix", "t:",
+        lambda redis, *flags: Server(SERVER_BINARY, "--redis", redis, "--pubsub-prefix", "t:",
                                      "--redis-timeout", "300ms", *flags),
         refused)
 
@@ -170,7 +170,7 @@ def test_password_protected_cluster_publish_crosses_two_nodes():
     from redis_cluster import RedisCluster
     pw = secret_file(PASSWORD)
     with RedisCluster(password=PASSWORD) as c:
-        flags = ("--redis-cluster", c.seeds(), "--redis-prefix", "t:", "--redis-password-file", pw)
+        flags = ("--redis-cluster", c.seeds(), "--pubsub-prefix", "t:", "--redis-password-file", pw)
         with Server(SERVER_BINARY, *flags) as a, Server(SERVER_BINARY, *flags) as b:
             cross_node_publish(a, b)
             # The stats file is rewritten every 100 ms: the first one read

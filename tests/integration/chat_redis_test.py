@@ -29,7 +29,7 @@ from redis_server import RedisServer as Redis  # noqa: E402
 
 
 def node(redis, *flags):
-    return Server(SERVER_BINARY, "--redis", redis.address(), "--redis-prefix", "t:", *flags)
+    return Server(SERVER_BINARY, "--redis", redis.address(), "--pubsub-prefix", "t:", *flags)
 
 
 def run(coro):

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 # procs.PortHold, for the tests whose server comes back on its port.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
@@ -122,6 +123,40 @@ class Server:
         self.stop()
 
 
+def rss_kib(pid):
+    """The process's resident set, KiB (/proc/PID/status VmRSS)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def cpu_seconds(pid):
+    """User + system CPU time the process used so far (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ping_flood(server, path, clients, pings, extra_flood=None):
+    """`clients` raw WebSockets on `path` that each send `pings` 125-byte
+    pings and never read (a 4 KiB receive buffer): what the server then
+    holds for them is the point. Waits until the server counted every ping
+    (ws.pings_received); returns (extra RSS in MiB, the stats, the clients,
+    still open: the caller closes them)."""
+    before = rss_kib(server.proc.pid)
+    socks = [RawClient(server.port, path, rcvbuf=4096) for _ in range(clients)]
+    batch = RawClient.frame(PING, b"p" * 125, mask_key=b"\x01\x02\x03\x04") * 1000
+    for _ in range(pings // 1000):
+        for c in socks:
+            c.send_raw(batch)
+    want = clients * (pings // 1000) * 1000
+    st = server.read_stats(lambda st: st["ws"]["pings_received"] >= want, timeout=60)
+    extra = (rss_kib(server.proc.pid) - before) / 1024.0
+    return extra, st, socks
+
+
 def http_get(port, path):
     """(status, headers, body) of GET path over a fresh connection."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
@@ -225,15 +260,21 @@ class RawClient:
     def recv_frame(self):
         """(fin, opcode, payload) of the server's next frame; checks it is
         unmasked and has no reserved bits."""
+        b0, payload = self.recv_raw_frame()
+        assert b0 & 0x70 == 0, "no extension was negotiated: RSV bits must be 0"
+        return bool(b0 & 0x80), b0 & 0x0F, payload
+
+    def recv_raw_frame(self):
+        """(byte 0, payload) of the server's next frame, RSV bits allowed
+        (permessage-deflate's RSV1: see inflated()); checks it is unmasked."""
         b0, b1 = self._take(2)
         assert b1 & 0x80 == 0, "server frames must not be masked"
-        assert b0 & 0x70 == 0, "no extension was negotiated: RSV bits must be 0"
         n = b1 & 0x7F
         if n == 126:
             n = struct.unpack("!H", self._take(2))[0]
         elif n == 127:
             n = struct.unpack("!Q", self._take(8))[0]
-        return bool(b0 & 0x80), b0 & 0x0F, self._take(n)
+        return b0, self._take(n)
 
     def recv_message(self):
         """(opcode, payload) of the next data message or control frame."""
@@ -274,6 +315,20 @@ class RawClient:
 
     def close(self):
         self.sock.close()
+
+
+def deflated(payload):
+    """A permessage-deflate payload (RFC 7692 7.2.1) without context: raw
+    DEFLATE, sync-flushed, its 00 00 ff ff cut off. Send it with rsv=4."""
+    c = zlib.compressobj(6, zlib.DEFLATED, -15)
+    data = c.compress(payload) + c.flush(zlib.Z_SYNC_FLUSH)
+    assert data.endswith(b"\x00\x00\xff\xff")
+    return data[:-4]
+
+
+def inflated(payload):
+    """The inverse of deflated() (no final block: not zlib.decompress)."""
+    return zlib.decompressobj(-15).decompress(payload + b"\x00\x00\xff\xff")
 
 
 def _xor_long(payload, key):

@@ -73,6 +73,13 @@ std::vector<Program> programs() {
        {"--duration", "0"},
        "--duration"},
 #endif
+#ifdef HEARTWHEEL_CLIENT_BENCH_BIN
+      {"heartwheel-client-bench",
+       HEARTWHEEL_CLIENT_BENCH_BIN,
+       {"calls", "--server", "127.0.0.1:9", "--balance", "random"},
+       "--balance",
+       {"calls", "--server", "127.0.0.1:9"}},
+#endif
 #ifdef HEARTWHEEL_RPC_CALLS_BENCH_BIN
       {"heartwheel-rpc-calls-bench", HEARTWHEEL_RPC_CALLS_BENCH_BIN, {"--calls", "0"}, "--calls"},
 #endif
@@ -90,7 +97,10 @@ std::vector<Program> programs() {
       {"heartwheel-auth-bench", HEARTWHEEL_AUTH_BENCH_BIN, {"--duration", "0"}, "--duration"},
 #endif
 #ifdef HEARTWHEEL_FANOUT_FLOOR_BIN
-      {"heartwheel-fanout-floor", HEARTWHEEL_FANOUT_FLOOR_BIN, {"--subscribers", "0"}, "--subscribers"},
+      {"heartwheel-fanout-floor",
+       HEARTWHEEL_FANOUT_FLOOR_BIN,
+       {"--subscribers", "0"},
+       "--subscribers"},
 #endif
 #ifdef HEARTWHEEL_FAULT_LOCK_BIN
       {"heartwheel-fault-lock",

@@ -29,25 +29,6 @@ using nlohmann::json;
 
 namespace {
 
-// Ports the kernel hands out now (bound together, then released) for
-// HAProxy, which cannot listen on port 0 and report it.
-std::vector<int> free_ports(int n) {
-  std::vector<int> fds, ports;
-  for (int i = 0; i < n; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    fds.push_back(fd);
-    ports.push_back(ntohs(a.sin_port));
-  }
-  for (int fd : fds) ::close(fd);
-  return ports;
-}
-
 // A blocking client from `source` (another loopback address), reads time out.
 class Client {
  public:
@@ -118,7 +99,7 @@ struct Proxied {
     REQUIRE(echo_port > 0);
     metrics_port = echo->wait_metrics();
     REQUIRE(metrics_port > 0);
-    const auto ports = free_ports(2);
+    const auto ports = hwproc::free_ports(2);
     v1_port = ports[0];
     v2_port = ports[1];
     const std::string server = "127.0.0.1:" + std::to_string(echo_port);

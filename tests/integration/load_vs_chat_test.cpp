@@ -158,3 +158,59 @@ TEST_CASE(
   CHECK(r["live_closed_by_server"] == 0);
   CHECK(r["expectations_met"] == true);
 }
+
+TEST_CASE(
+    "Over Centrifugo's protocol every publication reaches every live subscriber once, dropped "
+    "subscribers recover what they missed and dead ones are closed on time",
+    "[integration][load][chat][centrifugo]") {
+  // Live subscribers answer the server's empty-command pings with their own;
+  // the dead answer nothing and are closed by the pong timeout.
+  const ChatRun run = run_against_chat({"--ws-protocol",
+                                        "centrifugo",
+                                        "--connections",
+                                        "300",
+                                        "--processes",
+                                        "2",
+                                        "--channels",
+                                        "2",
+                                        "--publish-rate",
+                                        "40",
+                                        "--publish-start",
+                                        "1500ms",
+                                        "--dead-fraction",
+                                        "0.1",
+                                        "--expect-idle-close",
+                                        "2s",
+                                        "--idle-close-slack",
+                                        "1500ms",
+                                        "--reconnect",
+                                        "0.2",
+                                        "--reconnect-at",
+                                        "3s",
+                                        "--reconnect-delay",
+                                        "500ms",
+                                        "--expect-delivery",
+                                        "--duration",
+                                        "7s"});
+  const auto& r = run.report;
+  const auto& w = r["ws"];
+  INFO(r.dump(2).substr(0, 4000));
+  CHECK(run.status == 0);
+  CHECK(r["options"]["ws_path"] == "/ws");  // the flag's value; the harness used Centrifugo's
+  CHECK(r["options"]["ws_protocol"] == "centrifugo");
+  CHECK(w["upgraded"] == 300);
+  CHECK(u(w["publish_acks"]) >= 100);
+  CHECK(w["publish_acks"] == w["publications_sent"]);
+  CHECK(w["live_subscribers_at_end"] == 270);
+  CHECK(u(w["reconnects"]) > 0);
+  CHECK(w["recovered"] == w["reconnects"]);
+  CHECK(u(w["delivered"]) + u(w["recovered_publications"]) == u(w["expected"]));
+  CHECK(w["missing"] == 0);
+  CHECK(w["duplicates"] == 0);
+  CHECK(u(w["server_pings"]) >= 270 * 3);
+  CHECK(r["dead"]["closed"] == 30);
+  CHECK(r["dead"]["closed_early"] == 0);
+  CHECK(r["dead"]["closed_late"] == 0);
+  CHECK(r["live_closed_by_server"] == 0);
+  CHECK(r["expectations_met"] == true);
+}

@@ -234,10 +234,14 @@ struct Recorder : net::Handler {
   };
   void on_open(net::Connection& c) override {
     auto& e = conns[c.id()];
-    // The loop's (post-poll) time: what the idle anchors start from. Later
+    // The connection's own open stamp, what its idle anchors start from
+    // (rounded up to the wheel's tick: never earlier than the truth). Later
     // hr_now() readings are compared against it, so "never early" is checked
-    // against the server's own clock, not against callback latency.
-    e.opened_at = c.timers().now().time_since_epoch();
+    // against the server's own clock, not against callback latency. Not the
+    // clock read here: the process may be preempted between the stamp and
+    // this call (on a loaded machine 27 and 50 ms were seen, and a
+    // connection then looked closed 50 ms early).
+    e.opened_at = c.opened_at().time_since_epoch();
     if (open_hook) open_hook(c);
   }
   void on_data(net::Connection& c, std::string_view data) override {

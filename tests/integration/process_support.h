@@ -101,6 +101,13 @@ class TempDir {
 // such sample or failed.
 std::optional<double> scrape(int port, const std::string& sample);
 
+// Loopback ports the kernel hands out now (bound together, then released),
+// for servers that cannot listen on port 0 and say which port they got
+// (HAProxy, nginx).
+std::vector<int> free_ports(int n);
+// True when something accepts a TCP connection on loopback `port` now.
+bool accepts(int port);
+
 // Reads a whole file ("" if missing).
 std::string read_file(const std::string& path);
 

@@ -26,10 +26,12 @@ def node(redis, *flags):
     return Server(SERVER_BINARY, "--redis", redis.address(), "--tick", "5ms", *flags)
 
 
-def request(port, method, path, body=None, authorization=None):
-    """(status, headers, parsed JSON body or None)."""
+def request(port, method, path, body=None, authorization=None, api_key=None):
+    """(status, headers, parsed JSON body or None); api_key: as X-API-Key."""
     data = json.dumps(body).encode() if body is not None else b""
     auth = "Authorization: %s\r\n" % authorization if authorization is not None else ""
+    if api_key is not None:
+        auth += "X-API-Key: %s\r\n" % api_key
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(("%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%sContent-Type: "
                    "application/json\r\nContent-Length: %d\r\n\r\n"
@@ -69,6 +71,39 @@ def test_api_key_on_publish_and_delete():
     # Without --api-key-file the API stays open (as before).
     with Redis() as r, node(r) as s:
         assert request(s.port, "POST", "/publish", {"channel": "n", "data": 1})[0] == 202
+
+
+def test_centrifugo_api_publish_and_broadcast_with_either_key_header():
+    with Redis() as r, node(r, "--api-key-file", API_KEY_FILE) as s:
+        sse = Sse(s.port, "a")
+        sse.event()
+        for path in ("/api/publish", "/api/broadcast"):
+            status, _, reply = request(s.port, "POST", path, {"channel": "a", "data": 1},
+                                       api_key="wrong")
+            assert status == 401 and reply["error"]["code"] == "unauthorized", (path, reply)
+        status, _, reply = request(s.port, "POST", "/api/publish",
+                                   {"channel": "a", "data": {"n": 1}, "idempotency_key": "k"},
+                                   api_key=API_KEY)
+        assert status == 200 and reply["result"]["offset"] == 1, reply
+        first = reply["result"]
+        status, _, reply = request(s.port, "POST", "/api/publish",
+                                   {"channel": "a", "data": {"n": "again"}, "idempotency_key": "k"},
+                                   authorization="apikey " + API_KEY)
+        assert status == 200 and reply["result"] == first, (first, reply)
+        status, _, reply = request(s.port, "POST", "/api/broadcast",
+                                   {"channels": ["a", "b", ""], "data": {"n": 2}},
+                                   api_key=API_KEY)
+        assert status == 200, reply
+        responses = reply["result"]["responses"]
+        assert responses[0]["result"]["offset"] == 2, responses
+        assert responses[1]["result"]["offset"] == 1, responses  # b has a stream of its own
+        assert responses[2]["error"]["code"] == 107, responses  # an empty channel name
+        got = sse.messages(2)
+        assert [e["data"]["data"] for e in got] == [{"n": 1}, {"n": 2}], got
+        status, _, reply = request(s.port, "POST", "/api/publish",
+                                   {"channel": "a", "data": 1, "delay_ms": 5}, api_key=API_KEY)
+        assert status == 200 and reply["error"]["code"] == 107, reply
+        sse.close()
 
 
 def sse_status(port, query):

@@ -172,3 +172,53 @@ class Sse:
 
     def close(self):
         self.sock.close()
+
+
+class WsSubscriber:
+    """A /ws client of the chat protocol (heartwheel-chat's and
+    heartwheel-push's) subscribed to one channel, on chat_support's
+    hand-built frames: synchronous, so a test reads what the kernel buffered
+    for it after it published."""
+
+    def __init__(self, port, channel, timeout=10):
+        from chat_support import RawClient
+        self.client = RawClient(port, "/ws", timeout=timeout)
+        assert self.client.status == 101, self.client.status
+        hello = self.client.recv_json()
+        assert "connect" in hello, hello
+        self.client.send(0x1, json.dumps({"id": 1, "op": "subscribe", "channel": channel}))
+        self.pushes = []
+        reply = self._next()
+        while reply.get("id") != 1:
+            self.pushes.append(reply)
+            reply = self._next()
+        assert reply.get("ok") is True, reply
+        self.subscribed = reply
+
+    def _next(self):
+        while True:
+            op, payload = self.client.recv_message()
+            if op == 0x1:
+                return json.loads(payload)
+            if op == 0x9:  # the server's ping
+                self.client.send(0xA, payload)
+            elif op == 0x8:
+                raise ConnectionError("the server closed the WebSocket")
+
+    def publications(self, n, timeout=10):
+        """The next n publications (pushes with an offset), in arrival order."""
+        self.pushes = [p for p in self.pushes if "offset" in p]
+        out, self.pushes = self.pushes[:n], self.pushes[n:]
+        deadline = time.monotonic() + timeout
+        while len(out) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("%d of %d publications within %.1f s" % (len(out), n, timeout))
+            self.client.sock.settimeout(left)
+            msg = self._next()
+            if "offset" in msg:
+                out.append(msg)
+        return out
+
+    def close(self):
+        self.client.close()

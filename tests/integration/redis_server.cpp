@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <array>
 #include <csignal>
+#include <map>
 #include <optional>
-#include <set>
 #include <stdexcept>
 
 namespace hwtest {
@@ -118,6 +118,25 @@ std::vector<std::array<std::int64_t, 3>> slot_ranges(int port) {
     if (!range.is_array() || range.size() < 3 || !range[2].is_array() || range[2].size() < 2)
       continue;
     out.push_back({range[0].integer(), range[1].integer(), range[2][1].integer()});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// (first slot, master port, replica ports sorted) per range of CLUSTER
+// SLOTS, sorted: one node's view of who can take over each range.
+std::vector<std::vector<std::int64_t>> replica_view(int port) {
+  std::vector<std::vector<std::int64_t>> out;
+  const auto r = try_command(port, {"CLUSTER", "SLOTS"}, Ms(2000));
+  if (!r || !r->is_array()) return out;
+  for (const auto& range : r->elements()) {
+    if (!range.is_array() || range.size() < 3) continue;
+    std::vector<std::int64_t> row{range[0].integer()};
+    for (std::size_t i = 2; i < range.size(); ++i)
+      if (range[i].is_array() && range[i].size() >= 2) row.push_back(range[i][1].integer());
+    if (row.size() < 2) continue;  // no master: not a map
+    std::sort(row.begin() + 2, row.end());
+    out.push_back(std::move(row));
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -322,6 +341,7 @@ bool RedisCluster::wait_until_ok(Ms limit) {
   while (hwproc::now() < end) {
     bool ok = true;
     std::optional<std::vector<std::array<std::int64_t, 3>>> agreed;
+    std::optional<std::vector<std::vector<std::int64_t>>> agreed_replicas;
     for (const auto& n : nodes_) {
       if (!n->running()) continue;
       const auto ranges = slot_ranges(n->port());
@@ -332,15 +352,27 @@ bool RedisCluster::wait_until_ok(Ms limit) {
       }
       if (!cluster_ok(n->port()) || covered != 16384 || (agreed && *agreed != ranges)) ok = false;
       agreed = ranges;
+      // Every node lists the same replicas too: right after `redis-cli
+      // --cluster create` most nodes still see the replicas as empty
+      // masters (until the replicas' gossip reaches them). A link that read
+      // its first map then could not tell a failover from a new master, and
+      // a failover test would depend on how fast gossip went.
+      const auto replicas = replica_view(n->port());
+      if (agreed_replicas && *agreed_replicas != replicas) ok = false;
+      agreed_replicas = replicas;
     }
     // Every live node a master of the map or a replica in sync with one
-    // (WAIT counts only those).
+    // (WAIT counts only those), and listed as its replica in the map.
     std::size_t live = 0, placed = 0;
     for (const auto& n : nodes_) live += n->running() ? 1 : 0;
-    if (agreed) {
-      std::set<int> masters;
-      for (const auto& r : *agreed) masters.insert(static_cast<int>(r[2]));
-      for (int m : masters) placed += 1 + online_replicas(m);
+    if (agreed && agreed_replicas) {
+      std::map<int, std::size_t> listed;  // master port -> replicas in the map
+      for (const auto& row : *agreed_replicas) listed[static_cast<int>(row[1])] = row.size() - 2;
+      for (const auto& [m, count] : listed) {
+        const std::size_t online = online_replicas(m);
+        if (online != count) ok = false;
+        placed += 1 + online;
+      }
     }
     if (placed != live) ok = false;
     if (ok) return true;

@@ -48,12 +48,22 @@ def main():
             (res["attack_survival"]["opened"] == SIZE,
              f"attack opened {res['attack_survival']['opened']} of {SIZE}"),
             (timeouts[kind] == SIZE, f"{kind} timeouts {timeouts[kind]}, want {SIZE}"),
-            (held["at_end"] is not None and held["at_end"] <= 20,
-             f"server still holds {held['at_end']} connections at the end"),
+            # Once the clients are gone, not at the last sample of the run
+            # (at_end): on a loaded machine the attack's connections open
+            # late, and their timeouts may still be firing then (117 held
+            # in tools/run-tests --stress, every one cut by its timeout).
+            (held["after_clients"] == 0,
+             f"server still holds {held['after_clients']} sockets "
+             f"{held['after_clients_s']} s after every client exited"),
         ]
         failures += [f"{name}: {why}" for ok, why in checks if not ok]
+        if any(not ok for ok, _ in checks):
+            print(f"{name}: server held (every 0.5 s) {held['series']}; attack "
+                  f"{res['attack_series']}; server {res.get('heartwheel_http')}; "
+                  f"load {res['loadavg_1m']}")
         print(f"{name}: normal {normal['success']} p99 {normal['p99_ms']} ms, fresh "
-              f"{fresh['success']}, {kind} timeouts {timeouts[kind]}, held at end {held['at_end']}")
+              f"{fresh['success']}, {kind} timeouts {timeouts[kind]}, held at end {held['at_end']}, "
+              f"after the clients {held['after_clients']}")
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))
         return 1

@@ -487,6 +487,27 @@ TEST_CASE("Request accessors split path and query", "[http]") {
   CHECK_FALSE(r.query_param("y"));
 }
 
+TEST_CASE("Query values are percent-decoded as browsers encode them", "[http]") {
+  CHECK(decode_query_component("private%3Aceo") == std::optional<std::string>("private:ceo"));
+  CHECK(decode_query_component("dm%3a%23bob%2Ccarol") ==
+        std::optional<std::string>("dm:#bob,carol"));
+  CHECK(decode_query_component("a+b%2B") == std::optional<std::string>("a b+"));
+  CHECK(decode_query_component("%00%ff") == std::optional<std::string>(std::string("\0\xff", 2)));
+  CHECK(decode_query_component("") == std::optional<std::string>(""));
+  for (const char* bad : {"%", "%4", "%zz", "a%g0", "100%"})
+    CHECK_FALSE(decode_query_component(bad));
+  Request r;
+  r.target = "/sse?channel=private%3Aceo&chan%6eel=second&token=a%2Bb&empty&bad=%zz";
+  CHECK(r.query_value("channel") == std::optional<std::string>("private:ceo"));  // the first
+  CHECK(r.query_value("token") == std::optional<std::string>("a+b"));
+  CHECK(r.query_value("empty") == std::optional<std::string>(""));
+  CHECK_FALSE(r.query_value("missing"));
+  CHECK_THROWS_WITH(r.query_value("bad"), Catch::Contains("bad") && Catch::Contains("'%'"));
+  r.target = "/sse?chan%6eel=decoded+key";
+  CHECK(r.query_value("channel") == std::optional<std::string>("decoded key"));
+  CHECK(r.query_param("channel") == std::nullopt);  // query_param compares as sent
+}
+
 TEST_CASE("Invalid options are refused with the field's name", "[http]") {
   SessionOptions o;
   o.header_timeout = -1ms;

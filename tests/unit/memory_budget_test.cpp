@@ -7,11 +7,14 @@
 // Budgets: raise one only with a reason in docs/memory.md; every byte here is
 // paid once per connection, at 300,000 connections 300 KB per byte.
 #include <heartwheel/net/connection.h>
+#include <heartwheel/net/connector.h>
 #include <heartwheel/net/deadline_timer.h>
 #include <heartwheel/net/detail/connection_host.h>
 #include <heartwheel/net/detail/deadline_set.h>
+#include <heartwheel/net/pool.h>
 #include <heartwheel/pubsub/subscriber.h>
 #include <heartwheel/timer/timer_entry.h>
+#include <heartwheel/ws/client.h>
 #include <heartwheel/ws/connection.h>
 #include <heartwheel/ws/session.h>
 #include <uv.h>
@@ -80,6 +83,13 @@ TEST_CASE("the byte-by-byte table of a connection", "[memory]") {
   table += row("pubsub::detail::Subscription", sizeof(heartwheel::pubsub::detail::Subscription),
                "one per channel subscribed, malloc chunk " +
                    std::to_string(chunk_for(sizeof(heartwheel::pubsub::detail::Subscription))));
+  // The client side: what a connection costs beside its net::Connection.
+  table += row("net::Connector", sizeof(heartwheel::net::Connector),
+               "one client connection that reconnects (options and stats shared)");
+  table += row("net::PooledConnection", sizeof(heartwheel::net::PooledConnection),
+               "a pool's connection: its Connector, heartbeat stamps, calls in flight");
+  table += row("ws::Client", sizeof(heartwheel::ws::Client),
+               "a Connector, the session, the handshake's pointer");
   WARN(table);
 }
 
@@ -110,6 +120,12 @@ TEST_CASE("a connection's structs stay within their documented budget", "[memory
   // the presence info a pointer to its own block, null while empty: 56 -> 32.
   CHECK(sizeof(heartwheel::pubsub::Subscriber) <= 32);
   CHECK(chunk_for(sizeof(heartwheel::pubsub::detail::Subscription)) <= 48);
+  // The client side (net/pool.h, ws/client.h): a pooled connection is a
+  // Connector and 64 bytes (handler pointer, back pointers, the heartbeat's
+  // three stamps, the count of calls); docs/BENCHMARKS.md measures the RSS.
+  CHECK(sizeof(heartwheel::net::Connector) <= 160);
+  CHECK(sizeof(heartwheel::net::PooledConnection) <= 224);
+  CHECK(sizeof(heartwheel::ws::Client) <= 368);
 }
 
 TEST_CASE("the blocks a connection allocates while in use stay small", "[memory]") {

@@ -31,20 +31,30 @@ TEST_CASE("The WebSocket families keep their names and list every close reason a
   s.pong_timeouts = 2;
   s.slow_consumer_skips = 6;
   s.deliveries_dropped = 1;
+  s.compressed_messages_sent = 8;
+  s.compressed_received_uncompressed_bytes = 9000;
+  s.compressed_sent_compressed_bytes = 700;
+  s.deflate_calls = 2;
+  s.compression_skipped_incompressible = 1;
   metrics::TextWriter out;
   metrics::write(out, s);
   const std::string& text = out.text();
   CHECK(families(text) ==
         std::vector<std::string>{
-            "heartwheel_ws_connections_open", "heartwheel_ws_connections_opened_total",
-            "heartwheel_ws_handshakes_refused_total", "heartwheel_ws_connections_closed_total",
-            "heartwheel_ws_messages_received_total", "heartwheel_ws_messages_sent_total",
+            "heartwheel_ws_connections_open",           "heartwheel_ws_connections_opened_total",
+            "heartwheel_ws_handshakes_refused_total",   "heartwheel_ws_connections_closed_total",
+            "heartwheel_ws_messages_received_total",    "heartwheel_ws_messages_sent_total",
             "heartwheel_ws_shared_messages_sent_total", "heartwheel_ws_pings_sent_total",
-            "heartwheel_ws_pongs_received_total", "heartwheel_ws_pings_received_total",
-            "heartwheel_ws_pong_timeouts_total", "heartwheel_ws_close_timeouts_total",
-            "heartwheel_ws_abnormal_closes_total", "heartwheel_ws_protocol_errors_total",
-            "heartwheel_ws_close_frames_sent_total", "heartwheel_ws_close_frames_received_total",
-            "heartwheel_ws_slow_consumer_total", "heartwheel_ws_deliveries_dropped_total"});
+            "heartwheel_ws_pongs_received_total",       "heartwheel_ws_pings_received_total",
+            "heartwheel_ws_pongs_folded_total",         "heartwheel_ws_messages_after_close_total",
+            "heartwheel_ws_pong_timeouts_total",        "heartwheel_ws_close_timeouts_total",
+            "heartwheel_ws_abnormal_closes_total",      "heartwheel_ws_protocol_errors_total",
+            "heartwheel_ws_close_frames_sent_total",    "heartwheel_ws_close_frames_received_total",
+            "heartwheel_ws_slow_consumer_total",        "heartwheel_ws_deliveries_dropped_total",
+            "heartwheel_ws_compression_negotiated_total", "heartwheel_ws_compressed_messages_total",
+            "heartwheel_ws_compression_uncompressed_bytes_total",
+            "heartwheel_ws_compression_compressed_bytes_total", "heartwheel_ws_deflate_calls_total",
+            "heartwheel_ws_compression_skipped_total", "heartwheel_ws_inflate_yields_total"});
   CHECK(has_line(text, "heartwheel_ws_connections_open 3"));
   CHECK(has_line(text, "heartwheel_ws_connections_opened_total 5"));
   CHECK(has_line(text, "heartwheel_ws_handshakes_refused_total 1"));
@@ -58,6 +68,13 @@ TEST_CASE("The WebSocket families keep their names and list every close reason a
   CHECK(has_line(text, "heartwheel_ws_slow_consumer_total{policy=\"close\"} 0"));
   CHECK(has_line(text, "heartwheel_ws_slow_consumer_total{policy=\"skip\"} 6"));
   CHECK(has_line(text, "heartwheel_ws_deliveries_dropped_total 1"));
+  CHECK(has_line(text, "heartwheel_ws_compressed_messages_total{direction=\"sent\"} 8"));
+  CHECK(has_line(text, "heartwheel_ws_compressed_messages_total{direction=\"received\"} 0"));
+  CHECK(has_line(text,
+                 "heartwheel_ws_compression_uncompressed_bytes_total{direction=\"received\"} 9000"));
+  CHECK(has_line(text, "heartwheel_ws_compression_compressed_bytes_total{direction=\"sent\"} 700"));
+  CHECK(has_line(text, "heartwheel_ws_deflate_calls_total 2"));
+  CHECK(has_line(text, "heartwheel_ws_compression_skipped_total{reason=\"incompressible\"} 1"));
   for (std::size_t i = 0; i < heartwheel::net::kCloseReasonCapacity; ++i) {
     if (!heartwheel::net::is_named(static_cast<heartwheel::net::CloseReason>(i))) continue;
     const std::string reason =
@@ -118,33 +135,36 @@ TEST_CASE("The pub/sub families keep their names and list every delivery outcome
   metrics::write(out, h);
   metrics::write(out, b);
   const std::string& text = out.text();
-  CHECK(families(text) == std::vector<std::string>{"heartwheel_pubsub_subscriptions",
-                                                   "heartwheel_pubsub_hub_channels",
-                                                   "heartwheel_pubsub_subscribes_total",
-                                                   "heartwheel_pubsub_unsubscribes_total",
-                                                   "heartwheel_pubsub_subscribe_errors_total",
-                                                   "heartwheel_pubsub_recoveries_total",
-                                                   "heartwheel_pubsub_publications_total",
-                                                   "heartwheel_pubsub_publish_errors_total",
-                                                   "heartwheel_pubsub_fanouts_total",
-                                                   "heartwheel_pubsub_deliveries_total",
-                                                   "heartwheel_pubsub_presence_deliveries_total",
-                                                   "heartwheel_pubsub_encodes_total",
-                                                   "heartwheel_pubsub_encode_errors_total",
-                                                   "heartwheel_pubsub_subscriber_errors_total",
-                                                   "heartwheel_pubsub_events_total",
-                                                   "heartwheel_pubsub_stale_events_total",
-                                                   "heartwheel_pubsub_wakeups_total",
-                                                   "heartwheel_pubsub_hubs",
-                                                   "heartwheel_pubsub_channels",
-                                                   "heartwheel_pubsub_history_publications",
-                                                   "heartwheel_pubsub_history_bytes",
-                                                   "heartwheel_pubsub_bus_publications_total",
-                                                   "heartwheel_pubsub_epochs_total",
-                                                   "heartwheel_pubsub_channels_freed_total",
-                                                   "heartwheel_pubsub_bad_channel_options_total",
-                                                   "heartwheel_pubsub_channels_refused_total",
-                                                   "heartwheel_pubsub_history_evictions_total"});
+  CHECK(families(text) ==
+        std::vector<std::string>{"heartwheel_pubsub_subscriptions",
+                                 "heartwheel_pubsub_hub_channels",
+                                 "heartwheel_pubsub_subscribes_total",
+                                 "heartwheel_pubsub_unsubscribes_total",
+                                 "heartwheel_pubsub_subscribe_errors_total",
+                                 "heartwheel_pubsub_recoveries_total",
+                                 "heartwheel_pubsub_publications_total",
+                                 "heartwheel_pubsub_publish_errors_total",
+                                 "heartwheel_pubsub_fanouts_total",
+                                 "heartwheel_pubsub_deliveries_total",
+                                 "heartwheel_pubsub_presence_deliveries_total",
+                                 "heartwheel_pubsub_encodes_total",
+                                 "heartwheel_pubsub_encode_errors_total",
+                                 "heartwheel_pubsub_subscriber_errors_total",
+                                 "heartwheel_pubsub_events_total",
+                                 "heartwheel_pubsub_stale_events_total",
+                                 "heartwheel_pubsub_wakeups_total",
+                                 "heartwheel_pubsub_hubs",
+                                 "heartwheel_pubsub_channels",
+                                 "heartwheel_pubsub_history_publications",
+                                 "heartwheel_pubsub_history_bytes",
+                                 "heartwheel_pubsub_bus_publications_total",
+                                 "heartwheel_pubsub_bus_publications_unheard_total",
+                                 "heartwheel_pubsub_epochs_total",
+                                 "heartwheel_pubsub_channels_freed_total",
+                                 "heartwheel_pubsub_bad_channel_options_total",
+                                 "heartwheel_pubsub_channels_refused_total",
+                                 "heartwheel_pubsub_history_evictions_total",
+                                 "heartwheel_pubsub_channels_evicted_total"});
   CHECK(has_line(text, "heartwheel_pubsub_subscriptions 4"));
   CHECK(has_line(text, "heartwheel_pubsub_hub_channels 2"));
   CHECK(has_line(text, "heartwheel_pubsub_subscribes_total 6"));

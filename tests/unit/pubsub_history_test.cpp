@@ -35,6 +35,52 @@ TEST_CASE("history(limit) returns the latest publications oldest first, at most 
   CHECK(hub.history("bad name", 10).error == errc::bad_channel_character);
 }
 
+TEST_CASE("remove_history forgets the publications and keeps the stream's position",
+          "[pubsub][history]") {
+  ManualBus m(with_history(10));
+  Hub hub(m.bus);
+  Recorder r;
+  hub.subscribe(r, "c");
+  for (int i = 1; i <= 3; ++i) hub.publish("c", "m" + std::to_string(i));
+  const StreamPosition before = hub.history("c", 0).position;
+  std::error_code removed = make_error_code(errc::unavailable);
+  hub.remove_history("c", [&](std::error_code ec) { removed = ec; });
+  CHECK_FALSE(removed);
+  HistoryResult h = hub.history("c", 10);
+  CHECK(h.publications.empty());
+  CHECK(h.position == before);  // offset 3, the same epoch
+  CHECK(hub.publish("c", "m4").position == StreamPosition{4, before.epoch});
+  Recorder late;  // recovering from offset 1 misses 2 and 3: they are gone
+  const SubscribeResult s = hub.subscribe(late, "c", {.since = StreamPosition{1, before.epoch}});
+  CHECK_FALSE(s.recovered);
+  hub.remove_history("bad name", [&](std::error_code ec) { removed = ec; });
+  CHECK(removed == errc::bad_channel_character);
+}
+
+TEST_CASE("A publish with the idempotency key of one within its window gets that one's result",
+          "[pubsub][history][idempotency]") {
+  ManualBus m(with_history(10));
+  Hub hub(m.bus);
+  Recorder r;
+  hub.subscribe(r, "c");
+  PublishOptions once;
+  once.idempotency_key = "order-42";
+  once.idempotency_window = 5min;
+  const PublishResult first = m.bus.publish("c", "a", {}, once);
+  REQUIRE(first.position.offset == 1);
+  CHECK_FALSE(first.duplicate);
+  const PublishResult retry = m.bus.publish("c", "a again", {}, once);
+  CHECK(retry.duplicate);
+  CHECK(retry.position == first.position);
+  CHECK_FALSE(m.bus.publish("other", "a", {}, once).duplicate);  // keys are per channel
+  m.clock.advance(5min);  // the window passed: the key is forgotten
+  const PublishResult later = m.bus.publish("c", "a later", {}, once);
+  CHECK_FALSE(later.duplicate);
+  CHECK(later.position.offset == 2);
+  poll_all(hub);
+  CHECK(r.data == std::vector<std::string>{"a", "a later"});  // delivered once each
+}
+
 TEST_CASE("Publications older than history_ttl leave the history", "[pubsub][history][ttl]") {
   ManualBus m(with_history(100, 10s));
   Hub hub(m.bus);

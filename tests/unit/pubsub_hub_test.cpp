@@ -145,6 +145,86 @@ TEST_CASE("The encoder runs once per publication per hub and every subscriber sh
   CHECK(rs[0]->frames[0].use_count() == 3);
 }
 
+namespace {
+// Asks the hub for its second encoding of every event (another protocol's
+// frame), as heartwheel-chat's Centrifugo clients do.
+struct SecondProtocol : Recorder {
+  DeliveryOutcome on_publication(const Publication& p, const Frame&) override {
+    return Recorder::on_publication(p, hub()->frame_as(0));
+  }
+  DeliveryOutcome on_presence(const PresenceEvent& e, const Frame&) override {
+    return Recorder::on_presence(e, hub()->frame_as(0));
+  }
+};
+}  // namespace
+
+TEST_CASE("A further encoding is made once per event for the subscribers that ask for it",
+          "[pubsub][hub][encode]") {
+  BusOptions bus_options;
+  bus_options.channel.join_leave = true;
+  Bus bus(bus_options);
+  int first = 0, second = 0, second_presence = 0;
+  HubOptions options;
+  options.encode_publication = [&](const Publication& p) {
+    ++first;
+    return std::make_shared<const std::string>("ours:" + p.data);
+  };
+  options.more_encodings.push_back(
+      {[&](const Publication& p) {
+         ++second;
+         return std::make_shared<const std::string>("theirs:" + p.data);
+       },
+       [&](const PresenceEvent& e) {
+         ++second_presence;
+         return std::make_shared<const std::string>("theirs:" + e.info);
+       }});
+  Hub hub(bus, options);
+  Recorder ours;
+  SecondProtocol a, b;
+  hub.subscribe(ours, "c");
+  hub.subscribe(a, "c");
+  hub.subscribe(b, "c");
+  poll_all(hub);
+  hub.publish("c", "x");
+  hub.publish("c", "y");
+  poll_all(hub);
+  CHECK(first == 2);
+  CHECK(second == 2);  // once per publication, whatever the number of askers
+  REQUIRE(a.frames.size() == 2);
+  REQUIRE(b.frames.size() == 2);
+  CHECK(*a.frames[1] == "theirs:y");
+  CHECK(a.frames[0].get() == b.frames[0].get());  // shared, not copied
+  CHECK(*ours.frames[0] == "ours:x");
+  // The three joins reach everyone subscribed when the inbox is polled.
+  REQUIRE(a.presence_frames.size() == 3);
+  REQUIRE(b.presence_frames.size() == 3);
+  CHECK(a.presence_frames[2].get() == b.presence_frames[2].get());
+  CHECK(second_presence == 3);        // one per join event, shared by whoever asked
+  CHECK(hub.frame_as(0) == nullptr);  // outside a fan-out
+  CHECK(hub.frame_as(1) == nullptr);  // no such encoding
+}
+
+TEST_CASE("A hub with only the first encoding never runs the others", "[pubsub][hub][encode]") {
+  Bus bus;
+  int second = 0;
+  HubOptions options;
+  options.encode_publication = [](const Publication& p) {
+    return std::make_shared<const std::string>(p.data);
+  };
+  options.more_encodings.push_back({[&](const Publication& p) {
+                                      ++second;
+                                      return std::make_shared<const std::string>(p.data);
+                                    },
+                                    {}});
+  Hub hub(bus, options);
+  Recorder r;
+  hub.subscribe(r, "c");
+  hub.publish("c", "x");
+  poll_all(hub);
+  CHECK(r.frames.size() == 1);
+  CHECK(second == 0);
+}
+
 TEST_CASE("Without an encoder subscribers get a null frame", "[pubsub][hub][encode]") {
   Bus bus;
   Hub hub(bus);

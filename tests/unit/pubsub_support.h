@@ -60,10 +60,15 @@ struct ManualBus {
   Bus bus;
 };
 
+// History from a channel's first publish: these tests are about the ring
+// and recovery and publish before anyone subscribes. (The Bus's default
+// keeps nothing for a publish to a channel without state:
+// pubsub_caps_test.cpp.)
 inline ChannelOptions with_history(std::size_t size, Duration ttl = 60s) {
   ChannelOptions c;
   c.history_size = size;
   c.history_ttl = ttl;
+  c.history_before_subscribers = true;
   return c;
 }
 

@@ -13,7 +13,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "slot_map.h"  // lib/src/redis (private)
+#include "slot_map.h"    // lib/src/redis (private)
+#include "slot_table.h"  // lib/src/redis (private)
 
 using namespace heartwheel;
 using redis::Reply;
@@ -151,6 +152,51 @@ TEST_CASE("CLUSTER SHARDS and CLUSTER SLOTS replies read as the same slot map",
       Reply::array({Reply::array({i(0), i(16384), Reply::array({s("x"), i(1)})})})));
   CHECK_FALSE(redis::detail::parse_cluster_shards(Reply::array(
       {Reply::array({s("slots"), Reply::array({i(0)}), s("nodes"), Reply::array({})})})));
+}
+
+namespace {
+using redis::detail::Shard;
+using redis::detail::SlotMap;
+Shard shard(int master, std::vector<std::pair<std::uint16_t, std::uint16_t>> ranges,
+            std::vector<int> replicas = {}) {
+  Shard out{"127.0.0.1:" + std::to_string(master), {}, std::move(ranges)};
+  for (int r : replicas) out.replicas.push_back("127.0.0.1:" + std::to_string(r));
+  return out;
+}
+}  // namespace
+
+TEST_CASE(
+    "A new slot map counts a failover when a replica takes over a master's slots, whether "
+    "or not the old map listed it, and a migration counts none",
+    "[redis][slot][map]") {
+  redis::detail::SlotTable<redis::detail::ClusterNode> table;
+  // The first map, read soon after the cluster was made: nodes learn the
+  // replicas' roles by gossip, so this one lists none (7003..7005 were
+  // empty masters then).
+  auto first = table.apply(SlotMap{
+      {shard(7000, {{0, 5460}}), shard(7001, {{5461, 10922}}), shard(7002, {{10923, 16383}})}});
+  CHECK(first.failovers == 0);
+  CHECK(first.slots_moved == 0);
+  // 7000 died and its replica 7003, unknown to the first map, took over.
+  auto c = table.apply(SlotMap{{shard(7003, {{0, 5460}}), shard(7001, {{5461, 10922}}, {7004}),
+                                shard(7002, {{10923, 16383}}, {7005})}});
+  CHECK(c.failovers == 1);
+  CHECK(c.slots_moved == 5461);
+  // 7001 died; this time the map had listed its replica 7004.
+  c = table.apply(SlotMap{{shard(7003, {{0, 5460}}), shard(7004, {{5461, 10922}}),
+                           shard(7002, {{10923, 16383}}, {7005})}});
+  CHECK(c.failovers == 1);
+  // Migrations: part of 7003's slots to 7004 (a master already); part of
+  // 7002's to a new empty master 7006 (7002 keeps the rest); then all that
+  // is left of 7002 to 7006, a master by then.
+  c = table.apply(SlotMap{{shard(7003, {{101, 5460}}), shard(7004, {{0, 100}, {5461, 10922}}),
+                           shard(7002, {{11001, 16383}}), shard(7006, {{10923, 11000}})}});
+  CHECK(c.failovers == 0);
+  CHECK(c.slots_moved == 101 + 78);
+  c = table.apply(SlotMap{{shard(7003, {{101, 5460}}), shard(7004, {{0, 100}, {5461, 10922}}),
+                           shard(7006, {{10923, 16383}})}});
+  CHECK(c.failovers == 0);
+  CHECK(table.masters() == 3);
 }
 
 TEST_CASE("MOVED and ASK redirects and the transient cluster errors are recognised",

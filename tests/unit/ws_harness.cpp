@@ -1,8 +1,11 @@
 #include "ws_harness.h"
 
+#include <heartwheel/ws/deflate_pool.h>
+
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <random>
 
@@ -117,6 +120,9 @@ namespace {
 // Transport and handler in one: records everything and echoes messages.
 struct Recorder final : Transport, Handler {
   Outcome current;
+  std::unique_ptr<DeflatePool> pool;  // made when the run compresses
+
+  DeflatePool* deflate_pool() noexcept override { return pool.get(); }
 
   void send(std::string_view head, std::string_view payload) override {
     current.sent.append(head).append(payload);
@@ -143,9 +149,17 @@ struct Recorder final : Transport, Handler {
 
 using Splitter = std::function<std::vector<std::string_view>(const std::string&, std::size_t)>;
 
-Run drive(const std::vector<std::string>& steps, const SessionOptions& options, Splitter split) {
+struct Deflate {
+  const DeflateParams& params;
+  const DeflateOptions& options;
+};
+
+Run drive(const std::vector<std::string>& steps, const SessionOptions& options, Splitter split,
+          const Deflate& deflate) {
   Recorder rec;
+  if (deflate.params.enabled) rec.pool = std::make_unique<DeflatePool>(deflate.options);
   Session session(rec, rec, options);
+  session.use_deflate(deflate.params);
   Run r;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     rec.current = {};
@@ -181,20 +195,26 @@ std::vector<std::string_view> random_split(const std::string& s, std::mt19937& r
 
 }  // namespace
 
-Run run(const std::vector<std::string>& steps, const SessionOptions& options) {
-  const Run reference = drive(steps, options, whole);
+Run run(const std::vector<std::string>& steps, const SessionOptions& options,
+        const DeflateParams& deflate_params, DeflateOptions deflate_options) {
+  deflate_options.enabled = true;
+  const Deflate deflate{deflate_params, deflate_options};
+  const Run reference = drive(steps, options, whole, deflate);
   {
     INFO("each step fed byte by byte");
-    const Run r = drive(steps, options, byte_by_byte);
+    const Run r = drive(steps, options, byte_by_byte, deflate);
     REQUIRE(r.steps == reference.steps);
     REQUIRE(r.state == reference.state);
   }
   for (unsigned seed : {1u, 2u, 3u}) {
     INFO("each step fed in random splits, seed " << seed);
-    const Run r = drive(steps, options, [seed](const std::string& s, std::size_t i) {
-      std::mt19937 rng(seed * 7919u + static_cast<unsigned>(i));
-      return random_split(s, rng);
-    });
+    const Run r = drive(
+        steps, options,
+        [seed](const std::string& s, std::size_t i) {
+          std::mt19937 rng(seed * 7919u + static_cast<unsigned>(i));
+          return random_split(s, rng);
+        },
+        deflate);
     REQUIRE(r.steps == reference.steps);
     REQUIRE(r.state == reference.state);
   }
@@ -202,19 +222,23 @@ Run run(const std::vector<std::string>& steps, const SessionOptions& options) {
   for (const auto& s : steps) joined += s;
   for (unsigned seed : {4u, 5u}) {
     INFO("all steps joined, fed in random splits, seed " << seed);
-    const Run r = drive({joined}, options, [seed](const std::string& s, std::size_t) {
-      std::mt19937 rng(seed);
-      return random_split(s, rng);
-    });
+    const Run r = drive(
+        {joined}, options,
+        [seed](const std::string& s, std::size_t) {
+          std::mt19937 rng(seed);
+          return random_split(s, rng);
+        },
+        deflate);
     REQUIRE(r.all == reference.all);
     REQUIRE(r.state == reference.state);
   }
   return reference;
 }
 
-Run run_case(std::vector<std::string> steps, const SessionOptions& options) {
+Run run_case(std::vector<std::string> steps, const SessionOptions& options,
+             const DeflateParams& deflate) {
   steps.push_back(client_close(1000));
-  return run(steps, options);
+  return run(steps, options, deflate);
 }
 
 void require_clean(const Run& r, std::vector<std::string> events, const std::string& sent) {

@@ -5,6 +5,7 @@
 // the library's encoder, so the tests do not check the library with itself.
 #pragma once
 
+#include <heartwheel/ws/deflate.h>
 #include <heartwheel/ws/session.h>
 
 #include <cstdint>
@@ -80,11 +81,15 @@ struct Run {
 // byte, and in random splits from several seeds; then all steps are joined and
 // fed in random splits. Every way must give the same outcomes (REQUIREd here,
 // naming the way that differed). Returns the outcome of the whole-step way.
-Run run(const std::vector<std::string>& steps, const SessionOptions& options = {});
+// With `deflate` enabled the session compresses as agreed, with a DeflatePool
+// of `deflate_options` (enabled forced on).
+Run run(const std::vector<std::string>& steps, const SessionOptions& options = {},
+        const DeflateParams& deflate = {}, DeflateOptions deflate_options = {});
 
 // Autobahn style: runs `steps`, then the client's normal close (1000). A case
 // that passes ends with the server echoing that close and closing.
-Run run_case(std::vector<std::string> steps, const SessionOptions& options = {});
+Run run_case(std::vector<std::string> steps, const SessionOptions& options = {},
+             const DeflateParams& deflate = {});
 
 // Checks the outcome of a case that passes: `events`, then the client's close
 // (1000) echoed; `sent` followed by that echo; one Transport::close().

@@ -448,3 +448,74 @@ TEST_CASE(
   for (ws::Connection* c : f.app.open) CHECK(c->net().queued_bytes() > encoded->size());
   for (auto& s : subscribers) hub.unsubscribe_all(*s);
 }
+
+TEST_CASE(
+    "A peer that pings and never reads makes the server queue no pong per ping, the latest is "
+    "answered once the queue empties",
+    "[ws][net][pong]") {
+  net::ConnectionOptions keep_reading;  // as the chat server: pings are read while unwritable
+  keep_reading.write.slow_reader = net::SlowReaderPolicy::close;
+  Fixture f(timing(10s, 3s), keep_reading);
+  Peer& peer = f.connect();
+  ws::Connection& c = *f.app.open.at(0);
+  stop_reading(c);  // 4 MiB waiting for the peer
+  const std::size_t queued = c.net().queued_bytes();
+  std::string pings;
+  for (int i = 0; i < 1000; ++i) pings += client_frame(ws::Opcode::ping, std::string(125, 'p'));
+  pings += client_frame(ws::Opcode::ping, "last");
+  peer.send(pings);
+  // Before: 1001 pongs of 127 bytes each, queued behind the 4 MiB.
+  CHECK(c.net().queued_bytes() <= queued);
+  CHECK(f.ws.stats().pings_received == 1001);
+  CHECK(f.ws.stats().pongs_folded == 1000);
+  const std::string got = peer.received();
+  const std::string pong = server_frame(ws::Opcode::pong, "last");
+  REQUIRE(got.size() > pong.size());
+  CHECK(got.substr(got.size() - pong.size()) == pong);
+  CHECK(got.size() ==
+        server_frame(ws::Opcode::binary, std::string(4 << 20, 'f')).size() + pong.size());
+  CHECK(c.net().queued_bytes() == 0);
+  // Reading again: every ping answered at once.
+  peer.send(client_frame(ws::Opcode::ping, "at once"));
+  CHECK(peer.received() == server_frame(ws::Opcode::pong, "at once"));
+  CHECK(peer.open());
+}
+
+TEST_CASE(
+    "A message sent to a peer whose queue is past max_queued_bytes closes it as slow_consumer",
+    "[ws][net][limits]") {
+  ws::NetHandlerOptions o = timing(10s, 3s);
+  o.max_queued_bytes = 64 * 1024;
+  net::ConnectionOptions keep_reading;
+  keep_reading.write.slow_reader = net::SlowReaderPolicy::close;
+  Fixture f(o, keep_reading);
+  Peer& peer = f.connect();
+  ws::Connection& c = *f.app.open.at(0);
+  stop_reading(c);  // an empty queue always takes a message, however large
+  // An echo (the EchoApp's reply) is a message of the connection's own: it
+  // cannot be skipped, so the connection goes.
+  peer.send(client_frame(ws::Opcode::text, "echo me"));
+  f.host.run_for(1ms);
+  CHECK_FALSE(peer.open());
+  CHECK(peer.close_reason() == net::CloseReason::slow_consumer);
+  CHECK(f.ws.stats().slow_consumer_closes == 1);
+  CHECK(f.ws.stats().messages_sent == 1);  // stop_reading's
+}
+
+TEST_CASE("A message that arrives after the server's close is not delivered, and counted",
+          "[ws][net][close]") {
+  Fixture f(timing(10s, 3s, 2s));
+  Peer& peer = f.connect();
+  REQUIRE_FALSE(f.app.open.at(0)->close(3000, "token expired"));
+  CHECK(peer.received() ==
+        server_frame(ws::Opcode::close, ws_test::bytes({0x0b, 0xb8}) + "token expired"));
+  peer.send(client_frame(ws::Opcode::text, "publish after the close") +
+            client_frame(ws::Opcode::ping, "still there?"));
+  CHECK(peer.received().empty());  // no echo, no pong
+  CHECK(f.ws.stats().messages_received == 0);
+  CHECK(f.ws.stats().messages_after_close == 1);
+  peer.send(client_close(3000));
+  f.host.run_for(1ms);
+  CHECK_FALSE(peer.open());
+  CHECK(peer.close_reason() == net::CloseReason::protocol_close);
+}

@@ -23,11 +23,13 @@ struct Peer final : Transport, Handler {
   std::vector<std::string> events;
   std::vector<const std::string*> shared_seen;
   int closes = 0;
+  bool backlog = false;  // backlogged(): what was sent is not written yet
   std::function<void(Session&, MessageType, std::string&)> on_msg;
 
   void send(std::string_view head, std::string_view payload) override {
     sent.append(head).append(payload);
   }
+  bool backlogged() override { return backlog; }
   void send_shared(const SharedFrame& frame) override {
     shared_seen.push_back(frame.get());
     sent.append(*frame);
@@ -45,13 +47,17 @@ struct Peer final : Transport, Handler {
   void on_protocol_error(Session&, std::uint16_t code, std::string_view what) override {
     events.push_back("error:" + std::to_string(code) + ":" + std::string(what));
   }
+  void on_discarded(Session&, MessageType t, std::size_t n) override {
+    events.push_back((t == MessageType::text ? "discarded text:" : "discarded binary:") +
+                     std::to_string(n));
+  }
 };
 
 }  // namespace
 
 TEST_CASE(
-    "ws session: closing first waits in `closing`, still delivers messages, then ends on "
-    "the peer's close",
+    "ws session: closing first waits in `closing`, acts on no message, then ends on the peer's "
+    "close",
     "[ws][session]") {
   Peer peer;
   SessionOptions options;
@@ -66,7 +72,9 @@ TEST_CASE(
 
   peer.sent.clear();
   s.feed(client_frame(Opcode::text, "in flight") + client_frame(Opcode::ping, "late"));
-  CHECK(peer.events == std::vector<std::string>{"text:in flight", "ping:late"});
+  // Read (the peer's close may follow), not delivered: a server that closed
+  // because of what the peer did must not serve it any more (issue 34).
+  CHECK(peer.events == std::vector<std::string>{"discarded text:9", "ping:late"});
   CHECK(peer.sent.empty());  // no pong after our close
   CHECK(s.send_text("more") == errc::closed);
   CHECK(s.ping() == errc::closed);
@@ -168,8 +176,10 @@ TEST_CASE("ws session: the handler may take the message buffer, the next message
   CHECK(s.buffered() == 0);
 }
 
-TEST_CASE("ws session: a handler that closes from on_message still gets the rest of the read",
-          "[ws][session]") {
+TEST_CASE(
+    "ws session: after a handler closes from on_message, the rest of the read is discarded up "
+    "to the peer's close",
+    "[ws][session]") {
   Peer peer;
   SessionOptions options;
   Session s(peer, peer, options);
@@ -177,8 +187,10 @@ TEST_CASE("ws session: a handler that closes from on_message still gets the rest
     if (p == "bye") CHECK(session.close(kCloseGoingAway) == std::error_code());
   };
   s.feed(client_frame(Opcode::text, "bye") + client_frame(Opcode::text, "second") +
-         client_close(1001));
-  CHECK(peer.events == std::vector<std::string>{"text:bye", "text:second", "close:1001:"});
+         client_frame(Opcode::binary, std::string(3, 'b'), false) +
+         client_frame(Opcode::continuation, "b") + client_close(1001));
+  CHECK(peer.events == std::vector<std::string>{"text:bye", "discarded text:6",
+                                                "discarded binary:4", "close:1001:"});
   CHECK(peer.sent == server_close(1001));
   CHECK(s.state() == Session::State::closed);
   CHECK(peer.closes == 1);
@@ -341,4 +353,56 @@ TEST_CASE(
   peer.sent.clear();
   s.feed(client_frame(Opcode::ping, "again"));
   CHECK(peer.sent == server_frame(Opcode::pong, "again"));
+}
+
+TEST_CASE(
+    "ws session: while the transport is backlogged only the latest ping's pong is kept, and "
+    "sent once",
+    "[ws][session][pong]") {
+  Peer peer;
+  SessionOptions options;
+  Session s(peer, peer, options);
+  peer.backlog = true;
+  s.feed(client_frame(Opcode::ping, "one") + client_frame(Opcode::ping, "two") +
+         client_frame(Opcode::ping, std::string(125, '3')));
+  CHECK(peer.sent.empty());  // a peer that pings and never reads queues nothing per ping
+  CHECK(s.pong_owed());
+  // Other control frames with payloads do not disturb the kept one.
+  s.feed(client_frame(Opcode::pong, "unsolicited") + client_frame(Opcode::ping, "four"));
+  CHECK(peer.sent.empty());
+  peer.backlog = false;
+  s.send_owed_pong();
+  CHECK(peer.sent == server_frame(Opcode::pong, "four"));
+  CHECK_FALSE(s.pong_owed());
+  peer.sent.clear();
+  s.send_owed_pong();  // nothing owed: nothing sent
+  CHECK(peer.sent.empty());
+  CHECK(peer.events.size() == 5);  // every ping and pong reached the handler
+
+  // An empty ping held back needs no buffer; a pong sent at once answers the
+  // one held back too.
+  Peer fresh;
+  Session t(fresh, fresh, options);
+  fresh.backlog = true;
+  t.feed(client_frame(Opcode::ping, ""));
+  CHECK(t.pong_owed());
+  fresh.backlog = false;
+  t.feed(client_frame(Opcode::ping, "now"));
+  CHECK(fresh.sent == server_frame(Opcode::pong, "now"));
+  CHECK_FALSE(t.pong_owed());
+}
+
+TEST_CASE("ws session: a pong held back is dropped once the session sent its close",
+          "[ws][session][pong]") {
+  Peer peer;
+  SessionOptions options;
+  Session s(peer, peer, options);
+  peer.backlog = true;
+  s.feed(client_frame(Opcode::ping, "late"));
+  REQUIRE(s.pong_owed());
+  REQUIRE(s.close(kCloseNormal) == std::error_code());
+  peer.sent.clear();
+  s.send_owed_pong();
+  CHECK(peer.sent.empty());
+  CHECK_FALSE(s.pong_owed());
 }

@@ -235,6 +235,18 @@ void add_options(CLI::App& app, LoadOptions& o) {
       ->capture_default_str();
   app.add_option("--ws-path", o.ws_path, "ws: the WebSocket endpoint's request target")
       ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--ws-protocol",
+         [&o](const std::string& v) {
+           if (v != "chat" && v != "centrifugo")
+             throw CLI::ValidationError("--ws-protocol", "must be chat or centrifugo");
+           o.ws_centrifugo = v == "centrifugo";
+         },
+         "ws: chat (heartwheel-chat's protocol, docs/chat-protocol.md) or centrifugo "
+         "(Centrifugo's client protocol v2, JSON, at /connection/websocket unless --ws-path is "
+         "given: a connect, then the subscribe; the server's empty-command pings answered)")
+      ->default_str("chat")
+      ->type_name("PROTOCOL");
   app.add_option("--channels", o.channels,
                  "ws: channels; subscriber i joins channel (i / targets) mod K")
       ->capture_default_str()
@@ -242,6 +254,15 @@ void add_options(CLI::App& app, LoadOptions& o) {
   app.add_option("--channel-prefix", o.channel_prefix,
                  "ws: channel names are PREFIX0, PREFIX1, ...")
       ->capture_default_str();
+  app.add_flag("--ws-compression", o.ws_compression,
+               "ws: offer permessage-deflate (server_no_context_takeover, "
+               "client_no_context_takeover); compressed messages are inflated, the harness's own "
+               "go uncompressed; a server that answers otherwise is a protocol error");
+  app.add_option("--publish-size", o.publish_size,
+                 "ws: pad each publication's data with a list of order lines (JSON that "
+                 "compresses like real traffic) to about this many bytes; 0: {\"t\",\"k\"} only")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 20));
   app.add_option("--publish-rate", o.publish_rate,
                  "ws: publications per second (publication k goes to channel k mod K); 0: none")
       ->capture_default_str()

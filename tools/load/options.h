@@ -65,10 +65,16 @@ struct LoadOptions {
   // channel channel_prefix + (i / targets) mod channels; a publisher
   // connection per target (publish_targets all) or on the first target only.
   std::string ws_path = "/ws";
+  // The protocol spoken: heartwheel-chat's (docs/chat-protocol.md) or
+  // Centrifugo's client protocol v2, JSON (docs/centrifugo.md; its path
+  // /connection/websocket unless --ws-path says otherwise).
+  bool ws_centrifugo = false;
   std::uint64_t channels = 1;
   std::string channel_prefix = "load-";
   double publish_rate = 1;                     // publications per second, whole run; 0: none
   bool publish_all_targets = true;             // false: the first target only (a shared broker)
+  bool ws_compression = false;   // offer permessage-deflate (stateless), inflate what comes so
+  std::size_t publish_size = 0;  // pad each publication's data to about this many bytes (0: none)
   std::chrono::nanoseconds publish_start{-1};  // < 0: connections / connect_rate + 1s
   std::chrono::nanoseconds publish_stop_before = std::chrono::seconds(2);
   double reconnect_fraction = 0;  // live subscribers that drop and reconnect once with `since`

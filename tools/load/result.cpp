@@ -35,6 +35,8 @@ void counters(A& r, B& o, F&& f) {
   f("ws_upgraded", r.ws_upgraded, o.ws_upgraded);
   f("ws_subscribed", r.ws_subscribed, o.ws_subscribed);
   f("ws_publishers", r.ws_publishers, o.ws_publishers);
+  f("ws_compressed_connections", r.ws_compressed_connections, o.ws_compressed_connections);
+  f("ws_compressed_messages", r.ws_compressed_messages, o.ws_compressed_messages);
   f("publications_sent", r.publications_sent, o.publications_sent);
   f("publish_acks", r.publish_acks, o.publish_acks);
   f("publish_skipped", r.publish_skipped, o.publish_skipped);
@@ -180,6 +182,8 @@ nlohmann::json LoadResult::ws_report() const {
   return {{"upgraded", ws_upgraded},
           {"subscribed", ws_subscribed},
           {"publishers", ws_publishers},
+          {"compressed_connections", ws_compressed_connections},
+          {"compressed_messages", ws_compressed_messages},
           {"publications_sent", publications_sent},
           {"publish_acks", publish_acks},
           {"publish_skipped", publish_skipped},

@@ -56,6 +56,8 @@ struct LoadResult {
   std::uint64_t ws_upgraded = 0;             // 101 responses with the right Sec-WebSocket-Accept
   std::uint64_t ws_subscribed = 0;           // subscribe replies with ok (reconnects included)
   std::uint64_t ws_publishers = 0;           // publisher connections upgraded
+  std::uint64_t ws_compressed_connections = 0;  // upgrades that agreed on permessage-deflate
+  std::uint64_t ws_compressed_messages = 0;     // messages that came compressed, inflated
   std::uint64_t publications_sent = 0;       // publish requests written (one per target)
   std::uint64_t publish_acks = 0;            // ... answered ok
   std::uint64_t publish_skipped = 0;         // owed while a publisher was not connected

@@ -352,6 +352,7 @@ int run_supervisor(const LoadOptions& options) {
                        {"idle_close_slack_ms", options.idle_close_slack.count() / 1'000'000}};
   if (options.mode == Mode::ws)
     report["options"].update({{"ws_path", options.ws_path},
+                              {"ws_protocol", options.ws_centrifugo ? "centrifugo" : "chat"},
                               {"channels", options.channels},
                               {"channel_prefix", options.channel_prefix},
                               {"publish_rate", options.publish_rate},

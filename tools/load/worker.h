@@ -21,6 +21,10 @@
 
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/timer/timer_entry.h>
+#include <heartwheel/ws/client_handshake.h>
+#include <heartwheel/ws/deflate_pool.h>
+#include <heartwheel/ws/stats.h>
+#include <heartwheel/ws/session.h>
 #include <uv.h>
 
 #include <cstdint>
@@ -104,7 +108,13 @@ class Worker {
   static int on_http_complete(struct llhttp__internal_s* parser);  // llhttp callback
   // ws mode (ws_session.cpp)
   void ws_message(Conn& c, std::string_view text);
-  void ws_send(Conn& c, std::uint8_t opcode, std::string_view payload);
+  void ws_push(Conn& c, std::string_view text, std::size_t name_at);
+  // A frame the session made (header and masked payload), written unless
+  // the connection went silent.
+  void ws_write(Conn& c, std::string_view head, std::string_view payload);
+  // --ws-compression: the loop's inflate streams (none without the flag).
+  ws::DeflatePool* ws_deflate_pool() noexcept { return ws_deflate_.get(); }
+  const ws::Stats& ws_deflate_stats() const noexcept { return ws_deflate_stats_; }
 
  private:
   static void on_conn_timer(TimerEntry& e);
@@ -130,6 +140,7 @@ class Worker {
   void ws_open(Conn& c);                                             // ws_session.cpp
   void ws_data(Conn& c, const std::uint8_t* data, std::size_t len);  // ws_session.cpp
   bool ws_upgrade(Conn& c, std::string_view& data);                  // ws_session.cpp
+  void ws_send_text(Conn& c, std::string_view text);                 // ws_session.cpp
   void ws_subscribe(Conn& c);                                        // ws_session.cpp
   void ws_reply(Conn& c, std::string_view text);                     // ws_session.cpp
   void ws_reply_json(Conn& c, const nlohmann::json& reply);          // ws_session.cpp
@@ -190,18 +201,22 @@ class Worker {
   std::string http_request_;
   std::shared_ptr<tls::Context> tls_;  // --tls
   std::string tls_out_;                // ciphertext of one feed or write
-  // ws mode: one handshake for every connection (the same key: the server
-  // cannot tell, and no connection stores its own), the expected accept, the
-  // publishers (worker 0: one per target), per (target, channel) the epoch
-  // seen and the publisher's last offset, a scratch frame, the mask source.
-  std::string ws_request_, ws_accept_, ws_frame_;
+  // ws mode: the handshake's options and one key for every connection (the
+  // server cannot tell), the sessions' options, the publishers (worker 0:
+  // one per target), per (target, channel) the epoch seen and the
+  // publisher's last offset, a scratch frame.
+  ws::ClientHandshakeOptions ws_handshake_;
+  std::string ws_key_, ws_frame_;
+  ws::SessionOptions ws_session_;
+  // --ws-compression: the loop's inflate streams, lent per message.
+  std::unique_ptr<ws::DeflatePool> ws_deflate_;
+  ws::Stats ws_deflate_stats_;  // its counters (compressed messages received)
   std::unique_ptr<Conn[]> publishers_;
   std::uint64_t publisher_count_ = 0;
   std::vector<std::string> ws_epochs_;
   std::vector<std::uint64_t> ws_final_;
   std::vector<std::uint64_t> publish_sent_ns_;  // by publication id mod size: for the ack RTT
   std::uint64_t published_ = 0;                 // publications made (each on every target)
-  std::uint64_t rng_ = 0x9E3779B97F4A7C15ull;
 };
 
 // Per-mode one-time setup of the scratch buffer and request text (session.cpp).

@@ -2,16 +2,15 @@
 // JSON protocol (docs/chat-protocol.md). See README.md, "ws mode".
 //
 // A subscriber connects, sends the opening handshake (one key for every
-// connection of the worker: the server cannot tell, and no connection has to
-// store its own expected Sec-WebSocket-Accept), and on the 101 subscribes to
-// its channel. From then on it answers the server's pings with pongs (masked,
-// like every client frame) and counts each publication pushed to it: offsets
-// must follow each other with no gap and no repeat (per subscriber, per
-// channel), and the `t` its data carries (the publisher's uv_hrtime() at the
-// write; one monotonic clock for every process of the machine) gives the
-// delivery latency. A dead subscriber goes silent once its subscribe reply
-// came: no pong, no frame, nothing parsed; it still drains its socket, so the
-// harness sees when the server closes it.
+// connection of the worker: the server cannot tell), and on the 101
+// subscribes to its channel. From then on it answers the server's pings with
+// pongs (masked, like every client frame) and counts each publication pushed
+// to it: offsets must follow each other with no gap and no repeat (per
+// subscriber, per channel), and the `t` its data carries (the publisher's
+// uv_hrtime() at the write; one monotonic clock for every process of the
+// machine) gives the delivery latency. A dead subscriber goes silent once its
+// subscribe reply came: no pong, no frame, nothing parsed; it still drains
+// its socket, so the harness sees when the server closes it.
 //
 // The publisher: worker 0 holds one extra connection per target (or only the
 // first target with --publish-targets first) and, from --publish-start to
@@ -20,8 +19,17 @@
 // publisher connection (independent servers: each gets the same publication
 // and gives it its own offset).
 //
-// Frames go through lib/ws: ws::FrameParser (client role: unmasked frames in)
-// and ws::append_masked_frame (masked frames out).
+// The protocol is the library's WebSocket client (heartwheel/ws/client_handshake.h
+// for the opening handshake, ws::Session in the client role for frames: the
+// code ws::Client runs), on the harness's own sockets (ws_state.h). With
+// --ws-compression the handshake offers permessage-deflate (ws::deflate_offer,
+// stateless), the answer is checked (ws::accept_deflate_response) and the
+// session inflates what comes compressed with the worker's ws::DeflatePool;
+// the harness's own messages go uncompressed unless they reach the pool's
+// min_size (RFC 7692 lets a sender choose per message).
+#include <heartwheel/ws/deflate.h>
+#include <heartwheel/ws/deflate_pool.h>
+#include <heartwheel/common/error.h>
 #include <heartwheel/ws/frame.h>
 #include <heartwheel/ws/handshake.h>
 #include <sys/socket.h>
@@ -61,31 +69,53 @@ bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& ch : out)
-    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-  return out;
+ws::DeflateOptions offered(bool on) {
+  ws::DeflateOptions o;
+  o.enabled = on;
+  return o;
+}
+
+// --publish-size: order lines appended to the data until it has about
+// `size` bytes: JSON with the repetition real traffic has (field names,
+// similar values), so compression ratios mean something.
+void pad_data(std::string& data, std::size_t size, std::uint64_t k) {
+  if (data.size() >= size) return;
+  data.pop_back();  // the closing brace
+  data += ",\"lines\":[";
+  for (std::uint64_t i = 0; data.size() + 3 < size; ++i) {
+    if (i > 0) data += ',';
+    data += "{\"sku\":\"A" + std::to_string(1000 + (k * 7 + i * 13) % 97) +
+            "\",\"qty\":" + std::to_string(1 + (k + i) % 5) +
+            ",\"price\":" + std::to_string(100 + (i * 37) % 900) + "}";
+  }
+  data += "]}";
 }
 
 }  // namespace
 
 void Worker::ws_setup() {
-  const std::string key = ws::make_client_key();
-  ws_accept_ = ws::accept_key(key);
+  ws_key_ = ws::make_client_key();
   const Endpoint& first = options_.targets.front();
-  ws_request_ = "GET " + options_.ws_path + " HTTP/1.1\r\nHost: " + first.host + ":" +
-                std::to_string(first.port) +
-                "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: " + key +
-                "\r\nSec-WebSocket-Version: 13\r\nUser-Agent: heartwheel-load\r\n\r\n";
+  ws_handshake_.path = options_.ws_centrifugo && options_.ws_path == "/ws"
+                           ? std::string("/connection/websocket")
+                           : options_.ws_path;
+  ws_handshake_.host = first.host + ":" + std::to_string(first.port);
+  ws_handshake_.headers = {{"User-Agent", "heartwheel-load"}};
+  ws_handshake_.max_response_bytes = kMaxHandshakeBytes;
+  if (options_.ws_compression) {
+    ws_handshake_.extensions = ws::deflate_offer(offered(true));
+    ws_deflate_ = std::make_unique<ws::DeflatePool>(offered(true), &ws_deflate_stats_);
+  }
+  ws_handshake_.validate();
+  ws_session_.role = ws::Role::client;
+  ws_session_.max_message_bytes = kMaxMessageBytes;
   const std::uint64_t targets = options_.targets.size();
   ws_epochs_.assign(targets * options_.channels, std::string());
   ws_final_.assign(targets * options_.channels, 0);
   publish_sent_ns_.assign(kPublishSentRing, 0);
-  rng_ ^= uv_hrtime() + share_.index;
   for (std::uint64_t j = 0; j < share_.connections; ++j) {
     Conn& c = conns_[j];
-    c.ws = new WsConn;
+    c.ws = new WsConn(c);
     // The --reconnect fraction, picked like the dead ones but counted from the
     // other end (the same fraction would pick exactly the dead ones), never a
     // dead one.
@@ -104,7 +134,7 @@ void Worker::ws_setup() {
     c.index = base + p;
     c.publisher = true;
     c.set_callback(&Worker::on_conn_timer);
-    c.ws = new WsConn;
+    c.ws = new WsConn(c);
   }
 }
 
@@ -129,55 +159,71 @@ std::string Worker::ws_channel(std::uint64_t channel) const {
   return options_.channel_prefix + std::to_string(channel);
 }
 
-void Worker::ws_send(Conn& c, std::uint8_t opcode, std::string_view payload) {
-  // xorshift64: masks need not be secret here, only present (RFC 6455 5.3).
-  rng_ ^= rng_ << 13;
-  rng_ ^= rng_ >> 7;
-  rng_ ^= rng_ << 17;
-  ws::MaskKey mask;
-  std::memcpy(mask.data(), &rng_, mask.size());
-  ws_frame_.clear();
-  ws::append_masked_frame(ws_frame_, static_cast<ws::Opcode>(opcode), payload, mask);
+void Worker::ws_write(Conn& c, std::string_view head, std::string_view payload) {
+  // A dead subscriber sends nothing, pongs included (the session would).
+  if (c.silent || c.state != Conn::State::open) return;
+  ws_frame_.assign(head).append(payload);
   send_bytes(c, reinterpret_cast<const std::uint8_t*>(ws_frame_.data()), ws_frame_.size());
+}
+
+void Worker::ws_send_text(Conn& c, std::string_view text) {
+  WsConn& s = *c.ws;
+  if (s.session) s.session->send_text(text);
 }
 
 void Worker::ws_open(Conn& c) {
   WsConn& s = *c.ws;
-  s.parser = ws::FrameParser(ws::Role::client);
-  s.message.clear();
-  s.control.clear();
+  s.session.reset();
   s.upgraded = false;
-  s.frame_open = false;
-  send_bytes(c, reinterpret_cast<const std::uint8_t*>(ws_request_.data()), ws_request_.size());
+  s.handshake = std::make_unique<ws::ClientHandshake>(ws_handshake_, ws_key_);
+  const std::string& request = s.handshake->request();
+  send_bytes(c, reinterpret_cast<const std::uint8_t*>(request.data()), request.size());
   s.upgrade_sent_ns = c.last_write_ns;
 }
 
 bool Worker::ws_upgrade(Conn& c, std::string_view& data) {
   WsConn& s = *c.ws;
-  const std::size_t had = s.message.size();
-  s.message.append(data);
-  const auto end = s.message.find("\r\n\r\n");
-  if (end == std::string::npos) {
-    data = {};
-    if (s.message.size() > kMaxHandshakeBytes) protocol_error(c, "ws_handshake_too_long");
+  switch (s.handshake->feed(data)) {
+    case ws::ClientHandshake::Status::need_more:
+      return false;
+    case ws::ClientHandshake::Status::refused: {
+      const int status = s.handshake->status();
+      const bool too_long = s.handshake->error_code() == heartwheel::errc::too_large;
+      const bool bad_accept = s.handshake->error().find("Accept") != std::string::npos;
+      s.handshake.reset();
+      if (status != 0 && status != 101) {
+        ++result_.errors["ws_handshake_status:" + std::to_string(status)];
+        close_conn(c);
+      } else {
+        protocol_error(c, too_long     ? "ws_handshake_too_long"
+                          : bad_accept ? "ws_bad_accept"
+                                       : "ws_handshake");
+      }
+      return false;
+    }
+    case ws::ClientHandshake::Status::accepted:
+      break;
+  }
+  // What followed the 101 (the server's first frames) stays in `data`.
+  std::string why;
+  const auto deflate =
+      ws::accept_deflate_response(s.handshake->extensions(), offered(options_.ws_compression), why);
+  s.handshake.reset();
+  if (!deflate) {
+    protocol_error(c, "ws_bad_extensions");
     return false;
   }
-  const std::string head = lower(std::string_view(s.message).substr(0, end + 2));
-  // What followed the response (the server's first frames) stays in `data`.
-  data.remove_prefix(end + 4 - had);
-  if (!starts_with(head, "http/1.1 101 ")) {
-    ++result_.errors["ws_handshake_status:" + (head.size() >= 12 ? head.substr(9, 3) : "?")];
-    close_conn(c);
-    return false;
+  s.session.emplace(static_cast<ws::Transport&>(s), static_cast<ws::Handler&>(s), ws_session_);
+  if (deflate->enabled) {
+    s.session->use_deflate(*deflate);
+    ++result_.ws_compressed_connections;
   }
-  if (head.find("\r\nsec-websocket-accept: " + lower(ws_accept_) + "\r\n") == std::string::npos) {
-    protocol_error(c, "ws_bad_accept");
-    return false;
-  }
-  s.message.clear();
   s.upgraded = true;
   if (c.publisher) {
     ++result_.ws_publishers;
+    // Centrifugo's connect comes first (its reply is not counted); the
+    // publishes that follow it are answered after it, in order.
+    if (options_.ws_centrifugo) ws_send_text(c, "{\"id\":1,\"connect\":{}}");
     return true;
   }
   if (!s.dropped) ++result_.ws_upgraded;
@@ -188,97 +234,125 @@ bool Worker::ws_upgrade(Conn& c, std::string_view& data) {
 void Worker::ws_subscribe(Conn& c) {
   const WsConn& s = *c.ws;
   const std::uint64_t pair = ws_pair(c);
+  if (options_.ws_centrifugo) {
+    // The connect and the subscribe in one message (Centrifugo takes
+    // several commands per frame, a line each, answered in order).
+    std::string req = "{\"id\":1,\"connect\":{}}\n{\"id\":2,\"subscribe\":{\"channel\":\"" +
+                      ws_channel(pair % options_.channels) + "\"";
+    if (s.subscribed)  // a reconnect: ask for what was missed
+      req += ",\"recover\":true,\"offset\":" + std::to_string(s.last) + ",\"epoch\":\"" +
+             ws_epochs_[pair] + "\"";
+    req += "}}";
+    return ws_send_text(c, req);
+  }
   std::string req =
       "{\"id\":1,\"op\":\"subscribe\",\"channel\":\"" + ws_channel(pair % options_.channels) + "\"";
   if (s.subscribed)  // a reconnect: ask for what was missed
     req += ",\"since\":{\"offset\":" + std::to_string(s.last) + ",\"epoch\":\"" + ws_epochs_[pair] +
            "\"}";
   req += '}';
-  ws_send(c, static_cast<std::uint8_t>(ws::Opcode::text), req);
+  ws_send_text(c, req);
 }
 
 void Worker::ws_data(Conn& c, const std::uint8_t* bytes, std::size_t len) {
   WsConn& s = *c.ws;
   std::string_view in(reinterpret_cast<const char*>(bytes), len);
   if (!s.upgraded && !ws_upgrade(c, in)) return;
-  while (c.state == Conn::State::open && !c.silent && (!in.empty() || s.frame_open)) {
-    if (!s.frame_open) {
-      const auto status = s.parser.read_header(in);
-      if (status == ws::FrameParser::Status::need_more) return;
-      if (status == ws::FrameParser::Status::error)
-        return protocol_error(c, (std::string("ws_frame:") + s.parser.error()).c_str());
-      const ws::FrameHeader& h = s.parser.header();
-      if (!ws::is_control(h.opcode) && s.message.size() + h.payload_length > kMaxMessageBytes)
-        return protocol_error(c, "ws_message_too_big");
-      s.frame_open = true;
-      if (ws::is_control(h.opcode)) s.control.clear();
-    }
-    const ws::FrameHeader& h = s.parser.header();
-    s.parser.read_payload(in, ws::is_control(h.opcode) ? s.control : s.message);
-    if (s.parser.remaining() > 0) return;
-    s.frame_open = false;
-    switch (h.opcode) {
-      case ws::Opcode::ping:
-        ++result_.server_pings;
-        ++result_.pings_answered;
-        ws_send(c, static_cast<std::uint8_t>(ws::Opcode::pong), s.control);
-        break;
-      case ws::Opcode::pong:
-        break;
-      case ws::Opcode::close: {
-        const unsigned code = s.control.size() >= 2
-                                  ? (static_cast<std::uint8_t>(s.control[0]) << 8) |
-                                        static_cast<std::uint8_t>(s.control[1])
-                                  : ws::kCloseNoStatus;
-        ++result_.errors["ws_close_received:" + std::to_string(code)];
-        // Echo the code; the server then closes the TCP connection.
-        ws_send(c, static_cast<std::uint8_t>(ws::Opcode::close),
-                std::string_view(s.control).substr(0, 2));
-        break;
-      }
-      case ws::Opcode::binary:
-        return protocol_error(c, "ws_binary_frame");
-      default:  // text or continuation
-        if (h.fin) {
-          ws_message(c, s.message);
-          s.message.clear();
-        }
-    }
-  }
+  // A dead subscriber reads on (to see the server's close) but parses nothing.
+  if (c.state == Conn::State::open && !c.silent && s.session && !in.empty()) s.session->feed(in);
+}
+
+// ---- the session's transport and events (ws_state.h) ----------------------------
+
+void WsConn::send(std::string_view head, std::string_view payload) {
+  conn->worker->ws_write(*conn, head, payload);
+}
+
+ws::DeflatePool* WsConn::deflate_pool() noexcept { return conn->worker->ws_deflate_pool(); }
+
+void WsConn::on_message(ws::Session&, ws::MessageType type, std::string& payload) {
+  Conn& c = *conn;
+  if (c.silent || c.state != Conn::State::open) return;
+  if (type == ws::MessageType::binary) return c.worker->protocol_error(c, "ws_binary_frame");
+  c.worker->result().ws_compressed_messages =
+      c.worker->ws_deflate_stats().compressed_messages_received;
+  c.worker->ws_message(c, payload);
+}
+
+void WsConn::on_ping(ws::Session&, std::string_view) {
+  if (conn->silent) return;  // its pong is not sent either (Worker::ws_write)
+  ++conn->worker->result().server_pings;
+  ++conn->worker->result().pings_answered;
+}
+
+void WsConn::on_close(ws::Session&, std::uint16_t code, std::string_view) {
+  // The session echoed the code; the server then closes the TCP connection.
+  ++conn->worker->result().errors["ws_close_received:" + std::to_string(code)];
+}
+
+void WsConn::on_protocol_error(ws::Session&, std::uint16_t code, std::string_view what) {
+  Conn& c = *conn;
+  if (c.state != Conn::State::open) return;
+  if (code == ws::kCloseMessageTooBig) return c.worker->protocol_error(c, "ws_message_too_big");
+  c.worker->protocol_error(c, ("ws_frame:" + std::string(what)).c_str());
 }
 
 void Worker::ws_message(Conn& c, std::string_view text) {
   ++result_.messages_received;
-  if (starts_with(text, "{\"channel\":\"")) {
-    const auto quote = text.find('"', 12);
-    if (quote == std::string_view::npos) return protocol_error(c, "ws_bad_push");
-    const std::string_view rest = text.substr(quote);
-    if (starts_with(rest, "\",\"join\":") || starts_with(rest, "\",\"leave\":")) {
-      ++result_.presence_events;
-      return;
-    }
-    const auto offset = number_after(rest, "\"offset\":");
-    // The server re-serialises data (heartwheel-chat sorts its keys): find "t" inside it.
-    const auto data_at = rest.find("\"data\":{");
-    const auto sent = data_at == std::string_view::npos
-                          ? std::nullopt
-                          : number_after(rest.substr(data_at), "\"t\":");
-    if (!offset) return protocol_error(c, "ws_bad_push");
-    const std::uint64_t now = uv_hrtime();
-    if (sent && *sent <= now) result_.delivery_us.record((now - *sent) / 1000);
-    WsConn& s = *c.ws;
-    if (!s.subscribed) return;  // cannot happen: the reply comes first
-    if (*offset <= s.last) {
-      ++result_.duplicates;
-    } else {
-      result_.missing_gaps += *offset - s.last - 1;
-      s.last = *offset;
-      ++result_.delivered;
+  if (options_.ws_centrifugo) {
+    // Replies and pushes, a line each; an empty command is the server's
+    // ping, answered with an empty command (Centrifugo's pong).
+    while (!text.empty() && c.state == Conn::State::open) {
+      const std::size_t nl = text.find('\n');
+      const std::string_view line = text.substr(0, nl);
+      text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+      if (line.empty()) continue;
+      if (line == "{}") {
+        ++result_.server_pings;
+        ++result_.pings_answered;
+        ws_send_text(c, "{}");
+      } else if (starts_with(line, "{\"push\":{\"channel\":\"")) {
+        ws_push(c, line, 20);
+      } else if (starts_with(line, "{\"id\":")) {
+        ws_reply(c, line);
+      }
     }
     return;
   }
+  if (starts_with(text, "{\"channel\":\"")) return ws_push(c, text, 12);
   if (starts_with(text, "{\"id\":")) return ws_reply(c, text);
   // {"connect":...} and anything newer: not counted.
+}
+
+// A publication, join or leave of `text`, whose channel name starts at
+// `name_at`: ours {"channel":"c","offset":N,...,"data":{...}}, Centrifugo's
+// {"push":{"channel":"c","pub":{"data":{...},...,"offset":N}}}.
+void Worker::ws_push(Conn& c, std::string_view text, std::size_t name_at) {
+  const auto quote = text.find('"', name_at);
+  if (quote == std::string_view::npos) return protocol_error(c, "ws_bad_push");
+  const std::string_view rest = text.substr(quote);
+  if (starts_with(rest, "\",\"join\":") || starts_with(rest, "\",\"leave\":")) {
+    ++result_.presence_events;
+    return;
+  }
+  const auto offset = number_after(rest, "\"offset\":");
+  // The server re-serialises data (heartwheel-chat sorts its keys): find "t" inside it.
+  const auto data_at = rest.find("\"data\":{");
+  const auto sent = data_at == std::string_view::npos
+                        ? std::nullopt
+                        : number_after(rest.substr(data_at), "\"t\":");
+  if (!offset) return protocol_error(c, "ws_bad_push");
+  const std::uint64_t now = uv_hrtime();
+  if (sent && *sent <= now) result_.delivery_us.record((now - *sent) / 1000);
+  WsConn& s = *c.ws;
+  if (!s.subscribed) return;  // cannot happen: the reply comes first
+  if (*offset <= s.last) {
+    ++result_.duplicates;
+  } else {
+    result_.missing_gaps += *offset - s.last - 1;
+    s.last = *offset;
+    ++result_.delivered;
+  }
 }
 
 void Worker::ws_reply(Conn& c, std::string_view text) {
@@ -299,22 +373,36 @@ void Worker::ws_reply(Conn& c, std::string_view text) {
   }
 }
 
-void Worker::ws_reply_json(Conn& c, const nlohmann::json& j) {
-  if (const auto e = j.find("error"); e != j.end()) {
-    ++result_.errors["ws_error:" + e->value("code", std::string("?"))];
+void Worker::ws_reply_json(Conn& c, const nlohmann::json& reply) {
+  if (const auto e = reply.find("error"); e != reply.end()) {
+    const auto code = e->find("code");  // ours a name, Centrifugo's a number
+    ++result_.errors["ws_error:" + (code == e->end()    ? std::string("?")
+                                    : code->is_string() ? code->get<std::string>()
+                                                        : code->dump())];
     return;
   }
+  // Centrifugo's reply puts the fields under its method's name; its connect
+  // reply is not counted.
+  if (options_.ws_centrifugo && reply.contains("connect")) return;
+  const nlohmann::json& j = !options_.ws_centrifugo       ? reply
+                            : reply.contains("subscribe") ? reply["subscribe"]
+                            : reply.contains("publish")   ? reply["publish"]
+                                                          : reply;
   const std::uint64_t offset = j.value("offset", std::uint64_t{0});
   const std::string epoch = j.value("epoch", std::string());
   if (c.publisher) {
-    const std::uint64_t id = j.value("id", std::uint64_t{0});
+    std::uint64_t id = reply.value("id", std::uint64_t{0});
+    if (options_.ws_centrifugo) id = id > 1 ? id - 1 : 0;  // 1 was the connect's
     if (id == 0) return;
     ++result_.publish_acks;
     const std::uint64_t sent = publish_sent_ns_[id % kPublishSentRing];
     if (sent > 0) result_.rtt_us.record((uv_hrtime() - sent) / 1000);
     const std::uint64_t pair =
         (c.index % options_.targets.size()) * options_.channels + (id - 1) % options_.channels;
-    ws_final_[pair] = std::max(ws_final_[pair], offset);
+    // Centrifugo's publish reply has no offset: on a channel that started
+    // empty, the count of its acknowledged publishes is its last offset.
+    ws_final_[pair] =
+        options_.ws_centrifugo ? ws_final_[pair] + 1 : std::max(ws_final_[pair], offset);
     return;
   }
   WsConn& s = *c.ws;
@@ -369,13 +457,17 @@ void Worker::ws_publish_due() {
         continue;
       }
       const std::uint64_t t = uv_hrtime();
+      std::string data = "{\"t\":" + std::to_string(t) + ",\"k\":" + std::to_string(k) + "}";
+      pad_data(data, options_.publish_size, k);
+      const std::string fields = "\"channel\":\"" + channel + "\",\"data\":" + data;
       const std::string req =
-          "{\"id\":" + std::to_string(id) + ",\"op\":\"publish\",\"channel\":\"" + channel +
-          "\",\"data\":{\"t\":" + std::to_string(t) + ",\"k\":" + std::to_string(k) + "}}";
+          options_.ws_centrifugo
+              ? "{\"id\":" + std::to_string(id + 1) + ",\"publish\":{" + fields + "}}"
+              : "{\"id\":" + std::to_string(id) + ",\"op\":\"publish\"," + fields + "}";
       publish_sent_ns_[id % kPublishSentRing] = t;
       ++result_.publications_sent;
       ++result_.messages_sent;
-      ws_send(c, static_cast<std::uint8_t>(ws::Opcode::text), req);
+      ws_send_text(c, req);
     }
   }
   if (now >= stop) uv_timer_stop(&publish_timer_);

@@ -227,8 +227,8 @@ class RedisCluster:
         return sorted({r[2] for r in self.slots()})
 
     def replica_of(self, master):
-        """The port of a replica the master feeds now (its INFO replication:
-        CLUSTER SLOTS may not list replicas yet right after wait_ok), or None."""
+        """The port of a replica the master feeds now (its INFO replication),
+        or None."""
         try:
             info = self.command(master, "INFO", "replication", timeout=2)
         except (OSError, RuntimeError):
@@ -258,10 +258,16 @@ class RedisCluster:
                 return False
             if "cluster_state:ok" not in info:
                 return False
-            ranges = sorted((int(x[0]), int(x[1]), int(x[2][1])) for x in r)
-            if sum(b - a + 1 for a, b, _ in ranges) != 16384:
+            # With each range's replicas: right after `redis-cli --cluster
+            # create`, most nodes still list the replicas as empty masters
+            # (until the replicas' gossip reaches them). A client that read
+            # the map then would not know which node can take over, and a
+            # failover test would depend on how fast gossip went.
+            ranges = sorted((int(x[0]), int(x[1]), int(x[2][1]),
+                             tuple(sorted(int(y[1]) for y in x[3:]))) for x in r)
+            if sum(b - a + 1 for a, b, _, _ in ranges) != 16384:
                 return False
-            if any(not self.alive(m) for _, _, m in ranges):
+            if any(not self.alive(m) for _, _, m, _ in ranges):
                 return False
             if agreed is not None and agreed != ranges:
                 return False
@@ -269,14 +275,17 @@ class RedisCluster:
         if agreed is None:
             return False
         # Every live node a master of the map or a replica in sync with one
-        # (WAIT counts only those).
+        # (WAIT counts only those), and every node's map lists each of them.
         placed = 0
-        for m in {r[2] for r in agreed}:
+        for m, listed in {(r[2], r[3]) for r in agreed}:
             try:
                 info = self.command(m, "INFO", "replication", timeout=2)
             except (OSError, RuntimeError):
                 return False
-            placed += 1 + info.count("state=online")
+            online = info.count("state=online")
+            if online != len(listed):
+                return False
+            placed += 1 + online
         return placed == sum(1 for p in self.procs if self.alive(p))
 
     def wait_ok(self, limit=30):

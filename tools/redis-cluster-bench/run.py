@@ -306,7 +306,7 @@ async def failover_run(cluster, a, b, channels, args):
 
 def failover(args):
     chat = os.path.join(args.build, "bin", "heartwheel-chat")
-    flags = ["--redis-prefix", "t:", "--redis-timeout", "3s", "--history-size", "100000",
+    flags = ["--pubsub-prefix", "t:", "--redis-timeout", "3s", "--history-size", "100000",
              "--history-ttl", "10m", "--ping-interval", "0",
              "--rate-limit", "publish=1000000/s"]  # closed-loop publishers: no rate limit
     if args.wait_replicas:
@@ -391,7 +391,7 @@ def throughput_one(args, kind, rate):
     try:
         where = (["--redis", "127.0.0.1:%d" % target.port] if kind == "single"
                  else ["--redis-cluster", target.seeds()])
-        flags = where + ["--redis-prefix", "t:", "--ping-interval", "0", "--no-join-leave",
+        flags = where + ["--pubsub-prefix", "t:", "--ping-interval", "0", "--no-join-leave",
                          "--rate-limit", "publish=1000000/s"]  # the publisher's rate is the load
         with Server(chat, *flags) as a, Server(chat, *flags) as b:
             fd, out = tempfile.mkstemp(suffix=".json")

@@ -223,6 +223,21 @@ class Sampler(threading.Thread):
         return sum(self.cpu.values())
 
 
+def held_after_clients(pid, base, limit=10.0):
+    """Sockets the server holds beyond `base` once every client process has
+    exited, and how long it took to let the rest go (polled every 0.1 s, for
+    at most `limit` s): 0 unless it keeps sockets its peers closed. The last
+    0.5 s sample (`at_end`) can be taken while the timeouts of attack
+    connections opened late (on a loaded machine) are still firing."""
+    start = time.monotonic()
+    while True:
+        held = max(0, sum(count_sockets(p) for p in process_tree(pid)) - base)
+        waited = time.monotonic() - start
+        if held == 0 or waited >= limit:
+            return held, round(waited, 2)
+        time.sleep(0.1)
+
+
 # --------------------------------------------------------------------------- servers
 
 def start_heartwheel(args, port, tmp, attack):
@@ -497,6 +512,7 @@ def one_run(args, target, attack, size):
         series = merge_csvs(csvs, outs)
         base_sockets = sampler.sockets[0][1] if sampler.sockets else 0
         held = [max(0, n - base_sockets) for _, n in sampler.sockets]
+        after, after_s = held_after_clients(server.pid, base_sockets)
         result = {
             "target": target, "attack": attack, "connections": size,
             "attack_processes": nproc,
@@ -506,7 +522,9 @@ def one_run(args, target, attack, size):
             "server_held": {"peak": max(held, default=0),
                             "at_end": held[-1] if held else None,
                             # every 0.5 s: sockets the server holds beyond its idle count
-                            "series": held},
+                            "series": held,
+                            # once every client process is gone (see held_after_clients)
+                            "after_clients": after, "after_clients_s": after_s},
             "memory_kib": {"base_rss": base_rss, "peak_rss": sampler.peak_rss,
                            "base_pss": base_pss, "peak_pss": sampler.peak_pss,
                            "peak_rss_growth": sampler.peak_rss - base_rss},

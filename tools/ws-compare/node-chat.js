@@ -12,7 +12,15 @@
 // client that has not answered the previous ping is terminated, then every
 // client is pinged), so a dead client goes within two ping intervals.
 //
+// --per-message-deflate turns ws's permessage-deflate on, as its README
+// shows: level 6 (zlib's default, as heartwheel-chat's), --deflate-threshold
+// bytes (256, as heartwheel-chat's --ws-compression-min-size; ws's own default
+// is 1024), the rest ws's defaults (concurrencyLimit 10; context takeover
+// unless the client offers server_no_context_takeover, which
+// heartwheel-load --ws-compression does). Each send compresses for its socket.
+//
 // Usage: NODE_PATH=/usr/share/nodejs node node-chat.js [--port 0] [--ping-interval-ms 25000]
+//        [--per-message-deflate] [--deflate-threshold 256]
 // Prints "listening on 127.0.0.1:PORT". SIGTERM/SIGINT: exit 0.
 "use strict";
 const http = require("http");
@@ -25,6 +33,9 @@ function flag(name, def) {
 }
 const port = Number(flag("--port", "0"));
 const pingIntervalMs = Number(flag("--ping-interval-ms", "25000"));
+const perMessageDeflate = args.includes("--per-message-deflate")
+  ? { threshold: Number(flag("--deflate-threshold", "256")), zlibDeflateOptions: { level: 6 } }
+  : false;
 const epoch = Math.floor(Math.random() * 0xffffffff).toString(16).padStart(8, "0");
 
 const channels = new Map();  // name -> {offset, subscribers: Set<ws>}
@@ -50,7 +61,7 @@ const server = http.createServer((req, res) => {
   res.writeHead(404);
   res.end();
 });
-const wss = new WebSocket.Server({ server, path: "/ws", perMessageDeflate: false,
+const wss = new WebSocket.Server({ server, path: "/ws", perMessageDeflate,
                                    clientTracking: true, maxPayload: 65536 });
 
 wss.on("connection", (ws) => {

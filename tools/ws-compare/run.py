@@ -91,6 +91,9 @@ def stop(p):
 
 
 def measure(kind, args, bins):
+    # *_deflate kinds: the harness offers permessage-deflate (stateless), the
+    # server answers it (heartwheel-chat by default, node with its flag).
+    deflate = kind.endswith("_deflate")
     if kind.startswith("heartwheel"):
         cmd = [bins["chat"], "--listen", "127.0.0.1:0", "--workers", "1", "--no-join-leave",
                "--ping-interval", "%ds" % args.ping_interval, "--pong-timeout", "8s",
@@ -101,6 +104,8 @@ def measure(kind, args, bins):
     else:
         cmd = ["node", os.path.join(HERE, "node-chat.js"), "--port", "0",
                "--ping-interval-ms", str(args.ping_interval * 1000)]
+        if deflate:
+            cmd.append("--per-message-deflate")
         env = dict(os.environ, NODE_PATH="/usr/share/nodejs")
     server, port = start(cmd, env)
     try:
@@ -109,12 +114,16 @@ def measure(kind, args, bins):
         out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
         publish_start = args.connections / args.connect_rate + 2.0
         load = subprocess.Popen(
-            [bins["load"], "--mode", "ws", "--target", "127.0.0.1:%d" % port,
+            [bins["load"], "--mode", "ws", "--target", "127.0.0.1:%d" % port]
+            + (["--ws-protocol", "centrifugo"] if kind == "heartwheel_centrifugo" else [])
+            + [
              "--connections", str(args.connections), "--connect-rate", str(args.connect_rate),
              "--channels", "1", "--publish-rate", str(args.rate),
              "--publish-start", "%gs" % publish_start,
              "--publish-stop-before", "%ds" % args.settle,
-             "--duration", "%ds" % args.duration, "--quiet", "--json", out],
+             "--duration", "%ds" % args.duration, "--quiet", "--json", out]
+            + (["--publish-size", str(args.publish_size)] if args.publish_size else [])
+            + (["--ws-compression"] if deflate else []),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         t0 = time.monotonic()
         samples = []
@@ -159,6 +168,12 @@ def measure(kind, args, bins):
         "rss_peak_bytes": max(s[1] for s in samples),
         "memory_per_connection_bytes": round((held[1] - rss0) / max(1, args.connections)),
         "memory_per_connection_marginal_bytes": marginal(ramp, 1, 3),
+        # After the publications (compressed or not): what traffic left behind.
+        "memory_after_publishing_per_connection_bytes":
+            round((last[1] - rss0) / max(1, args.connections)),
+        # Everything the harness read (pushes, pings, replies) per delivery.
+        "wire_bytes_per_delivered_message": round(report["bytes_received"] / max(1, delivered), 1),
+        "compressed_messages": w.get("compressed_messages", 0),
         "publications": w["publish_acks"],
         "delivered": delivered,
         "missing": w["missing"],
@@ -237,6 +252,27 @@ def fanout_table(runs, target_user_us):
     return table, target
 
 
+def compression_table(servers, mean):
+    """Per server, plain against permessage-deflate (means over the rounds):
+    bytes read per delivered message, CPU per delivered message, memory per
+    idle subscribed connection and after the publications; the ratios
+    deflate / plain. Printed as Markdown on stderr too."""
+    keys = ("wire_bytes_per_delivered_message", "cpu_per_delivered_message_us",
+            "memory_per_connection_bytes", "memory_after_publishing_per_connection_bytes")
+    out, lines = {}, ["| server | bytes / msg | CPU us / msg | idle B / conn | after B / conn |",
+                      "|---|---|---|---|---|"]
+    for server in ("heartwheel", "node"):
+        for kind in (server, server + "_deflate"):
+            out[kind] = {k: round(mean(kind, k), 3) for k in keys}
+            lines.append("| %s | %.1f | %.2f | %d | %d |" % ((kind,) + tuple(out[kind][k]
+                                                                             for k in keys)))
+        out[server + "_deflate_to_plain"] = {
+            k: round(out[server + "_deflate"][k] / out[server][k], 3) if out[server][k] else None
+            for k in keys}
+    print("\n".join(lines), file=sys.stderr)
+    return out
+
+
 def print_table(table, target):
     """The fan-out table as Markdown on stderr (docs/bench-history/fanout-floor.md)."""
     out = ["| CPU per delivered message | user | system | total | user / floor | "
@@ -278,8 +314,18 @@ def main():
                     help="one more heartwheel-chat argument (repeat for several)")
     ap.add_argument("--with-uring-fanout", action="store_true",
                     help="also run heartwheel-chat --uring-fanout each round (heartwheel_uring)")
+    ap.add_argument("--with-centrifugo", action="store_true",
+                    help="also run heartwheel-chat with heartwheel-load speaking Centrifugo's "
+                         "protocol each round, right after ours (heartwheel_centrifugo)")
+    ap.add_argument("--no-node", action="store_true", help="skip the Node.js server")
     ap.add_argument("--target-user-us", type=float, default=1.0,
                     help="the target on heartwheel's user CPU per delivered message")
+    ap.add_argument("--publish-size", type=int, default=0,
+                    help="heartwheel-load --publish-size: each publication's data padded to "
+                         "about this many bytes of JSON (0: {t, k} only)")
+    ap.add_argument("--compression", action="store_true",
+                    help="also run each server with permessage-deflate (kinds heartwheel_deflate, "
+                         "node_deflate: the harness offers it, stateless)")
     args = ap.parse_args()
     if args.connections > 15000 or args.connections < 1:
         ap.error("--connections must be 1..15000 (one server process, one harness process)")
@@ -292,7 +338,7 @@ def main():
     for b in bins.values():
         if not os.access(b, os.X_OK):
             ap.error("%s is missing: build it first" % b)
-    if not os.path.isdir("/usr/share/nodejs/ws"):
+    if not args.no_node and not os.path.isdir("/usr/share/nodejs/ws"):
         ap.error("/usr/share/nodejs/ws is missing: tools/install-deps installs node-ws")
 
     runs = []
@@ -303,7 +349,11 @@ def main():
                     runs.append(r)
                     print(json.dumps(r), file=sys.stderr)
             kinds = ["heartwheel"] + (["heartwheel_uring"] if args.with_uring_fanout else [])
-            for kind in kinds + ["node"]:
+            kinds += ["heartwheel_deflate"] if args.compression else []
+            kinds += ["heartwheel_centrifugo"] if args.with_centrifugo else []
+            if not args.no_node:
+                kinds += ["node"] + (["node_deflate"] if args.compression else [])
+            for kind in kinds:
                 runs.append(measure(kind, args, bins))
                 print(json.dumps(runs[-1]), file=sys.stderr)
     except RuntimeError as e:
@@ -314,17 +364,27 @@ def main():
 
     def mean(kind, key, sub=None):
         vals = [r[key][sub] if sub else r[key] for r in servers if r["server"] == kind]
-        return sum(vals) / len(vals)
+        return sum(vals) / len(vals) if vals else None
+
+    def ratio(a, b):
+        return round(a / b, 3) if a is not None and b else None
 
     summary = {}
     for key, sub in (("memory_per_connection_bytes", None), ("cpu_per_delivered_message_us", None),
                      ("latency_us", "p50"), ("latency_us", "p99"), ("latency_us", "max")):
         name = key if sub is None else "latency_%s_us" % sub
         hw, nd = mean("heartwheel", key, sub), mean("node", key, sub)
-        summary[name] = {"heartwheel": round(hw, 3), "node": round(nd, 3),
-                         "ratio_heartwheel_to_node": round(hw / nd, 3) if nd else None}
+        summary[name] = {"heartwheel": round(hw, 3), "node": None if nd is None else round(nd, 3),
+                         "ratio_heartwheel_to_node": ratio(hw, nd)}
+        cf = mean("heartwheel_centrifugo", key, sub)
+        if cf is not None:  # the same server, Centrifugo's protocol, against ours
+            summary[name]["heartwheel_centrifugo"] = round(cf, 3)
+            summary[name]["ratio_centrifugo_to_ours"] = ratio(cf, hw)
+    if args.compression:
+        summary["compression"] = compression_table(servers, mean)
     table, target = fanout_table(runs, args.target_user_us)
     result = {"connections": args.connections, "publish_rate": args.rate,
+              "publish_size": args.publish_size,
               "duration_s": args.duration, "rounds": args.rounds,
               "chat_args": args.chat_arg,
               "loadavg": open("/proc/loadavg").read().split()[:3],

@@ -63,4 +63,18 @@ bool base64url_decode(std::string_view in, std::string& out) {
   return base64url_decode(in, reinterpret_cast<unsigned char*>(out.data()));
 }
 
+bool base64_decode(std::string_view in, std::string& out) {
+  if (in.size() % 4 == 0 && in.size() >= 4) {  // padding only completes a group
+    if (in.back() == '=') in.remove_suffix(1);
+    if (in.back() == '=') in.remove_suffix(1);
+  }
+  std::string url(in);
+  for (char& c : url) {
+    if (c == '-' || c == '_') return false;  // not the standard alphabet
+    if (c == '+') c = '-';
+    if (c == '/') c = '_';
+  }
+  return base64url_decode(url, out);
+}
+
 }  // namespace heartwheel::auth::detail

@@ -31,4 +31,9 @@ bool base64url_decode(std::string_view in, unsigned char* out) noexcept;
 // Same into `out` (resized; its capacity is reused).
 bool base64url_decode(std::string_view in, std::string& out);
 
+// Standard base64 (RFC 4648 section 4: '+' and '/', '=' padding optional),
+// as Centrifugo's b64info claims are written; otherwise as strict as
+// base64url_decode.
+bool base64_decode(std::string_view in, std::string& out);
+
 }  // namespace heartwheel::auth::detail

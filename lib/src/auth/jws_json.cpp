@@ -4,8 +4,9 @@
 // (syntax, UTF-8 in strings, finite numbers, nothing after the value) and
 // calls the handler per token; a handler that finds a claim of the wrong type
 // records why and returns false, which stops the parse. Only the top-level
-// object's members are claims; deeper values are skipped, except `info`,
-// which is written back as compact JSON text, and `channels`.
+// object's members are claims; deeper values are skipped, except `info` and
+// `meta`, which are written back as compact JSON text, `channels`, and the
+// keys of `subs`.
 #include "jws_json.h"
 
 #include <heartwheel/auth/channel_name.h>
@@ -113,7 +114,20 @@ struct HeaderReader : SaxBase {
 // ---------------------------------------------------------------------------
 // The claims.
 
-enum class Claim : std::uint8_t { other, sub, channel, info, channels, exp, nbf, iat };
+enum class Claim : std::uint8_t {
+  other,
+  sub,
+  channel,
+  info,
+  channels,
+  exp,
+  nbf,
+  iat,
+  b64info,
+  meta,
+  subs,
+  expire_at
+};
 
 constexpr std::string_view claim_name(Claim c) noexcept {
   switch (c) {
@@ -124,6 +138,14 @@ constexpr std::string_view claim_name(Claim c) noexcept {
     case Claim::exp: return "exp";
     case Claim::nbf: return "nbf";
     case Claim::iat: return "iat";
+    case Claim::b64info:
+      return "b64info";
+    case Claim::meta:
+      return "meta";
+    case Claim::subs:
+      return "subs";
+    case Claim::expire_at:
+      return "expire_at";
     case Claim::other: break;
   }
   return "";
@@ -168,11 +190,12 @@ WallTime numeric_date(double seconds) noexcept {
 }
 
 constexpr bool is_time(Claim c) noexcept {
-  return c == Claim::exp || c == Claim::nbf || c == Claim::iat;
+  return c == Claim::exp || c == Claim::nbf || c == Claim::iat || c == Claim::expire_at;
 }
 
 constexpr std::string_view expected_type(Claim c) noexcept {
   if (c == Claim::channels) return "an array of channel names";
+  if (c == Claim::subs) return "an object whose keys are channel names";
   if (is_time(c)) return "a number (seconds since 1970, RFC 7519 NumericDate)";
   return "a string";
 }
@@ -183,9 +206,9 @@ struct ClaimsReader : SaxBase {
   std::uint32_t seen = 0;        // bit per Claim
   std::size_t channel_count = 0; // channels kept (the vector's elements are reused)
 
-  // `info` is copied as compact JSON: `info_level` containers deep inside it
-  // (0 = not inside a container of it); bit L of `info_need_comma` says that
-  // level L already has an element.
+  // `info` and `meta` are copied as compact JSON (into raw()): `info_level`
+  // containers deep inside it (0 = not inside a container of it); bit L of
+  // `info_need_comma` says that level L already has an element.
   int info_level = 0;
   std::uint64_t info_need_comma = 0;
   bool info_after_key = false;
@@ -196,8 +219,11 @@ struct ClaimsReader : SaxBase {
                 std::string(expected_type(current)));
   }
 
-  // --- info (current == Claim::info, so depth >= 1): written back as text
-  bool in_info() const noexcept { return current == Claim::info; }
+  // --- info and meta (so depth >= 1): written back as text
+  bool in_info() const noexcept { return current == Claim::info || current == Claim::meta; }
+  std::string& raw() const noexcept {
+    return current == Claim::meta ? *targets->meta : *targets->info;
+  }
   void info_separator() {
     if (info_after_key) {
       info_after_key = false;
@@ -205,13 +231,13 @@ struct ClaimsReader : SaxBase {
     }
     if (info_level == 0) return;
     const std::uint64_t bit = std::uint64_t{1} << info_level;
-    if (info_need_comma & bit) targets->info->push_back(',');
+    if (info_need_comma & bit) raw().push_back(',');
     info_need_comma |= bit;
   }
   template <class Write>
   bool info_scalar(Write&& write) {
     info_separator();
-    write(*targets->info);
+    write(raw());
     if (info_level == 0) current = Claim::other;  // info was this scalar
     return true;
   }
@@ -229,9 +255,10 @@ struct ClaimsReader : SaxBase {
     if (current == Claim::channels || (depth == 1 && current != Claim::other && !is_time(current)))
       return mismatch();
     if (depth == 1 && is_time(current)) {
-      std::optional<WallTime>* target = current == Claim::exp   ? targets->expires
-                                        : current == Claim::nbf ? targets->not_before
-                                                                : targets->issued_at;
+      std::optional<WallTime>* target = current == Claim::exp         ? targets->expires
+                                        : current == Claim::nbf       ? targets->not_before
+                                        : current == Claim::expire_at ? targets->expire_at
+                                                                      : targets->issued_at;
       *target = numeric_date(value);
       current = Claim::other;
     }
@@ -270,10 +297,17 @@ struct ClaimsReader : SaxBase {
       return true;
     }
     if (depth > 1 || current == Claim::other) return true;
-    if (is_time(current)) return mismatch();
     if (current == Claim::channel && !is_valid_channel_name(s))
       return fail("claim \"channel\" is not a valid channel name");
-    (current == Claim::sub ? targets->user : targets->channel)->assign(s);
+    if (current == Claim::sub) {
+      targets->user->assign(s);
+    } else if (current == Claim::channel) {
+      targets->channel->assign(s);
+    } else if (current == Claim::b64info) {
+      targets->b64info->assign(s);
+    } else {
+      return mismatch();  // a time, subs
+    }
     current = Claim::other;
     return true;
   }
@@ -288,21 +322,24 @@ struct ClaimsReader : SaxBase {
     ++depth;
     if (in_info()) {
       if (info_level == kMaxInfoLevel)
-        return fail("claim \"info\" is nested deeper than " + std::to_string(kMaxInfoLevel));
+        return fail("claim \"" + std::string(claim_name(current)) + "\" is nested deeper than " +
+                    std::to_string(kMaxInfoLevel));
       info_separator();
-      targets->info->push_back(bracket);
+      raw().push_back(bracket);
       ++info_level;
       info_need_comma &= ~(std::uint64_t{1} << info_level);
       return true;
     }
-    // Only "channels" may open one (an array, once); unknown claims may hold anything.
+    // Only "channels" (an array) and "subs" (an object) may open one; unknown
+    // claims may hold anything.
     if (current == Claim::channels) return bracket == '[' && depth == 2 ? true : mismatch();
+    if (current == Claim::subs) return bracket == '{' || depth > 2 ? true : mismatch();
     return current == Claim::other ? true : mismatch();
   }
   bool close(char bracket) {
     --depth;
     if (in_info()) {
-      targets->info->push_back(bracket);
+      raw().push_back(bracket);
       if (--info_level == 0) current = Claim::other;  // the whole info value is done
     } else if (depth == 1) {
       current = Claim::other;
@@ -317,9 +354,17 @@ struct ClaimsReader : SaxBase {
   bool key(json::string_t& k) {
     if (in_info()) {
       info_separator();
-      append_json_string(*targets->info, k);
-      targets->info->push_back(':');
+      append_json_string(raw(), k);
+      raw().push_back(':');
       info_after_key = true;
+      return true;
+    }
+    if (depth == 2 && current == Claim::subs) {
+      if (!is_valid_channel_name(k))
+        return fail(
+            "claim \"subs\" holds an invalid channel name: 1-255 bytes of printable "
+            "ASCII without '\"' or '\\'");
+      targets->subs->push_back(k);
       return true;
     }
     if (depth != 1) return true;
@@ -331,6 +376,14 @@ struct ClaimsReader : SaxBase {
     else if (k == "exp" && targets->expires) c = Claim::exp;
     else if (k == "nbf" && targets->not_before) c = Claim::nbf;
     else if (k == "iat" && targets->issued_at) c = Claim::iat;
+    else if (k == "b64info" && targets->b64info)
+      c = Claim::b64info;
+    else if (k == "meta" && targets->meta)
+      c = Claim::meta;
+    else if (k == "subs" && targets->subs)
+      c = Claim::subs;
+    else if (k == "expire_at" && targets->expire_at)
+      c = Claim::expire_at;
     if (c != Claim::other) {
       const std::uint32_t bit = 1u << static_cast<unsigned>(c);
       if (seen & bit) return fail("claim \"" + std::string(k) + "\" appears twice");
@@ -361,6 +414,10 @@ Error read_claims(std::string_view text, const ClaimTargets& targets) {
   if (targets.expires) targets.expires->reset();
   if (targets.not_before) targets.not_before->reset();
   if (targets.issued_at) targets.issued_at->reset();
+  if (targets.b64info) targets.b64info->clear();
+  if (targets.meta) targets.meta->clear();
+  if (targets.subs) targets.subs->clear();
+  if (targets.expire_at) targets.expire_at->reset();
   ClaimsReader r;
   r.part = "payload";
   r.targets = &targets;

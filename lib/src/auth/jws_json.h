@@ -38,10 +38,16 @@ struct ClaimTargets {
   std::optional<WallTime>* expires = nullptr;   // exp
   std::optional<WallTime>* not_before = nullptr;// nbf
   std::optional<WallTime>* issued_at = nullptr; // iat
+  // Centrifugo's claims (docs/centrifugo.md).
+  std::string* b64info = nullptr;                // b64info, as written (the caller decodes it)
+  std::string* meta = nullptr;                   // meta, as compact JSON text
+  std::vector<std::string>* subs = nullptr;      // the keys of the subs object (channel names)
+  std::optional<WallTime>* expire_at = nullptr;  // expire_at (0: the epoch)
 };
 
 // Reads the claims: a JSON object; each known claim at most once and of its
-// type (strings; NumericDates; an array of valid channel names). Targets are
+// type (strings; NumericDates; an array of valid channel names; an object
+// whose keys are valid channel names; info and meta any JSON). Targets are
 // assigned (absent claims: cleared). Errors: malformed, naming the claim.
 Error read_claims(std::string_view json, const ClaimTargets& targets);
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "base64url.h"
@@ -179,6 +180,20 @@ Error check_times(const std::optional<WallTime>& expires, const std::optional<Wa
   return {};
 }
 
+// `b64info` (standard base64, padded or not), when given, replaces `info`:
+// its bytes must be JSON, the only info a JSON client can be shown.
+Error decode_b64info(std::string_view b64info, std::string& info) {
+  if (b64info.empty()) return {};
+  std::string bytes;
+  if (!detail::base64_decode(b64info, bytes))
+    return refuse(errc::malformed, "claim \"b64info\" is not base64");
+  nlohmann::json value = nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded())
+    return refuse(errc::malformed, "claim \"b64info\" is not base64 of JSON (clients speak JSON)");
+  info = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return {};
+}
+
 }  // namespace
 
 Error TokenVerifier::verify_connection(std::string_view text, WallTime now,
@@ -193,7 +208,13 @@ Error TokenVerifier::verify_connection(std::string_view text, WallTime now,
   targets.expires = &claims.expires;
   targets.not_before = &not_before;
   targets.issued_at = &claims.issued_at;
+  std::string b64info;
+  targets.b64info = &b64info;
+  targets.meta = &claims.meta;
+  targets.subs = &claims.subs;
+  targets.expire_at = &claims.expire_at;
   if (Error e = detail::read_claims(scratch_->decoded, targets); !e.ok()) return e;
+  if (Error e = decode_b64info(b64info, claims.info); !e.ok()) return e;
   return check_times(claims.expires, not_before, now, options_.leeway);
 }
 
@@ -208,17 +229,23 @@ Error TokenVerifier::verify_subscription(std::string_view text, WallTime now,
   targets.channel = &claims.channel;
   targets.expires = &claims.expires;
   targets.not_before = &not_before;
+  targets.info = &claims.info;
+  std::string b64info;
+  targets.b64info = &b64info;
+  targets.expire_at = &claims.expire_at;
   if (Error e = detail::read_claims(scratch_->decoded, targets); !e.ok()) return e;
+  if (Error e = decode_b64info(b64info, claims.info); !e.ok()) return e;
   if (Error e = check_times(claims.expires, not_before, now, options_.leeway); !e.ok()) return e;
   if (claims.channel.empty())
     return refuse(errc::malformed, "a subscription token needs a \"channel\" claim");
   if (claims.channel != channel)
     return refuse(errc::wrong_channel, "the subscription token is for channel " +
-                                           quoted(claims.channel) + ", not " + quoted(channel));
+                                           quoted(std::string_view(claims.channel)) + ", not " +
+                                           quoted(channel));
   if (claims.user != user)
-    return refuse(errc::wrong_user,
-                  "the subscription token is for user " + quoted(claims.user) +
-                      ", not this connection's user " + quoted(user));
+    return refuse(errc::wrong_user, "the subscription token is for user " +
+                                        quoted(std::string_view(claims.user)) +
+                                        ", not this connection's user " + quoted(user));
   return {};
 }
 

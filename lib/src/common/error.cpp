@@ -19,6 +19,8 @@ class Category final : public std::error_category {
       case errc::protocol_error: return "protocol error";
       case errc::frame_too_large: return "frame too large";
       case errc::shutting_down: return "shutting down";
+      case errc::unavailable: return "no server available";
+      case errc::too_large: return "larger than the configured limit";
     }
     return "unknown heartwheel error " + std::to_string(value);
   }

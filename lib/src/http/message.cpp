@@ -1,6 +1,8 @@
 // Request accessors, response helpers and reason phrases.
 #include <heartwheel/http/message.h>
 
+#include <stdexcept>
+
 namespace heartwheel::http {
 
 namespace {
@@ -12,6 +14,20 @@ bool iequals(std::string_view a, std::string_view b) noexcept {
   for (std::size_t i = 0; i < a.size(); ++i)
     if (lower(a[i]) != lower(b[i])) return false;
   return true;
+}
+
+bool is_token(std::string_view s) noexcept {
+  if (s.empty()) return false;
+  for (const char c : s) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos)
+      return false;
+  }
+  return true;
+}
+
+bool is_field_text(std::string_view s) noexcept {
+  return s.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
 }
 
 const std::string* find_header(const Headers& headers, std::string_view name) noexcept {
@@ -40,6 +56,61 @@ std::optional<std::string_view> Request::query_param(std::string_view key) const
     const auto eq = pair.find('=');
     if (pair.substr(0, eq) != key) continue;
     return eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+  }
+  return std::nullopt;
+}
+
+namespace {
+int hex_value(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace
+
+std::optional<std::string> decode_query_component(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    if (c == '+') {
+      out += ' ';
+    } else if (c == '%') {
+      if (i + 2 >= in.size()) return std::nullopt;
+      const int hi = hex_value(in[i + 1]);
+      const int lo = hex_value(in[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> Request::query_value(std::string_view key) const {
+  std::string_view rest = query();
+  while (!rest.empty()) {
+    const auto amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
+    const auto eq = pair.find('=');
+    const std::string_view raw_key = pair.substr(0, eq);
+    if (raw_key != key) {
+      // Only a key with escapes can decode to `key`.
+      if (raw_key.find_first_of("%+") == std::string_view::npos) continue;
+      const std::optional<std::string> decoded = decode_query_component(raw_key);
+      if (!decoded || *decoded != key) continue;
+    }
+    const std::string_view raw =
+        eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+    std::optional<std::string> value = decode_query_component(raw);
+    if (!value)
+      throw std::invalid_argument("query parameter " + std::string(key) +
+                                  ": a '%' not followed by two hex digits");
+    return value;
   }
   return std::nullopt;
 }

@@ -47,6 +47,11 @@ std::error_code to_sockaddr(const HostPort& hp, sockaddr_storage& out) noexcept 
   return uv_error(UV_EINVAL);
 }
 
+std::string format_host_port(const HostPort& hp) {
+  const bool v6 = hp.host.find(':') != std::string::npos;
+  return (v6 ? "[" + hp.host + "]" : hp.host) + ":" + std::to_string(hp.port);
+}
+
 std::string format_address(const sockaddr* addr) {
   char ip[INET6_ADDRSTRLEN] = {};
   if (addr->sa_family == AF_INET) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <string_view>
 
 #include <heartwheel/common/error.h>
 #include <heartwheel/net/address.h>
@@ -91,6 +92,11 @@ void Connector::stop() {
   started_ = false;
   abandon_attempt();
   if (conn_) conn_->close(CloseReason::local);
+}
+
+void Connector::stop_reconnecting() noexcept {
+  abandon_attempt();
+  if (!conn_) started_ = false;
 }
 
 void Connector::abandon_attempt() noexcept {
@@ -192,7 +198,21 @@ void Connector::attempt_failed(std::error_code ec) {
 void Connector::connection_closed(Connection& conn) noexcept {
   if (conn_ == &conn) conn_ = nullptr;
   --stats_->current;
+  // A connection whose transport stage failed (a TLS handshake refused or
+  // timed out) never reached the handler: for the application that is a
+  // connect that failed, and it is retried as one.
+  const bool never_ready = conn.in_byte_stage();
+  const CloseReason reason = conn.close_reason();
   delete &conn;
+  if (never_ready && !stopped_) {
+    failures_ = failures_before_open_;
+    // Every layer names its timeouts *_timeout (lib/src/net/README.md):
+    // the stage's deadline passed, or the peer refused.
+    const std::string_view name = to_string(reason);
+    const bool timeout = name.size() >= 8 && name.substr(name.size() - 8) == "_timeout";
+    attempt_failed(make_error_code(timeout ? errc::timed_out : errc::protocol_error));
+    return;
+  }
   if (stopped_ || !options_->reconnect) {
     started_ = false;
     return;

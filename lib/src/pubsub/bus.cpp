@@ -23,38 +23,57 @@ PresencePtr presence_event(EventKind kind, const detail::StoredChannel& ch, std:
 
 }  // namespace
 
-PublishResult Bus::publish(std::string_view channel, std::string data, std::string info) {
+PublishResult Bus::publish(std::string_view channel, std::string data, std::string info,
+                           const PublishOptions& options) {
   PublishResult result;
   if ((result.error = validate_channel(channel, options_.limits))) return result;
   if (data.size() > options_.limits.max_data_bytes) {
     result.error = errc::data_too_large;
     return result;
   }
-  {
-    Shard& shard = shard_for(channel);
-    std::lock_guard lock(shard.mu);
-    publish_locked(shard, channel, std::move(data), std::move(info), result);
+  publications_.fetch_add(1, std::memory_order_relaxed);
+  Shard& shard = shard_for(channel);
+  // At the channel cap an orphan is freed (one shard lock at a time, so
+  // never under this one) and the publish tried once more.
+  for (bool evicted = false;;) {
+    {
+      std::lock_guard lock(shard.mu);
+      if (publish_locked(shard, channel, data, info, options, result)) break;
+    }
+    if (evicted || !(evicted = evict_orphan())) {
+      channels_refused_.fetch_add(1, std::memory_order_relaxed);
+      result.error = errc::too_many_channels;
+      return result;
+    }
   }
   if (history_bytes_.load(std::memory_order_relaxed) > options_.max_history_bytes) evict_history();
   return result;
 }
 
-void Bus::publish_locked(Shard& shard, std::string_view channel, std::string data,
-                         std::string info, PublishResult& result) {
-  publications_.fetch_add(1, std::memory_order_relaxed);
+bool Bus::publish_locked(Shard& shard, std::string_view channel, std::string& data,
+                         std::string& info, const PublishOptions& options, PublishResult& result) {
   detail::StoredChannel* ch = shard.find(channel);
+  const TimePoint now = options_.clock();
+  if (ch != nullptr && !options.idempotency_key.empty() && ch->idempotent) {
+    if (const StreamPosition* first = ch->idempotent->find(options.idempotency_key, now)) {
+      result.position = *first;  // published once already: not again
+      result.duplicate = true;
+      return true;
+    }
+  }
   if (ch == nullptr) {
     const ChannelOptions opts = options_for(channel);
-    // Without history and without subscribers nobody can ever see it: keep nothing.
-    if (opts.history_size == 0) return;
-    if (!channel_room()) {
-      result.error = errc::too_many_channels;
-      return;
+    // Nobody can hear it, now or by recovery (no subscriber has a position
+    // in a stream that does not exist): keep nothing, unless this channel's
+    // history is read before anyone subscribes.
+    if (opts.history_size == 0 || !opts.history_before_subscribers) {
+      unheard_.fetch_add(1, std::memory_order_relaxed);
+      return true;
     }
+    if (!take_channel_slot()) return false;
     ch = &shard.add(channel, opts, new_epoch());
     ch->history.count_into(&history_bytes_);
   }
-  const TimePoint now = options_.clock();
   auto pub = std::make_shared<Publication>();
   pub->kind = EventKind::publication;
   pub->channel = ch->name;
@@ -69,19 +88,36 @@ void Bus::publish_locked(Shard& shard, std::string_view channel, std::string dat
   }
   ch->post(pub);
   result.position = {pub->offset, pub->epoch};
+  if (!options.idempotency_key.empty()) {
+    if (!ch->idempotent) ch->idempotent = std::make_unique<detail::IdempotentResults>();
+    ch->idempotent->remember(options.idempotency_key, result.position,
+                             deadline_after(now, options.idempotency_window), now);
+  }
+  return true;
 }
 
 SubscribeResult Bus::join(Inbox& inbox, const JoinRequest& request) {
   SubscribeResult result;
   if ((result.error = validate_channel(request.channel, options_.limits))) return result;
   Shard& shard = shard_for(request.channel);
-  std::lock_guard lock(shard.mu);
-  detail::StoredChannel* ch = shard.find(request.channel);
-  if (ch == nullptr) {
-    if (!channel_room()) {
+  for (bool evicted = false;;) {  // as in publish: an orphan may make room
+    {
+      std::lock_guard lock(shard.mu);
+      if (join_locked(shard, inbox, request, result)) return result;
+    }
+    if (evicted || !(evicted = evict_orphan())) {
+      channels_refused_.fetch_add(1, std::memory_order_relaxed);
       result.error = errc::too_many_channels;
       return result;
     }
+  }
+}
+
+bool Bus::join_locked(Shard& shard, Inbox& inbox, const JoinRequest& request,
+                      SubscribeResult& result) {
+  detail::StoredChannel* ch = shard.find(request.channel);
+  if (ch == nullptr) {
+    if (!take_channel_slot()) return false;
     ch = &shard.add(request.channel, options_for(request.channel), new_epoch());
     ch->history.count_into(&history_bytes_);
   }
@@ -102,7 +138,7 @@ SubscribeResult Bus::join(Inbox& inbox, const JoinRequest& request) {
   }
   result.subscribers = ch->subscribers;
   if (ch->options.join_leave) ch->post(presence_event(EventKind::join, *ch, request.info));
-  return result;
+  return true;
 }
 
 void Bus::leave(Inbox& inbox, std::string_view channel, std::string_view info, bool last_local) {
@@ -137,8 +173,8 @@ HistoryResult Bus::history(std::string_view channel, std::size_t limit) {
 // The Broker calls: the answer is ready at once; `done` runs after the lock
 // is released (it may publish, subscribe, ...).
 void Bus::publish(Inbox&, std::string_view channel, std::string data, std::string info,
-                  PublishDone done) {
-  PublishResult r = publish(channel, std::move(data), std::move(info));
+                  const PublishOptions& options, PublishDone done) {
+  PublishResult r = publish(channel, std::move(data), std::move(info), options);
   if (done) done(std::move(r));
 }
 
@@ -156,6 +192,21 @@ void Bus::presence(Inbox&, std::string_view channel, PresenceDone done) {
   PresenceResult r;
   if (!(r.error = validate_channel(channel, options_.limits))) r.subscribers = presence(channel);
   if (done) done(std::move(r));
+}
+
+void Bus::remove_history(Inbox&, std::string_view channel, RemoveDone done) {
+  const std::error_code ec = remove_history(channel);
+  if (done) done(ec);
+}
+
+std::error_code Bus::remove_history(std::string_view channel) {
+  if (std::error_code ec = validate_channel(channel, options_.limits)) return ec;
+  Shard& shard = shard_for(channel);
+  std::lock_guard lock(shard.mu);
+  // The offset and epoch stay (a channel without subscribers and now
+  // without history is freed by the next sweep, as any other).
+  if (detail::StoredChannel* ch = shard.find(channel)) ch->history.clear();
+  return {};
 }
 
 std::uint64_t Bus::presence(std::string_view channel) {

@@ -1,5 +1,6 @@
 // The Bus's process-wide caps (BusOptions::max_channels, max_history_bytes):
-// what a stranger publishing to many channels can make the process hold.
+// what a stranger publishing to many channels can make the process hold,
+// and the orphans freed early to make room at the channel cap.
 #include <heartwheel/pubsub/bus.h>
 
 #include <algorithm>
@@ -13,15 +14,30 @@ namespace heartwheel::pubsub {
 
 // Live channels are those made minus those freed; two threads racing for the
 // last slot may both get it (the cap is exact up to the number of threads).
-bool Bus::channel_room() noexcept {
+bool Bus::take_channel_slot() noexcept {
   const std::uint64_t live =
       channels_made_.load(std::memory_order_relaxed) - freed_.load(std::memory_order_relaxed);
-  if (live >= options_.max_channels) {
-    channels_refused_.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
+  if (live >= options_.max_channels) return false;
   channels_made_.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+// The cap is reached: free the oldest orphan of the next shard (in turn)
+// that has one. One shard lock at a time; a full turn finding none: false.
+// An orphan is a channel nobody is subscribed to, kept only for recovery:
+// losing it early costs a returning client a reload (recovered: false),
+// where refusing the new channel would lock every other client out.
+bool Bus::evict_orphan() {
+  const std::size_t first = evict_cursor_.fetch_add(1, std::memory_order_relaxed);
+  for (std::size_t i = 0; i < options_.shards; ++i) {
+    Shard& shard = shards_[(first + i) & (options_.shards - 1)];
+    std::lock_guard lock(shard.mu);
+    if (!shard.free_oldest_orphan()) continue;
+    freed_.fetch_add(1, std::memory_order_relaxed);
+    channels_evicted_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  return false;
 }
 
 // Over budget: drop the oldest publications of the largest histories until
@@ -47,7 +63,7 @@ void Bus::evict_history() {
     for (std::size_t i = 0; i < options_.shards; ++i) {
       std::lock_guard lock(shards_[i].mu);
       for (const auto& [name, ch] : shards_[i].channels) {
-        const std::size_t bytes = ch->history.payload_bytes();
+        const std::size_t bytes = ch->history.held_bytes();
         if (bytes == 0) continue;
         if (top.size() < kCandidates) {
           top.push_back({bytes, i, name});
@@ -69,13 +85,13 @@ void Bus::evict_history() {
       std::lock_guard lock(shard.mu);
       detail::StoredChannel* ch = shard.find(big.name);
       if (ch == nullptr) continue;
-      while (!ch->history.empty() && ch->history.payload_bytes() >= next &&
+      while (!ch->history.empty() && ch->history.held_bytes() >= next &&
              history_bytes_.load(std::memory_order_relaxed) > target) {
         ch->history.pop_front();
         history_evictions_.fetch_add(1, std::memory_order_relaxed);
       }
       // Emptied with nobody subscribed: sweep() frees it.
-      if (!ch->history.empty()) largest.push({ch->history.payload_bytes(), big.shard, big.name});
+      if (!ch->history.empty()) largest.push({ch->history.held_bytes(), big.shard, big.name});
     }
   }
   evicting_.store(false);

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,9 +21,23 @@
 
 namespace heartwheel::pubsub::detail {
 
-struct StoredChannel {
-  static constexpr std::size_t kNotOrphan = static_cast<std::size_t>(-1);
+// The results of a channel's publishes made with an idempotency key
+// (PublishOptions), until their window passes: made at the channel's first
+// such publish, so other channels pay one null pointer.
+struct IdempotentResults {
+  // The result of the publish that had `key`, if its window has not passed
+  // at `now` (expired ones are forgotten on the way).
+  const StreamPosition* find(const std::string& key, TimePoint now);
+  void remember(const std::string& key, const StreamPosition& result, TimePoint until,
+                TimePoint now);
 
+ private:
+  void forget_expired(TimePoint now);
+  std::unordered_map<std::string, StreamPosition> results_;
+  std::deque<std::pair<TimePoint, std::string>> expiry_;  // in the order remembered
+};
+
+struct StoredChannel {
   std::string name;
   std::string epoch;
   ChannelOptions options;
@@ -31,9 +46,13 @@ struct StoredChannel {
   std::uint64_t subscribers = 0;  // over every hub
   std::vector<Inbox*> inboxes;    // hubs with local subscribers: posted every event
   HistoryRing history;
-  // Index in Shard::orphans while the channel has no subscribers (then only
-  // its history keeps it, until sweep() finds it expired).
-  std::size_t orphan_index = kNotOrphan;
+  // In Shard's orphan list while the channel has no subscribers (then only
+  // its history keeps it, until sweep() finds it expired, or the channel
+  // cap evicts it).
+  bool orphan = false;
+  StoredChannel* orphan_prev = nullptr;  // the orphan made before this one
+  StoredChannel* orphan_next = nullptr;  // the one made after
+  std::unique_ptr<IdempotentResults> idempotent;  // keyed publishes' results, if any
 
   // Posts `event` (as the next seq) to every interested inbox.
   void post(const EventPtr& event);
@@ -52,7 +71,11 @@ struct Bus::Shard {
   std::unordered_map<std::string, std::unique_ptr<detail::StoredChannel>, detail::StringHash,
                      std::equal_to<>>
       channels;
-  std::vector<detail::StoredChannel*> orphans;  // channels with history and no subscribers
+  // The channels with history and no subscribers, oldest orphan first
+  // (intrusive: O(1) to add and remove, in the order they lost their last
+  // subscriber or were made without one).
+  detail::StoredChannel* oldest_orphan = nullptr;
+  detail::StoredChannel* newest_orphan = nullptr;
 
   detail::StoredChannel* find(std::string_view name) const {
     auto it = channels.find(name);
@@ -61,12 +84,15 @@ struct Bus::Shard {
   // A new channel (no subscribers yet); the caller holds the lock.
   detail::StoredChannel& add(std::string_view name, const ChannelOptions& options,
                              std::string epoch);
-  // Keeps `orphans` in step with ch.subscribers == 0.
+  // Keeps the orphan list in step with ch.subscribers == 0.
   void update_orphan(detail::StoredChannel& ch);
   void remove_orphan(detail::StoredChannel& ch);
   // Drops expired history; frees the channel (returns true) when it has
   // neither subscribers nor history left.
   bool trim_or_free(detail::StoredChannel& ch, TimePoint now);
+  // Frees the oldest orphan, history and all (its bytes leave the bus's
+  // total). False when the shard has none.
+  bool free_oldest_orphan();
 };
 
 }  // namespace heartwheel::pubsub

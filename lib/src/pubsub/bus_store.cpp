@@ -36,6 +36,27 @@ void BusOptions::validate() const {
 
 namespace detail {
 
+const StreamPosition* IdempotentResults::find(const std::string& key, TimePoint now) {
+  forget_expired(now);
+  const auto it = results_.find(key);
+  return it == results_.end() ? nullptr : &it->second;
+}
+
+void IdempotentResults::remember(const std::string& key, const StreamPosition& result,
+                                 TimePoint until, TimePoint now) {
+  forget_expired(now);
+  if (results_.insert_or_assign(key, result).second) expiry_.emplace_back(until, key);
+}
+
+void IdempotentResults::forget_expired(TimePoint now) {
+  // Windows are the caller's (one per deployment in practice), so the
+  // queue is in expiry order; a key remembered twice keeps its first place.
+  while (!expiry_.empty() && expiry_.front().first <= now) {
+    results_.erase(expiry_.front().second);
+    expiry_.pop_front();
+  }
+}
+
 void StoredChannel::post(const EventPtr& event) {
   ++seq;
   for (Inbox* inbox : inboxes) {
@@ -49,21 +70,23 @@ void StoredChannel::post(const EventPtr& event) {
 }  // namespace detail
 
 void Bus::Shard::update_orphan(detail::StoredChannel& ch) {
-  constexpr auto kNot = detail::StoredChannel::kNotOrphan;
-  if (ch.subscribers == 0 && ch.orphan_index == kNot) {
-    ch.orphan_index = orphans.size();
-    orphans.push_back(&ch);
-  } else if (ch.subscribers > 0 && ch.orphan_index != kNot) {
+  if (ch.subscribers == 0 && !ch.orphan) {
+    ch.orphan = true;
+    ch.orphan_prev = newest_orphan;
+    ch.orphan_next = nullptr;
+    (newest_orphan != nullptr ? newest_orphan->orphan_next : oldest_orphan) = &ch;
+    newest_orphan = &ch;
+  } else if (ch.subscribers > 0 && ch.orphan) {
     remove_orphan(ch);
   }
 }
 
 void Bus::Shard::remove_orphan(detail::StoredChannel& ch) {
-  if (ch.orphan_index == detail::StoredChannel::kNotOrphan) return;
-  orphans[ch.orphan_index] = orphans.back();
-  orphans[ch.orphan_index]->orphan_index = ch.orphan_index;
-  orphans.pop_back();
-  ch.orphan_index = detail::StoredChannel::kNotOrphan;
+  if (!ch.orphan) return;
+  (ch.orphan_prev != nullptr ? ch.orphan_prev->orphan_next : oldest_orphan) = ch.orphan_next;
+  (ch.orphan_next != nullptr ? ch.orphan_next->orphan_prev : newest_orphan) = ch.orphan_prev;
+  ch.orphan = false;
+  ch.orphan_prev = ch.orphan_next = nullptr;
 }
 
 detail::StoredChannel& Bus::Shard::add(std::string_view name, const ChannelOptions& options,
@@ -83,6 +106,15 @@ bool Bus::Shard::trim_or_free(detail::StoredChannel& ch, TimePoint now) {
   if (ch.subscribers > 0 || !ch.history.empty()) return false;
   remove_orphan(ch);
   channels.erase(channels.find(ch.name));  // frees ch
+  return true;
+}
+
+bool Bus::Shard::free_oldest_orphan() {
+  detail::StoredChannel* ch = oldest_orphan;
+  if (ch == nullptr) return false;
+  ch->history.clear();  // its bytes leave the bus's total
+  remove_orphan(*ch);
+  channels.erase(channels.find(ch->name));  // frees ch
   return true;
 }
 
@@ -139,12 +171,12 @@ void Bus::sweep() {
   for (std::size_t i = 0; i < options_.shards; ++i) {
     Shard& shard = shards_[i];
     std::lock_guard lock(shard.mu);
-    if (shard.orphans.empty()) continue;
+    if (shard.oldest_orphan == nullptr) continue;
     const TimePoint now = options_.clock();
-    // Walk backwards: freeing swaps the last orphan into the freed slot.
-    for (std::size_t j = shard.orphans.size(); j-- > 0;) {
-      if (j < shard.orphans.size() && shard.trim_or_free(*shard.orphans[j], now))
-        freed_.fetch_add(1, std::memory_order_relaxed);
+    for (detail::StoredChannel* ch = shard.oldest_orphan; ch != nullptr;) {
+      detail::StoredChannel* next = ch->orphan_next;  // freeing ch unlinks it
+      if (shard.trim_or_free(*ch, now)) freed_.fetch_add(1, std::memory_order_relaxed);
+      ch = next;
     }
   }
 }
@@ -156,17 +188,19 @@ BusStats Bus::stats() const {
   BusStats s;
   s.hubs = hubs_.load();
   s.publications = publications_.load();
+  s.unheard = unheard_.load();
   s.epochs = epochs_.load();
   s.channels_freed = freed_.load();
   s.bad_channel_options = bad_channel_options_.load();
   s.channels_refused = channels_refused_.load();
   s.history_evictions = history_evictions_.load();
+  s.channels_evicted = channels_evicted_.load();
   for (std::size_t i = 0; i < options_.shards; ++i) {
     std::lock_guard lock(shards_[i].mu);
     s.channels += shards_[i].channels.size();
     for (const auto& [name, ch] : shards_[i].channels) {
       s.history_publications += ch->history.size();
-      s.history_bytes += ch->history.payload_bytes();
+      s.history_bytes += ch->history.held_bytes();
     }
   }
   return s;

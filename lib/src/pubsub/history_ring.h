@@ -5,6 +5,16 @@
 // index o - front()->offset: recovery and history() index, never search.
 // The slot array grows by doubling up to the channel's history_size, so a
 // channel with two publications holds four slots, not history_size.
+//
+// Bytes held: what the ring keeps alive, counted as malloc holds it (issue
+// 34: counting data and info only, a 1-byte publication to a 255-byte
+// channel counted 36 bytes of the ~600 it held). Each publication: its
+// shared block (the object and make_shared's counts), every string of it
+// that left its inline buffer (data, info, its copy of the channel name,
+// the epoch) as a glibc chunk, and the ring's slots. A publication's
+// shared frame, when a broker set one, counts too. Publications are
+// immutable once published, so a ring counts each on push and uncounts
+// the same number on removal.
 // Threads: none of its own; the bus uses it under the channel's shard lock.
 #pragma once
 
@@ -31,10 +41,12 @@ class HistoryRing {
   // Appends, dropping the oldest when `capacity` (> 0) is reached.
   void push(PublicationPtr publication, std::size_t capacity);
   void pop_front() noexcept;
+  // Drops every publication and the slots (their bytes leave the total).
+  void clear() noexcept;
   // Drops the publications published `ttl` or longer before `now`.
   void trim(TimePoint now, Duration ttl) noexcept;
-  // Bytes of data and info held (kept up to date: O(1)).
-  std::size_t payload_bytes() const noexcept { return bytes_; }
+  // Memory held (see the top of this file; kept up to date: O(1)).
+  std::size_t held_bytes() const noexcept { return bytes_; }
   // Also keep `*total` up to date with this ring's bytes (the bus's
   // process-wide history bytes); null: no total. Set while empty.
   void count_into(std::atomic<std::size_t>* total) noexcept { total_ = total; }
@@ -50,13 +62,18 @@ class HistoryRing {
   void grow(std::size_t capacity);
 
   std::vector<PublicationPtr> slots_;
-  void added(const PublicationPtr& p) noexcept;
-  void removed(const PublicationPtr& p) noexcept;
+  void count(std::size_t bytes) noexcept;
+  void uncount(std::size_t bytes) noexcept;
+  std::size_t slots_bytes() const noexcept;
 
   std::size_t head_ = 0;
   std::size_t size_ = 0;
   std::size_t bytes_ = 0;
   std::atomic<std::size_t>* total_ = nullptr;
 };
+
+// What one publication keeps alive (see the top of this file), without
+// its ring slot.
+std::size_t publication_bytes(const Publication& p) noexcept;
 
 }  // namespace heartwheel::pubsub::detail

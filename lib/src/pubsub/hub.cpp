@@ -20,6 +20,7 @@ void HubOptions::validate() const {
 Hub::Hub(Broker& broker, HubOptions options)
     : broker_(broker), options_(std::move(options)), limits_(broker.limits()) {
   options_.validate();
+  more_frames_.resize(options_.more_encodings.size());  // frame_as allocates no slot
   open_loop();  // throws before anything is attached
   broker_.attach(*this);
 }
@@ -242,7 +243,12 @@ void Hub::release_if_empty(LocalChannel* ch) noexcept {
 }
 
 void Hub::publish(std::string_view channel, std::string data, std::string info, PublishDone done) {
-  broker_.publish(*this, channel, std::move(data), std::move(info),
+  publish(channel, std::move(data), std::move(info), PublishOptions{}, std::move(done));
+}
+
+void Hub::publish(std::string_view channel, std::string data, std::string info,
+                  const PublishOptions& options, PublishDone done) {
+  broker_.publish(*this, channel, std::move(data), std::move(info), options,
                   [this, done = std::move(done)](PublishResult r) {
                     ++(r.error ? stats_.publish_errors : stats_.publications);
                     if (done) done(std::move(r));
@@ -275,6 +281,10 @@ void Hub::presence(std::string_view channel, PresenceDone done) {
   broker_.presence(*this, channel, std::move(done));
 }
 
+void Hub::remove_history(std::string_view channel, RemoveDone done) {
+  broker_.remove_history(*this, channel, std::move(done));
+}
+
 std::uint64_t Hub::presence(std::string_view channel) {
   require_inline("presence");
   PresenceResult out;
@@ -290,6 +300,14 @@ bool Hub::subscribed(const Subscriber& subscriber, std::string_view channel) con
 std::size_t Hub::local_subscribers(std::string_view channel) const {
   const LocalChannel* ch = find(channel);
   return ch ? ch->count : 0;
+}
+
+std::vector<Hub::LocalCount> Hub::local_channels() const {
+  std::vector<LocalCount> out;
+  out.reserve(channels_.size());
+  for (const auto& [name, ch] : channels_)
+    if (ch->count + ch->pending > 0) out.push_back({std::string(name), ch->count + ch->pending});
+  return out;
 }
 
 HubStats Hub::stats() const {

@@ -100,6 +100,8 @@ void Hub::fan_out(LocalChannel& ch, bool presence, Call&& call) noexcept {
   }
   cursor_ = nullptr;
   fanning_ = nullptr;
+  fanning_event_ = nullptr;
+  for (Frame& f : more_frames_) f.reset();
   if (options_.after_fan_out) {
     try {
       options_.after_fan_out();
@@ -136,13 +138,34 @@ void Hub::fan_out_publication(LocalChannel& ch, const Publication& publication) 
   if (!encode(options_.encode_publication, ch, publication, frame)) return;
   ++ch.stats.fanned_out;
   ++stats_.delivery.fanned_out;
+  fanning_event_ = &publication;
   fan_out(ch, false, [&](Subscriber& s) { return s.on_publication(publication, frame); });
 }
 
 void Hub::fan_out_presence(LocalChannel& ch, const PresenceEvent& event) noexcept {
   Frame frame;
   if (!encode(options_.encode_presence, ch, event, frame)) return;
+  fanning_event_ = &event;
   fan_out(ch, true, [&](Subscriber& s) { return s.on_presence(event, frame); });
+}
+
+Frame Hub::frame_as(std::size_t index) noexcept {
+  if (fanning_event_ == nullptr || index >= more_frames_.size()) return nullptr;
+  Frame& frame = more_frames_[index];
+  if (frame) return frame;
+  const HubOptions::Encoding& e = options_.more_encodings[index];
+  try {
+    if (fanning_event_->kind == EventKind::publication) {
+      if (e.publication) frame = e.publication(static_cast<const Publication&>(*fanning_event_));
+    } else if (e.presence) {
+      frame = e.presence(static_cast<const PresenceEvent&>(*fanning_event_));
+    }
+    if (frame) ++stats_.encodes;
+  } catch (...) {
+    ++stats_.encode_errors;
+    frame = nullptr;
+  }
+  return frame;
 }
 
 }  // namespace heartwheel::pubsub

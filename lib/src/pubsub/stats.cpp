@@ -80,12 +80,18 @@ constexpr StatField<BusStats> kBusFields[] = {
     {"history_publications", &BusStats::history_publications, kGauge,
      "heartwheel_pubsub_history_publications", "Publications kept in history rings now."},
     {"history_bytes", &BusStats::history_bytes, kGauge, "heartwheel_pubsub_history_bytes",
-     "Bytes of the publications kept in history rings now (data and client info)."},
+     "Memory the publications kept in history rings hold now: each one's object, its "
+     "strings (data, client info, channel name, epoch) as malloc holds them, and its ring "
+     "slot."},
     {"publications", &BusStats::publications, kCounter, "heartwheel_pubsub_bus_publications_total",
-     "Publications the bus assigned an offset (from any hub or publisher)."},
+     "Publications the bus took (from any hub or publisher)."},
+    {"unheard", &BusStats::unheard, kCounter, "heartwheel_pubsub_bus_publications_unheard_total",
+     "Publications to a channel with no state and no history configured before subscribers: "
+     "they reached no one and were kept nowhere (offset 0)."},
     {"epochs", &BusStats::epochs, kCounter, "heartwheel_pubsub_epochs_total",
      "Channel states made, each starting a new epoch (history lost before it)."},
-    {"channels_freed", &BusStats::channels_freed, kCounter, "heartwheel_pubsub_channels_freed_total",
+    {"channels_freed", &BusStats::channels_freed, kCounter,
+     "heartwheel_pubsub_channels_freed_total",
      "Channel states freed (no subscribers and no history left)."},
     {"bad_channel_options", &BusStats::bad_channel_options, kCounter,
      "heartwheel_pubsub_bad_channel_options_total",
@@ -96,6 +102,10 @@ constexpr StatField<BusStats> kBusFields[] = {
     {"history_evictions", &BusStats::history_evictions, kCounter,
      "heartwheel_pubsub_history_evictions_total",
      "Publications dropped from histories to stay under max_history_bytes (--max-history-bytes)."},
+    {"channels_evicted", &BusStats::channels_evicted, kCounter,
+     "heartwheel_pubsub_channels_evicted_total",
+     "Channels without subscribers (kept only by their history) freed before their time to make "
+     "room for a new channel at max_channels (--max-channels), oldest first."},
 };
 static_assert(stat_fields_cover(StatTable<BusStats>(kBusFields), 0));
 

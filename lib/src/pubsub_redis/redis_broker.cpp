@@ -64,6 +64,7 @@ constexpr StatField<B> kBrokerFields[] = {
     {"lease_renewals", &B::lease_renewals, kCounter, "", ""},
     {"decode_errors", &B::decode_errors, kCounter, "", ""},
     {"not_replicated", &B::not_replicated, kCounter, "", ""},
+    {"duplicates_refused", &B::duplicates_refused, kCounter, "", ""},
     {"rewinds", &B::rewinds, kCounter, "", ""},
 };
 static_assert(stat_fields_cover(StatTable<B>(kBrokerFields),
@@ -105,7 +106,7 @@ RedisBroker::~RedisBroker() {
 }
 
 void RedisBroker::publish(Inbox& from, std::string_view channel, std::string data, std::string info,
-                          PublishDone done) {
+                          const PublishOptions& options, PublishDone done) {
   PublishResult early;
   if ((early.error = validate_channel(channel, options_.limits))) {
   } else if (data.size() > options_.limits.max_data_bytes) {
@@ -118,8 +119,9 @@ void RedisBroker::publish(Inbox& from, std::string_view channel, std::string dat
     return;
   }
   core_->submit([core = core_.get(), from = &from, ch = std::string(channel),
-                 data = std::move(data), info = std::move(info), done = std::move(done)]() mutable {
-    core->publish(from, std::move(ch), std::move(data), std::move(info), std::move(done));
+                 data = std::move(data), info = std::move(info), options,
+                 done = std::move(done)]() mutable {
+    core->publish(from, std::move(ch), std::move(data), std::move(info), options, std::move(done));
   });
 }
 
@@ -150,6 +152,13 @@ void RedisBroker::presence(Inbox& from, std::string_view channel, PresenceDone d
   core_->submit(
       [core = core_.get(), from = &from, ch = std::string(channel),
        done = std::move(done)]() mutable { core->presence(from, std::move(ch), std::move(done)); });
+}
+
+void RedisBroker::remove_history(Inbox& from, std::string_view channel, RemoveDone done) {
+  core_->submit([core = core_.get(), from = &from, ch = std::string(channel),
+                 done = std::move(done)]() mutable {
+    core->remove_history(from, std::move(ch), std::move(done));
+  });
 }
 
 void RedisBroker::attach(Inbox& inbox) { core_->attach(&inbox); }
@@ -340,7 +349,7 @@ std::string RedisBroker::Core::new_epoch() {
 // ---- publish, history, presence ---------------------------------------------------
 
 void RedisBroker::Core::publish(Inbox* from, std::string channel, std::string data,
-                                std::string info, PublishDone done) {
+                                std::string info, const PublishOptions& options, PublishDone done) {
   ++stats_.publishes;
   const detail::Keys keys = layout_.keys(channel);
   auto answer = [this, from, done](PublishResult r) {
@@ -353,22 +362,30 @@ void RedisBroker::Core::publish(Inbox* from, std::string channel, std::string da
   // Durable: with wait_replicas, acknowledged only once that many replicas
   // have it (a publication that ran but is not replicated answers
   // unavailable: it is in history, and a failover may lose it).
-  auto refused = send(
-      detail::publish_script().call(
-          {keys.meta, keys.stream},
-          {history_size_, ttl_ms_, keys.channel, data, info, epoch, publish_verb_}),
-      [this, answer](std::error_code ec, redis::Reply reply) {
-        PublishResult r;
-        if (ec == redis::errc::not_replicated) ++stats_.not_replicated;
-        if (ec || !reply.is_array() || reply.size() != 2) {
-          r.error = errc::unavailable;
-        } else {
-          r.position.offset = static_cast<std::uint64_t>(reply[0].integer());
-          r.position.epoch = std::string(reply[1].str());
-        }
-        answer(std::move(r));
-      },
-      {.durable = true});
+  // Without a key the script is given the meta's name as its third key
+  // (untouched: a key of the same slot, as a cluster wants).
+  const bool keyed = !options.idempotency_key.empty();
+  const std::string idempotency = keyed ? keys.idempotency + options.idempotency_key : keys.meta;
+  const std::string window = keyed ? std::to_string(std::max<std::uint64_t>(
+                                         1, to_uv_millis_ceil(options.idempotency_window)))
+                                   : "0";
+  auto refused = send(detail::publish_script().call({keys.meta, keys.stream, idempotency},
+                                                    {history_size_, ttl_ms_, keys.channel, data,
+                                                     info, epoch, publish_verb_, window}),
+                      [this, answer](std::error_code ec, redis::Reply reply) {
+                        PublishResult r;
+                        if (ec == redis::errc::not_replicated) ++stats_.not_replicated;
+                        if (ec || !reply.is_array() || (reply.size() != 2 && reply.size() != 3)) {
+                          r.error = errc::unavailable;
+                        } else {
+                          r.position.offset = static_cast<std::uint64_t>(reply[0].integer());
+                          r.position.epoch = std::string(reply[1].str());
+                          r.duplicate = reply.size() == 3;  // the key's earlier result
+                          if (r.duplicate) ++stats_.duplicates_refused;
+                        }
+                        answer(std::move(r));
+                      },
+                      {.durable = true});
   if (refused) answer(PublishResult{errc::unavailable, {}});
 }
 
@@ -401,6 +418,22 @@ void RedisBroker::Core::history(Inbox* from, std::string channel, std::size_t li
              answer(std::move(r));
            });
   if (refused) answer(HistoryResult{errc::unavailable, {}, {}});
+}
+
+void RedisBroker::Core::remove_history(Inbox* from, std::string channel, RemoveDone done) {
+  auto answer = [this, from, done](std::error_code ec) {
+    complete(from, [done, ec] {
+      if (done) done(ec);
+    });
+  };
+  if (std::error_code bad = validate_channel(channel, options_.limits)) return answer(bad);
+  const detail::Keys keys = layout_.keys(channel);
+  auto refused = send(
+      redis::Command{"XTRIM", keys.stream, "MAXLEN", "0"},
+      [answer](std::error_code ec, redis::Reply reply) {
+        answer(ec || reply.is_error() ? make_error_code(errc::unavailable) : std::error_code());
+      });
+  if (refused) answer(make_error_code(errc::unavailable));
 }
 
 void RedisBroker::Core::presence(Inbox* from, std::string channel, PresenceDone done) {

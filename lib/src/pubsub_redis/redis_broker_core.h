@@ -42,12 +42,13 @@ class RedisBroker::Core {
 
   // Loop thread: the Broker calls, handed over by RedisBroker.
   void publish(Inbox* from, std::string channel, std::string data, std::string info,
-               PublishDone done);
+               const PublishOptions& options, PublishDone done);
   void join(Inbox* inbox, std::string channel, std::string info, bool first_local,
             std::optional<StreamPosition> since, JoinDone done);
   void leave(Inbox* inbox, const std::string& channel, const std::string& info, bool last_local);
   void history(Inbox* from, std::string channel, std::size_t limit, HistoryDone done);
   void presence(Inbox* from, std::string channel, PresenceDone done);
+  void remove_history(Inbox* from, std::string channel, RemoveDone done);
   void halt();
   RedisBrokerStats snapshot() const;
   // Immutable after construction: any thread.

@@ -10,6 +10,13 @@ namespace heartwheel::pubsub::detail {
 // separators, delimit info and data: both are arbitrary bytes.
 const redis::Script& publish_script() {
   static const redis::Script script(R"lua(
+if ARGV[8] ~= '0' then
+  local first = redis.call('GET', KEYS[3])
+  if first then
+    local colon = string.find(first, ':', 1, true)
+    return {tonumber(string.sub(first, 1, colon - 1)), string.sub(first, colon + 1), 1}
+  end
+end
 local epoch = redis.call('HGET', KEYS[1], 'e')
 if not epoch then
   epoch = ARGV[6]
@@ -24,6 +31,9 @@ end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call(ARGV[7], ARGV[3],
   'p' .. offset .. ':' .. epoch .. ':' .. string.len(ARGV[5]) .. ':' .. ARGV[5] .. ARGV[4])
+if ARGV[8] ~= '0' then
+  redis.call('SET', KEYS[3], offset .. ':' .. epoch, 'PX', ARGV[8])
+end
 return {offset, epoch}
 )lua");
   return script;
@@ -136,6 +146,10 @@ Keys KeyLayout::keys(std::string_view channel) const {
   k.leases = base + ":l";
   k.channel = channel_prefix_ + tag;
   k.channel += channel;
+  // The channel's length first: no channel's keys can be another's.
+  k.idempotency = prefix_ + tag + "i:" + std::to_string(channel.size()) + ":";
+  k.idempotency += channel;
+  k.idempotency += ':';
   return k;
 }
 

@@ -17,9 +17,11 @@
 
 namespace heartwheel::pubsub::detail {
 
-// KEYS meta, stream; ARGV history_size, ttl_ms, redis channel, data, info,
-// epoch (used if the stream has none), publish verb (PUBLISH or SPUBLISH)
-// -> {offset, epoch}.
+// KEYS meta, stream, idempotency key; ARGV history_size, ttl_ms, redis
+// channel, data, info, epoch (used if the stream has none), publish verb
+// (PUBLISH or SPUBLISH), the idempotency window in ms ("0": no key)
+// -> {offset, epoch}, or {offset, epoch, 1}: the key's earlier result
+// (nothing published).
 const redis::Script& publish_script();
 // KEYS meta, stream; ARGV from_offset (0: no entries), epoch to make the
 // stream with if it has none, ttl_ms -> {top, epoch, [[id, [f, v, ...]], ...],
@@ -46,6 +48,7 @@ const redis::Script& presence_script();
 // slot of its partition's hash tag.
 struct Keys {
   std::string meta, stream, counts, leases, channel;
+  std::string idempotency;  // + a publish's idempotency key: that key's result
 };
 
 class KeyLayout {

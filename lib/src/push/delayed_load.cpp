@@ -3,9 +3,6 @@
 // the layer README ("Loading").
 #include <heartwheel/push/delayed_queue.h>
 
-#include <charconv>
-#include <cmath>
-
 #include "held.h"
 #include "store.h"
 
@@ -13,16 +10,6 @@ namespace heartwheel::push {
 
 namespace {
 std::int64_t ms_of(Duration d) { return std::chrono::ceil<std::chrono::milliseconds>(d).count(); }
-
-// A sorted-set score as Redis prints it ("1732386840123", or "1.7e+12" for
-// numbers it cannot print exactly).
-bool parse_score(std::string_view text, std::int64_t& out) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v)) return false;
-  out = static_cast<std::int64_t>(v);
-  return true;
-}
 }  // namespace
 
 void DelayedQueue::on_load_timer(TimerEntry& e) { static_cast<Periodic&>(e).owner->load(); }
@@ -36,16 +23,16 @@ void DelayedQueue::on_reap_timer(TimerEntry& e) { static_cast<Periodic&>(e).owne
 // (they fire at once).
 void DelayedQueue::load() {
   if (!started_ || loads_pending_ > 0) return;
-  const std::int64_t now = now_ms();
+  const std::int64_t now = now_us() / 1000;
   load_failed_ = false;
   load_more_ = false;
   for (Partition& p : partitions_) {
-    if (p.loaded_until_ms != kNothingLoaded)
+    if (p.loaded_until_us != kNothingLoaded)
       load_range(p, true, "-inf", now - ms_of(options_.takeover_grace));
-    load_range(p, false,
-               p.loaded_until_ms == kNothingLoaded ? "-inf"
-                                                   : "(" + std::to_string(p.loaded_until_ms),
-               now + ms_of(options_.window));
+    load_range(
+        p, false,
+        p.loaded_until_us == kNothingLoaded ? "-inf" : "(" + detail::due_score(p.loaded_until_us),
+        now + ms_of(options_.window));
   }
   if (loads_pending_ == 0) finish_load();
 }
@@ -74,26 +61,26 @@ void DelayedQueue::on_loaded(Partition& p, bool overdue, std::int64_t to_ms, std
     load_failed_ = true;
   } else {
     const auto& e = reply.elements();
-    std::int64_t score = 0;
-    std::int64_t last = kNothingLoaded;
+    std::int64_t due_us = 0;
+    std::int64_t last = kNothingLoaded;  // the last one's due time
     for (std::size_t i = 0; i + 1 < e.size(); i += 2)
-      if (parse_score(e[i + 1].str(), score)) {
-        hold(e[i].str(), score);
-        last = score;
+      if (detail::parse_due_score(e[i + 1].str(), due_us)) {
+        hold(e[i].str(), due_us);
+        last = due_us;
       }
     if (!overdue) {
       const bool full = e.size() / 2 >= options_.load_batch && last != kNothingLoaded;
       if (!full) {
-        p.loaded_until_ms = to_ms;
-      } else if (last - 1 > p.loaded_until_ms) {
-        // A full page: go on from its last millisecond (its pushes held
+        p.loaded_until_us = to_ms * 1000;
+      } else if (last - 1 > p.loaded_until_us) {
+        // A full page: go on from its last due time (its pushes held
         // already are skipped) on the next iteration.
-        p.loaded_until_ms = last - 1;
+        p.loaded_until_us = last - 1;
         load_more_ = true;
       } else {
-        // A whole page in one millisecond: move past it; the rest of that
-        // millisecond is taken over once overdue.
-        p.loaded_until_ms = last;
+        // A whole page with one due time: move past it; the rest of that
+        // due time is taken over once overdue.
+        p.loaded_until_us = last;
         load_more_ = true;
       }
     }
@@ -119,7 +106,8 @@ void DelayedQueue::reap() {
   if (!started_) return;
   wheel_.schedule(reap_timer_, options_.reap_interval);
   if (reaping_ > 0) return;
-  const std::string now = std::to_string(now_ms()), limit = std::to_string(options_.load_batch);
+  const std::string now = std::to_string(now_us() / 1000),
+                    limit = std::to_string(options_.load_batch);
   for (Partition& p : partitions_) {
     const std::error_code refused = client_.command(
         detail::reap_script().call({p.keys.due, p.keys.data, p.keys.claims}, {now, limit}),
@@ -129,7 +117,7 @@ void DelayedQueue::reap() {
             ++stats_.redis_errors;
             return;
           }
-          const std::int64_t at = now_ms();
+          const std::int64_t at = now_us();
           for (const redis::Reply& id : reply.elements()) {
             ++stats_.requeued;
             hold(id.str(), at);

@@ -1,11 +1,13 @@
-// DelayedQueue: scheduling, cancelling, and a held push's life from its wheel
-// entry firing to its acknowledgement. Loading and reaping are in
-// delayed_load.cpp. See heartwheel/push/delayed_queue.h.
+// DelayedQueue: scheduling, cancelling, and a claim's life from its script to
+// the acknowledgement. The order in which held pushes are claimed and
+// delivered is in delayed_order.cpp, loading and reaping in delayed_load.cpp.
+// See heartwheel/push/delayed_queue.h.
 #include <heartwheel/common/error.h>
 #include <heartwheel/push/delayed_queue.h>
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <system_error>
 
@@ -56,7 +58,8 @@ DelayedQueue::DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueue
       deliver_(std::move(deliver)),
       tags_((options_.validate(), options_.partitions)),
       load_timer_(&DelayedQueue::on_load_timer),
-      reap_timer_(&DelayedQueue::on_reap_timer) {
+      reap_timer_(&DelayedQueue::on_reap_timer),
+      front_timer_(&DelayedQueue::on_front_timer) {
   // A durable claim is delivered once its WAIT answers, which takes up to
   // wait_timeout when no replica acknowledges: the lease must leave room
   // for that and the delivery, or the reaper re-queues a push being
@@ -80,6 +83,7 @@ DelayedQueue::DelayedQueue(LoopWheel& wheel, redis::Client& client, DelayedQueue
   if (!deliver_) throw std::invalid_argument("DelayedQueue: a deliver function is required");
   load_timer_.owner = this;
   reap_timer_.owner = this;
+  front_timer_.owner = this;
 }
 
 DelayedQueue::~DelayedQueue() { stop(); }
@@ -96,10 +100,14 @@ void DelayedQueue::stop() {
   life_.reset();  // pending callbacks now do nothing
   started_ = false;
   for (auto& [id, held] : held_) wheel_.cancel(*held);
+  waiting_.clear();
   held_.clear();
+  claims_base_ += claims_.size();  // replies still coming belong to no claim now
+  claims_.clear();
   wheel_.cancel(load_timer_);
   wheel_.cancel(reap_timer_);
-  for (Partition& p : partitions_) p.loaded_until_ms = kNothingLoaded;
+  wheel_.cancel(front_timer_);
+  for (Partition& p : partitions_) p.loaded_until_us = kNothingLoaded;
   loads_pending_ = 0;
   reaping_ = 0;
 }
@@ -115,20 +123,26 @@ redis::Callback DelayedQueue::guarded(redis::Callback f) const {
       };
 }
 
-std::int64_t DelayedQueue::now_ms() const {
-  return to_unix_ms(options_.clock ? options_.clock() : WallClock::now());
+std::int64_t DelayedQueue::now_us() const {
+  const WallTime now = options_.clock ? options_.clock() : WallClock::now();
+  return std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
+}
+
+WallTime DelayedQueue::accept_time() noexcept {
+  last_accept_us_ = std::max(now_us(), last_accept_us_ + 1);
+  return detail::from_unix_us(last_accept_us_);
 }
 
 // Redis holds wall-clock times, the wheel steady ones: convert through "now"
-// on both clocks, once per push.
-TimePoint DelayedQueue::wheel_time(std::int64_t due_ms) const noexcept {
-  const std::int64_t in = due_ms - now_ms();
-  return in <= 0 ? wheel_.now() : deadline_after(wheel_.now(), std::chrono::milliseconds(in));
+// on both clocks.
+TimePoint DelayedQueue::wheel_time(std::int64_t due_us) const noexcept {
+  const std::int64_t in = due_us - now_us();
+  return in <= 0 ? wheel_.now() : deadline_after(wheel_.now(), std::chrono::microseconds(in));
 }
 
 // A UUIDv4: 16 random bytes, version and variant bits set (122 random bits),
 // nothing from a counter or the clock, so that one id says nothing of another.
-std::string DelayedQueue::next_id() {
+std::string random_id() {
   static constexpr char kHex[] = "0123456789abcdef";
   unsigned char b[16];
   random_bytes(b, sizeof b);
@@ -154,10 +168,10 @@ std::error_code DelayedQueue::schedule(std::string channel, std::string data, Wa
 std::error_code DelayedQueue::schedule(std::string channel, std::string data, WallTime due,
                                        std::string owner, ScheduleCallback done) {
   if (channel.empty()) return std::make_error_code(std::errc::invalid_argument);
-  const std::int64_t due_ms = to_unix_ms(due);
-  DelayedPush push{next_id(), std::move(channel), std::move(data), from_unix_ms(due_ms),
+  const std::int64_t due_us = std::max<std::int64_t>(detail::to_unix_us_ceil(due), 0);
+  DelayedPush push{random_id(), std::move(channel), std::move(data), detail::from_unix_us(due_us),
                    std::move(owner)};
-  const std::string due_arg = std::to_string(due_ms);
+  const std::string due_arg = detail::due_score(due_us);
   const std::string payload = detail::encode_payload(push.channel, push.data, push.owner);
   Partition& part = partition_of(push.id);
   redis::Command cmd = detail::schedule_script().call(
@@ -165,24 +179,24 @@ std::error_code DelayedQueue::schedule(std::string channel, std::string data, Wa
       {push.id, due_arg, payload, push.owner, std::to_string(owner_cap_)});
   // Idempotent (same id, same values): safe to send again after a reconnect.
   // Durable: acknowledged once wait_replicas replicas have it, if set.
-  const std::error_code refused = client_.command(
-      std::move(cmd),
-      guarded([this, &part, push = std::move(push), due_ms, done = std::move(done)](
-                  std::error_code ec, redis::Reply reply) {
-        if (ec) {
-          ++stats_.schedule_errors;
-          ++stats_.redis_errors;
-        } else if (reply.integer() == 0) {  // the owner's cap: nothing stored
-          ++stats_.schedule_capped;
-          ec = heartwheel::errc::limit_reached;
-        } else {
-          ++stats_.scheduled;
-          // Inside the loaded window no load will bring it: into the wheel now.
-          if (started_ && due_ms <= part.loaded_until_ms) hold(push.id, due_ms);
-        }
-        if (done) done(ec, push);
-      }),
-      {.retry = true, .durable = true});
+  const std::error_code refused =
+      client_.command(std::move(cmd),
+                      guarded([this, &part, push = std::move(push), due_us, done = std::move(done)](
+                                  std::error_code ec, redis::Reply reply) {
+                        if (ec) {
+                          ++stats_.schedule_errors;
+                          ++stats_.redis_errors;
+                        } else if (reply.integer() == 0) {  // the owner's cap: nothing stored
+                          ++stats_.schedule_capped;
+                          ec = heartwheel::errc::limit_reached;
+                        } else {
+                          ++stats_.scheduled;
+                          // Inside the loaded window no load will bring it: held now.
+                          if (started_ && due_us <= part.loaded_until_us) hold(push.id, due_us);
+                        }
+                        if (done) done(ec, push);
+                      }),
+                      {.retry = true, .durable = true});
   if (refused) {
     ++stats_.schedule_errors;
     ++stats_.redis_errors;
@@ -210,7 +224,8 @@ std::error_code DelayedQueue::cancel(std::string_view id, std::optional<std::str
         } else if (removed) {
           ++stats_.cancelled;
           // A claim in flight will find it gone by itself.
-          if (const auto it = held_.find(id); it != held_.end() && !it->second->claiming)
+          if (const auto it = held_.find(id);
+              it != held_.end() && it->second->state != Held::State::claiming)
             release(*it->second);
         } else {
           ++stats_.cancel_missed;
@@ -221,38 +236,15 @@ std::error_code DelayedQueue::cancel(std::string_view id, std::optional<std::str
   return refused;
 }
 
-// ---- a held push: due, claimed, delivered, acknowledged ------------------------
-
-void DelayedQueue::hold(std::string_view id, std::int64_t due_ms) {
-  if (held_.contains(id)) return;
-  auto held = std::make_unique<Held>(*this, std::string(id), due_ms);
-  Held& h = *held;
-  held_.emplace(std::string_view(h.id), std::move(held));
-  ++stats_.loaded;
-  wheel_.schedule_at(h, wheel_time(due_ms));
-}
-
-void DelayedQueue::release(Held& held) noexcept {
-  wheel_.cancel(held);
-  if (const auto it = held_.find(std::string_view(held.id)); it != held_.end()) held_.erase(it);
-}
-
-void DelayedQueue::on_held_due(TimerEntry& e) {
-  auto& held = static_cast<Held&>(e);
-  DelayedQueue& q = held.queue;
-  // Never early by the wall clock, whatever the two clocks did meanwhile.
-  if (q.now_ms() < held.due_ms) {
-    q.wheel_.schedule_at(held, q.wheel_time(held.due_ms));
-    return;
-  }
-  q.claim(held);
-}
+// ---- a claim: sent, won or lost, delivered in order ---------------------------
 
 void DelayedQueue::claim(Held& held) {
-  held.claiming = true;
+  held.state = Held::State::claiming;
   ++stats_.fired;
+  const std::uint64_t seq = claims_base_ + claims_.size();
+  claims_.emplace_back();
   const std::string lease = std::to_string(
-      now_ms() + std::chrono::ceil<std::chrono::milliseconds>(options_.lease).count());
+      now_us() / 1000 + std::chrono::ceil<std::chrono::milliseconds>(options_.lease).count());
   // Never retried by the Client: a claim whose reply was lost may have run
   // (see on_claimed). Durable (with wait_replicas): delivered once a
   // replica has the claim too, so that a failover right after the delivery
@@ -260,23 +252,28 @@ void DelayedQueue::claim(Held& held) {
   const Keys& keys = partition_of(held.id).keys;
   const std::error_code refused = client_.command(
       detail::claim_script().call({keys.due, keys.data, keys.claims}, {held.id, lease}),
-      guarded([this, id = held.id](std::error_code ec, redis::Reply reply) {
-        on_claimed(id, ec, std::move(reply));
+      guarded([this, seq, id = held.id](std::error_code ec, redis::Reply reply) {
+        on_claimed(seq, id, ec, std::move(reply));
       }),
       {.durable = true});
   if (refused) {
     ++stats_.redis_errors;
+    claims_.back().state = Claim::State::done;
     retry_later(held);
   }
 }
 
 void DelayedQueue::retry_later(Held& held) noexcept {
-  held.claiming = false;
+  held.state = Held::State::retrying;
   ++stats_.claim_retries;
   wheel_.schedule_at(held, deadline_after(wheel_.now(), options_.retry_interval));
 }
 
-void DelayedQueue::on_claimed(const std::string& id, std::error_code ec, redis::Reply reply) {
+void DelayedQueue::on_claimed(std::uint64_t seq, const std::string& id, std::error_code ec,
+                              redis::Reply reply) {
+  if (seq < claims_base_ || seq - claims_base_ >= claims_.size()) return;  // not this start's
+  Claim& slot = claims_[seq - claims_base_];
+  slot.state = Claim::State::done;
   const auto it = held_.find(std::string_view(id));
   Held* held = it == held_.end() ? nullptr : it->second.get();
   // The claim ran, but no replica confirmed it in time: delivered all the
@@ -290,25 +287,30 @@ void DelayedQueue::on_claimed(const std::string& id, std::error_code ec, redis::
     // reaper brings it back after the lease.
     if (ec == redis::errc::disconnected || ec == heartwheel::errc::timed_out) ++stats_.lost_claims;
     if (held != nullptr) retry_later(*held);
+    deliver_in_order();
     return;
   }
-  const std::int64_t due_ms = held != nullptr ? held->due_ms : now_ms();
+  const std::int64_t due_us = held != nullptr ? held->due_us : now_us();
   if (held != nullptr) release(*held);
   if (!reply.is_string()) {
     ++stats_.claimed_elsewhere;
-    return;
-  }
-  ++stats_.claimed;
-  std::optional<detail::Payload> payload = detail::decode_payload(reply.str());
-  if (!payload) {  // not ours to deliver, and never will be: forget it
+  } else if (std::optional<detail::Payload> payload = detail::decode_payload(reply.str())) {
+    ++stats_.claimed;
+    slot.state = Claim::State::won;
+    slot.push = DelayedPush{id, std::move(payload->channel), std::move(payload->data),
+                            detail::from_unix_us(due_us), std::move(payload->owner)};
+  } else {  // not ours to deliver, and never will be: forget it
+    ++stats_.claimed;
     ++stats_.deliver_errors;
     acknowledge(id);
-    return;
   }
-  const DelayedPush push{id, std::move(payload->channel), std::move(payload->data),
-                         from_unix_ms(due_ms), std::move(payload->owner)};
+  deliver_in_order();
+}
+
+void DelayedQueue::deliver(const DelayedPush& push) {
   auto once = std::make_shared<bool>(false);
-  DeliveredCallback done = [this, life = std::weak_ptr<int>(life_), once, id](bool delivered) {
+  DeliveredCallback done = [this, life = std::weak_ptr<int>(life_), once,
+                            id = push.id](bool delivered) {
     if (life.expired() || *once) return;
     *once = true;
     if (!delivered) {

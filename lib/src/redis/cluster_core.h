@@ -90,8 +90,8 @@ class ClusterCore final : public ClientImpl {
   void ensure_link(Node& n);
   void retire_idle_links();
   void apply(SlotMap&& map);
-  void node_opened();
-  void node_lost();
+  void node_opened(Node& n);
+  void node_lost(Node& n);
   void update_watch();
   void wait(const RequestPtr& r);
   void unwait(Request& r) noexcept;

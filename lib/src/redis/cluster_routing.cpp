@@ -5,6 +5,7 @@
 #include <heartwheel/net/address.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "cluster_core.h"
 
@@ -22,12 +23,14 @@ void ClusterCore::ensure_link(Node& n) {
   } catch (const std::invalid_argument&) {
     return;  // not an address the connector takes: its commands wait and time out
   }
-  o.on_connect = [this, user = options_.on_connect] {
-    node_opened();
+  Node* node = &n;  // nodes are never erased (slot_table.h)
+  o.on_connect = [this, node, user = options_.on_connect] {
+    node_opened(*node);
     if (user) user();
   };
-  o.on_disconnect = [this, user = options_.on_disconnect](net::CloseReason r, std::error_code e) {
-    node_lost();
+  o.on_disconnect = [this, node, user = options_.on_disconnect](net::CloseReason r,
+                                                                std::error_code e) {
+    node_lost(*node);
     if (user) user(r, e);
   };
   n.link = std::make_unique<ClientCore>(wheel_, std::move(o));
@@ -56,12 +59,17 @@ void ClusterCore::apply(SlotMap&& map) {
   pump();
 }
 
-void ClusterCore::node_opened() {
+// A lost master's connection is back: the map is read once more, as the
+// cluster subscriber does (cluster_subscriber.cpp says why): the node may
+// have come back as a replica, and the waiting commands would meet -MOVED.
+void ClusterCore::node_opened(Node& n) {
+  if (std::exchange(n.lost, false)) reader_.request();
   update_watch();
   pump();
 }
 
-void ClusterCore::node_lost() {
+void ClusterCore::node_lost(Node& n) {
+  n.lost = true;
   reader_.request();
   update_watch();
 }

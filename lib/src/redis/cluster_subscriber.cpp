@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "slot_map_reader.h"
 #include "slot_table.h"
@@ -202,7 +203,15 @@ void ClusterSubscriberCore::ensure_link(Node& n) {
     node_subscribed(*node, name);
   };
   o.on_resubscribed = nullptr;  // this link's own round is computed over all masters
-  o.on_connect = [this, user = options_.on_connect] {
+  o.on_connect = [this, node, user = options_.on_connect] {
+    // A lost master's connection is back: the map is read once more. A
+    // killed master that restarted after its replica took over comes back
+    // as that replica's replica, and a replica takes SSUBSCRIBE for its
+    // master's slots without a -MOVED: nothing else would show this link
+    // the failover (its channels would stay on a replica, masters() would
+    // call it a master, and `failovers` would depend on whether a read
+    // happened to fall between the promotion and the restart).
+    if (std::exchange(node->lost, false)) reader_.request();
     update_watch();
     if (user) user();
   };
@@ -257,6 +266,7 @@ void ClusterSubscriberCore::node_subscribed(Node& n, std::string_view name) {
 }
 
 void ClusterSubscriberCore::node_lost(Node& n) {
+  n.lost = true;
   for (auto& [name, c] : channels_)
     if (c.node == &n) unconfirm(c);
   reader_.request();

@@ -30,11 +30,36 @@ void aim_at(LinkOptions& o, const std::string& address) {
   if (o.node_transport) o.connector.transport = o.node_transport(hp.host, hp.port);
 }
 
+net::PoolOptions Link::pool_options() {
+  net::PoolOptions o;
+  o.connector = options_.connector;
+  o.connections_per_endpoint = 1;
+  if (options_.heartbeat.interval.count() > 0) {
+    o.heartbeat = options_.heartbeat;
+    o.ping = [this](net::Connection& conn) {
+      if (conn_ != &conn) return false;
+      ++stats_.pings_sent;
+      send_ping(conn);
+      return true;
+    };
+  }
+  // What the connector's own hook was told before it became the pool's.
+  if (options_.connector.on_connect_error)
+    o.on_connect_error = [hook = options_.connector.on_connect_error](
+                             const std::string&, std::error_code ec, Duration next) {
+      hook(ec, next);
+    };
+  return o;
+}
+
 Link::Link(LoopWheel& wheel, const LinkOptions& options)
     : wheel_(wheel),
       options_(validated(options)),
-      connector_(wheel, static_cast<net::Handler&>(*this), options_.connector),
-      reader_(options_.max_reply_bytes) {
+      reader_(options_.max_reply_bytes),
+      pool_(wheel, static_cast<net::Handler&>(*this), pool_options()) {
+  const std::string endpoint =
+      net::format_host_port({options_.connector.host, options_.connector.port});
+  pool_.set_endpoints(std::span<const std::string>(&endpoint, 1));
   if (!options_.password.empty())
     auth_ = std::string(auth_command(options_.user, options_.password).bytes());
   prepare_ = new uv_prepare_t;
@@ -55,7 +80,6 @@ void Link::close_prepare() noexcept {
 
 void Link::send(std::string_view bytes) {
   if (out_.empty()) {
-    if (options_.heartbeat.interval.count() > 0) heartbeat_.note_write(wheel_.now());
     uv_prepare_start(prepare_, [](uv_prepare_t* h) {
       if (h->data) static_cast<Link*>(h->data)->flush();
     });
@@ -87,7 +111,7 @@ std::size_t Link::unsent_bytes() const noexcept {
 LinkStats Link::link_stats() const noexcept {
   LinkStats s = stats_;
   s.connected = connection() != nullptr ? 1 : 0;
-  s.connect_failures = connector_.stats().connect_failures;
+  s.connect_failures = pool_.net_stats().connect_failures;
   return s;
 }
 
@@ -99,9 +123,7 @@ void Link::on_open(net::Connection& conn) {
   conn_ = &conn;
   reader_.reset();
   out_.clear();
-  ++stats_.connects;
-  if (connector_.connects() > 1) ++stats_.reconnects;
-  if (options_.heartbeat.interval.count() > 0) heartbeat_.start(conn, options_.heartbeat);
+  if (stats_.connects++ > 0) ++stats_.reconnects;
   auth_pending_ = !auth_.empty();
   if (auth_pending_) send(auth_);
   for (const Command& c : options_.setup) send(c.bytes());
@@ -111,7 +133,6 @@ void Link::on_open(net::Connection& conn) {
 }
 
 void Link::on_data(net::Connection& conn, std::string_view data) {
-  if (options_.heartbeat.interval.count() > 0) heartbeat_.note_read(conn);
   if (reader_.feed(data)) return close_for_protocol_error(conn, reader_.error());
   Reply reply;
   while (reader_.next(reply)) {
@@ -152,14 +173,8 @@ void Link::close_for_protocol_error(net::Connection& conn, std::error_code error
 }
 
 net::DeadlineAction Link::on_deadline(net::Connection& conn, net::DeadlineEvent event) {
-  if (event.kind == net::Deadline::ping && options_.heartbeat.interval.count() > 0) {
-    if (heartbeat_.ping_due(conn, options_.heartbeat)) {
-      ++stats_.pings_sent;
-      send_ping(conn);
-    }
-    return net::DeadlineAction::keep;
-  }
-  if (event.kind == net::Deadline::pong_timeout) return net::DeadlineAction::close;
+  // ping and pong_timeout are the pool's (pool_options); the rest, e.g.
+  // the Client's request_timeout, the link's.
   return link_deadline(conn, event);
 }
 

@@ -1,17 +1,24 @@
-// Private: what a Client and a Subscriber share - one Connector connection
-// speaking RESP2: the reply reader, the AUTH and setup commands, the heartbeat on the
-// ping / pong_timeout slots, and the batch of bytes written once per loop
-// iteration (a uv_prepare_t, as rpc::NetHandler does). The two kinds of link
-// derive from it and get replies, ping times and connection events through
-// the hooks below.
+// Private: what a Client and a Subscriber share - one connection speaking
+// RESP2: the reply reader, the AUTH and setup commands, and the batch of
+// bytes written once per loop iteration (a uv_prepare_t, as rpc::NetHandler
+// does). The two kinds of link derive from it and get replies, ping times
+// and connection events through the hooks below.
+//
+// The connection itself is a net::Pool's of one endpoint and one connection
+// (heartwheel/net/pool.h): its Connector (connect timeout, reconnect with
+// backoff and jitter) and its heartbeat on the ping / pong_timeout slots
+// (net::SlotHeartbeat's rule; the pings are Redis PING commands, sent by
+// send_ping) are the pool's, the same code every client connection of the
+// library runs. A pool of one endpoint never ejects it
+// (net/pool_health.h), so a Redis that fails stays the one the link
+// reconnects to.
 #pragma once
 
-#include <heartwheel/timer/loop_wheel.h>
-#include <heartwheel/net/connector.h>
-#include <heartwheel/net/slot_heartbeat.h>
+#include <heartwheel/net/pool.h>
 #include <heartwheel/redis/link_options.h>
 #include <heartwheel/redis/reader.h>
 #include <heartwheel/redis/stats.h>
+#include <heartwheel/timer/loop_wheel.h>
 #include <uv.h>
 
 #include <string>
@@ -32,11 +39,11 @@ class Link : private net::Handler {
   Link(const Link&) = delete;
   Link& operator=(const Link&) = delete;
 
-  void start_link() { connector_.start(); }
+  void start_link() { pool_.start(); }
   // Closes the connection (CloseReason::local; link_closed follows on a
   // later iteration) and stops reconnecting.
-  void stop_link() { connector_.stop(); }
-  bool link_started() const noexcept { return connector_.started(); }
+  void stop_link() { pool_.stop(); }
+  bool link_started() const noexcept { return pool_.started(); }
 
   // The open connection; null while connecting, backing off or closing.
   net::Connection* connection() const noexcept {
@@ -62,7 +69,7 @@ class Link : private net::Handler {
   virtual void link_reply(net::Connection& conn, Reply&& reply) = 0;
   // The connection closed; connection() is already null.
   virtual void link_closed(net::CloseReason reason, std::error_code error) = 0;
-  // The heartbeat wants a PING sent now.
+  // The heartbeat wants a PING sent now (the pool's PoolOptions::ping).
   virtual void send_ping(net::Connection& conn) = 0;
   // A slot the link does not handle itself (request_timeout). Default: close.
   virtual net::DeadlineAction link_deadline(net::Connection& conn, net::DeadlineEvent event);
@@ -91,12 +98,12 @@ class Link : private net::Handler {
   // closed (the connector retries after its backoff).
   void refuse_auth(net::Connection& conn, std::string_view reason);
   void close_prepare() noexcept;
+  net::PoolOptions pool_options();
 
   LoopWheel& wheel_;
   LinkOptions options_;
-  net::Connector connector_;
   ReplyReader reader_;
-  net::SlotHeartbeat heartbeat_;
+  net::Pool pool_;                   // one endpoint, one connection; its handler is this link
   std::string out_;                  // the batch
   uv_prepare_t* prepare_ = nullptr;  // writes the batch before the loop polls
   net::Connection* conn_ = nullptr;  // from on_open to on_close

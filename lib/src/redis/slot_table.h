@@ -22,6 +22,7 @@ struct ClusterNode {
   std::string address;      // "IP:PORT"
   std::uint64_t slots = 0;  // in the current map
   bool master = false;      // owns slots in the current map (or a MOVED named it)
+  bool lost = false;        // its connection dropped: the map is read again when it is back
   LinkStats past;           // counters of its earlier links (zeroed gauges)
 };
 
@@ -60,13 +61,14 @@ class SlotTable {
 
   struct Change {
     std::uint64_t slots_moved = 0;  // slots whose master changed (0 for the first map)
-    std::uint64_t failovers = 0;    // masters the previous map listed as replicas
+    std::uint64_t failovers = 0;    // masters the previous map listed as replicas, or that
+                                    // took over every slot of a master (took_over)
   };
   Change apply(SlotMap&& map) {
     Change c;
     if (known_)
       for (const Shard& s : map.shards)
-        if (map_.is_replica(s.master)) ++c.failovers;
+        if (map_.is_replica(s.master) || took_over(map, s)) ++c.failovers;
     std::vector<std::uint32_t> owner(kSlotCount, kNoNode);
     for (auto& n : nodes_) {
       n->master = false;
@@ -89,6 +91,31 @@ class SlotTable {
     known_ = true;
     return c;
   }
+  // Whether `s` of the next map is a failover that the current map could not
+  // name: its master owned no slot here (an empty master, or a replica this
+  // map did not list: nodes learn a new replica's role by gossip, so a map
+  // read soon after a cluster is made lists replicas as empty masters) and
+  // now holds every slot of one master here that holds none in `next`. A
+  // migration moves slots to a master that owns some already, or leaves the
+  // old master some. O(slots of s + shards).
+  bool took_over(const SlotMap& next, const Shard& s) const {
+    const auto it = by_address_.find(s.master);
+    if (it != by_address_.end() && nodes_[it->second]->slots > 0) return false;
+    std::uint32_t from = kNoNode;
+    std::uint64_t count = 0;
+    for (const auto& [first, last] : s.ranges)
+      for (std::uint32_t slot = first; slot <= last; ++slot) {
+        const std::uint32_t o = owner_[slot];
+        if (o == kNoNode || (from != kNoNode && o != from)) return false;
+        from = o;
+        ++count;
+      }
+    if (from == kNoNode || nodes_[from]->slots != count) return false;
+    const std::string& old = nodes_[from]->address;
+    return std::none_of(next.shards.begin(), next.shards.end(),
+                        [&](const Shard& t) { return t.master == old; });
+  }
+
   // Masters owning slots now.
   std::uint64_t masters() const noexcept {
     return static_cast<std::uint64_t>(std::count_if(

@@ -4,6 +4,8 @@
 #include <heartwheel/redis/lock.h>
 #include <heartwheel/redis/stats.h>
 
+#include <heartwheel/common/stat_fields.h>
+
 #include <cstddef>
 
 namespace heartwheel::redis {
@@ -145,25 +147,12 @@ std::string to_json(const LinkStats& stats) {
   return out;
 }
 
-namespace {
-// Addresses are "HOST:PORT" as Redis reports them: no character JSON would
-// need escaped, but escape the two that could break the string anyway.
-void append_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  out += '"';
-}
-}  // namespace
-
 std::string to_json(const std::vector<MasterStats>& masters) {
   std::string out = "[";
   for (const MasterStats& m : masters) {
     if (out.size() > 1) out += ',';
     out += "{\"address\":";
-    append_string(out, m.address);
+    append_json_string(out, m.address);
     out += ",\"slots\":" + std::to_string(m.slots);
     out += m.connected ? ",\"connected\":true" : ",\"connected\":false";
     out += ",\"pending\":" + std::to_string(m.pending);

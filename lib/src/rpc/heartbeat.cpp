@@ -23,6 +23,14 @@ net::DeadlineAction NetHandler::on_ping_due(Session& s) {
   return net::DeadlineAction::keep;
 }
 
+bool NetHandler::ping(net::Connection& conn) {
+  Session* s = session_of(conn);
+  if (!s || conn.closing()) return false;
+  append(*s, FrameType::ping, ++s->ping_seq, ping_payload(rtt_now(*s)));
+  ++stats_.pings_sent;
+  return true;
+}
+
 net::DeadlineAction NetHandler::on_deadline(net::Connection& conn, net::DeadlineEvent event) {
   Session* s = session_of(conn);
   if (s && heartbeat_on() && event.kind == Deadline::ping) return on_ping_due(*s);

@@ -19,24 +19,38 @@ bool Connection::is_open() const noexcept {
   return session_.state() == Session::State::open && !conn_->closing();
 }
 
-namespace {
-std::error_code send_message(Session& session, const net::Connection& conn, MessageType type,
-                             std::string_view payload, Stats& stats) {
-  if (conn.closing()) return make_error_code(errc::closed);
-  if (const std::error_code ec = session.send(type, payload)) return ec;
+bool Connection::fits(std::size_t bytes) const noexcept {
+  const std::size_t limit = owner_->options_.max_queued_bytes;
+  const std::size_t queued = conn_->queued_bytes();
+  // An empty queue always takes the frame: the limit is about falling behind,
+  // not about one large message.
+  return limit == 0 || queued == 0 || queued + bytes <= limit;
+}
+
+std::error_code Connection::send_message(MessageType type, std::string_view payload) {
+  if (conn_->closing()) return make_error_code(errc::closed);
+  if (session_.close_sent() || session_.state() == Session::State::closed)
+    return make_error_code(errc::closed);
+  // The same budget as deliver(): what a peer that does not read can make
+  // the server hold is bounded by max_queued_bytes, replies and echoes
+  // included (a message cannot be skipped, so the policy is always close).
+  if (!fits(payload.size() + kMaxFrameHeaderSize)) {
+    close_slow_consumer();
+    return make_error_code(errc::limit_reached);
+  }
+  if (const std::error_code ec = session_.send(type, payload)) return ec;
   // The write was refused by the connection's cap: closed as a slow consumer.
-  if (conn.closing()) return make_error_code(errc::limit_reached);
-  ++stats.messages_sent;
+  if (conn_->closing()) return make_error_code(errc::limit_reached);
+  ++owner_->stats_.messages_sent;
   return {};
 }
-}  // namespace
 
 std::error_code Connection::send_text(std::string_view payload) {
-  return send_message(session_, *conn_, MessageType::text, payload, owner_->stats_);
+  return send_message(MessageType::text, payload);
 }
 
 std::error_code Connection::send_binary(std::string_view payload) {
-  return send_message(session_, *conn_, MessageType::binary, payload, owner_->stats_);
+  return send_message(MessageType::binary, payload);
 }
 
 Delivery Connection::deliver(const SharedFrame& frame) {
@@ -46,12 +60,8 @@ Delivery Connection::deliver(const SharedFrame& frame) {
     ++stats.deliveries_dropped;
     return Delivery::dropped;
   }
-  const NetHandlerOptions& o = owner_->options_;
-  const std::size_t queued = conn_->queued_bytes();
-  // An empty queue always takes the frame: the limit is about falling behind,
-  // not about one large publication.
-  if (o.max_queued_bytes != 0 && queued > 0 && queued + frame->size() > o.max_queued_bytes) {
-    if (o.slow_consumer == SlowConsumerPolicy::skip) {
+  if (!fits(frame->size())) {
+    if (owner_->options_.slow_consumer == SlowConsumerPolicy::skip) {
       ++stats.slow_consumer_skips;
       return Delivery::skipped;
     }
@@ -67,6 +77,10 @@ Delivery Connection::deliver(const SharedFrame& frame) {
   ++stats.messages_sent;
   ++stats.shared_sent;
   return Delivery::sent;
+}
+
+SharedFrame Connection::wire_frame(const SharedFrame& frame) {
+  return frame ? session_.wire_frame(frame) : frame;
 }
 
 void Connection::prefetch() const noexcept {
@@ -105,6 +119,25 @@ void Connection::send_shared(const SharedFrame& frame) {
   if (conn_->write(frame) == errc::limit_reached) close_slow_consumer();
 }
 
+bool Connection::backlogged() {
+  if (conn_->queued_bytes() == 0) return false;
+  // The pong waits for the queue to empty (NetHandler::on_writable sends
+  // it); a later ping while it waits replaces it.
+  if (session_.pong_owed())
+    ++owner_->stats_.pongs_folded;
+  else
+    conn_->notify_when_drained();
+  return true;
+}
+
+DeflatePool* Connection::deflate_pool() noexcept { return owner_->deflate_pool_.get(); }
+
+bool Connection::yield_turn() {
+  if (!conn_->call_next_turn()) return false;  // no turns here: go on at once
+  conn_->pause_reading();                      // the kernel holds the rest meanwhile
+  return true;
+}
+
 void Connection::close() {
   // The close handshake is complete (or failed): no more pings, pong or close
   // deadlines; the write-stall rule bounds the flush.
@@ -120,6 +153,10 @@ void Connection::close() {
 void Connection::on_message(Session&, MessageType type, std::string& payload) {
   ++owner_->stats_.messages_received;
   owner_->app_.on_message(*this, type, payload);
+}
+
+void Connection::on_discarded(Session&, MessageType, std::size_t) {
+  ++owner_->stats_.messages_after_close;
 }
 
 void Connection::on_ping(Session&, std::string_view) { ++owner_->stats_.pings_received; }

@@ -30,6 +30,8 @@ const char* FrameParser::check_byte0() noexcept {
   if (header_.rsv & ~allowed_rsv_) return "reserved bits set without an extension";
   if (!is_known_opcode(op)) return "reserved opcode";
   header_.opcode = static_cast<Opcode>(op);
+  if (header_.rsv != 0 && (is_control(header_.opcode) || header_.opcode == Opcode::continuation))
+    return "compressed bit on a control or continuation frame";
   if (is_control(header_.opcode)) {
     if (!header_.fin) return "fragmented control frame";
   } else if (header_.opcode == Opcode::continuation) {

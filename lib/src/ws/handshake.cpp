@@ -111,6 +111,8 @@ HandshakeResult accept_handshake(const http::Request& request, const HandshakeOp
                {"Connection", "Upgrade"},
                {"Sec-WebSocket-Accept", accept_key(key)}};
   if (!r.subprotocol.empty()) r.headers.push_back({"Sec-WebSocket-Protocol", r.subprotocol});
+  r.deflate = negotiate_deflate(request.headers, options.deflate);
+  if (r.deflate.enabled) r.headers.push_back({"Sec-WebSocket-Extensions", r.deflate.response()});
   return r;
 }
 

@@ -17,6 +17,7 @@ const char* to_string(SlowConsumerPolicy policy) noexcept {
 
 void NetHandlerOptions::validate() const {
   session.validate();
+  if (handshake.deflate.enabled) handshake.deflate.validate();
   if (ping_interval.count() < 0)
     throw std::invalid_argument("ws: ping_interval must not be negative (0 turns pings off)");
   if (ping_interval.count() > 0 && pong_timeout.count() <= 0)
@@ -30,6 +31,8 @@ void NetHandlerOptions::validate() const {
 NetHandler::NetHandler(NetHandlerOptions options, Application& application)
     : options_(std::move(options)), app_(application) {
   options_.validate();
+  if (options_.handshake.deflate.enabled)
+    deflate_pool_ = std::make_unique<DeflatePool>(options_.handshake.deflate, &stats_);
 }
 
 NetHandler::~NetHandler() {
@@ -52,17 +55,24 @@ bool NetHandler::upgrade(const http::Request& request, http::Responder responder
     responder.respond(std::move(refusal));
     return false;
   }
-  const bool switched =
-      responder.upgrade(std::move(handshake.headers),
-                        [this, open = std::move(on_open)](net::Connection& conn, std::string rest) {
-                          attach(conn, rest, open);
-                        });
+  const bool switched = responder.upgrade(
+      std::move(handshake.headers),
+      [this, open = std::move(on_open), deflate = handshake.deflate](
+          net::Connection& conn, std::string rest) { attach(conn, rest, open, deflate); });
   if (!switched) responder.respond(503, "Service Unavailable\n");  // draining
   return switched;
 }
 
-void NetHandler::attach(net::Connection& conn, std::string_view rest, OpenHandler on_open) {
+void NetHandler::attach(net::Connection& conn, std::string_view rest, OpenHandler on_open,
+                        const DeflateParams& deflate) {
+  if (deflate.enabled && !deflate_pool_)
+    throw std::invalid_argument(
+        "ws::NetHandler::attach: compression agreed but handshake.deflate is not enabled");
   auto* c = new Connection(*this, conn);
+  if (deflate.enabled) {
+    c->session_.use_deflate(deflate);
+    ++stats_.compression_negotiated;
+  }
   c->next_ = head_;
   if (head_ != nullptr) head_->prev_ = c;
   head_ = c;
@@ -104,7 +114,7 @@ net::DeadlineAction NetHandler::on_ping_due(Connection& c) {
   if (c.session_.state() != Session::State::open) return net::DeadlineAction::keep;
   net::Connection& conn = *c.conn_;
   const TimePoint now = conn.timers().now();
-  if (!c.session_.ping()) {
+  if (app_.send_ping(c) || !c.session_.ping()) {
     ++stats_.pings_sent;
     // The first unanswered ping starts the count; later pings do not move it.
     if (conn.deadline(Deadline::pong_timeout) == kNever)
@@ -131,10 +141,39 @@ void NetHandler::finish_timers(net::Connection& conn) noexcept {
 }
 
 void NetHandler::on_writable(net::Connection& conn, bool writable) {
-  if (Connection* c = of(conn)) app_.on_writable(*c, writable);
+  Connection* c = of(conn);
+  if (c == nullptr) return;
+  if (writable && c->session_.waiting_turn()) {
+    // The turn Connection::yield_turn asked for (or a drain: either way the
+    // waiting bytes go first).
+    conn.resume_reading();
+    c->session_.resume();
+    if (c->eof_pending_ && !c->session_.waiting_turn()) {
+      end_of_input(conn);
+      return;
+    }
+    if (conn.closing()) return;
+  }
+  // The queue emptied (Connection::backlogged asked to hear it): the pong
+  // held back goes now.
+  if (writable && conn.queued_bytes() == 0) c->session_.send_owed_pong();
+  // The application hears watermark crossings only (a turn comes only while
+  // the connection is writable).
+  if (writable == !c->unwritable_) return;
+  c->unwritable_ = !writable;
+  app_.on_writable(*c, writable);
 }
 
 void NetHandler::on_eof(net::Connection& conn) {
+  Connection* c = of(conn);
+  if (c != nullptr && c->session_.waiting_turn()) {
+    c->eof_pending_ = true;  // after the bytes that wait for their turn
+    return;
+  }
+  end_of_input(conn);
+}
+
+void NetHandler::end_of_input(net::Connection& conn) noexcept {
   // After a complete close handshake the close is under way already; before
   // it, the peer left without a close frame (1006). Either way: what is
   // queued may still reach a half-closed peer, then close.

@@ -5,6 +5,8 @@
 
 #include <random>
 
+#include "session_parts.h"
+
 namespace heartwheel::ws {
 
 namespace {
@@ -26,15 +28,17 @@ MaskKey default_mask_key() {
 
 }  // namespace
 
-void Session::send_frame(Opcode op, std::string_view payload) {
+void Session::send_frame(Opcode op, std::string_view payload, bool compressed) {
   char head[kMaxFrameHeaderSize];
   if (options_.role == Role::server) {
     const std::size_t n = write_frame_header(head, op, payload.size());
+    if (compressed) head[0] = static_cast<char>(head[0] | kCompressedBit);
     transport_.send(std::string_view(head, n), payload);
     return;
   }
   const MaskKey key = options_.mask_key_source ? options_.mask_key_source() : default_mask_key();
   const std::size_t n = write_frame_header(head, op, payload.size(), true, &key);
+  if (compressed) head[0] = static_cast<char>(head[0] | kCompressedBit);
   std::string masked(payload);  // client role only (tests, tools): one copy per frame
   apply_mask(masked.data(), masked.size(), key);
   transport_.send(std::string_view(head, n), masked);
@@ -47,14 +51,17 @@ void Session::send_close(std::uint16_t code, std::string_view payload) {
 
 std::error_code Session::send(MessageType type, std::string_view payload) {
   if (close_sent() || state_ == State::closed) return errc::closed;
-  send_frame(type == MessageType::text ? Opcode::text : Opcode::binary, payload);
+  send_message(type == MessageType::text ? Opcode::text : Opcode::binary, payload);
   return {};
 }
 
 std::error_code Session::send_shared(const SharedFrame& frame) {
   if (!frame || options_.role != Role::server) return errc::invalid_argument;
   if (close_sent() || state_ == State::closed) return errc::closed;
-  transport_.send_shared(frame);
+  if (deflate_ != 0)
+    send_shared_compressed(frame);
+  else
+    transport_.send_shared(frame);
   return {};
 }
 
@@ -70,6 +77,14 @@ std::error_code Session::pong(std::string_view payload) {
   if (payload.size() > kMaxControlPayload) return errc::invalid_argument;
   send_frame(Opcode::pong, payload);
   return {};
+}
+
+void Session::send_owed_pong() {
+  if (owed_pong_ == 0) return;
+  const std::size_t size = owed_pong_ - 1u;
+  owed_pong_ = 0;
+  if (close_sent() || state_ == State::closed) return;
+  send_frame(Opcode::pong, std::string_view(size > 0 ? extras_->owed_pong.get() : nullptr, size));
 }
 
 std::error_code Session::close(std::uint16_t code, std::string_view reason) {

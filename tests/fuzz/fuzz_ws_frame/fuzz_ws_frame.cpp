@@ -3,7 +3,9 @@
 //
 // Options byte:
 //   bit 0     role: 0 server (frames must be masked), 1 client
-//   bits 1-3  allowed_rsv (RSV bits an extension would define)
+//   bits 1-3  allowed_rsv (RSV bits an extension would define); for the
+//             session, RSV1 (bit 3) turns permessage-deflate on, stateless,
+//             or with context takeover both ways when RSV3 (bit 1) is set too
 //   bits 4-6  the session's max_message_bytes: 16 << (bits 4-6) (16..2048)
 //   bit 7     the session's handler echoes each message back (re-entrant send)
 //
@@ -16,6 +18,12 @@
 //    handler: the events (messages, pings, pongs, close, protocol error), the
 //    bytes it sent and its final state must be the same; Transport::close is
 //    called at most once, and exactly once when the session ends `closed`.
+//    With compression, the inflate budget is 64 bytes and the transport
+//    grants every turn it is asked for, resumed after each read until
+//    nothing waits (the log must still match the one-piece run); what the
+//    echo sends compressed must inflate back to the message; every stream
+//    lent is given back by the time the session is gone.
+#include <heartwheel/ws/deflate_pool.h>
 #include <heartwheel/ws/frame_parser.h>
 #include <heartwheel/ws/session.h>
 
@@ -117,14 +125,24 @@ void check_parser(std::uint8_t plan, Role role, std::uint8_t rsv, std::string_vi
 
 struct Recorder final : Transport, Handler {
   std::string log;  // events and bytes sent, in order
+  std::string last_head, last_payload;
   int closes = 0;
   bool echo = false;
+  bool context = false;
+  DeflatePool* pool = nullptr;
+  DeflatePool* checker = nullptr;  // inflates what the echo compressed
 
   void send(std::string_view head, std::string_view payload) override {
     log += "S";
     log += head;
     log += payload;
+    last_head.assign(head);
+    last_payload.assign(payload);
   }
+  DeflatePool* deflate_pool() noexcept override { return pool; }
+  // Every turn asked for is granted (and not logged: where a turn comes
+  // depends on how the bytes were split, what happens must not).
+  bool yield_turn() override { return pool != nullptr; }
   void close() override {
     ++closes;
     log += "X";
@@ -134,7 +152,22 @@ struct Recorder final : Transport, Handler {
     log += std::to_string(payload.size()) + ":" + payload;
     if (type == MessageType::text) FUZZ_CHECK(is_valid_utf8(payload));
     FUZZ_CHECK(payload.size() <= s.options().max_message_bytes);
-    if (echo) (void)s.send(type, payload);  // re-entrant, as an echo server does
+    if (!echo) return;
+    last_head.clear();
+    (void)s.send(type, payload);  // re-entrant, as an echo server does
+    const auto b0 = last_head.empty() ? 0 : static_cast<std::uint8_t>(last_head[0]);
+    if ((b0 & kCompressedBit) == 0) return;
+    FUZZ_CHECK(s.deflating());
+    if (context) return;  // its stream refers to earlier messages
+    std::string compressed = last_payload;
+    if (s.role() == Role::client) {  // masked: the key ends the header
+      MaskKey key;
+      std::memcpy(key.data(), last_head.data() + last_head.size() - 4, 4);
+      apply_mask(compressed.data(), compressed.size(), key);
+    }
+    std::string back;
+    FUZZ_CHECK(!checker->decompress(compressed, back, payload.size()));
+    FUZZ_CHECK(back == payload);
   }
   void on_ping(Session&, std::string_view payload) override {
     log += "P";
@@ -163,20 +196,54 @@ struct SessionRun {
   std::uint16_t sent_code, received_code;
 };
 
-SessionRun run_session(const SessionOptions& o, bool echo, std::string_view stream,
-                       fuzz::Reads* reads) {
+// Compression as the options byte asks (no pool: off).
+struct Deflate {
+  bool on = false;
+  bool context = false;
+};
+
+DeflateParams agreed(const Deflate& d) {
+  DeflateParams p;
+  p.enabled = d.on;
+  p.server_no_context_takeover = p.client_no_context_takeover = !d.context;
+  if (d.context) p.server_max_window_bits = p.client_max_window_bits = 9;
+  return p;
+}
+
+SessionRun run_session(const SessionOptions& o, bool echo, const Deflate& deflate,
+                       std::string_view stream, fuzz::Reads* reads) {
+  DeflateOptions d;
+  d.enabled = true;
+  d.min_size = 8;
+  d.inflate_budget = 64;  // turns at almost every frame boundary
+  d.mem_level = 1;
+  DeflatePool pool(d), checker(d);
   Recorder r;
   r.echo = echo;
-  Session s(r, r, o);
-  std::string_view piece = stream;
-  for (bool more = reads ? reads->next(piece) : true; more;
-       more = reads ? reads->next(piece) : false) {
-    s.feed(piece);
-    FUZZ_CHECK(s.buffered() <= o.max_message_bytes);
+  r.context = deflate.context;
+  r.checker = &checker;
+  SessionRun out;
+  {
+    r.pool = deflate.on ? &pool : nullptr;
+    Session s(r, r, o);
+    s.use_deflate(agreed(deflate));
+    std::string_view piece = stream;
+    for (bool more = reads ? reads->next(piece) : true; more;
+         more = reads ? reads->next(piece) : false) {
+      s.feed(piece);
+      FUZZ_CHECK(s.buffered() <= o.max_message_bytes);
+      while (s.waiting_turn()) {  // each turn the transport granted
+        s.resume();
+        FUZZ_CHECK(s.buffered() <= o.max_message_bytes);
+      }
+    }
+    FUZZ_CHECK(r.closes <= 1);
+    FUZZ_CHECK((r.closes == 1) == (s.state() == Session::State::closed));
+    if (s.state() == Session::State::closed) FUZZ_CHECK(pool.lent_inflaters() == 0);
+    out = {r.log, s.state(), s.failed(), s.sent_close_code(), s.received_close_code()};
   }
-  FUZZ_CHECK(r.closes <= 1);
-  FUZZ_CHECK((r.closes == 1) == (s.state() == Session::State::closed));
-  return {r.log, s.state(), s.failed(), s.sent_close_code(), s.received_close_code()};
+  FUZZ_CHECK(pool.lent_inflaters() == 0);  // the session gave back what it held
+  return out;
 }
 
 void check_session(std::uint8_t plan, std::uint8_t options, std::string_view stream) {
@@ -192,10 +259,11 @@ void check_session(std::uint8_t plan, std::uint8_t options, std::string_view str
                    static_cast<std::uint8_t>(counter >> 8), 0xA5};
   };
   const bool echo = (options & 0x80) != 0;
+  const Deflate deflate{(options & 0x08) != 0, (options & 0x02) != 0};
   fuzz::Reads reads(plan, stream);
-  const SessionRun split = run_session(o, echo, stream, &reads);
+  const SessionRun split = run_session(o, echo, deflate, stream, &reads);
   counter = 0;
-  const SessionRun whole = run_session(o, echo, stream, nullptr);
+  const SessionRun whole = run_session(o, echo, deflate, stream, nullptr);
   FUZZ_CHECK(split.log == whole.log);
   FUZZ_CHECK(split.state == whole.state);
   FUZZ_CHECK(split.failed == whole.failed);

@@ -32,6 +32,16 @@ struct ConnectionClaims {
   // `channels`: server-side subscriptions the backend grants (each a valid
   // channel name); empty when absent.
   std::vector<std::string> channels;
+  // Centrifugo's claims. `b64info` (standard base64 of JSON: this server's
+  // clients speak JSON) takes the place of `info` when given. `subs`: more
+  // server-side subscriptions, the keys of an object of channel names (their
+  // options are not read). `meta`: any JSON the backend attached for itself
+  // (sent to its proxies, never to clients), compact text; empty when absent.
+  std::vector<std::string> subs;
+  std::string meta;
+  // `expire_at`: when the connection expires, in place of `exp` (which then
+  // only bounds the token's validity); 0 (the epoch): never.
+  std::optional<WallTime> expire_at;
 };
 
 // A subscription token (a private channel's subscribe).
@@ -39,6 +49,10 @@ struct SubscriptionClaims {
   std::string user;                 // `sub`: must equal the connection's user
   std::string channel;              // `channel`: must equal the channel subscribed to
   std::optional<WallTime> expires;  // `exp`
+  // `info` (or `b64info`, as in ConnectionClaims): the subscriber's info in
+  // this channel (Centrifugo's chan_info), compact JSON text; empty when absent.
+  std::string info;
+  std::optional<WallTime> expire_at;  // as in ConnectionClaims
 };
 
 }  // namespace heartwheel::auth

@@ -24,6 +24,8 @@ enum class errc {
   protocol_error,       // the peer sent bytes a codec could not accept
   frame_too_large,      // a frame or message exceeded the configured maximum
   shutting_down,        // refused because the server is draining
+  unavailable,          // no server could take it: none connected, or all ejected (net::Pool)
+  too_large,            // a response or message exceeded the configured size limit
 };
 
 const std::error_category& heartwheel_category() noexcept;

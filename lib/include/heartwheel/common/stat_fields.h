@@ -83,6 +83,26 @@ void merge_stat_fields(StatTable<S> table, S& into, const S& from) noexcept {
     if (!f.name.empty()) into.*f.member += from.*f.member;
 }
 
+// Appends `s` as a JSON string (quoted; '"', '\\' and control characters
+// escaped): the names beside the numbers (an endpoint's address).
+inline void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[(c >> 4) & 0xf];
+      out += kHex[c & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
 // Appends "name":value for every member, comma-separated, to `out`; a comma
 // goes first unless `out` ends with '{' (or is empty).
 template <class S>

@@ -28,8 +28,20 @@ using Headers = std::vector<Header>;
 // Case-insensitive ASCII comparison, as header names and tokens require.
 bool iequals(std::string_view a, std::string_view b) noexcept;
 
+// RFC 9110's token (tchar+): what a method, a header name or a WebSocket
+// subprotocol may be made of. Empty is not a token.
+bool is_token(std::string_view s) noexcept;
+// No CR, LF or NUL: a value a caller gives cannot start a header of its own.
+bool is_field_text(std::string_view s) noexcept;
+
 // The first header called `name` (case-insensitive), or nullptr. O(headers).
 const std::string* find_header(const Headers& headers, std::string_view name) noexcept;
+
+// One key or value of a query string, decoded as browsers encode it
+// (application/x-www-form-urlencoded, URLSearchParams): "%XY" is the byte
+// 0xXY (hex digits of either case), '+' a space, every other byte itself.
+// nullopt when a '%' is not followed by two hex digits. O(size).
+std::optional<std::string> decode_query_component(std::string_view in);
 
 struct Request {
   std::string method;  // "GET", "POST", ... as sent
@@ -44,8 +56,15 @@ struct Request {
 
   std::string_view path() const noexcept;   // target up to '?'
   std::string_view query() const noexcept;  // after '?', or empty
-  // Value of `key` in the query string (no percent-decoding), nullopt if absent.
+  // Value of `key` in the query string as sent (no percent-decoding),
+  // nullopt if absent. For values that are never encoded (numbers).
   std::optional<std::string_view> query_param(std::string_view key) const noexcept;
+  // Value of `key` in the query string, decoded (decode_query_component:
+  // "channel=private%3Aceo" is "private:ceo"; keys are compared decoded
+  // too), nullopt if absent. The first of repeated keys wins. Throws
+  // std::invalid_argument naming the key when the value's (or a key's)
+  // escapes are malformed. The result may hold any byte: check it.
+  std::optional<std::string> query_value(std::string_view key) const;
   const std::string* header(std::string_view name) const noexcept {
     return find_header(headers, name);
   }

@@ -27,6 +27,9 @@ std::error_code to_sockaddr(const HostPort& hp, sockaddr_storage& out) noexcept;
 
 // "127.0.0.1:8080" / "[::1]:8080".
 std::string format_address(const sockaddr* addr);
+// The same from a host and a port ("::1", 8080 -> "[::1]:8080"): what
+// parse_host_port reads back.
+std::string format_host_port(const HostPort& hp);
 int port_of(const sockaddr* addr) noexcept;
 
 // A non-blocking, close-on-exec TCP socket with SO_REUSEADDR and SO_REUSEPORT

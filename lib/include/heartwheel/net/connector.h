@@ -60,7 +60,10 @@ struct ConnectorOptions {
   // attempt (for the backoff and max_attempts); 0 = every open resets the backoff.
   Duration stable_after = std::chrono::seconds(1);
   // Called after each failed attempt with the error and the delay before the
-  // next one (Duration{-1}: no next attempt). Optional.
+  // next one (Duration{-1}: no next attempt). Optional. A connection whose
+  // transport stage fails (a TLS handshake refused: errc::protocol_error;
+  // timed out: errc::timed_out) is a failed attempt too: the handler never
+  // saw it.
   std::function<void(std::error_code, Duration)> on_connect_error;
   // A transport every connection runs through (byte_stage.h): TLS
   // (heartwheel/tls/net_transport.h). Null: plain. The handler's on_open
@@ -90,6 +93,11 @@ class Connector final : private detail::ConnectionHost {
   void start(Duration delay = Duration{0});
   // Closes the connection (reason local) and stops reconnecting.
   void stop();
+  // Stops reconnecting (an attempt in flight or a backoff wait is
+  // abandoned) but leaves an open connection open: its close will not be
+  // followed by a new attempt (a pool draining a removed endpoint closes it
+  // once its calls are done).
+  void stop_reconnecting() noexcept;
   bool started() const noexcept { return started_; }
 
   // The open connection, or nullptr while connecting / backing off.

@@ -103,7 +103,34 @@ struct PublishResult {
   std::error_code error;
   StreamPosition position;  // the publication's offset and epoch; {0, ""} when the
                             // channel had neither subscribers nor history (no one heard it)
+  // PublishOptions::idempotency_key: an earlier publish of the channel had
+  // the key; nothing was published now, `position` is that one's.
+  bool duplicate = false;
 };
+
+// How a publish is made, beyond its data.
+struct PublishOptions {
+  // A publish whose key a publish of the same channel had within
+  // idempotency_window is not published again: its result is the first one's
+  // (PublishResult::duplicate). Across every hub and node of the broker
+  // (Redis: a key of the channel's slot, set in the publish script).
+  // Centrifugo's idempotency_key. A publish nobody could hear (no
+  // subscribers, no history: offset 0) leaves no key. Empty: none.
+  std::string idempotency_key;
+  Duration idempotency_window = std::chrono::minutes(5);
+};
+
+// A caller's idempotency key (an API's idempotency_key): 1 to 256 bytes
+// without control characters. Keys with one are the server's own
+// (heartwheel-push's delayed deliveries key theirs by "\x01" and the push
+// id), so no caller's key can be taken for one of them.
+constexpr std::size_t kMaxIdempotencyKeyBytes = 256;
+constexpr bool is_caller_idempotency_key(std::string_view key) noexcept {
+  if (key.empty() || key.size() > kMaxIdempotencyKeyBytes) return false;
+  for (const char c : key)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+  return true;
+}
 
 struct HistoryResult {
   std::error_code error;                     // a bad channel name
@@ -140,6 +167,7 @@ using PublishDone = std::function<void(PublishResult)>;
 using JoinDone = std::function<void(SubscribeResult)>;
 using HistoryDone = std::function<void(HistoryResult)>;
 using PresenceDone = std::function<void(PresenceResult)>;
+using RemoveDone = std::function<void(std::error_code)>;
 
 // Posts `completion` into `inbox` to run on its thread in inbox order (for
 // brokers that answer through the inbox).
@@ -164,7 +192,11 @@ class Broker {
   // answer goes): orders it, appends it to the history and posts it to every
   // interested inbox. Errors (nothing published): see PublishResult.
   virtual void publish(Inbox& from, std::string_view channel, std::string data, std::string info,
-                       PublishDone done) = 0;
+                       const PublishOptions& options, PublishDone done) = 0;
+  void publish(Inbox& from, std::string_view channel, std::string data, std::string info,
+               PublishDone done) {
+    publish(from, channel, std::move(data), std::move(info), PublishOptions{}, std::move(done));
+  }
 
   // A subscriber of `inbox` joins `channel` (the hub has checked the name and
   // its limits). Counts presence, posts a join event if the channel has
@@ -185,6 +217,12 @@ class Broker {
 
   // Subscribers of `channel` over every hub (0 if none).
   virtual void presence(Inbox& from, std::string_view channel, PresenceDone done) = 0;
+
+  // Forgets `channel`'s history (what history and recovery could return),
+  // keeping its stream position: later publications continue its offsets in
+  // its epoch, and recovery from before the removal answers recovered
+  // false. Errors: a bad channel name; a remote broker's (unavailable).
+  virtual void remove_history(Inbox& from, std::string_view channel, RemoveDone done) = 0;
 
   // Drops expired history and frees channels left with neither subscribers
   // nor history. Hubs on a loop call it every sweep_interval().

@@ -51,9 +51,9 @@
 #pragma once
 
 #include <heartwheel/common/detail/mpsc_queue.h>
-#include <heartwheel/pubsub/keyed_hash.h>
 #include <heartwheel/pubsub/broker.h>
 #include <heartwheel/pubsub/event.h>
+#include <heartwheel/pubsub/keyed_hash.h>
 #include <heartwheel/pubsub/stats.h>
 #include <heartwheel/pubsub/subscriber.h>
 #include <uv.h>
@@ -68,6 +68,7 @@
 #include <system_error>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace heartwheel::pubsub {
 
@@ -91,6 +92,16 @@ struct HubOptions {
   // kernel here, so nothing else is written to their connections first.
   // Empty: nothing is called. An exception counts as subscriber_errors.
   std::function<void()> after_fan_out;
+  // Further encodings of the same events, for subscribers that speak another
+  // protocol (heartwheel-chat: Centrifugo's beside its own). Each is made
+  // only when a subscriber asks for it during a fan-out (frame_as), at most
+  // once per event per hub, and shared by every subscriber asking for it.
+  // A subscriber of encode_publication's kind pays nothing for them.
+  struct Encoding {
+    std::function<Frame(const Publication&)> publication;
+    std::function<Frame(const PresenceEvent&)> presence;
+  };
+  std::vector<Encoding> more_encodings;
 
   // Throws std::invalid_argument naming the field.
   void validate() const;
@@ -150,15 +161,27 @@ class Hub final : private Inbox {
   // hub's on a later iteration). Errors: see PublishResult. `done` (may be
   // empty) runs as for subscribe; publishes of one hub complete in order.
   void publish(std::string_view channel, std::string data, std::string info, PublishDone done);
+  // The same with PublishOptions (an idempotency key, broker.h).
+  void publish(std::string_view channel, std::string data, std::string info,
+               const PublishOptions& options, PublishDone done);
   // Inline brokers only (else std::logic_error), like subscribe.
   PublishResult publish(std::string_view channel, std::string data, std::string info = {});
 
   // The broker's history and presence (see Broker); `done` as for publish.
   void history(std::string_view channel, std::size_t limit, HistoryDone done);
   void presence(std::string_view channel, PresenceDone done);
+  // The broker's remove_history (broker.h); `done` as for publish.
+  void remove_history(std::string_view channel, RemoveDone done);
   // Inline brokers only (else std::logic_error).
   HistoryResult history(std::string_view channel, std::size_t limit);
   std::uint64_t presence(std::string_view channel);
+
+  // Inside a Subscriber's on_publication / on_presence during a fan-out:
+  // the event being delivered, encoded with more_encodings[index] (made at
+  // the first ask of the event, then shared). Null outside a fan-out, for
+  // an index out of range or an empty encoder, and when the encoder threw
+  // (counted in encode_errors; the subscriber then reports dropped).
+  Frame frame_as(std::size_t index) noexcept;
 
   // Handles up to max_events_per_wakeup envelopes from the inbox now, and
   // returns how many. Hubs without a loop must call it; on a loop it is
@@ -168,6 +191,14 @@ class Hub final : private Inbox {
   // Local questions.
   bool subscribed(const Subscriber& subscriber, std::string_view channel) const;
   std::size_t local_subscribers(std::string_view channel) const;
+  // Every channel with local subscribers and how many (pending joins
+  // included), in no particular order. O(channels): for administration
+  // (heartwheel-chat's server API `channels`), not for a hot path.
+  struct LocalCount {
+    std::string channel;
+    std::size_t subscribers = 0;
+  };
+  std::vector<LocalCount> local_channels() const;
   HubStats stats() const;
   // One channel's delivery counters on this hub, while it has local subscribers.
   std::optional<ChannelStats> channel_stats(std::string_view channel) const;
@@ -219,6 +250,10 @@ class Hub final : private Inbox {
   // (moved on when that one is unlinked), so callbacks may unsubscribe anyone.
   detail::LocalChannel* fanning_ = nullptr;
   detail::Subscription* cursor_ = nullptr;
+  // The event of the running fan-out and its further encodings made so far
+  // (frame_as); cleared when the fan-out ends.
+  const Event* fanning_event_ = nullptr;
+  std::vector<Frame> more_frames_;
   // Subscriptions whose join the broker has not answered yet (freed here if
   // the hub goes first). Marked by prev == next == itself.
   std::unordered_set<detail::Subscription*> pending_;

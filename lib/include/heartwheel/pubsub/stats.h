@@ -62,13 +62,15 @@ struct BusStats {
   std::uint64_t hubs = 0;                  // attached now
   std::uint64_t channels = 0;              // channels with state now
   std::uint64_t history_publications = 0;  // held in rings now
-  std::uint64_t history_bytes = 0;         // their data + info bytes
+  std::uint64_t history_bytes = 0;         // the memory they hold (history_ring.h)
   std::uint64_t publications = 0;          // published, total
+  std::uint64_t unheard = 0;               // of which kept nowhere: no state, nobody listening
   std::uint64_t epochs = 0;                // channel states made (each a new epoch)
   std::uint64_t channels_freed = 0;        // channel states freed
   std::uint64_t bad_channel_options = 0;   // channel_options results replaced by the default
   std::uint64_t channels_refused = 0;      // new channels refused at BusOptions::max_channels
   std::uint64_t history_evictions = 0;     // publications dropped for max_history_bytes
+  std::uint64_t channels_evicted = 0;      // orphans freed early to make room at max_channels
 
   void merge(const BusStats& other) noexcept;
   // The std::uint64_t fields' table (heartwheel/common/stat_fields.h).

@@ -185,6 +185,7 @@ struct RedisBrokerStats {
   std::uint64_t lease_renewals = 0;      // renewal scripts sent
   std::uint64_t decode_errors = 0;       // messages on our channels we could not read
   std::uint64_t not_replicated = 0;      // publishes that ran but WAIT found too few replicas
+  std::uint64_t duplicates_refused = 0;  // publishes whose idempotency key had published already
   std::uint64_t rewinds = 0;  // streams found behind what was delivered (a failover lost
                               // writes): given a new epoch that keeps the stream
   redis::LinkStats link;                 // the Client and the Subscriber, merged
@@ -215,13 +216,20 @@ class RedisBroker final : public Broker {
 
   const Limits& limits() const noexcept override { return options_.limits; }
   bool completes_inline() const noexcept override { return false; }
+  using Broker::publish;
+  // An idempotency key is K{T}i:<channel length>:<channel>:<key> (the
+  // channel's slot), set in the publish script with the window as its TTL
+  // and read there first: of two publishes with one key, on any nodes, one
+  // publishes and the other gets its offset.
   void publish(Inbox& from, std::string_view channel, std::string data, std::string info,
-               PublishDone done) override;
+               const PublishOptions& options, PublishDone done) override;
   void join(Inbox& inbox, const JoinRequest& request, JoinDone done) override;
   void leave(Inbox& inbox, std::string_view channel, std::string_view info,
              bool last_local) override;
   void history(Inbox& from, std::string_view channel, std::size_t limit, HistoryDone done) override;
   void presence(Inbox& from, std::string_view channel, PresenceDone done) override;
+  // XTRIM of the channel's stream to nothing; its meta (offset, epoch) stays.
+  void remove_history(Inbox& from, std::string_view channel, RemoveDone done) override;
   // Nothing to sweep here: Redis expires history itself.
   void sweep() override {}
   Duration sweep_interval() const noexcept override { return std::chrono::hours(1); }

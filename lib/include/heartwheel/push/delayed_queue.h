@@ -4,14 +4,14 @@
 // What it is (QMQ's delayed messages, on Redis and the timing wheel)
 //   schedule(channel, data, due) stores the push in Redis BEFORE its callback
 //   says yes: one Lua script puts the payload in a hash and the due time (ms
-//   since the Unix epoch, wall clock) in a sorted set. Each node's queue
-//   loads, ahead of time, the pushes due within `window` into its wheel (one
-//   TimerEntry each), extending the loaded window every `load_interval`; a
-//   push this queue accepts for a due time inside the loaded window goes
-//   straight into the wheel. When an entry fires, the push is CLAIMED in
-//   Redis by a script that removes it from the due set only if it is still
-//   there and moves it to a claims set with a lease deadline: of all the
-//   nodes that loaded it, exactly one gets the payload. That one calls
+//   since the Unix epoch, wall clock, to the microsecond) in a sorted set. Each node's queue
+//   loads, ahead of time, the pushes due within `window` and holds them in
+//   due-time order behind one wheel entry ("Order"), extending the loaded
+//   window every `load_interval`; a push this queue accepts for a due time
+//   inside the loaded window is held at once. When it comes due, the push
+//   is CLAIMED in Redis by a script that removes it from the due set only if
+//   it is still there and moves it to a claims set with a lease deadline: of
+//   all the nodes that loaded it, exactly one gets the payload. That one calls
 //   `deliver` and then acknowledges (deletes claim and payload). A reaper on
 //   the wheel re-queues claims whose lease ran out (their node died between
 //   claim and acknowledgement): delivery is at-least-once across node
@@ -19,7 +19,7 @@
 //
 //   Keys (prefix P = options.key_prefix, T = a partition's hash tag): the
 //   queue is split into options.partitions partitions, each its own three
-//   keys P{T}due (sorted set id -> due ms), P{T}data (hash id -> channel and
+//   keys P{T}due (sorted set id -> due ms, a fraction for the us), P{T}data (hash id -> channel and
 //   data), P{T}claims (sorted set id -> lease deadline ms). A push's
 //   partition is CRC16(id) mod partitions; the tags spread the partitions
 //   evenly over Redis Cluster's slots (redis::Partitions), so on a cluster
@@ -29,6 +29,29 @@
 //   deployment uses the same prefix and the same number of partitions.
 //   Pushes stored by a version before partitions (keys P"due" ...) are not
 //   read: no migration is made.
+//
+// Order (issue 34)
+//   A queue claims the pushes it holds in (due time, then id) order and
+//   delivers what it claimed in the order it claimed it, so the pushes one
+//   queue delivers come in due-time order. Due times are kept to the
+//   microsecond: the due set's score is the due time in ms with a fraction
+//   (1795461343099.123; a push stored by an older version has a whole
+//   number, read as such), so a push loaded from Redis has the same place
+//   as one held since its schedule. Pushes scheduled one after another from
+//   accept_time() with one delay have increasing due times: they are
+//   delivered in the order they were accepted. What does NOT hold: pushes
+//   of one channel delivered by DIFFERENT queues (nodes, workers) race once
+//   claimed (each queue publishes what it won), so two due within one tick
+//   plus a few Redis round trips of each other may swap; a push whose claim
+//   failed (retried after retry_interval) or whose node died (re-queued
+//   after its lease) comes after pushes due later. On a Redis Cluster a
+//   queue's claims go to several masters: a claimed push waits for the
+//   replies to the claims sent before it (at most the Client's
+//   command_timeout, when a master is unreachable).
+//   The wheel is not what orders them: one wheel entry is armed for the
+//   earliest push held, and the pushes wait in an ordered index (O(log n)
+//   per held push), since a wheel runs entries due on one tick in no
+//   particular order (timing_wheel.h, SameTickOrder).
 //
 // Pending per owner
 //   Every push is counted in its owner's pending count (the empty owner is
@@ -82,7 +105,8 @@
 //   failover before it replicates may lose it).
 //
 // Cost: per loaded push one ~100-byte node (TimerEntry + id) in a hash map
-//   and one O(1) wheel insert; per fired push one claim script and one
+//   and an O(log n) insert into the ordered index of held pushes (n: the
+//   pushes held); per fired push one claim script and one
 //   acknowledgement (pipelined with everything else of that loop
 //   iteration); per load two ZRANGE BYSCORE queries per partition,
 //   returning only what is new; per reap one script per partition,
@@ -99,9 +123,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -117,6 +143,10 @@ using WallTime = WallClock::time_point;
 // Milliseconds since the Unix epoch, as stored in Redis.
 std::int64_t to_unix_ms(WallTime t) noexcept;
 WallTime from_unix_ms(std::int64_t ms) noexcept;
+
+// A random UUIDv4 (122 random bits from getrandom(2)): a push's id. Throws
+// std::system_error if the kernel's generator fails.
+std::string random_id();
 
 struct DelayedPush {
   // A random UUIDv4 (122 random bits from getrandom(2)), made by schedule():
@@ -200,11 +230,18 @@ class DelayedQueue {
   void stop();
   bool started() const noexcept { return started_; }
 
-  // Stores a push due at `due` (in the past: delivered at once). See
-  // "Outcomes". Errors at once: std::errc::invalid_argument (empty channel),
-  // the Client's refusals. In the callback also heartwheel::errc::
-  // limit_reached: the owner has max_pending_per_owner pushes pending
-  // (nothing stored; counted as schedule_capped).
+  // Now by the wall clock, to the microsecond, and later than every time
+  // this queue returned before: schedule(..., accept_time() + delay, ...)
+  // gives pushes accepted one after another with one delay increasing due
+  // times, so they are delivered in the order they were accepted ("Order").
+  WallTime accept_time() noexcept;
+
+  // Stores a push due at `due` (in the past: delivered at once; kept to the
+  // microsecond, rounded up). See "Outcomes". Errors at once:
+  // std::errc::invalid_argument (empty channel), the Client's refusals. In
+  // the callback also heartwheel::errc::limit_reached: the owner has
+  // max_pending_per_owner pushes pending (nothing stored; counted as
+  // schedule_capped).
   std::error_code schedule(std::string channel, std::string data, WallTime due,
                            ScheduleCallback done);
   // The same, remembering `owner` with the push (see DelayedPush::owner).
@@ -221,11 +258,22 @@ class DelayedQueue {
   // The counters, with the gauges filled in.
   DelayedQueueStats stats() const;
   const DelayedQueueOptions& options() const noexcept { return options_; }
-  // Pushes in this queue's wheel now (loaded, not yet claimed).
+  // Pushes this queue holds now (loaded, not yet claimed).
   std::size_t held() const noexcept { return held_.size(); }
 
  private:
   struct Held;
+  // The order of held pushes: due time, then id (the same on every node).
+  struct Earlier {
+    bool operator()(const Held* a, const Held* b) const noexcept;
+  };
+  // A claim sent, in the order sent: delivered once it and every claim
+  // before it have their replies.
+  struct Claim {
+    enum class State : std::uint8_t { pending, won, done };
+    State state = State::pending;
+    DelayedPush push;  // won: what to deliver
+  };
   struct Periodic : TimerEntry {
     explicit Periodic(Callback cb) : TimerEntry(cb) {}
     DelayedQueue* owner = nullptr;
@@ -237,20 +285,27 @@ class DelayedQueue {
   // One partition: its keys and how far its window is loaded.
   struct Partition {
     Keys keys;
-    // Everything due up to here has been loaded (Redis ms); INT64_MIN: nothing.
-    std::int64_t loaded_until_ms;
+    // Everything due up to here has been loaded (microseconds since the
+    // epoch, as the scores say); INT64_MIN: nothing.
+    std::int64_t loaded_until_us;
   };
 
-  std::int64_t now_ms() const;
-  TimePoint wheel_time(std::int64_t due_ms) const noexcept;
-  static std::string next_id();
-  // Puts a push in the wheel unless it is there already.
-  void hold(std::string_view id, std::int64_t due_ms);
+  std::int64_t now_us() const;
+  TimePoint wheel_time(std::int64_t due_us) const noexcept;
+  // Holds a push (due in microseconds since the epoch) unless it is held
+  // already: into the ordered index, the front timer re-armed if it is first.
+  void hold(std::string_view id, std::int64_t due_us);
   Partition& partition_of(std::string_view id);
   void release(Held& held) noexcept;
+  // The front timer at the earliest push waiting (cancelled if none).
+  void arm_front() noexcept;
+  void claim_due();
   void claim(Held& held);
   void retry_later(Held& held) noexcept;
-  void on_claimed(const std::string& id, std::error_code ec, redis::Reply reply);
+  void on_claimed(std::uint64_t seq, const std::string& id, std::error_code ec, redis::Reply reply);
+  // Delivers the claims at the front that have their replies, in order.
+  void deliver_in_order();
+  void deliver(const DelayedPush& push);
   void acknowledge(const std::string& id);
   void load();
   void load_range(Partition& p, bool overdue, std::string from, std::int64_t to_ms);
@@ -260,7 +315,8 @@ class DelayedQueue {
   void reap();
   static void on_load_timer(TimerEntry& e);
   static void on_reap_timer(TimerEntry& e);
-  static void on_held_due(TimerEntry& e);
+  static void on_front_timer(TimerEntry& e);
+  static void on_retry_due(TimerEntry& e);
   // A callback that does nothing once this queue is stopped or gone.
   redis::Callback guarded(redis::Callback f) const;
 
@@ -276,12 +332,17 @@ class DelayedQueue {
   std::shared_ptr<int> life_;  // callbacks hold a weak_ptr: expired = stopped
   bool started_ = false;
   std::unordered_map<std::string_view, std::unique_ptr<Held>> held_;
+  std::set<Held*, Earlier> waiting_;  // held, neither claiming nor waiting to retry
+  std::deque<Claim> claims_;          // sent, not yet delivered or dropped
+  std::uint64_t claims_base_ = 0;     // the sequence number of claims_.front()
+  std::int64_t last_accept_us_ = 0;   // accept_time()'s last answer
   int loads_pending_ = 0;
   bool load_failed_ = false;
   bool load_more_ = false;  // a full page: load again at once
   std::size_t reaping_ = 0;  // reap scripts in flight
   Periodic load_timer_;
   Periodic reap_timer_;
+  Periodic front_timer_;  // at the earliest push waiting
   DelayedQueueStats stats_;
 };
 

@@ -74,8 +74,9 @@
 //   kept in a queue of suffix minima (the sliding-window-minimum technique:
 //   push and pop O(1) amortized; with one timeout for all it holds every
 //   command, in order, and its front is the oldest command, as above). When
-//   the slot passes, every command due fails with timed_out (an O(n) pass
-//   over the commands in flight, only when something timed out); the
+//   the slot passes, every command due fails with timed_out, in the order
+//   the commands were sent (an O(n) pass over the commands in flight, only
+//   when something timed out; so do the buffered ones); the
 //   connection stays open and their late replies are read and discarded.
 //   A Redis that is stuck (not slow) is closed by the heartbeat: the PING
 //   waits behind the stuck command and no byte comes back.
@@ -101,7 +102,8 @@
 //                        cluster.retry_delay
 //     a master's connection lost: the map is read every refresh_interval
 //                        until its replica is promoted (cluster-node-timeout
-//                        plus an election); its commands wait for it
+//                        plus an election), and once more when the
+//                        connection is back; its commands wait for it
 //   Commands that no open connection can take (no map yet, their master
 //   unreachable or being replaced, a retry's delay) wait in one bounded
 //   waiting room (max_buffered / max_buffered_bytes, as the single link's

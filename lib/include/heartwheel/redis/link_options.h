@@ -2,8 +2,10 @@
 // Subscriber) is configured with: where Redis is, how the connection is kept,
 // what it sends first, and its connection events.
 //
-// A link is ONE net::Connector connection speaking RESP2, so it gets what
-// every heartwheel connection gets (net/connector.h): a connect timeout,
+// A link is ONE connection speaking RESP2, kept by a net::Pool of one
+// endpoint (net/pool.h: a net::Connector and the pool's heartbeat, the code
+// every client connection of the library runs), so it gets what every
+// heartwheel connection gets (net/connector.h): a connect timeout,
 // reconnects with exponential backoff and jitter, and its timeouts as slots
 // of the connection's deadline set (no wheel entries of its own):
 //   - ping / pong_timeout: net::SlotHeartbeat's rule (slot_heartbeat.h): a

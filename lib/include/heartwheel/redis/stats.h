@@ -90,7 +90,8 @@ struct LinkStats {
   std::uint64_t slot_map_refreshes = 0;  // slot maps read
   std::uint64_t slot_map_errors = 0;     // slot map reads that failed (the next node is asked)
   std::uint64_t slots_moved = 0;         // slots whose master changed from one map to the next
-  std::uint64_t failovers = 0;           // replicas seen promoted to master
+  std::uint64_t failovers = 0;           // replicas seen promoted to master in the maps
+                                         // this link read (lib/src/redis/README.md)
   std::uint64_t channels_moved = 0;      // sharded subscriptions moved to another master
 
   void merge(const LinkStats& other) noexcept;

@@ -45,7 +45,10 @@
 //   the cluster:
 //     - a failover: the connection to the old master drops; the slot map is
 //       read every refresh_interval until the replica has taken over, then
-//       the channels are subscribed on the new master;
+//       the channels are subscribed on the new master; the map is read once
+//       more when a lost master's connection is back (a killed master that
+//       restarted may be a replica now), so a subscriber that held channels
+//       on the dead master always counts the failover (LinkStats::failovers);
 //     - a slot migration: Redis sends "sunsubscribe" for the slot's
 //       channels; they are asked again, Redis answers -MOVED with the new
 //       master, and they move there (the map is read again too);

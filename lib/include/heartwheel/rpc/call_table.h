@@ -10,6 +10,10 @@
 //     failed      the caller gave up on it (fail(), fail_all(): connection lost)
 //   A reply that arrives after its call timed out is NOT delivered: complete()
 //   returns ReplyDisposition::late and counts it in stats().late_replies.
+//   Calls whose deadlines fall on the same tick of the wheel report
+//   timed_out in no particular order (not the order they were started: the
+//   wheel runs one tick's entries way by way, timing_wheel.h,
+//   SameTickOrder); replies are reported in the order they arrive.
 //
 // Groups (the calls of one connection)
 //   A reply can only come on the connection its request went out on, so when

@@ -244,6 +244,14 @@ class NetHandler final : public net::Handler, private CallListener {
   std::uint64_t call(net::Connection& conn, std::string_view payload, Duration timeout,
                      void* context, std::error_code& error);
 
+  // Sends a PING on `conn` now, carrying its send time (on `clock`) so the
+  // PONG measures the round trip (on_heartbeat_rtt, heartbeat(conn)), and
+  // counts it in pings_sent: for a heartbeat that runs elsewhere, e.g. a
+  // net::Pool's (PoolOptions::ping = [&](net::Connection& c) { return
+  // rpc.ping(c); }, with this handler's own heartbeat interval 0). False if
+  // `conn` is not this handler's or is closing.
+  bool ping(net::Connection& conn);
+
   // ---- connections ----------------------------------------------------------------
   // Writes `conn`'s pending batch now (normally the loop does, before it polls).
   void flush(net::Connection& conn);

@@ -34,7 +34,12 @@
 //   whether or not its removal ran yet. The removal runs when the wheel
 //   reaches the deadline rounded up to its tick: never before the deadline,
 //   at most one tick (plus the loop's latency) after. size() counts entries
-//   not yet removed.
+//   not yet removed. Order: entries whose deadlines round up to the same
+//   tick are removed (and reach the listener) in no particular order, the
+//   wheel's (timing_wheel.h, SameTickOrder::unspecified); entries due on
+//   different ticks in deadline order. A listener that must see expiries in
+//   deadline order keeps its own order (e.g. a sequence number in the value)
+//   or uses a tick fine enough to tell them apart.
 //
 // Cost (n entries; "a store" = no wheel operation)
 //   get: a hash lookup, a clock read, and with expire_after_access a store

@@ -75,6 +75,13 @@
 //   reaches its new slot when its old one comes due), and expiry walks one
 //   list at a time as before the ways. HashedWheelTimer uses it (Netty runs
 //   a bucket in order); LoopWheel and the benches use the default.
+//   Even fifo is the order entries were SCHEDULED, not their deadlines'
+//   order within the tick. So where users see the order of what fires
+//   (issue 34), the wheel must not decide it: push::DelayedQueue keeps its
+//   pushes in an index ordered by due time behind one entry; redis::Client
+//   fails timed-out commands in the order sent (one entry per connection);
+//   ExpiringMap's expiries and rpc::CallTable's timeouts due on one tick
+//   reach their listener in no particular order (said in their headers).
 //
 // Threads
 //   Loop thread only: one wheel belongs to one thread. Distinct wheels: safe.

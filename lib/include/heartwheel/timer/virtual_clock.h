@@ -103,8 +103,9 @@ class ManualTimerService final : public TimerService {
   VirtualClock& clock() noexcept { return clock_; }
   const VirtualClock& clock() const noexcept { return clock_; }
 
-  // Advances time by d, firing everything due on the way, in deadline order.
-  // Returns the callbacks run. Throws std::invalid_argument if d < 0.
+  // Advances time by d, firing everything due on the way, in deadline order
+  // tick by tick (entries due on one tick in the wheel's SameTickOrder: the
+  // default, no particular order). Returns the callbacks run. Throws std::invalid_argument if d < 0.
   std::size_t run_for(Duration d) { return clock_.run_for(wheel_, d); }
 
  private:

@@ -18,7 +18,8 @@
 //
 // Cost
 //   168 bytes (x86-64), 112 of them the session, in one allocation,
-//   besides the net::Connection. deliver() copies nothing: the net layer
+//   besides the net::Connection; compression adds nothing to it (the
+//   session's padding holds its byte, this one's flags). deliver() copies nothing: the net layer
 //   queues a reference to the frame when the socket does not take it at once.
 //
 // Threads: the connection's loop thread only.
@@ -65,9 +66,13 @@ class Connection final : private Transport, private Handler {
 
   // One unfragmented message. Errors: errc::closed once close was sent or
   // received (or the TCP connection is closing). Text must be valid UTF-8
-  // (not checked). Not subject to the slow-consumer policy: the net layer's
-  // WritePolicy::max_queued_bytes bounds these; a peer past it is closed with
-  // reason slow_consumer (counted) and errc::limit_reached is returned.
+  // (not checked). Under the same budget as deliver(): when this peer
+  // already has bytes queued and the message would take its queue past
+  // NetHandlerOptions::max_queued_bytes, the connection is closed at once
+  // (reason slow_consumer, counted in slow_consumer_closes, whatever the
+  // policy: a message cannot be skipped) and errc::limit_reached is
+  // returned; so is it when the net layer's WritePolicy::max_queued_bytes
+  // refuses the bytes. A peer with an empty queue always gets the message.
   std::error_code send_text(std::string_view payload);
   std::error_code send_binary(std::string_view payload);
 
@@ -80,6 +85,14 @@ class Connection final : private Transport, private Handler {
   // empty queue always gets the frame, however large. Every outcome but
   // `sent` is counted in Stats.
   Delivery deliver(const SharedFrame& frame);
+  // The frame deliver() would write for `frame` on this connection: `frame`
+  // itself, or, when the peer agreed on compression without context, the
+  // loop's compressed form of it (DeflatePool::shared; counted as sent
+  // compressed here, so call it once per delivery). Null when this
+  // connection compresses with its own context (deliver() then compresses
+  // and copies). For code that writes shared frames itself
+  // (note_delivered).
+  SharedFrame wire_frame(const SharedFrame& frame);
   // A shared frame the caller sent on this peer's socket itself, around
   // deliver() (heartwheel-chat's io_uring fan-out), of which the kernel took
   // `bytes` (> 0): counts it as deliver() would (Stats::messages_sent and
@@ -111,26 +124,41 @@ class Connection final : private Transport, private Handler {
   // ws::Transport
   void send(std::string_view head, std::string_view payload) override;
   void send_shared(const SharedFrame& frame) override;
+  bool backlogged() override;
   void close() override;
+  DeflatePool* deflate_pool() noexcept override;
+  bool yield_turn() override;
   // ws::Handler
   void on_message(Session& session, MessageType type, std::string& payload) override;
+  void on_discarded(Session& session, MessageType type, std::size_t bytes) override;
   void on_ping(Session& session, std::string_view payload) override;
   void on_pong(Session& session, std::string_view payload) override;
   void on_protocol_error(Session& session, std::uint16_t code, std::string_view what) override;
 
   void close_slow_consumer();
+  std::error_code send_message(MessageType type, std::string_view payload);
+  // True when a frame of `bytes` may be queued under max_queued_bytes
+  // (always with an empty queue).
+  bool fits(std::size_t bytes) const noexcept;
 
   NetHandler* owner_;
   net::Connection* conn_;
   void* user_data_ = nullptr;
   Connection* prev_ = nullptr;  // the NetHandler's list
   Connection* next_ = nullptr;
-  // The session ends in 6 bytes of tail padding (its small fields last);
-  // [[no_unique_address]] lets the flag below sit in it: 168 bytes, a
-  // 176-byte malloc chunk, where the flag before the session cost 8 more
+  // The session ends in tail padding (its small fields last);
+  // [[no_unique_address]] lets the flags below sit in it: 168 bytes, a
+  // 176-byte malloc chunk, where a flag before the session cost 8 more
   // (a 192-byte chunk).
   [[no_unique_address]] Session session_;
   bool draining_ = false;  // closing because the server drains (net reason drain)
+  // The net connection passed its high watermark (Application::on_writable
+  // hears the way back); a drain that only sends a held-back pong does not
+  // reach the application.
+  bool unwritable_ = false;
+  // The peer's EOF came while the session waited for its turn
+  // (Session::waiting_turn): handled once the waiting bytes are.
+  bool eof_pending_ = false;
 };
 
 }  // namespace heartwheel::ws

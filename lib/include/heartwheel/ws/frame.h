@@ -92,6 +92,10 @@ inline constexpr std::size_t kMaxControlPayload = 125;
 inline constexpr std::size_t kMaxCloseReason = kMaxControlPayload - 2;  // after the code
 inline constexpr std::size_t kMaxFrameHeaderSize = 14;                  // 2 + 8 (length) + 4 (mask)
 
+// RSV1 in byte 0: permessage-deflate's "Per-Message Compressed" bit (RFC
+// 7692 6), set on the first frame of a compressed message only.
+inline constexpr std::uint8_t kCompressedBit = 0x40;
+
 using MaskKey = std::array<std::uint8_t, 4>;
 
 // XORs `size` bytes at `data` with `key`, as if they started at payload offset

@@ -6,7 +6,9 @@
 //   payload bytes and the same error at the same byte). It enforces the rules
 //   that need no more than the frames themselves (RFC 6455 5.2-5.5); every
 //   violation is a protocol error (close code 1002):
-//     - RSV1-3 set without an extension that defines them (allowed_rsv)
+//     - RSV1-3 set without an extension that defines them (allowed_rsv),
+//       or set on a control or continuation frame (the one extension that
+//       defines one, permessage-deflate, marks first frames only: RFC 7692 6)
 //     - a reserved opcode (0x3-0x7, 0xB-0xF)
 //     - a fragmented control frame, or one with more than 125 bytes
 //     - a frame whose MASK bit does not match the role (a server requires it)
@@ -72,6 +74,9 @@ class FrameParser {
   // FrameHeader::rsv); 0 without extensions.
   explicit FrameParser(Role role, std::uint8_t allowed_rsv = 0) noexcept
       : role_(role), allowed_rsv_(allowed_rsv) {}
+  // Changes the RSV bits allowed from the next frame on (an extension
+  // negotiated after the parser was made: ws::Session::use_deflate).
+  void set_allowed_rsv(std::uint8_t allowed_rsv) noexcept { allowed_rsv_ = allowed_rsv; }
 
   enum class Status : std::uint8_t {
     need_more,  // `input` is used up; the partial header is kept

@@ -23,8 +23,10 @@
 //   preference) that the client lists in Sec-WebSocket-Protocol (comma lists,
 //   several headers; names compare exactly). No common one: accepted without
 //   a subprotocol, as RFC 6455 4.2.2 says (a client that needs one then
-//   closes). Extensions (Sec-WebSocket-Extensions, e.g. permessage-deflate)
-//   are never accepted: the response does not mention them.
+//   closes). Extensions: permessage-deflate when HandshakeOptions::deflate
+//   enables it and the client offers it (negotiate_deflate,
+//   heartwheel/ws/deflate.h: the answer goes out as Sec-WebSocket-Extensions
+//   and into HandshakeResult::deflate); any other extension is ignored.
 //
 // Cost: one pass over the headers; one SHA-1 (OpenSSL libcrypto) and one
 // base64 encoding per accepted handshake; the result owns a few small strings.
@@ -32,6 +34,7 @@
 #pragma once
 
 #include <heartwheel/http/message.h>
+#include <heartwheel/ws/deflate.h>
 
 #include <functional>
 #include <string>
@@ -51,6 +54,8 @@ struct HandshakeOptions {
   // (non-browser clients send none). Returning false refuses with 403. Empty:
   // every origin is accepted.
   std::function<bool(std::string_view origin)> check_origin;
+  // permessage-deflate: off unless enabled (heartwheel/ws/deflate.h).
+  DeflateOptions deflate;
 };
 
 struct HandshakeResult {
@@ -59,8 +64,10 @@ struct HandshakeResult {
   // empty when accepted.
   std::string error;
   std::string subprotocol;  // the one selected, empty if none
-  // Response headers. 101: Upgrade, Connection, Sec-WebSocket-Accept and
-  // Sec-WebSocket-Protocol when one was selected; 405: Allow; 426:
+  DeflateParams deflate;    // permessage-deflate as agreed (enabled false: none)
+  // Response headers. 101: Upgrade, Connection, Sec-WebSocket-Accept,
+  // Sec-WebSocket-Protocol when one was selected and
+  // Sec-WebSocket-Extensions when compression was agreed; 405: Allow; 426:
   // Sec-WebSocket-Version. The owner may add its own (Set-Cookie, ...) before
   // calling response_bytes().
   http::Headers headers;

@@ -29,7 +29,9 @@
 // Timing: three slots of the connection's deadline set, no wheel entry of
 // its own (the connection's ONE entry covers them):
 //   ping          every ping_interval (from the hand-off) the server sends a
-//                 ping, and moves the slot one interval on. Centrifugo's 25 s.
+//                 ping (or the application one of its own protocol:
+//                 Application::send_ping), and moves the slot one interval
+//                 on. Centrifugo's 25 s.
 //   pong_timeout  set at a ping (unless already set) for pong_timeout later;
 //                 ANY byte read clears it (a frame of any kind is life, not
 //                 only a pong). When it passes: closed with reason
@@ -50,13 +52,28 @@
 //   Messages go out through net::Connection::write: at once when the socket
 //   takes them, else queued. A shared frame (Connection::deliver: one
 //   publication for many subscribers) is queued by reference, never copied.
-//   max_queued_bytes bounds each connection's queue for shared frames; over
+//   max_queued_bytes bounds each connection's queue: for a shared frame over
 //   it, slow_consumer decides: close (default, Centrifugo's behaviour;
 //   reason slow_consumer) or skip (uWebSockets' "skip over the backpressure
-//   limit"). Both are counted (Stats), never silent.
+//   limit"); a message of the connection's own (send_text / send_binary: a
+//   reply, an echo) cannot be skipped and closes it. Both are counted
+//   (Stats), never silent. Control frames are few by construction: one pong
+//   held back at most (session.h, "Pongs"), one close, a ping per
+//   ping_interval. So a peer that never reads holds at most max_queued_bytes
+//   plus one frame and a few control frames in user space.
+//   on_writable(true) also comes when a held-back pong could be sent; the
+//   application hears only the watermark crossings.
 //
 // Draining: on_drain (net::Server::drain) sends close 1001 "going away" and
 //   arms the close timeout; the connection then closes with reason drain.
+//
+// Compression: with handshake.deflate.enabled, upgrade() answers a client's
+//   permessage-deflate offer (heartwheel/ws/deflate.h) and the connection's
+//   session compresses with the handler's DeflatePool (one per NetHandler,
+//   so one per loop: deflate_pool()). A session that inflated its share of
+//   a read (DeflateOptions::inflate_budget) waits for a later loop turn
+//   (net::Connection::call_next_turn, reading paused meanwhile); an EOF that
+//   comes then is handled after the waiting bytes.
 //
 // Threads: the loop thread of its connections (one NetHandler per loop,
 //   e.g. per runtime::Workers worker). Lifetime: must outlive its connections'
@@ -75,6 +92,8 @@
 #include <heartwheel/common/time.h>
 #include <heartwheel/ws/connection.h>
 #include <heartwheel/ws/deadlines.h>
+#include <heartwheel/ws/deflate.h>
+#include <heartwheel/ws/deflate_pool.h>
 #include <heartwheel/ws/handshake.h>
 #include <heartwheel/ws/session.h>
 #include <heartwheel/ws/stats.h>
@@ -96,7 +115,7 @@ const char* to_string(SlowConsumerPolicy policy) noexcept;
 
 struct NetHandlerOptions {
   SessionOptions session;      // message size limit (1009 above it), buffers
-  HandshakeOptions handshake;  // subprotocols, origin check
+  HandshakeOptions handshake;  // subprotocols, origin check, compression (deflate)
   // A ping every ping_interval; 0 = the server sends no pings.
   Duration ping_interval = std::chrono::seconds(25);
   // No byte from the peer within this time after a ping: closed (reason
@@ -105,8 +124,10 @@ struct NetHandlerOptions {
   // The peer's answer to our close frame is due within this time. > 0.
   Duration close_timeout = std::chrono::seconds(5);
   // Per connection: deliver() applies slow_consumer when a frame would take
-  // the queue past this many bytes. 0 = no limit (only the net layer's
-  // WritePolicy cap). Centrifugo's client queue limit is 1 MiB.
+  // the queue past this many bytes, and send_text / send_binary close the
+  // connection then (an empty queue always takes one frame). 0 = no limit
+  // (only the net layer's WritePolicy cap). Centrifugo's client queue limit
+  // is 1 MiB.
   std::size_t max_queued_bytes = std::size_t{1} << 20;
   SlowConsumerPolicy slow_consumer = SlowConsumerPolicy::close;
 
@@ -146,6 +167,13 @@ class Application {
   virtual net::DeadlineAction on_deadline(Connection& /*conn*/, net::DeadlineEvent /*event*/) {
     return net::DeadlineAction::close;
   }
+  // The ping slot of an open connection is due (every ping_interval): return
+  // true when the application sent a ping of its own protocol instead of a
+  // WebSocket ping (Centrifugo's clients expect an empty command, `{}`, which
+  // browsers' WebSockets can see and their SDKs answer), false (the
+  // default) for the WebSocket ping. Either way the pong timeout runs from
+  // here and any byte from the peer ends it.
+  virtual bool send_ping(Connection& /*conn*/) { return false; }
 
  protected:
   ~Application() = default;
@@ -172,8 +200,10 @@ class NetHandler final : public net::Handler {
 
   // Takes over a connection that already speaks WebSocket (the handshake
   // done elsewhere): as upgrade() does after the 101. `rest` is fed to the
-  // session as its first bytes.
-  void attach(net::Connection& conn, std::string_view rest = {}, OpenHandler on_open = {});
+  // session as its first bytes; `deflate` is what the handshake agreed on
+  // (enabled needs handshake.deflate.enabled: else std::invalid_argument).
+  void attach(net::Connection& conn, std::string_view rest = {}, OpenHandler on_open = {},
+              const DeflateParams& deflate = {});
 
   // net::Handler
   void on_data(net::Connection& conn, std::string_view data) override;
@@ -183,7 +213,22 @@ class NetHandler final : public net::Handler {
   void on_drain(net::Connection& conn) override;
   void on_close(net::Connection& conn, net::CloseReason reason, std::error_code error) override;
 
+  // Calls `f(conn)` for every connection this handler holds, newest first.
+  // `f` may send on or close any of them (closes complete later, so none is
+  // freed during the walk). O(connections): for rare administration (a
+  // server API's "disconnect this user"), not for a hot path.
+  template <class F>
+  void for_each_connection(F&& f) {
+    for (Connection* c = head_; c != nullptr;) {
+      Connection* next = c->next_;
+      f(*c);
+      c = next;
+    }
+  }
+
   const NetHandlerOptions& options() const noexcept { return options_; }
+  // This loop's compression pool; null unless handshake.deflate.enabled.
+  DeflatePool* deflate_pool() const noexcept { return deflate_pool_.get(); }
   const Stats& stats() const noexcept { return stats_; }
   std::size_t connection_count() const noexcept { return count_; }
 
@@ -198,9 +243,12 @@ class NetHandler final : public net::Handler {
   // Calls Application::on_close, counts, unlinks and frees `c`.
   void finish(Connection& c, net::CloseReason reason);
 
+  void end_of_input(net::Connection& conn) noexcept;
+
   NetHandlerOptions options_;
   Application& app_;
   Stats stats_;
+  std::unique_ptr<DeflatePool> deflate_pool_;
   Connection* head_ = nullptr;  // intrusive list of open connections
   std::size_t count_ = 0;
 };

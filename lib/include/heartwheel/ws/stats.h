@@ -39,6 +39,11 @@ struct Stats {
   std::uint64_t pings_sent = 0;
   std::uint64_t pongs_received = 0;
   std::uint64_t pings_received = 0;   // (answered by the session)
+  // Pings whose own pong was not sent: the peer was not reading, and a
+  // later ping's pong answers them (session.h, "Pongs").
+  std::uint64_t pongs_folded = 0;
+  // Messages that arrived after the server sent its close: not delivered.
+  std::uint64_t messages_after_close = 0;
   std::uint64_t pong_timeouts = 0;    // closed: no byte within pong_timeout of a ping
   std::uint64_t close_timeouts = 0;   // closed: the peer did not finish the close handshake
   std::uint64_t abnormal_closes = 0;  // ended without a close frame from the peer (1006)
@@ -50,6 +55,22 @@ struct Stats {
   std::uint64_t slow_consumer_closes = 0;  // policy close: closed with reason slow_consumer
   std::uint64_t slow_consumer_skips = 0;   // policy skip: the frame was not sent to that peer
   std::uint64_t deliveries_dropped = 0;    // deliver() on a connection already closing
+
+  // permessage-deflate (heartwheel/ws/deflate.h). "Uncompressed" and
+  // "compressed" bytes are payload bytes of the compressed messages only,
+  // before and after compression, so their ratio is the one achieved; a
+  // shared frame counts once per delivery, as it goes on the wire.
+  std::uint64_t compression_negotiated = 0;    // connections that agreed on it
+  std::uint64_t compressed_messages_sent = 0;  // with RSV1, own and shared
+  std::uint64_t compressed_sent_uncompressed_bytes = 0;
+  std::uint64_t compressed_sent_compressed_bytes = 0;
+  std::uint64_t compressed_messages_received = 0;
+  std::uint64_t compressed_received_compressed_bytes = 0;    // on the wire
+  std::uint64_t compressed_received_uncompressed_bytes = 0;  // inflated
+  std::uint64_t deflate_calls = 0;              // messages deflated (a shared frame: once per loop)
+  std::uint64_t compression_skipped_small = 0;  // under DeflateOptions::min_size
+  std::uint64_t compression_skipped_incompressible = 0;  // deflated, no smaller: sent as is
+  std::uint64_t inflate_yields = 0;  // a read's inflating stopped for other connections' turns
 
   void merge(const Stats& other);
   // The std::uint64_t fields' table (heartwheel/common/stat_fields.h): JSON
