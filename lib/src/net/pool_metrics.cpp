@@ -14,8 +14,7 @@ void write_metrics(MetricSink& out, std::span<const PoolEndpoints> pools) {
     const auto& head = table[first];
     if (!head.metric.empty()) {
       out.family(head.metric,
-                 head.kind == StatKind::gauge ? MetricType::gauge : MetricType::counter,
-                 head.help);
+                 head.kind == StatKind::gauge ? MetricType::gauge : MetricType::counter, head.help);
       for (const PoolEndpoints& p : pools)
         for (const EndpointInfo& e : p.endpoints)
           for (std::size_t r = first; r < end; ++r) {
