@@ -47,13 +47,13 @@ if(HEARTWHEEL_BUILD_PROGRAMS OR HEARTWHEEL_BUILD_EXAMPLES OR HEARTWHEEL_BUILD_TO
    OR HEARTWHEEL_BUILD_TESTS)
   find_package(CLI11 2.1 CONFIG REQUIRED)
 endif()
-# Optional, programs only (never the library): liburing-dev gives
-# heartwheel-fanout-floor its io_uring modes and heartwheel-chat --uring-fanout.
-if(HEARTWHEEL_BUILD_PROGRAMS OR HEARTWHEEL_BUILD_TOOLS)
-  pkg_check_modules(LIBURING QUIET IMPORTED_TARGET liburing>=2.3)
-  if(NOT LIBURING_FOUND)
-    message(STATUS "liburing not found: no io_uring in heartwheel-fanout-floor and heartwheel-chat")
-  endif()
+# Optional: liburing-dev gives the net layer its io_uring batches of shared
+# sends (lib/src/net/send_batch.h: a fan-out's frames, 256 sends per system
+# call) and heartwheel-fanout-floor its io_uring modes. Without it a fan-out
+# writes one write() per socket (said once on stderr at run time).
+pkg_check_modules(LIBURING QUIET IMPORTED_TARGET liburing>=2.3)
+if(NOT LIBURING_FOUND)
+  message(STATUS "liburing not found: fan-outs write one write() per socket, no io_uring in heartwheel-fanout-floor")
 endif()
 if(HEARTWHEEL_BUILD_TESTS)
   find_package(Catch2 2.13 REQUIRED)

@@ -9,6 +9,8 @@
 # The programs (examples, tools) are not installed: they are demos and
 # measuring instruments, run from build/bin.
 include(CMakePackageConfigHelpers)
+# Everything installed here is the library package's (cmake/Debian.cmake).
+set(CMAKE_INSTALL_DEFAULT_COMPONENT_NAME dev)
 
 set(HEARTWHEEL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/heartwheel)
 
@@ -33,7 +35,7 @@ foreach(layer IN LISTS HEARTWHEEL_LAYERS)
   set(closure ${layer} ${below})
   set(private "")
   foreach(package IN LISTS packages)
-    if(package MATCHES "^(LIBSSL|LIBCRYPTO|HIREDIS|LIBSODIUM|ZLIB)$")
+    if(package MATCHES "^(LIBSSL|LIBCRYPTO|HIREDIS|LIBSODIUM|ZLIB|LIBURING)$")
       list(APPEND private ${package})
     endif()
   endforeach()
@@ -85,6 +87,7 @@ set(pc_private_LIBCRYPTO "libcrypto")
 set(pc_private_HIREDIS "hiredis")
 set(pc_private_LIBSODIUM "libsodium")
 set(pc_private_ZLIB "zlib")
+set(pc_private_LIBURING "liburing")
 function(heartwheel_pc name description requires libs)
   set(HEARTWHEEL_PC_NAME ${name})
   set(HEARTWHEEL_PC_DESCRIPTION "${description}")
@@ -103,7 +106,7 @@ foreach(layer IN LISTS HEARTWHEEL_LAYERS)
       list(APPEND requires heartwheel-${CMAKE_MATCH_1})
     elseif(dep STREQUAL "PkgConfig::LIBUV")
       list(APPEND requires "libuv >= ${HEARTWHEEL_LIBUV_VERSION}")
-    elseif(dep MATCHES "^PkgConfig::(LIBSSL|LIBCRYPTO|HIREDIS|LIBSODIUM|ZLIB)$" AND NOT BUILD_SHARED_LIBS)
+    elseif(dep MATCHES "^PkgConfig::(LIBSSL|LIBCRYPTO|HIREDIS|LIBSODIUM|ZLIB|LIBURING)$" AND NOT BUILD_SHARED_LIBS)
       # A static library needs its private dependencies at the consumer's link.
       list(APPEND requires ${pc_private_${CMAKE_MATCH_1}})
     endif()

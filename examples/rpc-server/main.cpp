@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
                                        setup.workers.server.host, workers.port(),
                                        endpoint ? endpoint->address() : std::string());
                                  },
-                             .log = nullptr});
+                             .log = [](std::string_view) {}});
     // The workers are joined: the counters are ours to read.
 
     rpcserver::WorkerCounters total;

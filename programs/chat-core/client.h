@@ -32,7 +32,6 @@
 
 #include "codec.h"
 #include "protocol.h"
-#include "uring_fanout.h"
 
 namespace chat {
 
@@ -49,8 +48,9 @@ class Client final : public heartwheel::pubsub::Subscriber {
   }
   ~Client() override = default;  // ~Subscriber unsubscribes what is left
 
-  // With --uring-fanout the worker's batch takes the frame when it can
-  // (uring_fanout.h); it is sent when the hub's walk of the channel ends.
+  // Inside the hub's walk the frame waits for the loop thread's io_uring
+  // batch and leaves when the walk ends (net::ConnectionOptions::
+  // batch_shared_writes; --no-uring-fanout turns that off).
   // A Centrifugo client takes the hub's second encoding of the event
   // (Worker: HubOptions::more_encodings), made once per event for all of them.
   heartwheel::pubsub::DeliveryOutcome on_publication(const heartwheel::pubsub::Publication&,
@@ -163,8 +163,6 @@ class Client final : public heartwheel::pubsub::Subscriber {
 
   heartwheel::pubsub::DeliveryOutcome deliver(const heartwheel::pubsub::Frame& f) {
     if (!f) return heartwheel::pubsub::DeliveryOutcome::dropped;  // the encoder threw (counted)
-    if (UringFanout* batch = UringFanout::current(); batch != nullptr && batch->take(ws, f))
-      return heartwheel::pubsub::DeliveryOutcome::delivered;
     return outcome(ws.deliver(f));
   }
   static heartwheel::pubsub::DeliveryOutcome outcome(heartwheel::ws::Delivery d) noexcept {

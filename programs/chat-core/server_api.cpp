@@ -11,9 +11,12 @@
 // surveys of every worker (control.cpp).
 #include <heartwheel/auth/api_key.h>
 
+#include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
+#include <vector>
 
 #include "bounded_json.h"
 #include "centrifuge_json.h"
@@ -75,6 +78,33 @@ Json publication(const pubsub::Publication& p) {
   append_centrifuge_publication(text, p);
   return Json::parse(text, nullptr, false);
 }
+
+// n replies that come back in any order, handed to `whole` in the order of
+// their slots once the last one is in (broadcast's and batch's).
+class Gather {
+ public:
+  using Whole = std::function<void(std::vector<Json>)>;
+  static std::shared_ptr<Gather> make(std::size_t n, Whole whole) {
+    auto g = std::make_shared<Gather>();
+    g->replies_.resize(n);
+    g->left_ = n;
+    g->whole_ = std::move(whole);
+    if (n == 0) g->whole_({});
+    return g;
+  }
+  // The callback for slot i (each called once).
+  static std::function<void(Json)> slot(const std::shared_ptr<Gather>& g, std::size_t i) {
+    return [g, i](Json reply) {
+      g->replies_[i] = std::move(reply);
+      if (--g->left_ == 0) g->whole_(std::move(g->replies_));
+    };
+  }
+
+ private:
+  std::vector<Json> replies_;
+  std::size_t left_ = 0;
+  Whole whole_;
+};
 
 bool presented_key(const heartwheel::auth::ApiKey& key, const http::Request& req) {
   if (const std::string* k = req.header("X-API-Key"); k != nullptr && key.matches(*k)) return true;
@@ -263,23 +293,14 @@ void Worker::api_broadcast(const Json& body, ApiDone done) {
   const auto channels = body.find("channels");
   if (channels == body.end() || !channels->is_array() || channels->empty())
     throw std::invalid_argument("channels is required (a non-empty array of channel names)");
-  struct Gather {
-    std::vector<Json> responses;
-    std::size_t left = 0;
-    ApiDone done;
-  };
-  auto g = std::make_shared<Gather>();
-  g->responses.resize(channels->size());
-  g->left = channels->size();
-  g->done = std::move(done);
+  const auto g = Gather::make(channels->size(), [done](std::vector<Json> responses) {
+    done(result({{"responses", std::move(responses)}}));
+  });
   for (std::size_t i = 0; i < channels->size(); ++i) {
     Json one = body;
     one.erase("channels");
     one["channel"] = (*channels)[i];
-    call_api("publish", one, [g, i](Json reply) {
-      g->responses[i] = std::move(reply);
-      if (--g->left == 0) g->done(result({{"responses", std::move(g->responses)}}));
-    });
+    call_api("publish", one, Gather::slot(g, i));
   }
 }
 
@@ -312,22 +333,12 @@ void Worker::api_batch(const Json& body, ApiDone done) {
   const auto commands = body.find("commands");
   if (commands == body.end() || !commands->is_array())
     throw std::invalid_argument("commands is required (an array of {\"method\": {...}})");
-  struct Gather {
-    std::vector<Json> replies;
-    std::size_t left = 0;
-    ApiDone done;
-  };
-  auto g = std::make_shared<Gather>();
-  g->replies.resize(commands->size());
-  g->left = commands->size();
-  g->done = std::move(done);
-  if (g->left == 0) return g->done(Json{{"replies", Json::array()}});
+  const auto g = Gather::make(commands->size(), [done](std::vector<Json> replies) {
+    done(Json{{"replies", std::move(replies)}});
+  });
   for (std::size_t i = 0; i < commands->size(); ++i) {
     const Json& c = (*commands)[i];
-    const auto finish = [g, i](Json reply) {
-      g->replies[i] = std::move(reply);
-      if (--g->left == 0) g->done(Json{{"replies", std::move(g->replies)}});
-    };
+    const auto finish = Gather::slot(g, i);
     if (!c.is_object() || c.size() != 1) {
       finish(bad_request("a command is {\"method\": {...}}"));
       continue;

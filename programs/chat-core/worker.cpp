@@ -86,10 +86,6 @@ void Worker::start_on_loop(net::Connection& conn) {
        [](const pubsub::PresenceEvent& e) {
          return ws::encode_shared(ws::Opcode::text, centrifuge_codec().presence_json(e));
        }});
-  if (config_.uring_fanout) {  // made here: the ring's submitter is this loop's thread
-    uring_ = std::make_unique<UringFanout>();
-    o.after_fan_out = [u = uring_.get()] { u->flush(); };
-  }
   hub_ = std::make_unique<pubsub::Hub>(broker_, std::move(o));
   // With the server API on, its commands reach this worker's clients (every
   // node of a deployment takes --api-key-file, as its other flags).

@@ -46,7 +46,6 @@
 namespace chat {
 
 class Client;
-class UringFanout;
 
 // This process as the server API's `info` names it (made once, in main()).
 struct NodeInfo {
@@ -70,7 +69,6 @@ struct Config {
   std::size_t max_requests_in_flight = 32;             // --max-requests-in-flight, per connection
   RateLimits rate_limits;                              // --rate-limit OP=N/s, per connection
   bool presence_events = true;   // join/leave pushes (--presence-events)
-  bool uring_fanout = false;     // --uring-fanout: a fan-out's sends in io_uring batches
   // --connect-timeout: a client that must connect first (Centrifugo's
   // always, ours with tokens) and has not by then is closed.
   heartwheel::Duration connect_timeout = std::chrono::seconds(10);
@@ -240,7 +238,6 @@ class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Ap
   heartwheel::pubsub::Broker& broker_;
   Roster& roster_;
   StatsBoard& board_;
-  std::unique_ptr<UringFanout> uring_;            // --uring-fanout; outlives the hub
   std::unique_ptr<heartwheel::pubsub::Hub> hub_;  // from the first connection on
   std::unique_ptr<AuthGate> auth_;                // config.auth set
   heartwheel::TimerService* timers_ = nullptr;    // the loop's wheel, from the first connection

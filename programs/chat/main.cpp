@@ -2,6 +2,7 @@
 // WebSocket (/ws) speaks the JSON protocol of docs/chat-protocol.md on one
 // pubsub::Bus per process and one pubsub::Hub per worker loop; /echo is a
 // plain WebSocket echo. See README.md in this folder.
+#include <heartwheel/common/log.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/pubsub/bus.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
@@ -24,7 +25,6 @@
 #include "redis_link_flags.h"
 #include "stats_board.h"
 #include "tls_flags.h"
-#include "uring_fanout.h"
 #include "worker.h"
 #include "ws_flags.h"
 
@@ -50,7 +50,8 @@ struct Flags {
   bool no_join_leave = false;
   std::string api_key_file;  // --api-key-file: the server API (programs/chat-core/server_api.cpp)
   chat::ProxyFlags proxy;    // --proxy-*: the application's backend decides (proxy.h)
-  bool uring_fanout = false;
+  bool uring_fanout = false;     // accepted: the default since issue 41
+  bool no_uring_fanout = false;  // ConnectionOptions::batch_shared_writes off
   std::vector<std::string> history_before_subscribers;  // namespaces
 };
 
@@ -89,9 +90,6 @@ Setup make_setup(const Flags& f) {
   chat::apply_channel_flags(f.ws, !f.no_join_leave, s.bus);
   apply_history_before_subscribers(f.history_before_subscribers, s.bus);
   s.config.presence_events = s.bus.channel.join_leave;
-  if (f.uring_fanout && !chat::UringFanout::built())
-    throw std::invalid_argument("--uring-fanout: this build has no liburing (liburing-dev)");
-  s.config.uring_fanout = f.uring_fanout;
   s.config.auth = chat::make_auth_settings(f.auth);
   s.config.connect_timeout = chat::connect_timeout_of(f.auth);
   s.config.proxy = chat::make_proxy_settings(f.proxy);
@@ -125,6 +123,9 @@ Setup make_setup(const Flags& f) {
   }
 
   s.listen = chat::apply_workers_flags(f.ws, s.config, s.workers);
+  if (f.uring_fanout && f.no_uring_fanout)
+    throw std::invalid_argument("--uring-fanout and --no-uring-fanout contradict each other");
+  s.workers.server.connection.batch_shared_writes = !f.no_uring_fanout;
   s.workers.server.validate();
   s.drain_timeout = chat::drain_timeout(f.ws);
   return s;
@@ -182,9 +183,12 @@ int main(int argc, char** argv) {
                  "Otherwise a publish nobody can hear is kept nowhere (offset 0). In-process bus "
                  "only (with --redis every publication is kept in Redis)");
   app.add_flag("--uring-fanout", f.uring_fanout,
-               "send each fan-out's frames to the subscribers in io_uring batches (256 sends per "
-               "system call) instead of one write() each; what the kernel does not take whole goes "
-               "to the normal queue (measured: docs/BENCHMARKS.md, \"The fan-out floor\")");
+               "the default (kept for old command lines): each fan-out's frames go to the "
+               "subscribers in io_uring batches (256 sends per system call) where the kernel "
+               "offers io_uring, else one write() each (said once on stderr); measured: "
+               "docs/BENCHMARKS.md, \"The fan-out floor\"");
+  app.add_flag("--no-uring-fanout", f.no_uring_fanout,
+               "one write() per subscriber for each fan-out, never io_uring batches");
   app.add_option("--redis", f.redis,
                  "HOST:PORT of a Redis (7.0+) shared by several chat nodes: publications, history, "
                  "recovery and presence go through it (default: in-process only; a Redis "
@@ -211,9 +215,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
   if (redis_prefix->count() > 0) {
-    std::fprintf(stderr,
-                 "heartwheel-chat: warning: --redis-prefix is deprecated: use --pubsub-prefix "
-                 "(the same setting, and heartwheel-push's name for it)\n");
+    heartwheel::log::warning(
+        "--redis-prefix is deprecated: use --pubsub-prefix (the same setting, and "
+        "heartwheel-push's name for it)");
     f.pubsub_prefix = f.redis_prefix;
   }
 
@@ -257,11 +261,15 @@ int main(int argc, char** argv) {
                  endpoint = chat::start_metrics(metrics_at, workers, board, bus, redis.get());
                  heartwheel::cli::announce_listening(
                      s.listen.host, workers.port(), endpoint ? endpoint->address() : std::string());
-               }});
+               },
+           // kill -USR2: the metrics listener goes to the successor too.
+           .restart = {.metrics_fd = [&] { return endpoint ? endpoint->listen_fd() : -1; },
+                       .on_handover = [&] { endpoint.reset(); }}});
       write_stats(f.ws.stats_json, board, workers, bus, redis.get(), f.ws);
       const chat::WorkerStats t = board.total();
-      std::fprintf(stderr, "heartwheel-chat: stopped after %llu WebSocket connections\n",
-                   static_cast<unsigned long long>(t.ws.opened));
+      heartwheel::log::info(
+          "stopped after " + std::to_string(t.ws.opened) + " WebSocket connections",
+          {heartwheel::log::field("connections", static_cast<std::uint64_t>(t.ws.opened))});
     }
     return 0;
   });

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "health.h"
 #include "redis_link.h"
 
 namespace chat {
@@ -35,8 +36,13 @@ std::unique_ptr<metrics::Endpoint> start_metrics(
     const heartwheel::runtime::Workers& workers, const StatsBoard& board,
     const heartwheel::pubsub::Bus& bus, const heartwheel::pubsub::RedisBroker* redis) {
   if (!options) return nullptr;
+  metrics::EndpointOptions o = *options;
+  // /readyz: listening, not draining, and Redis reachable with --redis.
+  o.ready = heartwheel::cli::readiness(
+      redis ? std::function<bool()>([redis] { return redis->stats().link.connected > 0; })
+            : std::function<bool()>());
   return std::make_unique<metrics::Endpoint>(
-      *options, [&workers, &board, &bus, redis](metrics::TextWriter& out) {
+      std::move(o), [&workers, &board, &bus, redis](metrics::TextWriter& out) {
         metrics::write(out, workers.total());
         const WorkerStats t = board.total();
         metrics::write(out, t.ws);

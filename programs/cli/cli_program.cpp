@@ -11,6 +11,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "config_file.h"
+#include "health.h"
+#include "log_flags.h"
+
 namespace heartwheel::cli {
 
 namespace {
@@ -39,8 +43,23 @@ int failure(const CLI::App& app, std::string_view what) {
 }
 
 std::optional<int> parse(CLI::App& app, int argc, const char* const* argv) {
+  // One app per process parses (main()'s): the operating flags' values live
+  // here, for the process.
+  static LogFlags log_flags;
+  static bool print_config = false;
   try {
+    if (app.get_option_no_throw("--config") == nullptr) {
+      add_config_flags(app, print_config);
+      add_log_flags(app, log_flags);
+    }
+    check_config_keys(app, argc, argv);
     app.parse(argc, argv);
+    apply_log_flags(log_flags, app.get_name());
+    if (print_config) {
+      std::fputs(effective_config(app).c_str(), stdout);
+      std::fflush(stdout);
+      return kExitOk;
+    }
     return std::nullopt;
   } catch (const CLI::ParseError& e) {
     // --help and friends are "errors" with status 0: CLI11 prints them.
@@ -73,6 +92,7 @@ void write_file_atomically(const std::string& path, std::string_view text) {
 }
 
 void announce_listening(std::string_view host, int port, std::string_view metrics_address) {
+  write_pid_file();  // before anyone is told: a restart's predecessor drains then
   runtime::announce("listening", host, port);
   if (metrics_address.empty()) return;
   std::printf("metrics on %.*s\n", static_cast<int>(metrics_address.size()),

@@ -41,9 +41,13 @@ inline constexpr int kExitFailure = 1;  // the run failed
 inline constexpr int kExitUsage = 2;    // the command line is wrong; nothing was started
 
 // Parses argv into `app` (whose name must be set: CLI::App{description, name}).
+// Adds the flags every program takes first: --config FILE and --print-config
+// (config_file.h), --log-format and --log-level (log_flags.h, applied to the
+// process log once parsed).
 // Returns nullopt when the program should go on, otherwise the status main()
-// returns at once: 0 after --help (printed on stdout), 2 after a usage error
-// (CLI11's own, or any exception an option callback threw), printed as
+// returns at once: 0 after --help or --print-config (printed on stdout), 2
+// after a usage error (CLI11's own, an unknown key of the config file with
+// its line, or any exception an option callback threw), printed as
 // "NAME: error: WHAT (see NAME --help)".
 std::optional<int> parse(CLI::App& app, int argc, const char* const* argv);
 
@@ -61,9 +65,10 @@ Duration parse_duration_flag(std::string_view flag, std::string_view text);
 // escapes it is printed with failure() and gives kExitFailure.
 int run(const CLI::App& app, const std::function<int()>& body);
 
-// runtime::announce("listening", host, port), then "metrics on ADDRESS" unless
-// `metrics_address` is empty (a metrics::Endpoint's address(), formatted):
-// every server program's stdout, which scripts and tests wait for.
+// Writes --pid-file (health.h) if given, then runtime::announce("listening",
+// host, port), then "metrics on ADDRESS" unless `metrics_address` is empty
+// (a metrics::Endpoint's address(), formatted): every server program's
+// stdout, which scripts and tests wait for.
 void announce_listening(std::string_view host, int port, std::string_view metrics_address = {});
 
 // Replaces the file at `path` with `text` by writing PATH.tmp and renaming it,

@@ -1,6 +1,8 @@
 // See redis_link_flags.h.
 #include "redis_link_flags.h"
 
+#include <heartwheel/common/log.h>
+#include <heartwheel/common/log_repeats.h>
 #include <heartwheel/tls/context.h>
 #include <heartwheel/tls/net_transport.h>
 #include <sys/stat.h>
@@ -45,7 +47,7 @@ void add_redis_link_flags(CLI::App& app, RedisLinkFlags& f) {
 }
 
 std::string read_secret_file(const std::string& flag, const std::string& path,
-                             const std::string& program) {
+                             const std::string& /*program: the log names it*/) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw std::invalid_argument(flag + ": cannot read " + path + ": " + std::strerror(errno));
@@ -55,8 +57,7 @@ std::string read_secret_file(const std::string& flag, const std::string& path,
   if (line.empty()) throw std::invalid_argument(flag + ": " + path + " is empty (its first line)");
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
-    std::fprintf(stderr, "%s: warning: %s %s is readable by group or others (chmod 600 it)\n",
-                 program.c_str(), flag.c_str(), path.c_str());
+    log::warning(flag + " " + path + " is readable by group or others (chmod 600 it)");
   return line;
 }
 
@@ -88,38 +89,16 @@ class HandshakeFailureLog {
  public:
   static constexpr std::chrono::seconds kRepeatEvery{60};
 
-  explicit HandshakeFailureLog(std::string program) : program_(std::move(program)) {}
-
   void report(const std::string& address, const std::string& message) {
-    const auto now = std::chrono::steady_clock::now();
-    std::uint64_t repeats = 0;
-    {
-      const std::lock_guard lock(mutex_);
-      auto [it, first] = seen_.try_emplace(address + ": " + message);
-      Seen& s = it->second;
-      if (!first && now - s.printed < kRepeatEvery) {
-        ++s.repeats;
-        return;
-      }
-      repeats = s.repeats;
-      s = {now, 0};
-    }
-    std::string line = program_ + ": warning: redis link " + address +
-                       ": tls handshake failed: " + message;
-    if (repeats > 0)
-      line += " (" + std::to_string(repeats) + " more like it since the last such line)";
-    line += "\n";
-    std::fputs(line.c_str(), stderr);  // one call: lines from two loops do not mix
+    const auto held = repeats_.admit(address + ": " + message);
+    if (!held) return;
+    std::string line = "redis link " + address + ": tls handshake failed: " + message;
+    if (*held > 0) line += " (" + std::to_string(*held) + " more like it since the last such line)";
+    log::warning(line, {log::field("node", address), log::field("repeats", *held)});
   }
 
  private:
-  struct Seen {
-    std::chrono::steady_clock::time_point printed;
-    std::uint64_t repeats = 0;
-  };
-  const std::string program_;
-  std::mutex mutex_;
-  std::map<std::string, Seen> seen_;  // "HOST:PORT: MESSAGE": a handful of entries
+  log::Repeats repeats_{kRepeatEvery};
 };
 
 std::shared_ptr<net::ByteStageFactory> redis_tls_transport(
@@ -147,18 +126,15 @@ void apply_redis_link_flags(const RedisLinkFlags& f, redis::LinkOptions& o,
   if (f.tls || f.tls_insecure || !f.tls_ca.empty() || !f.tls_cert.empty() ||
       !f.tls_key.empty()) {
     std::shared_ptr<const tls::Context> context = make_redis_tls(f);
-    auto log = std::make_shared<HandshakeFailureLog>(program);
+    auto log = std::make_shared<HandshakeFailureLog>();
     o.connector.transport = redis_tls_transport(context, o.connector.host, o.connector.port, log);
     o.node_transport = [context, log](const std::string& host, int port) {
       return redis_tls_transport(context, host, port, log);
     };
   }
-  o.on_error = [program, user = std::move(o.on_error)](std::error_code ec,
-                                                       std::string_view detail) {
+  o.on_error = [user = std::move(o.on_error)](std::error_code ec, std::string_view detail) {
     if (user) user(ec, detail);
-    const std::string line =
-        program + ": redis: " + (detail.empty() ? ec.message() : std::string(detail)) + "\n";
-    std::fputs(line.c_str(), stderr);
+    log::warning("redis: " + (detail.empty() ? ec.message() : std::string(detail)));
   };
 }
 

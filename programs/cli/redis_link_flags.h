@@ -23,7 +23,7 @@
 // apply_redis_link_flags writes user and password, the TLS transport
 // (connector.transport naming connector.host; on a cluster, node_transport:
 // each node's transport names that node), and an on_error that logs what the
-// link reports on stderr, one line each:
+// link reports in the log (common/log.h), one line each:
 //   "NAME: redis: AUTH refused by 127.0.0.1:6379 for user chat: WRONGPASS ..."
 // (after any on_error already set). With TLS, a refused handshake (a wrong
 // CA, a name that does not match, no client certificate) is a warning naming
@@ -31,7 +31,7 @@
 // again within 60 s is counted and the count printed with it later):
 //   "NAME: warning: redis link 127.0.0.1:6380: tls handshake failed:
 //    certificate verify failed: self-signed certificate in certificate chain"
-// It warns on stderr when the password
+// It warns in the log when the password
 // file is readable by its group or by others:
 //   "NAME: warning: --redis-password-file FILE is readable by group or others (chmod 600 it)"
 // The password is kept only in the options (and the AUTH command's bytes).
@@ -43,7 +43,7 @@
 // names a TLS file and its reason.
 //
 // Threads: from main() only; the on_error it installs runs on the link's
-// loop thread (stderr writes are whole lines).
+// loop thread (log lines are written whole).
 #pragma once
 
 #include <heartwheel/redis/link_options.h>
@@ -76,7 +76,7 @@ void apply_redis_link_flags(const RedisLinkFlags& flags, redis::LinkOptions& opt
 
 // The first line of `path`, its trailing "\n" or "\r\n" stripped. Throws
 // std::invalid_argument naming `flag` and the file: unreadable (why), empty.
-// Warns on stderr ("PROGRAM: warning: ...") if group or others may read it.
+// Warns in the log ("PROGRAM: warning: ...") if group or others may read it.
 std::string read_secret_file(const std::string& flag, const std::string& path,
                              const std::string& program);
 

@@ -1,6 +1,7 @@
 // See server_flags.h.
 #include "server_flags.h"
 
+#include <heartwheel/common/log.h>
 #include <heartwheel/net/server.h>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "cli_program.h"
+#include "health.h"
 
 namespace heartwheel::cli {
 
@@ -79,6 +81,9 @@ void add_server_flags(CLI::App& app, ServerFlags& f) {
                  "the floor as a duration (instead of --overload-min-scale)")
       ->capture_default_str();
   add_tls_flags(app, f.tls);
+  app.add_option("--pid-file", f.pid_file,
+                 "FILE: write the process id to FILE once listening (replaced whole); a restart "
+                 "(kill -USR2 PID) has the successor rewrite it when it takes over");
 }
 
 void apply_server_flags(const ServerFlags& f, net::ServerOptions& so) {
@@ -129,11 +134,10 @@ void apply_server_flags(const ServerFlags& f, net::ServerOptions& so) {
     refuse(
         "--overload-min-scale/--overload-min-timeout need --overload-saturation or "
         "--overload-memory-saturation");
-  // Last, once nothing was refused: a line at start, on stderr with the errors.
+  set_pid_file(f.pid_file);
+  // Last, once nothing was refused: a line at start, in the log.
   if (f.proxy_protocol && f.proxy_protocol_from.empty())
-    std::fprintf(stderr,
-                 "%s: warning: --proxy-protocol without --proxy-protocol-from trusts every peer\n",
-                 f.program.empty() ? "heartwheel" : f.program.c_str());
+    log::warning("--proxy-protocol without --proxy-protocol-from trusts every peer");
 }
 
 }  // namespace heartwheel::cli

@@ -46,6 +46,7 @@ struct ServerFlags {
   double overload_min_scale = 1.0;
   std::string overload_min_timeout = "0";
   TlsFlags tls;  // --tls-cert, --tls-key, --tls-handshake-timeout (tls_flags.h)
+  std::string pid_file;  // --pid-file (health.h)
   std::string program;  // the app's name, set by add_server_flags (for the warning line)
 };
 
@@ -55,7 +56,8 @@ struct ServerFlags {
 // --max-connections-per-ip, --drop-idle-at-limit, --drop-idle-after,
 // --overload-start, --overload-saturation, --overload-memory-start,
 // --overload-memory-saturation, --overload-min-scale, --overload-min-timeout,
-// --tls-cert, --tls-key, --tls-handshake-timeout.
+// --tls-cert, --tls-key, --tls-handshake-timeout, --pid-file (written by
+// announce_listening once listening; a restart's successor rewrites it).
 // A program with --tls-cert reloads its certificates on SIGHUP with
 // `SighupReload reload(tls::server_context(options.transport.get()), NAME)`.
 void add_server_flags(CLI::App& app, ServerFlags& flags);
@@ -64,10 +66,11 @@ void add_server_flags(CLI::App& app, ServerFlags& flags);
 // proxy_protocol_from: a bad network or the flag without --proxy-protocol is
 // refused naming it; --proxy-protocol without it prints
 // "NAME: warning: --proxy-protocol without --proxy-protocol-from trusts every peer"
-// on stderr,
+// in the log (common/log.h),
 // max_connections_per_ip, overload, transport: TLS with --tls-cert; a
-// certificate file that cannot be used throws tls::ContextError naming it). Throws std::invalid_argument naming the
-// flag: a bad duration, one of a start/saturation pair without the other,
+// certificate file that cannot be used throws tls::ContextError naming it). Throws
+// std::invalid_argument naming the flag: a bad duration, one of a start/saturation pair without the
+// other,
 // --overload-min-scale with --overload-min-timeout, thresholds without a
 // floor or a floor without thresholds, --drop-idle-at-limit without
 // --max-connections.

@@ -2,6 +2,7 @@
 #include "tls_flags.h"
 
 #include <heartwheel/common/error.h>
+#include <heartwheel/common/log.h>
 #include <heartwheel/tls/net_transport.h>
 #include <uv.h>
 
@@ -96,13 +97,12 @@ SighupReload::SighupReload(std::shared_ptr<tls::Context> context, std::string pr
                [](uv_signal_t* h, int) {
                  auto* st = static_cast<State*>(h->data);
                  if (auto error = st->context->reload()) {
-                   std::fprintf(stderr,
-                                "%s: tls: reload refused, still serving the old certificates: %s\n",
-                                st->program.c_str(), error->message().c_str());
+                   log::warning("tls: reload refused, still serving the old certificates: " +
+                                error->message());
                  } else {
-                   std::fprintf(stderr, "%s: tls: certificates reloaded (generation %llu)\n",
-                                st->program.c_str(),
-                                static_cast<unsigned long long>(st->context->generation()));
+                   log::info("tls: certificates reloaded (generation " +
+                                 std::to_string(st->context->generation()) + ")",
+                             {log::field("generation", st->context->generation())});
                  }
                },
                SIGHUP),

@@ -84,7 +84,7 @@ struct ClientContextFlags {
 std::shared_ptr<tls::Context> client_context(const ClientContextFlags& flags);
 
 // Reloads `context` from its files on every SIGHUP (as nginx does after a
-// certificate renewal) on a thread of its own, and says so on stderr:
+// certificate renewal) on a thread of its own, and says so in the log:
 // "PROGRAM: tls: certificates reloaded (generation N)" or
 // "PROGRAM: tls: reload refused, still serving the old certificates: FILE: REASON".
 // With a null context it does nothing (no signal watcher: SIGHUP keeps its

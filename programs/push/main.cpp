@@ -3,7 +3,7 @@
 // delayed one is delivered when due by whichever node claims it; both reach
 // WebSocket (/ws, heartwheel-chat's protocol) and Server-Sent Events
 // (/sse?channel=c) subscribers on every node. See README.md here.
-#include <algorithm>
+#include <heartwheel/common/log.h>
 #include <heartwheel/metrics/endpoint.h>
 #include <heartwheel/metrics/stat_families.h>
 #include <heartwheel/metrics/worker_board.h>
@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "cli_program.h"
+#include "health.h"
 #include "node.h"
 #include "protocol.h"
 #include "push_metrics.h"
@@ -279,11 +280,13 @@ int main(int argc, char** argv) {
   if (app.get_option("--key-prefix")->count() > 0 &&
       app.get_option("--pubsub-prefix")->count() == 0) {
     f.pubsub_prefix = f.key_prefix + "pubsub:";
-    std::fprintf(stderr,
-                 "heartwheel-push: note: --key-prefix without --pubsub-prefix: the pub/sub keys "
-                 "stay under %s (as before); heartwheel-chat shares these channels with "
-                 "--pubsub-prefix %s\n",
-                 f.pubsub_prefix.c_str(), f.pubsub_prefix.c_str());
+    heartwheel::log::info(
+        "note: --key-prefix without --pubsub-prefix: the pub/sub keys stay "
+        "under " +
+        f.pubsub_prefix +
+        " (as before); heartwheel-chat shares these channels with "
+        "--pubsub-prefix " +
+        f.pubsub_prefix);
   }
 
   Setup s;
@@ -322,6 +325,10 @@ int main(int argc, char** argv) {
       std::unique_ptr<heartwheel::metrics::Endpoint> endpoint;
       const heartwheel::cli::SighupReload reload(  // --tls-cert: reloaded on SIGHUP
           heartwheel::tls::server_context(s.workers.server.transport.get()), "heartwheel-push");
+      // /readyz: listening, not draining, Redis reachable.
+      if (metrics_options)
+        metrics_options->ready =
+            heartwheel::cli::readiness([&broker] { return broker.stats().link.connected > 0; });
       // Every worker's hubs are gone before the broker when it returns.
       runtime::serve(
           workers,
@@ -348,13 +355,17 @@ int main(int argc, char** argv) {
                    });
                  heartwheel::cli::announce_listening(
                      s.listen.host, workers.port(), endpoint ? endpoint->address() : std::string());
-               }});
+               },
+           // kill -USR2: the metrics listener goes to the successor too.
+           .restart = {.metrics_fd = [&] { return endpoint ? endpoint->listen_fd() : -1; },
+                       .on_handover = [&] { endpoint.reset(); }}});
       write_stats(f.ws.stats_json, chat_board, board, workers, broker);
       const pushsrv::NodeStats n = board.total();
-      std::fprintf(stderr,
-                   "heartwheel-push: stopped after %llu publishes accepted, %llu delivered\n",
-                   static_cast<unsigned long long>(n.publish_accepted),
-                   static_cast<unsigned long long>(n.delivered));
+      heartwheel::log::info("stopped after " + std::to_string(n.publish_accepted) +
+                                " publishes accepted, " + std::to_string(n.delivered) +
+                                " delivered",
+                            {heartwheel::log::field("accepted", n.publish_accepted),
+                             heartwheel::log::field("delivered", n.delivered)});
     }
     return 0;
   });

@@ -97,7 +97,7 @@ def test_wrong_password_is_logged_counted_and_retried_with_backoff():
             await c.close()
         asyncio.run(go())
         err = assert_not_shown(a, WRONG)
-        assert ("heartwheel-chat: redis: AUTH refused by %s for user chat: WRONGPASS"
+        assert ("heartwheel-chat: warning: redis: AUTH refused by %s for user chat: WRONGPASS"
                 % r.address()) in err, err
     os.unlink(bad)
 

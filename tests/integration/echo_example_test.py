@@ -10,6 +10,7 @@ stopped by PID; a watchdog (SIGALRM) ends a hung run. Time bounds: never
 early, and late by at most seconds, for a loaded 2-core machine.
 """
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -160,7 +161,9 @@ def test_readme_quick_start_serves_and_drains():
         assert status == 0, (status, err)
         assert out == "served 1 connections\n", out
         name = os.path.basename(QUICK_START)
-        assert err == "%s: signal 15, draining (up to 10s)\n" % name, err
+        # One line of the process log: its UTC time, then the program's own words.
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z %s: signal 15, "
+                            r"draining \(up to 10s\)\n" % re.escape(name), err), err
 
 
 def main():

@@ -48,7 +48,12 @@ def why_no_namespaces():
     """None when this process can make network namespaces, else the reason."""
     if os.geteuid() != 0:
         return "not root: network namespaces need CAP_NET_ADMIN"
-    probe = "hwh-probe%d" % os.getpid()
+    # Not under tools/hosts' prefix (netns_hosts.PREFIX): a namespace there
+    # that no set accounts for is an orphan to every other process's sweep,
+    # which would delete this probe under us (and fail its own command when
+    # the probe was gone first: a concurrent test's `hosts run` then failed).
+    probe = "hwtest-probe%d" % os.getpid()
+    assert not probe.startswith(netns_hosts.PREFIX)
     made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
     if made.returncode != 0:
         return "ip netns add failed: %s" % made.stderr.strip()
@@ -64,9 +69,13 @@ def hosts(*args, check=True):
 
 
 def can_connect(src, dst_addr, port, timeout=0.7):
+    # Exit 3: the connect failed; anything else but 0 is tools/hosts failing,
+    # which must not pass for a refused connection.
     code = ("import socket,sys\ntry:\n socket.create_connection((%r,%d),timeout=%s)\nexcept "
-            "OSError: sys.exit(1)" % (dst_addr, port, timeout))
-    return hosts("run", src, sys.executable, "-c", code, check=False).returncode == 0
+            "OSError: sys.exit(3)" % (dst_addr, port, timeout))
+    r = hosts("run", src, sys.executable, "-c", code, check=False)
+    assert r.returncode in (0, 3), (src, r.returncode, r.stderr)
+    return r.returncode == 0
 
 
 def leftovers():

@@ -81,7 +81,7 @@ def test_wrong_password_503_logged_counted_and_the_node_stays_up():
         assert later - first <= 3 * (3 + time.monotonic() - t0), (first, later)
         assert a.proc.poll() is None
         err = assert_not_shown(a, WRONG)
-        assert ("heartwheel-push: redis: AUTH refused by %s for the default user: WRONGPASS"
+        assert ("heartwheel-push: warning: redis: AUTH refused by %s for the default user: WRONGPASS"
                 % r.address()) in err, err
     os.unlink(bad)
 

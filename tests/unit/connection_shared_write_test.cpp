@@ -12,10 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "host_reads.h"
+
 using namespace std::chrono_literals;
 using namespace heartwheel::net;
 using heartwheel::testing::Host;
 using heartwheel::testing::Peer;
+using heartwheel::testing::read_exactly;
 
 namespace {
 
@@ -33,16 +36,6 @@ std::string fill_until_queued(Connection& c) {
     sent += block;
   }
   return sent;
-}
-
-// Reads until `n` bytes arrived (moving time so the loop writes).
-std::string read_exactly(Host& host, Peer& peer, std::size_t n) {
-  std::string got;
-  for (int i = 0; i < 10000 && got.size() < n; ++i) {
-    got += peer.received();
-    host.run_for(1ms);
-  }
-  return got;
 }
 
 // One connection to a peer, the write-stall rule off (the tests fill the

@@ -96,37 +96,6 @@ TEST_CASE("Write idle counts bytes the kernel took, not bytes queued", "[connect
   CHECK_FALSE(peer.open());
 }
 
-TEST_CASE("note_written counts bytes sent around write() and refreshes write idle",
-          "[connection][idle]") {
-  ConnectionOptions o;
-  o.idle.write_idle = 1s;
-  Host host(o);
-  Events events;
-  auto& peer = host.open(events);
-  Connection* conn = peer.connection();
-  REQUIRE_FALSE(conn->write("abc"));
-  host.run_for(900ms);
-  conn->note_written(40);  // as if a ring had sent 40 bytes on the socket
-  CHECK(conn->bytes_written() == 43);
-  CHECK(host.stats().bytes_written == 43);
-  CHECK(conn->last_write() == host.now());
-  host.run_for(999ms);
-  CHECK(events.idle.empty());  // 1.899 s: without the hook write_idle came at 1 s
-  host.run_for(1ms);
-  REQUIRE(events.idle.size() == 1);
-  CHECK(events.idle[0].kind == Deadline::write_idle);
-  const auto stamped = conn->last_write();
-  host.run_for(10ms);
-  conn->note_written(0);  // nothing: no bytes, no activity
-  CHECK(conn->bytes_written() == 43);
-  CHECK(conn->last_write() == stamped);
-  conn->close();
-  conn->note_written(5);  // closing: not counted
-  CHECK(host.stats().bytes_written == 43);
-  host.poll();
-  CHECK_FALSE(peer.open());
-}
-
 TEST_CASE("The byte counters carry past 4 GiB into the side block, exact to the byte",
           "[connection][memory]") {
   Host host(ConnectionOptions{});
@@ -135,11 +104,11 @@ TEST_CASE("The byte counters carry past 4 GiB into the side block, exact to the 
   Connection* conn = peer.connection();
   REQUIRE_FALSE(conn->write("abc"));
   const std::size_t three_gib = std::size_t{3} << 30;
-  conn->note_written(three_gib);  // below 2^32 with the 3 bytes: no carry yet
+  Host::count_written(*conn, three_gib);  // below 2^32 with the 3 bytes: no carry yet
   CHECK(conn->bytes_written() == three_gib + 3);
-  conn->note_written(three_gib);  // past 2^32: the high half goes to the side block
+  Host::count_written(*conn, three_gib);  // past 2^32: the high half goes to the side block
   CHECK(conn->bytes_written() == 2 * three_gib + 3);
-  conn->note_written(std::size_t{5} << 32);  // several carries at once
+  Host::count_written(*conn, std::size_t{5} << 32);  // several carries at once
   CHECK(conn->bytes_written() == 2 * three_gib + 3 + (std::uint64_t{5} << 32));
   CHECK(host.stats().bytes_written == conn->bytes_written());
   CHECK(conn->bytes_read() == 0);

@@ -8,13 +8,13 @@
 // are exact whatever the machine's load. Two cases at the end run on the
 // real steady clock, to prove it still works. Label `threads`: they also run
 // under ThreadSanitizer.
+#include <heartwheel/common/log.h>
 #include <heartwheel/timer/hashed_wheel_timer.h>
 #include <heartwheel/timer/virtual_clock.h>
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <condition_variable>
 #include <deque>
 #include <iostream>
@@ -61,17 +61,29 @@ bool eventually(Pred done, std::chrono::milliseconds limit = 5000ms) {
   return true;
 }
 
-// Redirects std::cerr for the scope. Construct before the timer and destroy
-// after it stopped, so the worker never writes while the buffer is swapped.
+// Takes the process log's lines (heartwheel/common/log.h, where the timer's
+// errors go) for the scope. Construct before the timer and destroy after it
+// stopped, so the worker never writes while the sink is swapped.
 class CerrCapture {
  public:
-  CerrCapture() : old_(std::cerr.rdbuf(buffer_.rdbuf())) {}
-  ~CerrCapture() { std::cerr.rdbuf(old_); }
-  std::string text() const { return buffer_.str(); }
+  CerrCapture() : saved_(heartwheel::log::options()) {
+    heartwheel::log::Options o = saved_;
+    o.sink = [this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      text_.append(line).append("\n");
+    };
+    heartwheel::log::configure(std::move(o));
+  }
+  ~CerrCapture() { heartwheel::log::configure(saved_); }
+  std::string text() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return text_;
+  }
 
  private:
-  std::ostringstream buffer_;
-  std::streambuf* old_;
+  heartwheel::log::Options saved_;
+  mutable std::mutex mutex_;
+  std::string text_;
 };
 
 // A one-thread executor, standing in for a user's thread pool.

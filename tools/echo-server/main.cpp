@@ -7,6 +7,7 @@
 #include <heartwheel/metrics/shared_slots.h>
 #include <heartwheel/metrics/stat_families.h>
 #include <heartwheel/net/address.h>
+#include <heartwheel/net/restart.h>
 #include <heartwheel/net/stats.h>
 #include <heartwheel/runtime/prefork.h>
 #include <heartwheel/runtime/serve.h>
@@ -29,6 +30,7 @@
 #include <utility>
 
 #include "cli_program.h"
+#include "health.h"
 #include "server_flags.h"
 #include "uv_idle_baseline.h"
 
@@ -124,6 +126,9 @@ Setup make_setup(const Config& c) {
 struct MetricsPlan {
   metrics::SharedSlots<net::LoopSnapshot>* slots = nullptr;  // pre-forked only
   std::size_t first_slot = 0;                                // this process's first
+  // A child of --processes: no restart on SIGUSR2 (the successor would be a
+  // whole new pre-forked tree beside the parent's; see README.md).
+  bool prefork_child = false;
 };
 
 net::LoopSnapshot merge_slots(const metrics::SharedSlots<net::LoopSnapshot>& slots) {
@@ -175,14 +180,20 @@ net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
       .on_listening =
           [&](runtime::Workers& w) {
             if (setup.metrics) {
+              metrics::EndpointOptions o = *setup.metrics;
+              o.ready = heartwheel::cli::readiness();  // /readyz: not draining
               endpoint = std::make_unique<metrics::Endpoint>(
-                  *setup.metrics, [&w, &plan, &setup](metrics::TextWriter& out) {
+                  std::move(o), [&w, &plan, &setup](metrics::TextWriter& out) {
                     metrics::write(out, plan.slots ? merge_slots(*plan.slots) : total_of(w, setup));
                   });
             }
             on_ready(w.port(), endpoint.get());
           },
-      .log = nullptr};
+      .log = [](std::string_view) {},  // stderr carries only the stats lines
+      // kill -USR2 (single process): the metrics listener goes to the successor too.
+      .restart = {.on_sigusr2 = !plan.prefork_child,
+                  .metrics_fd = [&] { return endpoint ? endpoint->listen_fd() : -1; },
+                  .on_handover = [&] { endpoint.reset(); }}};
   runtime::serve(workers, serving);
   endpoint.reset();
   return total_of(workers, setup);
@@ -311,6 +322,7 @@ int main(int argc, char** argv) {
     if (c.processes <= 1) {
       const heartwheel::cli::SighupReload reload(setup.tls, "heartwheel-echo");
       const auto total = serve(setup, {}, [&](int port, const metrics::Endpoint* endpoint) {
+        heartwheel::cli::write_pid_file();
         runtime::announce("listening", host, port);
         if (endpoint) runtime::announce("metrics", setup.metrics->host, endpoint->port());
       });
@@ -336,6 +348,7 @@ int main(int argc, char** argv) {
           if (metrics_fd >= 0) ::close(metrics_fd);
           const heartwheel::cli::SighupReload reload(setup.tls, "heartwheel-echo");
           MetricsPlan plan;
+          plan.prefork_child = true;
           if (slots) {
             plan.slots = &*slots;
             plan.first_slot = std::size_t{child.index()} * c.workers;
@@ -346,6 +359,8 @@ int main(int argc, char** argv) {
           return 0;
         },
         [&] {
+          heartwheel::cli::write_pid_file();
+          heartwheel::net::restart::announce_ready();  // systemd: the parent is the main process
           runtime::announce("listening", host, port);
           if (setup.metrics) runtime::announce("metrics", setup.metrics->host, setup.metrics->port);
         },

@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <stdexcept>
 
 #include "agent_link.h"
@@ -190,19 +189,6 @@ nlohmann::json agent_summary(const Agent& a, unsigned index) {
 
 // --expect-idle-close and --expect-delivery on the merged result (what the
 // supervisor decides for one host).
-bool expectations(const LoadOptions& o, const LoadResult& m, nlohmann::json& report) {
-  bool met = true;
-  if (o.expect_idle_close.count() > 0)
-    met = m.live_closed_by_server == 0 && m.dead_not_closed() == 0 && m.dead_closed_early == 0 &&
-          m.dead_closed_late == 0;
-  if (o.expect_delivery)
-    met = met && report.contains("ws") &&
-          report["ws"]["every_publication_reached_every_live_subscriber"].get<bool>() &&
-          m.publish_acks > 0;
-  if (o.expect_idle_close.count() > 0 || o.expect_delivery) report["expectations_met"] = met;
-  return met;
-}
-
 void print_summary(const nlohmann::json& r, const std::vector<Agent>& agents) {
   unsigned lost = 0;
   for (const auto& a : agents) lost += a.lost;
@@ -395,17 +381,11 @@ int run_coordinator(const LoadOptions& load, const CoordinatorOptions& co,
   report["complete"] = report["complete"].get<bool>() && lost == 0;
   report["elapsed_ms"] = static_cast<std::uint64_t>(seconds_since(start) * 1000);
   report["interrupted"] = g_signals > 0;
-  const bool met = expectations(load, merged, report);
+  const bool met =
+      merged.expectations_met(load.expect_idle_close.count() > 0, load.expect_delivery, report);
   report["timeline"] = std::move(timeline);
   report["raw"] = merged.to_json();
-  if (!load.json_path.empty()) {
-    std::ofstream out(load.json_path);
-    out << report.dump(2) << "\n";
-    if (!out) {
-      std::fprintf(stderr, "heartwheel-load: error: cannot write %s\n", load.json_path.c_str());
-      status = 1;
-    }
-  }
+  if (!load.json_path.empty() && !write_json_report(load.json_path, report)) status = 1;
   print_summary(report, agents);
   if (lost > 0) {
     std::printf("INCOMPLETE: %u of %u agents lost; the merged figures miss what they held\n", lost,

@@ -1,6 +1,8 @@
 #include "result.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <stdexcept>
 
 namespace heartwheel::load {
@@ -204,6 +206,28 @@ nlohmann::json LoadResult::ws_report() const {
           {"reconnects", reconnects},
           {"recovered", recovered},
           {"not_recovered", not_recovered}};
+}
+
+bool LoadResult::expectations_met(bool expect_idle_close, bool expect_delivery,
+                                  nlohmann::json& report) const {
+  bool met = true;
+  if (expect_idle_close)
+    met = live_closed_by_server == 0 && dead_not_closed() == 0 && dead_closed_early == 0 &&
+          dead_closed_late == 0;
+  if (expect_delivery)
+    met = met && report.contains("ws") &&
+          report["ws"]["every_publication_reached_every_live_subscriber"].get<bool>() &&
+          publish_acks > 0;
+  if (expect_idle_close || expect_delivery) report["expectations_met"] = met;
+  return met;
+}
+
+bool write_json_report(const std::string& path, const nlohmann::json& report) {
+  std::ofstream out(path);
+  out << report.dump(2) << "\n";
+  if (out) return true;
+  std::fprintf(stderr, "heartwheel-load: error: cannot write %s\n", path.c_str());
+  return false;
 }
 
 }  // namespace heartwheel::load

@@ -108,8 +108,18 @@ struct LoadResult {
   // Every worker of a run of `workers_expected` handed in its result.
   bool complete(unsigned workers_expected) const noexcept { return processes == workers_expected; }
 
+  // The run's verdict on what it was told to expect (--expect-idle-close:
+  // no live connection closed, every dead one closed on time;
+  // --expect-delivery: every publication acknowledged reached every live
+  // subscriber, from `report`'s "ws" block). Sets report["expectations_met"]
+  // when either was asked; returns true when nothing was asked.
+  bool expectations_met(bool expect_idle_close, bool expect_delivery, nlohmann::json& report) const;
+
   // Dead connections the run ended with unclosed.
   std::uint64_t dead_not_closed() const noexcept { return dead_count - dead_closed; }
 };
+
+// Writes `report` (indented) to `path`; false (said on stderr) if it could not.
+bool write_json_report(const std::string& path, const nlohmann::json& report);
 
 }  // namespace heartwheel::load

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -362,30 +361,11 @@ int run_supervisor(const LoadOptions& options) {
                               {"reconnect_fraction", options.reconnect_fraction},
                               {"reconnect_at_ms", reconnect_at_of(options).count() / 1'000'000},
                               {"reconnect_delay_ms", options.reconnect_delay.count() / 1'000'000}});
-  bool expectations_met = true;
-  if (options.expect_idle_close.count() > 0) {
-    expectations_met = merged.live_closed_by_server == 0 && merged.dead_not_closed() == 0 &&
-                       merged.dead_closed_early == 0 && merged.dead_closed_late == 0;
-    report["expectations_met"] = expectations_met;
-  }
-  if (options.expect_delivery) {
-    const bool delivered =
-        report.contains("ws") &&
-        report["ws"]["every_publication_reached_every_live_subscriber"].get<bool>() &&
-        merged.publish_acks > 0;
-    expectations_met = expectations_met && delivered;
-    report["expectations_met"] = expectations_met;
-  }
+  const bool expectations_met = merged.expectations_met(options.expect_idle_close.count() > 0,
+                                                        options.expect_delivery, report);
   report["timeline"] = std::move(timeline);
   report["raw"] = merged.to_json();
-  if (!options.json_path.empty()) {
-    std::ofstream out(options.json_path);
-    out << report.dump(2) << "\n";
-    if (!out) {
-      std::fprintf(stderr, "heartwheel-load: error: cannot write %s\n", options.json_path.c_str());
-      status = 1;
-    }
-  }
+  if (!options.json_path.empty() && !write_json_report(options.json_path, report)) status = 1;
   print_summary(report);
   if (status == 0 && !expectations_met) {
     std::printf(

@@ -7,8 +7,11 @@ trees, CPU seconds, RSS, one HTTP response. Standard library only; Linux
     sys.path.insert(0, os.path.join(ROOT, "tools", "pylib"))
     import procs
 """
+import json
 import os
+import signal
 import socket
+import subprocess
 
 
 def free_port():
@@ -47,6 +50,39 @@ class PortHold:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+
+
+def start_server(cmd, env=None):
+    """Starts `cmd` in a process group of its own and waits for its first
+    line, `listening on HOST:PORT` (every heartwheel server prints it, and
+    the floors do); returns (Popen, port). RuntimeError with the server's
+    stderr tail if it said anything else (it is stopped then)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True, env=env)
+    line = p.stdout.readline()
+    if not line.startswith("listening on "):
+        stop_group(p)
+        raise RuntimeError("%s did not start: %r %s" % (cmd[0], line, p.stderr.read()[-2000:]))
+    return p, int(line.strip().rsplit(":", 1)[1])
+
+
+def stop_group(p):
+    """SIGKILLs the process group of a Popen started with
+    start_new_session=True (only what we started) and reaps it."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
+
+
+def print_json(result, path=None):
+    """A tool's result: indented JSON on stdout, and into `path` if given."""
+    text = json.dumps(result, indent=2)
+    print(text)
+    if path:
+        with open(path, "w") as f:
+            f.write(text + "\n")
 
 
 def process_tree(pid):

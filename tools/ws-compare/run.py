@@ -31,7 +31,6 @@ Exit status: 0 done, 1 a server or the harness failed, 2 usage error."""
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICKS = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, os.path.join(ROOT, "tools", "pylib"))
+import procs  # noqa: E402
 
 
 def proc_sample(pid):
@@ -73,21 +74,11 @@ def marginal(samples, rss_i, files_i):
 
 
 def start(cmd, env=None):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True, env=env)
-    line = p.stdout.readline()
-    if not line.startswith("listening on "):
-        stop(p)
-        raise RuntimeError("%s did not start: %r %s" % (cmd[0], line, p.stderr.read()[-2000:]))
-    return p, int(line.strip().rsplit(":", 1)[1])
+    return procs.start_server(cmd, env)
 
 
 def stop(p):
-    try:
-        os.killpg(p.pid, signal.SIGKILL)  # its own group: only what we started
-    except ProcessLookupError:
-        pass
-    p.wait()
+    procs.stop_group(p)
 
 
 def measure(kind, args, bins):
@@ -98,8 +89,8 @@ def measure(kind, args, bins):
         cmd = [bins["chat"], "--listen", "127.0.0.1:0", "--workers", "1", "--no-join-leave",
                "--ping-interval", "%ds" % args.ping_interval, "--pong-timeout", "8s",
                "--history-size", "100"] + args.chat_arg
-        if kind == "heartwheel_uring":
-            cmd.append("--uring-fanout")
+        if kind == "heartwheel_write":
+            cmd.append("--no-uring-fanout")
         env = None
     else:
         cmd = ["node", os.path.join(HERE, "node-chat.js"), "--port", "0",
@@ -312,8 +303,9 @@ def main():
                          "heartwheel-load is about 100 bytes)")
     ap.add_argument("--chat-arg", action="append", default=[],
                     help="one more heartwheel-chat argument (repeat for several)")
-    ap.add_argument("--with-uring-fanout", action="store_true",
-                    help="also run heartwheel-chat --uring-fanout each round (heartwheel_uring)")
+    ap.add_argument("--with-write-fanout", action="store_true",
+                    help="also run heartwheel-chat --no-uring-fanout each round (heartwheel_write: "
+                         "one write() per subscriber instead of the default io_uring batches)")
     ap.add_argument("--with-centrifugo", action="store_true",
                     help="also run heartwheel-chat with heartwheel-load speaking Centrifugo's "
                          "protocol each round, right after ours (heartwheel_centrifugo)")
@@ -348,7 +340,7 @@ def main():
                 for r in measure_floor(args, bins):
                     runs.append(r)
                     print(json.dumps(r), file=sys.stderr)
-            kinds = ["heartwheel"] + (["heartwheel_uring"] if args.with_uring_fanout else [])
+            kinds = ["heartwheel"] + (["heartwheel_write"] if args.with_write_fanout else [])
             kinds += ["heartwheel_deflate"] if args.compression else []
             kinds += ["heartwheel_centrifugo"] if args.with_centrifugo else []
             if not args.no_node:
@@ -391,11 +383,7 @@ def main():
               "summary": summary, "fanout_table": table,
               "target_user_us": target, "runs": runs}
     print_table(table, target)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
+    procs.print_json(result, args.json)
     return 0
 
 

@@ -6,6 +6,7 @@
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/metrics/endpoint.h>
 #include <heartwheel/net/address.h>
+#include <heartwheel/net/restart.h>
 #include <heartwheel/net/server.h>
 #include <heartwheel/timer/loop_wheel.h>
 
@@ -24,11 +25,16 @@ struct Endpoint::Impl {
   std::thread thread;
   std::promise<int> started;  // the port, or why the thread could not listen
   int port = 0;
+  int listen_fd = -1;  // set with the port, before `started` says so
   std::mutex mu;
   uv_async_t* stop = nullptr;     // under mu: set while the loop runs
   net::Server* server = nullptr;  // the loop thread's
 
   void serve(const http::Request& req, http::Responder r) const {
+    if (req.path() == "/healthz" || req.path() == "/readyz") {
+      health(req, std::move(r));
+      return;
+    }
     if (req.path() != options.path) {
       r.respond(404, "not found; metrics are at " + options.path + "\n");
       return;
@@ -54,6 +60,7 @@ struct Endpoint::Impl {
     so.host = options.host;
     so.port = options.port;
     so.reuse_port = options.reuse_port;
+    so.listen_fd = options.listen_fd;
     so.max_connections = options.max_connections;
     so.backlog = 64;
     so.connection.idle = {};  // HTTP's own timeouts replace the idle policy
@@ -101,6 +108,7 @@ struct Endpoint::Impl {
           std::lock_guard lock(mu);
           stop = &async;
         }
+        listen_fd = srv->listen_fd();
         started.set_value(srv->port());
         uv_run(&loop, UV_RUN_DEFAULT);  // until on_stop closed the server and the async
       }
@@ -121,6 +129,31 @@ struct Endpoint::Impl {
     impl->server->close_all(net::CloseReason::local);
     uv_close(reinterpret_cast<uv_handle_t*>(async), nullptr);
   }
+
+  // /healthz: alive. /readyz: what options.ready says (an exception is a
+  // reason too: not ready).
+  void health(const http::Request& req, http::Responder r) const {
+    if (req.method != "GET" && req.method != "HEAD") {
+      http::Response res = http::Response::text(405, "GET or HEAD\n");
+      res.headers.push_back({"Allow", "GET, HEAD"});
+      r.respond(std::move(res));
+      return;
+    }
+    if (req.path() == "/healthz") {
+      r.respond(200, "ok\n");
+      return;
+    }
+    std::string why;
+    try {
+      if (options.ready) why = options.ready();
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (why.empty())
+      r.respond(200, "ready\n");
+    else
+      r.respond(503, "not ready: " + why + "\n");
+  }
 };
 
 EndpointOptions endpoint_at(std::string_view host_port) {
@@ -128,6 +161,7 @@ EndpointOptions endpoint_at(std::string_view host_port) {
   EndpointOptions o;
   o.host = hp.host;
   o.port = hp.port;
+  o.listen_fd = net::restart::inherited().metrics;
   return o;
 }
 
@@ -159,6 +193,8 @@ Endpoint::~Endpoint() {
 }
 
 int Endpoint::port() const noexcept { return impl_->port; }
+
+int Endpoint::listen_fd() const { return impl_->listen_fd; }
 
 std::string Endpoint::address() const {
   const std::string& host = impl_->options.host;

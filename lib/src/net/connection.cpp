@@ -24,6 +24,7 @@
 #include "connection_guarded.h"
 #include "edge_reader.h"
 #include "random.h"
+#include "send_batch.h"
 #include "write_queue.h"
 
 namespace heartwheel::net {
@@ -58,6 +59,7 @@ Connection* Connection::from_handle(void* handle) noexcept {
 }
 
 Connection::~Connection() {
+  assert(!batched_ && "finish_close and abandon send a held send first");
   if (host_) stop_deadlines();  // abandon() stopped them before letting go of the host
   // Bytes still queued leave the loop's write-queue gauge with the queue.
   if (wq_) stats().write_queue_bytes -= wq_->pending.bytes() + wq_->inflight.bytes();
@@ -396,6 +398,13 @@ void Connection::close_after_flush(CloseReason reason) noexcept {
 }
 
 void Connection::finish_close(CloseReason reason, std::error_code error, bool rst) noexcept {
+  // A held send was written before the close: it goes first, while the
+  // descriptor is still this socket's (send_batch.h). Its failure closes
+  // the connection itself: nothing more to do then.
+  if (batched_) {
+    SendBatch::flush_thread();
+    if (closing_) return;
+  }
   // Politely (close_notify) if the socket takes it now and nothing queued
   // would have to go first; never for a reset.
   if (transport_ && !rst && !flush_then_close_ && queued_bytes() == 0) transport_closing(false);
@@ -420,6 +429,7 @@ void Connection::finish_close(CloseReason reason, std::error_code error, bool rs
 }
 
 void Connection::abandon() noexcept {
+  if (batched_) SendBatch::flush_thread();  // before the descriptor closes
   stop_deadlines();  // while the host (its timer service) is still there
   leave_edge_reader();
   host_ = nullptr;

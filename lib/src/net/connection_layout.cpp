@@ -35,7 +35,7 @@ std::vector<ConnectionHost::LayoutRow> ConnectionHost::connection_layout() {
       {"write queue and side block pointers", links_end, pointers_end - links_end, false},
       {"bytes read, bytes written (low 32 bits), id (32 bits)", pointers_end,
        counters_end - pointers_end, false},
-      {"close reason (6 bits), error (13 bits), flags (11 bits) (+ padding)", counters_end,
+      {"close reason (6 bits), error (13 bits), flags (13 bits)", counters_end,
        sizeof(C) - counters_end, false},
       {"WriteQueue (only while bytes are queued)", 0, sizeof(C::WriteQueue), true},
       {"Extras (overrides, PROXY info, transport stage, dropped bytes, counters' high halves: only "

@@ -3,16 +3,22 @@
 // exists only while bytes are pending; the queue goes out as one uv_write of
 // all its segments. Copied bytes and shared buffers (write(SharedBytes):
 // queued by reference, never copied) share the queue, in order. Also the
-// watermarks (on_writable) and the write-stall / minimum-rate checks. The
-// rest of a connection's life is in connection.cpp.
+// watermarks (on_writable) and the write-stall / minimum-rate checks; a
+// shared buffer written inside a SendBatchScope waits for the thread's batch
+// (send_batch.h) and is finished here. The rest of a connection's life is in
+// connection.cpp.
 #include <heartwheel/common/error.h>
+#include <heartwheel/common/send_batch_scope.h>
 #include <heartwheel/net/connection.h>
+#include <heartwheel/net/detail/connection_host.h>
 
+#include <cerrno>
 #include <memory>
 #include <new>
 
 #include "connection_extras.h"
 #include "connection_guarded.h"
+#include "send_batch.h"
 #include "write_queue.h"
 
 namespace heartwheel::net {
@@ -23,10 +29,13 @@ std::size_t Connection::queued_bytes() const noexcept {
 }
 
 void Connection::note_written(std::size_t bytes) noexcept {
-  if (bytes == 0 || closing_ || !host_) return;
   count_written(bytes);
   stats().bytes_written += bytes;
   note_write();
+}
+
+void detail::ConnectionHost::count_written(Connection& conn, std::size_t bytes) noexcept {
+  if (bytes != 0 && !conn.closing()) conn.note_written(bytes);
 }
 
 std::uint64_t Connection::bytes_written() const noexcept {
@@ -61,6 +70,8 @@ std::error_code Connection::write_parts(const std::string_view* parts, std::size
 
 std::error_code Connection::write_socket(const std::string_view* parts, std::size_t count,
                                          const SharedBytes* shared) {
+  // A send of this connection waits in the thread's batch: it goes first.
+  if (batched_) SendBatch::flush_thread();
   std::size_t total = 0;
   for (std::size_t i = 0; i < count; ++i) total += parts[i].size();
   if (closing()) {
@@ -76,6 +87,16 @@ std::error_code Connection::write_socket(const std::string_view* parts, std::siz
   }
   std::size_t done = 0;
   if (!wq_) {
+    // One buffer going to many connections (a SendBatchScope is open): held
+    // for the thread's batch, sent with the others (send_batch.h).
+    if (shared != nullptr && count == 1 && SendBatchScope::open() && host_ &&
+        host_->connection_options().batch_shared_writes) {
+      if (SendBatch* batch = SendBatch::of_thread()) {
+        batched_ = true;
+        batch->add(*this, *shared);
+        return {};
+      }
+    }
     // Fast path: nothing queued, so the kernel may take it all right now
     // (one writev for several parts; parts past the 16th are queued).
     constexpr std::size_t kMaxBufs = 16;
@@ -89,9 +110,7 @@ std::error_code Connection::write_socket(const std::string_view* parts, std::siz
     const int rc = uv_try_write(reinterpret_cast<uv_stream_t*>(&tcp_), bufs, nbufs);
     if (rc > 0) {
       done = static_cast<std::size_t>(rc);
-      count_written(done);
-      stats().bytes_written += done;
-      note_write();
+      note_written(done);
       if (done == total) return {};
     } else if (rc != UV_EAGAIN) {
       const auto ec = uv_error(rc);
@@ -99,6 +118,17 @@ std::error_code Connection::write_socket(const std::string_view* parts, std::siz
       close(eof_ ? CloseReason::peer_closed : CloseReason::error, ec);
       return ec;
     }
+  }
+  queue_rest(parts, count, shared, done);
+  check_high_watermark();
+  return {};
+}
+
+void Connection::queue_rest(const std::string_view* parts, std::size_t count,
+                            const SharedBytes* shared, std::size_t done) {
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < count; ++i) total += parts[i].size();
+  if (!wq_) {
     wq_ = std::make_unique<WriteQueue>();
     const TimePoint now = timers().now();
     wq_->last_progress = wq_->window_start = now;
@@ -119,6 +149,10 @@ std::error_code Connection::write_socket(const std::string_view* parts, std::siz
     done = 0;
   }
   if (!wq_->writing) start_write();
+}
+
+void Connection::check_high_watermark() noexcept {
+  const WritePolicy& wp = write_policy();
   if (writable_ && !closing_ && queued_bytes() > wp.high_watermark) {
     writable_ = false;
     ++stats().unwritable_events;
@@ -129,7 +163,38 @@ std::error_code Connection::write_socket(const std::string_view* parts, std::siz
     }
     guarded([&] { handler_->on_writable(*this, false); });
   }
-  return {};
+}
+
+void Connection::finish_batched(const SharedBytes& bytes, int result) noexcept {
+  batched_ = false;
+  const std::size_t total = bytes->size();
+  if (closing()) {  // cannot happen (closing sends the batch first); counted as write() would
+    count_dropped(total);
+    return;
+  }
+  std::size_t done = 0;
+  if (result > 0) {
+    done = static_cast<std::size_t>(result);
+    note_written(done);
+    if (done == total) return;
+  } else if (result != -EAGAIN) {
+    count_dropped(total);
+    close(eof_ ? CloseReason::peer_closed : CloseReason::error, uv_error(result));
+    return;
+  }
+  // Short, or no room: the rest waits in the queue by reference, as write()
+  // does with what the kernel did not take at once.
+  const std::string_view view(*bytes);
+  try {
+    queue_rest(&view, 1, &bytes, done);
+  } catch (const std::bad_alloc&) {
+    count_dropped(total - done);
+    close(CloseReason::error, uv_error(UV_ENOMEM));
+  }
+}
+
+void Connection::after_batched() noexcept {
+  if (!closing()) check_high_watermark();
 }
 
 void Connection::start_write() noexcept {

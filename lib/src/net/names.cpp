@@ -5,6 +5,7 @@
 // null before any static initializer runs), so a layer's registrar may run
 // in any order with any other; readers load one pointer, writers hold a
 // mutex only to keep the duplicate-name check and the store together.
+#include <heartwheel/common/log.h>
 #include <heartwheel/net/names.h>
 
 #include <array>
@@ -209,10 +210,12 @@ const char* to_string(NameStatus status) noexcept {
 namespace {
 [[noreturn]] void refuse(const char* sort, unsigned number, const char* name, NameStatus status,
                          const char* holder) noexcept {
-  std::fprintf(stderr,
-               "heartwheel: cannot register %s %u \"%s\": %s%s%s%s (heartwheel/net/names.h)\n",
-               sort, number, name ? name : "(null)", to_string(status),
-               holder ? " (it is \"" : "", holder ? holder : "", holder ? "\")" : "");
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "heartwheel: cannot register %s %u \"%s\": %s%s%s%s (heartwheel/net/names.h)", sort,
+                number, name ? name : "(null)", to_string(status), holder ? " (it is \"" : "",
+                holder ? holder : "", holder ? "\")" : "");
+  log::error(line);
   std::abort();
 }
 }  // namespace

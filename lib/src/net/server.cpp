@@ -58,6 +58,7 @@ Server::Server(LoopWheel& wheel, Handler& handler, ServerOptions options)
 Server::~Server() {
   stop_listening();
   close_timer(drain_timer_);
+  end_spread();
   close_timer(resume_timer_);
   close_handle(turn_check_);
   close_handle(turn_idle_);
@@ -85,7 +86,9 @@ std::error_code Server::listen() {
   }
   listener_->tcp.data = listener_;
   int rc = 0;
-  if (options_.reuse_port) {
+  if (options_.listen_fd >= 0) {
+    rc = uv_tcp_open(&listener_->tcp, options_.listen_fd);
+  } else if (options_.reuse_port) {
     std::error_code ec;
     const int fd = open_reuseport_socket(addr, ec);
     if (fd < 0) {
@@ -112,6 +115,13 @@ std::error_code Server::listen() {
   }
   port_ = port_of(reinterpret_cast<sockaddr*>(&bound));
   return {};
+}
+
+int Server::listen_fd() const noexcept {
+  if (!listener_) return -1;
+  uv_os_fd_t fd = -1;
+  if (uv_fileno(reinterpret_cast<const uv_handle_t*>(&listener_->tcp), &fd) < 0) return -1;
+  return fd;
 }
 
 void Server::stop_listening() noexcept {
@@ -285,6 +295,7 @@ void Server::on_resume_timer(uv_timer_t* timer) {
 
 void Server::connection_closed(Connection& conn) noexcept {
   list_.remove(conn);
+  if (spread_) forget_spread(conn);
   if (conn.close_reason() == CloseReason::overload && dropping_ > 0) --dropping_;
   if (limiter_) limiter_->release(ip_slot(conn));
   stats_.current = list_.size();
@@ -312,12 +323,15 @@ void Server::close_all(CloseReason reason) {
   for (Connection* c : snapshot(list_.front())) c->close(reason);
 }
 
-void Server::drain(Duration timeout, std::function<void()> on_drained) {
+void Server::drain(Duration timeout, std::function<void()> on_drained, Duration spread) {
   if (draining_) return;
   draining_ = true;
   on_drained_ = std::move(on_drained);
   stop_listening();
-  for (Connection* c : snapshot(list_.front())) drain_connection(*c);
+  if (spread.count() > 0 && !list_.empty())
+    start_spread(spread);
+  else
+    for (Connection* c : snapshot(list_.front())) drain_connection(*c);
   if (!list_.empty()) {
     drain_timer_ = new_timer(loop(), this);
     if (drain_timer_) {
@@ -352,12 +366,14 @@ void Server::on_drain_timer(uv_timer_t* timer) {
 
 void Server::on_drain_timer_fired() {
   drain_timed_out_ = true;
+  end_spread();
   for (Connection* c : snapshot(list_.front())) c->close(CloseReason::drain);
 }
 
 void Server::check_drained() {
   if (!draining_ || !list_.empty() || !on_drained_) return;
   if (drain_timer_) uv_timer_stop(drain_timer_);
+  end_spread();
   auto done = std::move(on_drained_);
   on_drained_ = nullptr;
   done();

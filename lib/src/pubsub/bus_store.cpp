@@ -1,5 +1,6 @@
 // The Bus's store: options, shards, epochs, sweeping and statistics. The
 // operations hubs call (publish, join, leave, history) are in bus.cpp.
+#include <heartwheel/common/log.h>
 #include <heartwheel/pubsub/bus.h>
 
 #include <bit>
@@ -129,8 +130,8 @@ Bus::Bus(BusOptions options) : options_(std::move(options)) {
 
 Bus::~Bus() {
   if (hubs_.load() != 0) {
-    std::fprintf(stderr, "heartwheel::pubsub::Bus destroyed while %llu hub(s) still attached\n",
-                 static_cast<unsigned long long>(hubs_.load()));
+    log::error("heartwheel::pubsub::Bus destroyed while hubs are still attached",
+               {log::field("hubs", static_cast<std::uint64_t>(hubs_.load()))});
     std::abort();
   }
 }

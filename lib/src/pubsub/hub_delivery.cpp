@@ -1,7 +1,10 @@
 // Hub: delivery. The inbox is drained in order; each event of a channel with
 // local subscribers is encoded once and handed to every subscriber in one
 // walk of the channel's list.
+#include <heartwheel/common/send_batch_scope.h>
 #include <heartwheel/pubsub/hub.h>
+
+#include <optional>
 
 #include "local_channel.h"
 
@@ -64,6 +67,10 @@ template <class Call>
 void Hub::fan_out(LocalChannel& ch, bool presence, Call&& call) noexcept {
   fanning_ = &ch;
   ChannelStats counted;
+  // One frame to every subscriber: their connections' sends leave together
+  // (io_uring batches where the kernel has them) when the walk ends, before
+  // the next event's (heartwheel/common/send_batch_scope.h).
+  std::optional<SendBatchScope> batch(std::in_place);
   for (Subscription* s = ch.head; s != nullptr; s = cursor_) {
     cursor_ = s->next;  // remove() moves it on if that one goes
     // While this subscriber's delivery runs (a write: microseconds in the
@@ -99,16 +106,10 @@ void Hub::fan_out(LocalChannel& ch, bool presence, Call&& call) noexcept {
     }
   }
   cursor_ = nullptr;
+  batch.reset();  // the sends leave; a failed one closes its connection
   fanning_ = nullptr;
   fanning_event_ = nullptr;
   for (Frame& f : more_frames_) f.reset();
-  if (options_.after_fan_out) {
-    try {
-      options_.after_fan_out();
-    } catch (...) {
-      ++stats_.subscriber_errors;
-    }
-  }
   ch.stats.merge(counted);
   stats_.delivery.merge(counted);
   release_if_empty(&ch);  // everyone may have left during the walk

@@ -1,6 +1,6 @@
 // See heartwheel/pubsub/keyed_hash.h.
+#include <heartwheel/common/log.h>
 #include <heartwheel/pubsub/keyed_hash.h>
-
 #include <sodium.h>
 
 #include <array>
@@ -19,7 +19,7 @@ Key make_key() noexcept {
   // sodium_init() seeds libsodium's generator from the kernel (getrandom);
   // it is safe to call more than once and from several threads.
   if (sodium_init() < 0) {
-    std::fprintf(stderr, "heartwheel::pubsub: libsodium could not be initialised\n");
+    log::error("heartwheel::pubsub: libsodium could not be initialised");
     std::abort();
   }
   Key key;

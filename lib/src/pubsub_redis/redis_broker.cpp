@@ -2,6 +2,7 @@
 // and its loop, publish / history / presence, the presence lease renewal.
 // Channels (joins, reads, live messages) are in redis_broker_channels.cpp.
 #include <heartwheel/common/error.h>
+#include <heartwheel/common/log.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
 #include <heartwheel/redis/slot.h>
 
@@ -99,8 +100,8 @@ RedisBroker::RedisBroker(RedisBrokerOptions options) : options_(std::move(option
 
 RedisBroker::~RedisBroker() {
   if (const auto n = core_->hubs(); n != 0) {
-    std::fprintf(stderr, "heartwheel::pubsub::RedisBroker destroyed while %llu hub(s) attached\n",
-                 static_cast<unsigned long long>(n));
+    log::error("heartwheel::pubsub::RedisBroker destroyed while hubs are attached",
+               {log::field("hubs", static_cast<std::uint64_t>(n))});
     std::abort();
   }
 }

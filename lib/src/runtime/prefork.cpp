@@ -5,6 +5,7 @@
 // serve and owed to the others until they do. A child is reaped only when waitpid(WNOHANG) says it
 // ended, never because its pipe closed: a child may close its pipe and keep running.
 #include <fcntl.h>
+#include <heartwheel/common/log.h>
 #include <heartwheel/runtime/prefork.h>
 #include <poll.h>
 #include <pthread.h>
@@ -258,9 +259,11 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
       try {
         code = child_main(child);
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "worker process %u: %s\n", i, e.what());
+        log::error(std::string("worker process ") + std::to_string(i) + ": " + e.what(),
+                   {log::field("process", i)});
       } catch (...) {
-        std::fprintf(stderr, "worker process %u: unknown exception\n", i);
+        log::error("worker process " + std::to_string(i) + ": unknown exception",
+                   {log::field("process", i)});
       }
       std::fflush(nullptr);
       ::_exit(code);
@@ -305,8 +308,10 @@ PreforkResult run_prefork(unsigned processes, const std::function<int(PreforkChi
     if (c.ready && !shutting_down && !aborting && result.restarts < max_restarts) {
       // Died while serving: its connections are lost, but the port keeps
       // its full set of listeners. Its statistics are lost with it.
-      std::fprintf(stderr, "worker process %u (pid %d) ended with status %d; restarting it\n",
-                   index, static_cast<int>(c.pid), code);
+      log::warning("worker process " + std::to_string(index) + " (pid " + std::to_string(c.pid) +
+                       ") ended with status " + std::to_string(code) + "; restarting it",
+                   {log::field("process", index), log::field("pid", static_cast<int>(c.pid)),
+                    log::field("status", code)});
       ++result.restarts;
       if (c.fd >= 0) {
         ::close(c.fd);

@@ -1,5 +1,6 @@
 // See heartwheel/runtime/workers.h.
 #include <heartwheel/common/error.h>
+#include <heartwheel/common/log.h>
 #include <heartwheel/net/detail/ip_limiter.h>
 #include <heartwheel/runtime/workers.h>
 
@@ -24,12 +25,15 @@ struct Workers::Worker {
   net::LoopSnapshot published;  // under mu
   std::atomic<int> command{kNone};
   std::atomic<std::int64_t> drain_timeout_ns{0};
+  std::atomic<std::int64_t> drain_spread_ns{0};
   std::atomic<bool> done{false};
+  std::atomic<int> listen_fd{-1};  // the listener's descriptor once listening
   std::promise<int> started;
 
-  void send(int cmd, Duration timeout) {
+  void send(int cmd, Duration timeout, Duration spread = {}) {
     std::lock_guard lock(mu);
     drain_timeout_ns = timeout.count();
+    drain_spread_ns = spread.count();
     int expected = command.load();
     // stop overrides drain, never the other way around
     while (expected < cmd && !command.compare_exchange_weak(expected, cmd)) {
@@ -99,7 +103,9 @@ void Workers::start() {
     if (i > 0) so.port = port_;
     auto future = w->started.get_future();
     Worker* wp = w.get();
+    if (i < options_.listen_fds.size()) so.listen_fd = options_.listen_fds[i];
     w->thread = std::thread([this, wp, so, go] {
+      log::set_thread_loop(static_cast<int>(wp->index));
       uv_loop_t loop;
       if (const int rc = uv_loop_init(&loop); rc < 0) {
         wp->started.set_exception(
@@ -118,6 +124,7 @@ void Workers::start() {
           server = std::make_unique<net::Server>(*wheel, *handler, so);
           if (auto ec = server->listen())
             throw std::system_error(ec, "listen on " + so.host + ":" + std::to_string(so.port));
+          wp->listen_fd = server->listen_fd();
           ok = true;
         } catch (...) {
           wp->started.set_exception(std::current_exception());
@@ -148,7 +155,8 @@ void Workers::start() {
             if (cmd <= ctx.applied || ctx.finished) return;
             ctx.applied = cmd;
             if (cmd == kDrain) {
-              ctx.server->drain(Duration{wp->drain_timeout_ns.load()}, finish);
+              ctx.server->drain(Duration{wp->drain_timeout_ns.load()}, finish,
+                                Duration{wp->drain_spread_ns.load()});
             } else if (cmd == kStop) {
               ctx.server->close_all(net::CloseReason::local);
               finish();
@@ -222,8 +230,14 @@ void Workers::start() {
   go_promise.set_value();
 }
 
-void Workers::drain(Duration timeout) {
-  for (auto& w : workers_) w->send(kDrain, timeout);
+void Workers::drain(Duration timeout, Duration spread) {
+  for (auto& w : workers_) w->send(kDrain, timeout, spread);
+}
+
+std::vector<int> Workers::listen_fds() const {
+  std::vector<int> fds;
+  for (const auto& w : workers_) fds.push_back(w->listen_fd.load());
+  return fds;
 }
 
 void Workers::stop() {

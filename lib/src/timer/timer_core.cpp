@@ -2,8 +2,9 @@
 // and the wake-up of the worker. The worker's own loop is in timer_worker.cpp.
 #include "timer_core.h"
 
+#include <heartwheel/common/log.h>
+
 #include <algorithm>
-#include <iostream>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -35,11 +36,8 @@ TimerCore::~TimerCore() {
 }
 
 void TimerCore::log_error(const std::string& message) noexcept {
-  try {
-    std::cerr << ("heartwheel::HashedWheelTimer: " + message + "\n") << std::flush;
-  } catch (...) {
-    // Logging must never take the worker down.
-  }
+  // log::write never throws: logging must never take the worker down.
+  log::error("heartwheel::HashedWheelTimer: " + message);
 }
 
 bool TimerCore::gate_enter() noexcept {

@@ -79,20 +79,9 @@ Delivery Connection::deliver(const SharedFrame& frame) {
   return Delivery::sent;
 }
 
-SharedFrame Connection::wire_frame(const SharedFrame& frame) {
-  return frame ? session_.wire_frame(frame) : frame;
-}
-
 void Connection::prefetch() const noexcept {
   prefetch_object(*this);
   conn_->prefetch();
-}
-
-void Connection::note_delivered(std::size_t bytes) noexcept {
-  if (bytes == 0 || conn_->closing()) return;
-  conn_->note_written(bytes);
-  ++owner_->stats_.messages_sent;
-  ++owner_->stats_.shared_sent;
 }
 
 std::error_code Connection::close(std::uint16_t code, std::string_view reason) {

@@ -3,6 +3,7 @@
 // pong_timeout and close_timeout slots. The sends are in connection.cpp.
 // See heartwheel/ws/net_handler.h.
 #include <heartwheel/net/connection.h>
+#include <heartwheel/net/restart.h>
 #include <heartwheel/ws/net_handler.h>
 
 #include <stdexcept>
@@ -188,8 +189,14 @@ void NetHandler::on_drain(net::Connection& conn) {
     return;
   }
   c->draining_ = true;
-  // Already closing: the close timeout runs. Otherwise: 1001, then the same.
-  if (!c->session_.close_sent()) (void)c->close(kCloseGoingAway, "server shutting down");
+  // Already closing: the close timeout runs. Otherwise: 1001 (1012 when a
+  // restart's successor took over: come back at once), then the same.
+  if (!c->session_.close_sent()) {
+    if (net::restart::replaced())
+      (void)c->close(kCloseServiceRestart, "service restart");
+    else
+      (void)c->close(kCloseGoingAway, "server shutting down");
+  }
 }
 
 void NetHandler::on_close(net::Connection& conn, net::CloseReason reason, std::error_code) {

@@ -2,7 +2,8 @@
 // format) from a thread of its own.
 //
 // What it is
-//   A small HTTP server for scrapes: its own thread, libuv loop, LoopWheel,
+//   A small HTTP server for scrapes and health probes (/healthz, /readyz:
+//   EndpointOptions::ready): its own thread, libuv loop, LoopWheel,
 //   net::Server and http::NetHandler (the library's own HTTP stack, with its
 //   timeouts). For each GET (or HEAD) of options.path it calls the collector
 //   on that thread with a fresh TextWriter and answers 200 with the text
@@ -49,7 +50,19 @@ struct EndpointOptions {
   // Listen with SO_REUSEPORT so several processes can serve one port (each
   // answers with the same merged counters; see tools/echo-server).
   bool reuse_port = false;
+  // A listening socket to adopt instead of binding host:port: a restart's
+  // successor takes its predecessor's (endpoint_at() sets it from
+  // net::restart::inherited()). -1: bind.
+  int listen_fd = -1;
   std::string path = "/metrics";
+  // Health for load balancers and Kubernetes probes, on the same listener:
+  // GET /healthz answers 200 "ok" while the process serves this endpoint
+  // (liveness); GET /readyz answers 200 "ready" when `ready` returns an
+  // empty string and 503 "not ready: REASON" with what it returned
+  // otherwise (readiness: listening, its backends reachable, not draining).
+  // `ready` runs on the endpoint's thread, like the collector. Empty: always
+  // ready.
+  std::function<std::string()> ready{};
   std::size_t max_connections = 64;  // scrapers beyond it are reset
   http::SessionOptions http = default_http();
 
@@ -67,7 +80,8 @@ struct EndpointOptions {
 };
 
 // Default options listening on `host_port` ("127.0.0.1:9100", "[::1]:0",
-// ":9100" = all interfaces), the value of a --metrics-listen flag. Throws
+// ":9100" = all interfaces), the value of a --metrics-listen flag; in a
+// restart's successor, on the socket it inherited for it. Throws
 // std::invalid_argument (from net::parse_host_port) for anything else: a
 // usage error.
 EndpointOptions endpoint_at(std::string_view host_port);
@@ -87,6 +101,9 @@ class Endpoint {
   Endpoint& operator=(const Endpoint&) = delete;
 
   int port() const noexcept;
+  // The listening socket (what a restart hands its successor); the endpoint
+  // keeps owning it.
+  int listen_fd() const;
   // "HOST:PORT", IPv6 hosts in brackets ("[::1]:9100"), as programs print
   // it: "metrics on HOST:PORT".
   std::string address() const;

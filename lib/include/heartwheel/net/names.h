@@ -80,7 +80,7 @@ const char* to_string(NameStatus status) noexcept;
 
 // Registers the reasons, then the kinds, when constructed (see the use
 // above). On any status but added or already it prints which number and name
-// conflict (and with what) to stderr and calls std::abort(): two layers
+// conflict (and with what) to the log (common/log.h) and calls std::abort(): two layers
 // claiming one number would merge unrelated counters.
 class NameRegistrar {
  public:

@@ -91,6 +91,11 @@ struct ServerOptions {
   // Own the listening socket with SO_REUSEPORT so several loops (threads or
   // processes) can listen on one port, each with its own wheel.
   bool reuse_port = false;
+  // A socket already bound (and maybe listening) to adopt instead of opening
+  // one: a listener inherited from the process this one replaces
+  // (net/restart.h). host and port are then only what is reported; the
+  // server owns the descriptor from listen() on. -1: open one.
+  int listen_fd = -1;
   std::size_t max_connections = 0;  // 0 = unlimited
   // How long to stop accepting after an EMFILE/ENFILE libuv could not shed.
   // At least 1 ms (validate() rejects less: it is what stops the spin).
@@ -148,11 +153,20 @@ class Server final : private detail::ConnectionHost {
   std::error_code listen();
   // The bound port (the real one when options.port was 0); 0 before listen().
   int port() const noexcept { return port_; }
+  // The listening socket's descriptor; -1 when not listening. The server
+  // keeps owning it (a restart passes a copy to its successor).
+  int listen_fd() const noexcept;
   const std::string& host() const noexcept { return options_.host; }
 
   // See "Draining" above. on_drained may be empty. Calling drain twice keeps
   // the first timeout.
-  void drain(Duration timeout, std::function<void()> on_drained = {});
+  // With spread > 0 the handlers are told (on_drain) gradually instead of
+  // all at once: in equal parts over `spread`, in the connections' order
+  // when the drain began, so that a restart's clients come back to the
+  // successor spread over the window, not in one storm. Whatever is still
+  // open at `timeout` is closed (reason drain) as without it. Cost while
+  // spreading: a 10 ms timer and a vector and a set of the connections.
+  void drain(Duration timeout, std::function<void()> on_drained = {}, Duration spread = {});
   bool draining() const noexcept { return draining_; }
 
   // Stops listening and closes every connection now (reason `reason`).
@@ -228,6 +242,13 @@ class Server final : private detail::ConnectionHost {
   void accept_one() noexcept;
   void reject_one() noexcept;
   void drain_connection(Connection& conn) noexcept;
+  // drain's spread (server_drain_spread.cpp).
+  struct DrainSpread;
+  void start_spread(Duration spread);
+  static void on_spread_timer(uv_timer_t* timer);
+  void spread_step() noexcept;
+  void forget_spread(Connection& conn) noexcept;
+  void end_spread() noexcept;
   void check_drained();
   std::error_code start_listener();
 
@@ -237,6 +258,7 @@ class Server final : private detail::ConnectionHost {
   ServerStats stats_;
   Listener* listener_ = nullptr;        // heap: libuv needs it until its close callback
   uv_timer_t* drain_timer_ = nullptr;   // heap, same reason
+  DrainSpread* spread_ = nullptr;       // heap, its timer inside; while spreading
   uv_timer_t* resume_timer_ = nullptr;  // heap, same reason
   uv_timer_t* memory_timer_ = nullptr;  // heap, same reason; only with memory pressure
   uv_check_t* turn_check_ = nullptr;    // heap, same reason; resets accepted_this_turn_

@@ -86,12 +86,6 @@ struct HubOptions {
   // Envelopes handled per wake-up before yielding to I/O; the rest follow on
   // the next loop iteration (a flood of publications cannot stall reads).
   std::size_t max_events_per_wakeup = 4096;
-  // Called after each event's walk of a channel's subscribers, before the
-  // next event: subscribers that only collected their sends during the walk
-  // (an io_uring batch: heartwheel-chat --uring-fanout) hand them to the
-  // kernel here, so nothing else is written to their connections first.
-  // Empty: nothing is called. An exception counts as subscriber_errors.
-  std::function<void()> after_fan_out;
   // Further encodings of the same events, for subscribers that speak another
   // protocol (heartwheel-chat: Centrifugo's beside its own). Each is made
   // only when a subscriber asks for it during a fan-out (frame_as), at most

@@ -12,8 +12,14 @@
 //     drain_timeout: no new connections, each connection's handler gets
 //     on_drain, whatever is left at the timeout is closed with reason drain);
 //   - a second one stops them at once (Workers::stop, reason local);
+//   - SIGUSR2 starts a successor with the listeners handed over and, once it
+//     listens, drains (net/restart.h; ServeOptions::restart): "NAME: signal
+//     12, starting a successor", then "NAME: restart: successor pid N
+//     listens; draining (up to 10s)" or "NAME: error: restart: the successor
+//     exited with status 2; still serving";
 //   - it returns once every worker loop has ended, with the final counters.
-// One line per signal goes to `log` (default: stderr):
+// One line per signal goes to the process log (heartwheel/common/log.h) or
+// to `log`:
 //   "NAME: signal 15, draining (up to 10s)"
 //   "NAME: second signal, closing everything now"
 // An optional `tick` runs every tick_interval meanwhile (a stats file).
@@ -42,8 +48,23 @@
 
 namespace heartwheel::runtime {
 
-// Writes `line` and a newline to stderr (ServeOptions::log's default).
-void log_to_stderr(std::string_view line);
+// SIGUSR2: start a successor and hand it the listeners (net/restart.h).
+struct RestartOptions {
+  // Off: SIGUSR2 keeps its default disposition (it ends the process).
+  bool on_sigusr2 = true;
+  // The metrics endpoint's listening socket to hand over too (-1 or empty:
+  // none; the successor then binds its own).
+  std::function<int()> metrics_fd{};
+  // Called on the serving thread once the successor listens, before the
+  // drain: the moment to stop what else accepts (the metrics endpoint, whose
+  // /readyz would now say "draining" to probes the successor should answer).
+  std::function<void()> on_handover{};
+  // How long the successor may take to say it listens.
+  Duration ready_timeout = std::chrono::seconds(60);
+  // The connections are told to go (Handler::on_drain) spread over this
+  // fraction of drain_timeout; the rest of it is for their last bytes.
+  double spread = 0.8;
+};
 
 struct ServeOptions {
   // Names the program in the log lines; empty: the executable's name.
@@ -60,8 +81,14 @@ struct ServeOptions {
   // world. Empty: announce("listening", host, port). An exception it throws
   // stops the workers and leaves serve() (see serve).
   std::function<void(Workers&)> on_listening{};
-  // Where the signal and error lines go (without a newline). Empty: nowhere.
-  std::function<void(std::string_view line)> log = log_to_stderr;
+  // Where the signal and error lines go, whole ("NAME: WHAT", without a
+  // newline). Empty (the default): the process log (heartwheel/common/log.h),
+  // where a tick's exception is an error line. To silence them, a function
+  // that does nothing.
+  std::function<void(std::string_view line)> log{};
+  // The restart on SIGUSR2 (on by default). A process started by such a
+  // restart adopts the listeners it inherited (net::restart::inherited()).
+  RestartOptions restart{};
 };
 
 // Starts `workers`, serves until signalled (above) and joins them.

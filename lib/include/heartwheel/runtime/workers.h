@@ -34,6 +34,11 @@ struct WorkersOptions {
   // overload thresholds stay per worker loop.
   net::ServerOptions server;
   LoopWheel::Options wheel;
+  // Listening sockets to adopt instead of opening new ones (a restart's
+  // handover: net/restart.h): worker i takes listen_fds[i]
+  // (ServerOptions::listen_fd); workers beyond the list open their own
+  // (SO_REUSEPORT on the same port). Empty: every worker opens its own.
+  std::vector<int> listen_fds;
   Duration publish_interval = std::chrono::milliseconds(500);
   // Optional: called on each worker's thread right after it published its
   // snapshot (every publish_interval, and once more when its loop ended),
@@ -68,6 +73,9 @@ class Workers {
   Workers(const Workers&) = delete;
   Workers& operator=(const Workers&) = delete;
 
+  // Worker i adopts fds[i] instead of opening a listener (a restart's
+  // handover: WorkersOptions::listen_fds). Precondition: not started.
+  void adopt_listeners(std::vector<int> fds) { options_.listen_fds = std::move(fds); }
   // Starts the threads and returns once every worker listens. Throws
   // std::system_error with the first listen failure (everything started is
   // stopped and joined first).
@@ -78,9 +86,14 @@ class Workers {
   // The options in force (reuse_port forced on with several threads).
   const WorkersOptions& options() const noexcept { return options_; }
 
-  // Asks every worker to drain (Server::drain) with `timeout`; each loop ends
-  // when its connections are gone. Any thread, also a signal-handling loop.
-  void drain(Duration timeout);
+  // Asks every worker to drain (Server::drain) with `timeout` and `spread`
+  // (> 0: the connections told gradually over it); each loop ends when its
+  // connections are gone. Any thread, also a signal-handling loop.
+  void drain(Duration timeout, Duration spread = {});
+  // Each worker's listening socket, in worker order (valid from start()
+  // until that worker stops listening): what a restart hands its successor
+  // (net/restart.h). The descriptors stay the workers'.
+  std::vector<int> listen_fds() const;
   // Asks every worker to close everything now and end.
   void stop();
   // Waits until every worker loop has ended. Idempotent.

@@ -76,7 +76,7 @@
 //   - NOT stop() (it would join the thread it runs on): throws
 //     std::logic_error. Destroying the timer from its own task is allowed but
 //     drops the unprocessed timeouts (the worker finishes after the task).
-//   - A task that throws is logged on stderr and counted in failed_tasks();
+//   - A task that throws is logged (common/log.h) and counted in failed_tasks();
 //     the worker carries on.
 //
 // Lifetime
@@ -193,7 +193,7 @@ class HashedWheelTimer {
   // Timeouts scheduled and neither run, nor cancelled, nor handed back by
   // stop(). A live periodic series counts as one.
   std::int64_t pending_timeouts() const noexcept;
-  // Tasks (or executor calls) that threw; each was logged on stderr.
+  // Tasks (or executor calls) that threw; each was logged (common/log.h).
   std::uint64_t failed_tasks() const noexcept;
   // Turns of the worker's loop (wake-ups). An idle timer does not tick, so
   // this grows with due times and submissions, not with elapsed time.

@@ -83,23 +83,11 @@ class Connection final : private Transport, private Handler {
   // the connection at once (reason slow_consumer; queued bytes dropped and
   // counted) or `skip` leaves this frame out for this peer. A peer with an
   // empty queue always gets the frame, however large. Every outcome but
-  // `sent` is counted in Stats.
+  // `sent` is counted in Stats. Inside a SendBatchScope (pubsub::Hub's
+  // fan-out) the frame waits for the thread's io_uring batch
+  // (net::ConnectionOptions::batch_shared_writes) and is `sent` already; an
+  // error of that send closes the connection when the batch goes out.
   Delivery deliver(const SharedFrame& frame);
-  // The frame deliver() would write for `frame` on this connection: `frame`
-  // itself, or, when the peer agreed on compression without context, the
-  // loop's compressed form of it (DeflatePool::shared; counted as sent
-  // compressed here, so call it once per delivery). Null when this
-  // connection compresses with its own context (deliver() then compresses
-  // and copies). For code that writes shared frames itself
-  // (note_delivered).
-  SharedFrame wire_frame(const SharedFrame& frame);
-  // A shared frame the caller sent on this peer's socket itself, around
-  // deliver() (heartwheel-chat's io_uring fan-out), of which the kernel took
-  // `bytes` (> 0): counts it as deliver() would (Stats::messages_sent and
-  // shared_sent, once per frame) and the bytes as net::Connection::
-  // note_written does. Its unsent rest, if any, is the caller's to write.
-  // Nothing is counted once the connection is closing. Loop thread only.
-  void note_delivered(std::size_t bytes) noexcept;
 
   // Starts the close handshake: sends close(code, reason) and arms the
   // close-handshake timeout (NetHandlerOptions::close_timeout); the TCP

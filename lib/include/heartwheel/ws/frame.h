@@ -78,6 +78,9 @@ inline constexpr std::uint16_t kClosePolicyViolation = 1008;
 inline constexpr std::uint16_t kCloseMessageTooBig = 1009;
 inline constexpr std::uint16_t kCloseMandatoryExtension = 1010;
 inline constexpr std::uint16_t kCloseInternalError = 1011;
+// IANA's "service restart": sent (never accepted, see below) when a
+// restart's successor took over (net/restart.h): come back, now or soon.
+inline constexpr std::uint16_t kCloseServiceRestart = 1012;
 
 // True for the codes a close frame may carry: 1000-1003, 1007-1011 and
 // 3000-4999. Everything else is a protocol error (1002) when received: 0-999,

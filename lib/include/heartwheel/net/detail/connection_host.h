@@ -98,6 +98,11 @@ class ConnectionHost {
   // The host's per-address handle in each connection (IpLimiter). The list
   // fields are ActivityList<Connection>'s.
   static std::uint32_t& ip_slot(Connection& conn) noexcept { return conn.host_ip_slot; }
+  // Counts `bytes` as written on `conn` (bytes_written(), NetStats, write
+  // activity) without a socket write: for testing::Host, whose tests carry
+  // the counters past 4 GiB without writing gigabytes. Nothing for 0 bytes
+  // or a closing connection.
+  static void count_written(Connection& conn, std::size_t bytes) noexcept;
 
   unsigned activity_shift_ = 0;
 
