@@ -34,9 +34,6 @@ namespace {
 // on_data consumes the bytes before the next read, so connections share it.
 constexpr std::size_t kReadBufferSize = 64 * 1024;
 thread_local std::array<char, kReadBufferSize> t_read_buffer;
-// Reads of one connection per wake-up at most while each fills the buffer,
-// as libuv's uv_read_start: then the others get their turn.
-constexpr int kReadsPerTurn = 32;
 }  // namespace
 
 Connection::Connection(detail::ConnectionHost& host, Handler& handler, std::uint64_t id)
@@ -255,7 +252,10 @@ void Connection::read_ready(bool ended) noexcept {
   if (!reading_ || closing_) return;  // paused: its data waits for start_reading
   const int fd = socket_fd();
   if (fd < 0) return;
-  for (int i = 0; i < kReadsPerTurn; ++i) {
+  // Reads of one connection per wake-up at most while each fills the
+  // buffer, as libuv's uv_read_start: then the others get their turn.
+  const int turn = detail::EdgeReader::reads_per_turn();
+  for (int i = 0; i < turn; ++i) {
     const ssize_t n = ::recv(fd, t_read_buffer.data(), t_read_buffer.size(), 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;

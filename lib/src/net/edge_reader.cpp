@@ -22,6 +22,8 @@ constexpr int kBatch = 256;
 // The thread's readers, one per loop it runs (usually one).
 thread_local EdgeReader* t_readers = nullptr;
 thread_local unsigned t_refuse = 0;
+constexpr int kReadsPerTurn = 32;
+thread_local int t_reads_per_turn = kReadsPerTurn;
 
 // Connections are at least 8-byte aligned: the pointer is the event's data
 // whole, its low bits zero (checked on the way in).
@@ -37,6 +39,12 @@ bool EdgeReader::edge_reads_enabled() noexcept {
 }
 
 void EdgeReader::refuse_next_for_testing(unsigned n) noexcept { t_refuse = n; }
+
+int EdgeReader::reads_per_turn() noexcept { return t_reads_per_turn; }
+
+void EdgeReader::set_reads_per_turn_for_testing(int n) noexcept {
+  t_reads_per_turn = n > 0 ? n : kReadsPerTurn;
+}
 
 EdgeReader* EdgeReader::find(uv_loop_t* loop) noexcept {
   for (EdgeReader* r = t_readers; r; r = r->next_)

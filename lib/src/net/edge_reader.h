@@ -92,6 +92,15 @@ class EdgeReader {
   // Tests: the next `n` start() calls that would make a reader on this
   // thread fail as epoll_create1 would (the fallback path).
   static void refuse_next_for_testing(unsigned n) noexcept;
+  // How many full reads a connection makes per wake-up before it is
+  // re-armed (Connection::read_ready): 32, as libuv's uv_read_start.
+  static int reads_per_turn() noexcept;
+  // Tests: `n` reads per turn on this thread (0: back to 32). A socket
+  // holds far less than 32 reads of 64 KiB, so only with a lower bound can
+  // a test spend a turn's reads with everything the peer sent already in
+  // the socket, where the re-arm is the only way to the rest
+  // (edge_reader_test.cpp).
+  static void set_reads_per_turn_for_testing(int n) noexcept;
 
   std::size_t members() const noexcept { return members_; }
   // Events dropped because their connection left during the batch.
