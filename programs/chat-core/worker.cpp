@@ -125,7 +125,7 @@ void Worker::publish_stats() {
 void Worker::route(const http::Request& req, http::Responder r) {
   if (config_.routes && config_.routes(index_, *hub_, req, r)) return;
   if (serve_api(req, r)) return;
-  if (serve_static_file(req, r)) return;
+  if (serve_static_file(req, r, config_.centrifuge_js.get())) return;
   const std::string_view path = req.path();
   const bool centrifuge = path == "/connection/websocket";
   if ((path == "/ws" || path == "/echo" || centrifuge) &&

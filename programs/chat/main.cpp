@@ -23,6 +23,7 @@
 #include "proxy.h"
 #include "redis_link.h"
 #include "redis_link_flags.h"
+#include "static_files.h"
 #include "stats_board.h"
 #include "tls_flags.h"
 #include "worker.h"
@@ -50,6 +51,7 @@ struct Flags {
   bool no_join_leave = false;
   std::string api_key_file;  // --api-key-file: the server API (programs/chat-core/server_api.cpp)
   chat::ProxyFlags proxy;    // --proxy-*: the application's backend decides (proxy.h)
+  std::string centrifuge_js;     // --centrifuge-js: served at /centrifuge.js (static_files.h)
   bool uring_fanout = false;     // accepted: the default since issue 41
   bool no_uring_fanout = false;  // ConnectionOptions::batch_shared_writes off
   std::vector<std::string> history_before_subscribers;  // namespaces
@@ -93,6 +95,7 @@ Setup make_setup(const Flags& f) {
   s.config.auth = chat::make_auth_settings(f.auth);
   s.config.connect_timeout = chat::connect_timeout_of(f.auth);
   s.config.proxy = chat::make_proxy_settings(f.proxy);
+  if (!f.centrifuge_js.empty()) s.config.centrifuge_js = chat::load_centrifuge_js(f.centrifuge_js);
   if (!f.api_key_file.empty()) {
     try {
       s.config.api_key = heartwheel::auth::ApiKey::from_file(f.api_key_file);
@@ -173,6 +176,10 @@ int main(int argc, char** argv) {
                  "history_remove, channels, info, batch; docs/centrifugo.md) for callers sending "
                  "the key in FILE as X-API-Key: KEY or Authorization: apikey KEY (others: 401)");
   chat::add_proxy_flags(app, f.proxy);
+  app.add_option("--centrifuge-js", f.centrifuge_js,
+                 "serve FILE, npm centrifuge's browser build (node_modules/centrifuge/dist/"
+                 "centrifuge.js, 5.x), at /centrifuge.js: the page at / speaks Centrifugo's "
+                 "protocol through it when opened with ?protocol=centrifugo. Read once at start");
   app.add_flag("--no-join-leave", f.no_join_leave,
                "no join/leave pushes (presence counts are still answered): for channels with "
                "thousands of subscribers, where every join would reach every subscriber");
