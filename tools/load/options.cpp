@@ -329,7 +329,8 @@ void add_options(CLI::App& app, LoadOptions& o) {
                "Reopen every connection the server closes (and retry failed connects) after an "
                "exponential backoff with jitter; adds the `reconnect` block to the result");
   add_duration(app, "--reconnect-initial", o.reconnect.initial,
-               "--auto-reconnect: the first delay (after a close, or a first failed connect)");
+               "--auto-reconnect: the first delay (after a close, or a first failed connect); "
+               "ws: the wait before coming back after a server restart (close 1012)");
   add_duration(app, "--reconnect-max", o.reconnect.max,
                "--auto-reconnect: the delay stops growing here");
   add_duration(app, "--reconnect-stable", o.reconnect.stable,
@@ -339,8 +340,8 @@ void add_options(CLI::App& app, LoadOptions& o) {
                  "--auto-reconnect: each consecutive failed attempt multiplies the delay by this")
       ->capture_default_str();
   app.add_option("--reconnect-jitter", o.reconnect.jitter,
-                 "--auto-reconnect: fraction of each delay removed at random (0 lockstep, 1 full "
-                 "jitter)")
+                 "--auto-reconnect (and ws's comeback after a close 1012): fraction of each delay "
+                 "removed at random (0 lockstep, 1 full jitter)")
       ->capture_default_str();
 }
 

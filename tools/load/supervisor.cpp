@@ -173,6 +173,20 @@ void print_summary(const nlohmann::json& r) {
         d["max"].get<unsigned long long>(), w["server_pings"].get<unsigned long long>(),
         w["reconnects"].get<unsigned long long>(), w["recovered"].get<unsigned long long>(),
         w["not_recovered"].get<unsigned long long>());
+    const auto& sr = w["server_restart"];
+    if (sr["closes"].get<unsigned long long>() + sr["publisher_closes"].get<unsigned long long>() >
+        0) {
+      const auto& b = sr["back_ms"];
+      std::printf(
+          "server restarts (close 1012, not errors): %llu subscribers closed, %llu back "
+          "(recovered %llu), publishers %llu; back_ms: p50 %llu p99 %llu max %llu; closes per "
+          "second %s\n",
+          sr["closes"].get<unsigned long long>(), sr["resubscribed"].get<unsigned long long>(),
+          sr["recovered"].get<unsigned long long>(),
+          sr["publisher_closes"].get<unsigned long long>(), b["p50"].get<unsigned long long>(),
+          b["p99"].get<unsigned long long>(), b["max"].get<unsigned long long>(),
+          sr["closes_per_s"].dump().c_str());
+    }
   }
   if (!r["connect_errors"].empty())
     std::printf("connect errors: %s\n", r["connect_errors"].dump().c_str());

@@ -175,6 +175,7 @@ void Worker::ws_open(Conn& c) {
   WsConn& s = *c.ws;
   s.session.reset();
   s.upgraded = false;
+  s.restart_closed = false;
   s.handshake = std::make_unique<ws::ClientHandshake>(ws_handshake_, ws_key_);
   const std::string& request = s.handshake->request();
   send_bytes(c, reinterpret_cast<const std::uint8_t*>(request.data()), request.size());
@@ -221,6 +222,7 @@ bool Worker::ws_upgrade(Conn& c, std::string_view& data) {
   s.upgraded = true;
   if (c.publisher) {
     ++result_.ws_publishers;
+    s.restart_ns = 0;
     // Centrifugo's connect comes first (its reply is not counted); the
     // publishes that follow it are answered after it, in order.
     if (options_.ws_centrifugo) ws_send_text(c, "{\"id\":1,\"connect\":{}}");
@@ -287,6 +289,7 @@ void WsConn::on_ping(ws::Session&, std::string_view) {
 
 void WsConn::on_close(ws::Session&, std::uint16_t code, std::string_view) {
   // The session echoed the code; the server then closes the TCP connection.
+  if (code == ws::kCloseServiceRestart) return conn->worker->ws_restart_close(*conn);
   ++conn->worker->result().errors["ws_close_received:" + std::to_string(code)];
 }
 
@@ -415,10 +418,17 @@ void Worker::ws_reply_json(Conn& c, const nlohmann::json& reply) {
     first_exchange(c);  // a dead subscriber goes silent here
     return;
   }
-  // A resubscribe after --reconnect, with since {last, epoch}.
+  // A resubscribe after --reconnect or a server restart, with since {last, epoch}.
   ++result_.reconnects;
+  const bool after_restart = s.restart_ns != 0;
+  if (after_restart) {
+    ++result_.ws_restart_resubscribed;
+    result_.ws_restart_back_ms.record((uv_hrtime() - s.restart_ns) / 1'000'000);
+    s.restart_ns = 0;
+  }
   if (j.value("recovered", false)) {
     ++result_.recovered;
+    if (after_restart) ++result_.ws_restart_recovered;
     for (const auto& p : j.value("publications", nlohmann::json::array())) {
       const std::uint64_t o = p.value("offset", std::uint64_t{0});
       if (o <= s.last) {
@@ -488,6 +498,33 @@ void Worker::ws_drop_for_reconnect() {
     c.ws->reconnect_waiting = true;
     close_conn(c);
   }
+}
+
+void Worker::ws_restart_close(Conn& c) {
+  WsConn& s = *c.ws;
+  if (c.state != Conn::State::open || s.restart_closed) return;
+  s.restart_closed = true;
+  s.restart_ns = uv_hrtime();
+  if (c.publisher) {
+    ++result_.ws_publisher_restarts;
+    return;
+  }
+  ++result_.ws_restart_closes;
+  ReconnectStats::count(result_.ws_restart_closes_per_s, elapsed_ms() / 1000);
+}
+
+void Worker::ws_restarting(Conn& c) {
+  // A server restarting (heartwheel's SIGUSR2 drain) spreads these closes
+  // over its drain window and asks each client to come back at once: after
+  // --reconnect-initial (jittered; --auto-reconnect is not for ws mode), as
+  // ws::Client does. The subscriber then resubscribes with since {offset,
+  // epoch} (ws_subscribe) and counts as a reconnect, not a new connection; a
+  // publisher goes on publishing. A reconnect that fails is a connect error
+  // (a refusal is what a restart must never cause) and is not retried.
+  c.ws->dropped = true;
+  c.failures = 0;
+  c.retry = !stopping_;
+  close_conn(c);
 }
 
 void Worker::ws_closed(Conn& c) {
