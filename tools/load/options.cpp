@@ -324,20 +324,23 @@ void add_options(CLI::App& app, LoadOptions& o) {
       "--linger-reset", o.linger_reset,
       "Close connections at the end with RST (SO_LINGER 0), so no TIME_WAIT holds the ports");
 
-  // --auto-reconnect and its backoff (reconnect.h).
+  // --auto-reconnect and its backoff (reconnect.h); ws mode's comeback after
+  // a server restart (close 1012) waits the same backoff.
   app.add_flag("--auto-reconnect", o.reconnect.enabled,
                "Reopen every connection the server closes (and retry failed connects) after an "
                "exponential backoff with jitter; adds the `reconnect` block to the result");
   add_duration(app, "--reconnect-initial", o.reconnect.initial,
-               "--auto-reconnect: the first delay (after a close, or a first failed connect); "
-               "ws: the wait before coming back after a server restart (close 1012)");
+               "--auto-reconnect (and ws's comeback after a close 1012): the first delay (after a "
+               "close, or a first failed connect)");
   add_duration(app, "--reconnect-max", o.reconnect.max,
-               "--auto-reconnect: the delay stops growing here");
+               "--auto-reconnect (and ws's comeback after a close 1012): the delay stops growing "
+               "here");
   add_duration(app, "--reconnect-stable", o.reconnect.stable,
                "--auto-reconnect: a connection closed sooner than this after it opened counts as a "
                "failed attempt (the backoff keeps growing); 0 = reset on every open");
   app.add_option("--reconnect-multiplier", o.reconnect.multiplier,
-                 "--auto-reconnect: each consecutive failed attempt multiplies the delay by this")
+                 "--auto-reconnect (and ws's comeback after a close 1012): each consecutive failed "
+                 "attempt multiplies the delay by this")
       ->capture_default_str();
   app.add_option("--reconnect-jitter", o.reconnect.jitter,
                  "--auto-reconnect (and ws's comeback after a close 1012): fraction of each delay "

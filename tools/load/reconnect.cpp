@@ -22,13 +22,12 @@ net::ConnectorOptions as_connector(const ReconnectOptions& o) {
 
 void ReconnectOptions::validate() const {
   // Checked with or without --auto-reconnect: ws mode's comeback after a
-  // server restart (close 1012) waits `initial`, jittered.
+  // server restart (close 1012) waits this backoff too.
   if (initial <= std::chrono::nanoseconds{0} || max < initial)
     throw std::invalid_argument("--reconnect-initial must be positive and at most --reconnect-max");
+  if (multiplier < 1.0) throw std::invalid_argument("--reconnect-multiplier must be >= 1");
   if (jitter < 0 || jitter > 1)
     throw std::invalid_argument("--reconnect-jitter is a fraction between 0 and 1");
-  if (!enabled) return;
-  if (multiplier < 1.0) throw std::invalid_argument("--reconnect-multiplier must be >= 1");
   if (stable < std::chrono::nanoseconds{0})
     throw std::invalid_argument("--reconnect-stable must not be negative");
 }

@@ -520,7 +520,8 @@ void Worker::ws_restarting(Conn& c) {
   // ws::Client does. The subscriber then resubscribes with since {offset,
   // epoch} (ws_subscribe) and counts as a reconnect, not a new connection; a
   // publisher goes on publishing. A reconnect that fails is a connect error
-  // (a refusal is what a restart must never cause) and is not retried.
+  // (a refusal is what a restart must never cause), retried with the
+  // backoff until it is back (attempt_failed).
   c.ws->dropped = true;
   c.failures = 0;
   c.retry = !stopping_;
