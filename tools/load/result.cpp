@@ -93,6 +93,7 @@ void LoadResult::merge(const LoadResult& other) {
   ramp_ms = std::max(ramp_ms, other.ramp_ms);
   reconnect.merge(other.reconnect);
   ReconnectStats::add(ws_restart_closes_per_s, other.ws_restart_closes_per_s);
+  ReconnectStats::add(ws_restart_back_per_s, other.ws_restart_back_per_s);
 }
 
 nlohmann::json LoadResult::to_json() const {
@@ -107,6 +108,7 @@ nlohmann::json LoadResult::to_json() const {
   j["ramp_ms"] = ramp_ms;
   j["reconnect"] = reconnect.to_json();
   j["ws_restart_closes_per_s"] = ws_restart_closes_per_s;
+  j["ws_restart_back_per_s"] = ws_restart_back_per_s;
   return j;
 }
 
@@ -123,6 +125,7 @@ LoadResult LoadResult::from_json(const nlohmann::json& j) {
     r.ramp_ms = j.at("ramp_ms").get<std::uint64_t>();
     r.reconnect = ReconnectStats::from_json(j.at("reconnect"));
     r.ws_restart_closes_per_s = j.at("ws_restart_closes_per_s").get<ReconnectStats::Series>();
+    r.ws_restart_back_per_s = j.at("ws_restart_back_per_s").get<ReconnectStats::Series>();
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(std::string("LoadResult::from_json: ") + e.what());
   }
@@ -220,7 +223,8 @@ nlohmann::json LoadResult::ws_report() const {
             {"recovered", ws_restart_recovered},
             {"publisher_closes", ws_publisher_restarts},
             {"back_ms", nlohmann::json::parse(ws_restart_back_ms.summary_json())},
-            {"closes_per_s", ws_restart_closes_per_s}}}};
+            {"closes_per_s", ws_restart_closes_per_s},
+            {"back_per_s", ws_restart_back_per_s}}}};
 }
 
 bool LoadResult::expectations_met(bool expect_idle_close, bool expect_delivery,

@@ -77,6 +77,7 @@ struct LoadResult {
   std::uint64_t ws_restart_recovered = 0;          // ... with recovered: true
   std::uint64_t ws_publisher_restarts = 0;         // publishers' closes 1012 (they come back too)
   ReconnectStats::Series ws_restart_closes_per_s;  // subscribers' 1012s per second since start
+  ReconnectStats::Series ws_restart_back_per_s;    // ... and their resubscribe replies
   std::uint64_t tls_handshakes = 0;  // --tls: handshakes completed (resumed ones included)
   std::uint64_t tls_resumed = 0;     // ... of them resumed with a ticket (--tls-resume)
   std::uint64_t unsubscribed_at_end =

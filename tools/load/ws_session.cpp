@@ -424,6 +424,7 @@ void Worker::ws_reply_json(Conn& c, const nlohmann::json& reply) {
   if (after_restart) {
     ++result_.ws_restart_resubscribed;
     result_.ws_restart_back_ms.record((uv_hrtime() - s.restart_ns) / 1'000'000);
+    ReconnectStats::count(result_.ws_restart_back_per_s, elapsed_ms() / 1000);
     s.restart_ns = 0;
   }
   if (j.value("recovered", false)) {
