@@ -205,6 +205,7 @@ struct ClientOptions : LinkOptions {
 namespace detail {
 class ClientImpl;
 }
+class Subscriber;
 
 class Client {
  public:
@@ -246,6 +247,7 @@ class Client {
   const ClientOptions& options() const noexcept;
 
  private:
+  friend class Subscriber;  // Subscriber::follow shares this client's slot map
   std::unique_ptr<detail::ClientImpl> core_;
 };
 
