@@ -222,6 +222,26 @@ bool LoadResult::expectations_met(bool expect_idle_close, bool expect_delivery,
   return met;
 }
 
+void print_ws_summary(const nlohmann::json& w) {
+  const auto& d = w["delivery_us"];
+  std::printf(
+      "ws: upgraded %llu, subscribed %llu, publishers %llu; publications sent %llu acked %llu; "
+      "delivered %llu of %llu expected (+%llu recovered), missing %llu (gaps %llu, tail %llu), "
+      "duplicates %llu\n"
+      "delivery_us: p50 %llu p99 %llu max %llu; server pings %llu; reconnects %llu "
+      "(recovered %llu, not %llu)\n",
+      w["upgraded"].get<unsigned long long>(), w["subscribed"].get<unsigned long long>(),
+      w["publishers"].get<unsigned long long>(), w["publications_sent"].get<unsigned long long>(),
+      w["publish_acks"].get<unsigned long long>(), w["delivered"].get<unsigned long long>(),
+      w["expected"].get<unsigned long long>(),
+      w["recovered_publications"].get<unsigned long long>(), w["missing"].get<unsigned long long>(),
+      w["missing_gaps"].get<unsigned long long>(), w["missing_tail"].get<unsigned long long>(),
+      w["duplicates"].get<unsigned long long>(), d["p50"].get<unsigned long long>(),
+      d["p99"].get<unsigned long long>(), d["max"].get<unsigned long long>(),
+      w["server_pings"].get<unsigned long long>(), w["reconnects"].get<unsigned long long>(),
+      w["recovered"].get<unsigned long long>(), w["not_recovered"].get<unsigned long long>());
+}
+
 bool write_json_report(const std::string& path, const nlohmann::json& report) {
   std::ofstream out(path);
   out << report.dump(2) << "\n";
