@@ -323,6 +323,9 @@ void add_options(CLI::App& app, LoadOptions& o) {
   app.add_flag(
       "--linger-reset", o.linger_reset,
       "Close connections at the end with RST (SO_LINGER 0), so no TIME_WAIT holds the ports");
+  // A coordinator's, on each agent's share (not for people: hidden).
+  app.add_flag("!--no-ws-publisher", o.ws_publisher)->group("");
+  app.add_option("--clock-offset-ns", o.clock_offset_ns)->group("");
 
   // --auto-reconnect and its backoff (reconnect.h); ws mode's comeback after
   // a server restart (close 1012) waits the same backoff.

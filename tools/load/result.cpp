@@ -241,6 +241,40 @@ bool LoadResult::expectations_met(bool expect_idle_close, bool expect_delivery,
   return met;
 }
 
+void print_ws_summary(const nlohmann::json& w) {
+  const auto& d = w["delivery_us"];
+  std::printf(
+      "ws: upgraded %llu, subscribed %llu, publishers %llu; publications sent %llu acked %llu; "
+      "delivered %llu of %llu expected (+%llu recovered), missing %llu (gaps %llu, tail %llu), "
+      "duplicates %llu\n"
+      "delivery_us: p50 %llu p99 %llu max %llu; server pings %llu; reconnects %llu "
+      "(recovered %llu, not %llu)\n",
+      w["upgraded"].get<unsigned long long>(), w["subscribed"].get<unsigned long long>(),
+      w["publishers"].get<unsigned long long>(), w["publications_sent"].get<unsigned long long>(),
+      w["publish_acks"].get<unsigned long long>(), w["delivered"].get<unsigned long long>(),
+      w["expected"].get<unsigned long long>(),
+      w["recovered_publications"].get<unsigned long long>(), w["missing"].get<unsigned long long>(),
+      w["missing_gaps"].get<unsigned long long>(), w["missing_tail"].get<unsigned long long>(),
+      w["duplicates"].get<unsigned long long>(), d["p50"].get<unsigned long long>(),
+      d["p99"].get<unsigned long long>(), d["max"].get<unsigned long long>(),
+      w["server_pings"].get<unsigned long long>(), w["reconnects"].get<unsigned long long>(),
+      w["recovered"].get<unsigned long long>(), w["not_recovered"].get<unsigned long long>());
+  if (!w.contains("server_restart")) return;
+  const auto& sr = w["server_restart"];
+  if (sr["closes"].get<unsigned long long>() + sr["publisher_closes"].get<unsigned long long>() ==
+      0)
+    return;
+  const auto& b = sr["back_ms"];
+  std::printf(
+      "server restarts (close 1012, not errors): %llu subscribers closed, %llu back "
+      "(recovered %llu), publishers %llu; back_ms: p50 %llu p99 %llu max %llu; closes per "
+      "second %s\n",
+      sr["closes"].get<unsigned long long>(), sr["resubscribed"].get<unsigned long long>(),
+      sr["recovered"].get<unsigned long long>(), sr["publisher_closes"].get<unsigned long long>(),
+      b["p50"].get<unsigned long long>(), b["p99"].get<unsigned long long>(),
+      b["max"].get<unsigned long long>(), sr["closes_per_s"].dump().c_str());
+}
+
 bool write_json_report(const std::string& path, const nlohmann::json& report) {
   std::ofstream out(path);
   out << report.dump(2) << "\n";

@@ -128,6 +128,9 @@ struct LoadResult {
   std::uint64_t dead_not_closed() const noexcept { return dead_count - dead_closed; }
 };
 
+// The summary's two ws lines (report_json's "ws" block) on stdout.
+void print_ws_summary(const nlohmann::json& ws);
+
 // Writes `report` (indented) to `path`; false (said on stderr) if it could not.
 bool write_json_report(const std::string& path, const nlohmann::json& report);
 

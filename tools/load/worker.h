@@ -159,6 +159,12 @@ class Worker {
   void stop();
   bool write_line(const std::string& line);
   std::uint64_t elapsed_ms() const noexcept;
+  // ws stamps: `local` (uv_hrtime()) on the clock every host of a run
+  // shares (the coordinator's: less options_.clock_offset_ns; 0 on one host).
+  std::uint64_t shared_clock_ns(std::uint64_t local) const noexcept {
+    return local - static_cast<std::uint64_t>(options_.clock_offset_ns);
+  }
+  std::uint64_t shared_clock_ns() const noexcept { return shared_clock_ns(uv_hrtime()); }
   void note_resolved();
   // --tls (tls_conn.cpp)
   void tls_setup();

@@ -8,7 +8,8 @@
 // to it: offsets must follow each other with no gap and no repeat (per
 // subscriber, per channel), and the `t` its data carries (the publisher's
 // uv_hrtime() at the write; one monotonic clock for every process of the
-// machine) gives the delivery latency. A dead subscriber goes silent once its
+// machine; across hosts each host's clock less its --clock-offset-ns, the
+// coordinator's clock) gives the delivery latency. A dead subscriber goes silent once its
 // subscribe reply came: no pong, no frame, nothing parsed; it still drains
 // its socket, so the harness sees when the server closes it.
 //
@@ -122,7 +123,7 @@ void Worker::ws_setup() {
     c.ws->drop_planned =
         !c.dead && is_dead(options_.reconnect_fraction, share_.connections - 1 - j);
   }
-  if (share_.index != 0 || options_.publish_rate <= 0) return;
+  if (share_.index != 0 || options_.publish_rate <= 0 || !options_.ws_publisher) return;
   publisher_count_ = options_.publish_all_targets ? targets : 1;
   publishers_ = std::make_unique<Conn[]>(publisher_count_);
   // Global indices past every subscriber's, with index mod targets == target:
@@ -345,7 +346,7 @@ void Worker::ws_push(Conn& c, std::string_view text, std::size_t name_at) {
                         ? std::nullopt
                         : number_after(rest.substr(data_at), "\"t\":");
   if (!offset) return protocol_error(c, "ws_bad_push");
-  const std::uint64_t now = uv_hrtime();
+  const std::uint64_t now = shared_clock_ns();
   if (sent && *sent <= now) result_.delivery_us.record((now - *sent) / 1000);
   WsConn& s = *c.ws;
   if (!s.subscribed) return;  // cannot happen: the reply comes first
@@ -468,7 +469,8 @@ void Worker::ws_publish_due() {
         continue;
       }
       const std::uint64_t t = uv_hrtime();
-      std::string data = "{\"t\":" + std::to_string(t) + ",\"k\":" + std::to_string(k) + "}";
+      std::string data =
+          "{\"t\":" + std::to_string(shared_clock_ns(t)) + ",\"k\":" + std::to_string(k) + "}";
       pad_data(data, options_.publish_size, k);
       const std::string fields = "\"channel\":\"" + channel + "\",\"data\":" + data;
       const std::string req =
