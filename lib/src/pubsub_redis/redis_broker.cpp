@@ -231,6 +231,10 @@ void RedisBroker::Core::run(std::promise<void>& ready) {
       if (!pattern) on_subscribed(name, again);
     };
     subscriber_ = std::make_unique<redis::Subscriber>(*wheel_, so);
+    // One slot map for both (cluster mode): a failover the publishes meet
+    // (timing out on a frozen or cut-off master) moves the subscriptions
+    // too, while their own connection to that master is still open.
+    subscriber_->follow(*client_);
     client_->start();
     subscriber_->start();
     renewal_ = std::make_unique<Renewal>(this);

@@ -99,6 +99,14 @@ class Connector final : private detail::ConnectionHost {
   // once its calls are done).
   void stop_reconnecting() noexcept;
   bool started() const noexcept { return started_; }
+  // The open connection's close (whenever it comes) is not a failed attempt:
+  // the next one follows after backoff_initial (jittered), even if the
+  // connection was younger than stable_after. For a server that closes on
+  // purpose and asks to be called back at once (WebSocket close 1012, a
+  // restart: ws::Client), which stable_after would otherwise take for a
+  // server at its limit. No-op without an open connection; a new connection
+  // starts without it.
+  void reconnect_promptly() noexcept { prompt_ = conn_ != nullptr; }
 
   // The open connection, or nullptr while connecting / backing off.
   Connection* connection() const noexcept { return conn_; }
@@ -152,6 +160,7 @@ class Connector final : private detail::ConnectionHost {
   unsigned failures_before_open_ = 0;  // failures_ when the open connection connected
   bool started_ = false;
   bool stopped_ = false;
+  bool prompt_ = false;  // reconnect_promptly() on the open connection
 };
 
 }  // namespace heartwheel::net
