@@ -5,12 +5,12 @@
 //     so a quiet peer hears that we are alive; it proves that it is alive
 //     by sending anything (a silent one is pinged until it is closed);
 //   - drain: SIGTERM or Ctrl-C says "bye\n" to every peer and closes once
-//     that is sent; a second signal closes everything at once (net::serve).
+//     that is sent; a second signal closes everything at once (runtime::serve).
 // Usage: heartwheel-echo-example [HOST:PORT [READ_IDLE]]
 //   (default 127.0.0.1:7000 30s; port 0 picks one). See README.md.
 #include <heartwheel/common/duration_parse.h>
 #include <heartwheel/net/address.h>
-#include <heartwheel/net/serve.h>
+#include <heartwheel/runtime/serve.h>
 
 #include <cstdio>
 #include <exception>
@@ -18,6 +18,7 @@
 #include <string_view>
 
 namespace net = heartwheel::net;
+namespace runtime = heartwheel::runtime;
 using namespace std::chrono_literals;
 
 class Echo final : public net::Handler {
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
               "Exit status: 0 after a drain, 1 cannot listen, 2 bad argument.");
     return 0;
   }
-  net::WorkersOptions options;
+  runtime::WorkersOptions options;
   try {
     const net::HostPort listen = net::parse_host_port(argc > 1 ? argv[1] : "127.0.0.1:7000");
     options.server.host = listen.host;
@@ -61,7 +62,8 @@ int main(int argc, char** argv) {
   }
   try {
     // Prints "listening on HOST:PORT", returns after the drain.
-    net::serve(options, [](unsigned) { return std::make_unique<Echo>(); }, {.drain_timeout = 5s});
+    runtime::serve(options, [](unsigned) { return std::make_unique<Echo>(); },
+                   {.drain_timeout = 5s});
     return 0;
   } catch (const std::exception& e) {  // cannot listen
     std::fprintf(stderr, "heartwheel-echo-example: error: %s\n", e.what());

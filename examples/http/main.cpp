@@ -1,16 +1,17 @@
-// heartwheel-http: an HTTP/1.1 server on heartwheel (net::Workers + one
+// heartwheel-http: an HTTP/1.1 server on heartwheel (runtime::Workers + one
 // http::Session per connection). See README.md in this folder.
 #include <heartwheel/common/duration_parse.h>
 #include <heartwheel/common/error.h>
 #include <heartwheel/http/net_handler.h>
+#include <heartwheel/http/session_stats.h>
 #include <heartwheel/metrics/endpoint.h>
-#include <heartwheel/metrics/http_metrics.h>
-#include <heartwheel/metrics/net_metrics.h>
+#include <heartwheel/metrics/stat_families.h>
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
-#include <heartwheel/net/serve.h>
+#include <heartwheel/net/stats.h>
+#include <heartwheel/runtime/serve.h>
+#include <heartwheel/runtime/workers.h>
 #include <heartwheel/tls/net_transport.h>
-#include <heartwheel/net/workers.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -22,8 +23,8 @@
 #include <vector>
 
 #include "cli_program.h"
-#include "server_flags.h"
 #include "routes.h"
+#include "server_flags.h"
 
 namespace {
 
@@ -32,6 +33,7 @@ using heartwheel::cli::parse_duration_flag;
 namespace http = heartwheel::http;
 namespace metrics = heartwheel::metrics;
 namespace net = heartwheel::net;
+namespace runtime = heartwheel::runtime;
 
 // Each worker publishes its HTTP counters here (from its own thread).
 using StatsBoard = metrics::WorkerBoard<http::SessionStats>;
@@ -60,7 +62,8 @@ nlohmann::json to_json(const http::SessionStats& s) {
           {"closed_by_reason", closed}};
 }
 
-void write_stats(const std::string& path, const StatsBoard& board, const net::Workers& workers) {
+void write_stats(const std::string& path, const StatsBoard& board,
+                 const runtime::Workers& workers) {
   if (path.empty()) return;
   nlohmann::json j;
   j["http"] = to_json(board.total());
@@ -146,7 +149,7 @@ int main(int argc, char** argv) {
 
   // Every value is checked before anything starts: a bad one is a usage error.
   http::SessionOptions so;
-  net::WorkersOptions wo;
+  runtime::WorkersOptions wo;
   net::HostPort hp;
   std::optional<metrics::EndpointOptions> metrics_options;
   Duration drain_timeout{}, stats_interval{};
@@ -192,7 +195,7 @@ int main(int argc, char** argv) {
     wo.on_publish = [&board](unsigned index, const net::LoopSnapshot&, net::Handler& h) {
       board.publish(index, static_cast<http::NetHandler&>(h).stats());
     };
-    net::Workers workers(wo, [&](unsigned index) -> std::unique_ptr<net::Handler> {
+    runtime::Workers workers(wo, [&](unsigned index) -> std::unique_ptr<net::Handler> {
       auto h = std::make_unique<http::NetHandler>(so, heartwheel_example::make_routes());
       h->set_publisher([&board, index](const http::SessionStats& s) { board.publish(index, s); });
       return h;
@@ -202,22 +205,24 @@ int main(int argc, char** argv) {
         heartwheel::tls::server_context(wo.server.transport.get()), "heartwheel-http");
     // Signals drain the workers (idle connections close, busy ones answer
     // with Connection: close); the stats file is rewritten meanwhile.
-    net::serve(workers,
-               {.program = "heartwheel-http",
-                .drain_timeout = drain_timeout,
-                .tick_interval = f.stats_json.empty() ? Duration{0} : stats_interval,
-                .tick = [&] { write_stats(f.stats_json, board, workers); },
-                .on_listening = [&](net::Workers&) {
-                  if (metrics_options) {
-                    endpoint = std::make_unique<metrics::Endpoint>(
-                        *metrics_options, [&workers, &board](metrics::TextWriter& out) {
-                          metrics::write(out, workers.total());
-                          metrics::write(out, board.total());
-                        });
-                  }
-                  heartwheel::cli::announce_listening(
-                      hp.host, workers.port(), endpoint ? endpoint->address() : std::string());
-                }});
+    runtime::serve(workers, {.program = "heartwheel-http",
+                             .drain_timeout = drain_timeout,
+                             .tick_interval = f.stats_json.empty() ? Duration{0} : stats_interval,
+                             .tick = [&] { write_stats(f.stats_json, board, workers); },
+                             .on_listening =
+                                 [&](runtime::Workers&) {
+                                   if (metrics_options) {
+                                     endpoint = std::make_unique<metrics::Endpoint>(
+                                         *metrics_options,
+                                         [&workers, &board](metrics::TextWriter& out) {
+                                           metrics::write(out, workers.total());
+                                           metrics::write(out, board.total());
+                                         });
+                                   }
+                                   heartwheel::cli::announce_listening(
+                                       hp.host, workers.port(),
+                                       endpoint ? endpoint->address() : std::string());
+                                 }});
     write_stats(f.stats_json, board, workers);
     const auto t = board.total();
     std::fprintf(stderr, "heartwheel-http: stopped after %llu requests\n",

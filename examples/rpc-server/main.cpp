@@ -3,13 +3,14 @@
 // graceful drain on SIGTERM/SIGINT. See README.md in this folder.
 #include <heartwheel/common/error.h>
 #include <heartwheel/metrics/endpoint.h>
-#include <heartwheel/metrics/net_metrics.h>
-#include <heartwheel/metrics/rpc_metrics.h>
+#include <heartwheel/metrics/stat_families.h>
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
-#include <heartwheel/net/serve.h>
+#include <heartwheel/net/stats.h>
+#include <heartwheel/rpc/net_handler.h>
+#include <heartwheel/runtime/serve.h>
+#include <heartwheel/runtime/workers.h>
 #include <heartwheel/tls/net_transport.h>
-#include <heartwheel/net/workers.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -23,11 +24,12 @@
 #include <vector>
 
 #include "cli_program.h"
-#include "server_flags.h"
 #include "rpc_service.h"
+#include "server_flags.h"
 
 namespace metrics = heartwheel::metrics;
 namespace net = heartwheel::net;
+namespace runtime = heartwheel::runtime;
 using heartwheel::Duration;
 using heartwheel::cli::parse_duration_flag;
 
@@ -45,7 +47,7 @@ struct Config {
 };
 
 struct Setup {
-  net::WorkersOptions workers;
+  runtime::WorkersOptions workers;
   rpcserver::ServiceOptions service;
   Duration drain_timeout{};
   std::optional<metrics::EndpointOptions> metrics;  // --metrics-listen
@@ -155,7 +157,7 @@ int main(int argc, char** argv) {
     board.publish(index, static_cast<heartwheel::rpc::NetHandler&>(h).stats());
   };
   return heartwheel::cli::run(app, [&] {
-    net::Workers workers(setup.workers, [&](unsigned index) -> std::unique_ptr<net::Handler> {
+    runtime::Workers workers(setup.workers, [&](unsigned index) -> std::unique_ptr<net::Handler> {
       return rpcserver::make_service(setup.service, counters[index]);
     });
     std::unique_ptr<metrics::Endpoint> endpoint;
@@ -167,21 +169,22 @@ int main(int argc, char** argv) {
     // watchers exist before the workers start, so a signal sent as soon as
     // "listening on" is printed already drains. Nothing is said about the
     // signals: this program's stderr stays as it was.
-    net::serve(workers, {.drain_timeout = setup.drain_timeout,
-                         .on_listening =
-                             [&](net::Workers&) {
-                               if (setup.metrics) {
-                                 endpoint = std::make_unique<metrics::Endpoint>(
-                                     *setup.metrics, [&workers, &board](metrics::TextWriter& out) {
-                                       metrics::write(out, workers.total());
-                                       metrics::write(out, board.total());
-                                     });
-                               }
-                               heartwheel::cli::announce_listening(
-                                   setup.workers.server.host, workers.port(),
-                                   endpoint ? endpoint->address() : std::string());
-                             },
-                         .log = [](std::string_view) {}});
+    runtime::serve(workers, {.drain_timeout = setup.drain_timeout,
+                             .on_listening =
+                                 [&](runtime::Workers&) {
+                                   if (setup.metrics) {
+                                     endpoint = std::make_unique<metrics::Endpoint>(
+                                         *setup.metrics,
+                                         [&workers, &board](metrics::TextWriter& out) {
+                                           metrics::write(out, workers.total());
+                                           metrics::write(out, board.total());
+                                         });
+                                   }
+                                   heartwheel::cli::announce_listening(
+                                       setup.workers.server.host, workers.port(),
+                                       endpoint ? endpoint->address() : std::string());
+                                 },
+                             .log = [](std::string_view) {}});
     // The workers are joined: the counters are ours to read.
 
     rpcserver::WorkerCounters total;

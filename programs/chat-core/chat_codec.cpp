@@ -210,6 +210,10 @@ std::string_view chat_error_code(Op op, Fault f) noexcept {
       f != Fault::bad_json && f != Fault::too_deep)
     return "unauthorized";
   if (f == Fault::token_expired) return "permission_denied";  // a channel token
+  // History or presence off in the namespace (Centrifugo's not_available).
+  if (f == Fault::not_available &&
+      (op == Op::history || op == Op::presence || op == Op::presence_stats))
+    return "permission_denied";
   return fault_name(f);
 }
 

@@ -70,7 +70,9 @@ class Codec {
 
 const Codec& chat_codec() noexcept;
 // The code our protocol answers a failure of `op` with (a refused connect or
-// refresh is "unauthorized", whatever refused it): also the name
+// refresh is "unauthorized", whatever refused it; history or presence off in
+// the namespace, which Centrifugo's calls not available, "permission_denied"
+// as every other denial): also the name
 // chat.errors counts it under, whichever protocol the client speaks.
 std::string_view chat_error_code(Op op, Fault fault) noexcept;
 const Codec& centrifuge_codec() noexcept;

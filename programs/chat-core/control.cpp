@@ -196,7 +196,10 @@ void Worker::answer_survey(const Json& m) {
     const pubsub::HubStats h = hub_->stats();
     a["clients"] = clients;
     a["users"] = users.size();
-    a["subs"] = h.subscriptions;
+    // The hub also counts this worker's own control subscriptions (the
+    // survey and answer channels); the API reports clients' only.
+    const std::uint64_t own = control_ ? control_->channel_count() : 0;
+    a["subs"] = h.subscriptions >= own ? h.subscriptions - own : 0;
     // Channels are counted once per node (the roster is the process's).
     a["channels"] = index_ == 0 ? roster_.channel_count() : 0;
     a["uptime"] = std::chrono::duration_cast<std::chrono::seconds>(

@@ -80,14 +80,14 @@ void apply_redis_target(const std::string& redis, const RedisClusterFlags& f,
 
 void write_redis_metrics(heartwheel::metrics::TextWriter& out,
                          const heartwheel::pubsub::RedisBrokerStats& broker,
-                         std::span<const heartwheel::metrics::RedisLink> extra) {
+                         std::span<const heartwheel::redis::LinkMetrics> extra) {
   heartwheel::redis::LinkStats subscriber{.links = 0};
   for (const heartwheel::redis::MasterStats& m : broker.subscriber_masters)
     subscriber.merge(m.link);
-  std::vector<heartwheel::metrics::RedisLink> links{{"broker", broker.link, broker.masters}};
+  std::vector<heartwheel::redis::LinkMetrics> links{{"broker", broker.link, broker.masters}};
   if (!broker.subscriber_masters.empty())
     links.push_back({"broker_subscriber", subscriber, broker.subscriber_masters});
-  for (const heartwheel::metrics::RedisLink& l : extra) links.push_back(l);
+  for (const heartwheel::redis::LinkMetrics& l : extra) links.push_back(l);
   heartwheel::metrics::write(out, links);
 }
 

@@ -23,7 +23,7 @@
 // the pub/sub keys under KEY_PREFIX "pubsub:" as before (a note says so).
 //
 // Metrics: write_redis_metrics(out, broker.stats(), extra) writes the
-// heartwheel_redis_* families (heartwheel/metrics/redis_metrics.h) of the
+// heartwheel_redis_* families (heartwheel/redis/stats.h: write_metrics) of the
 // broker, link="broker" (its Client and Subscriber merged; per master of a
 // cluster, the Client's connections) and, on a cluster,
 // link="broker_subscriber" (the Subscriber's connections per master, its
@@ -32,12 +32,12 @@
 // Threads: the flags from main() only; write_redis_metrics from any.
 #pragma once
 
-#include <heartwheel/metrics/redis_metrics.h>
+#include <heartwheel/metrics/stat_families.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
 #include <heartwheel/redis/client.h>
+#include <heartwheel/redis/stats.h>
 
 #include <span>
-
 #include <string>
 
 namespace CLI {
@@ -79,6 +79,6 @@ void apply_redis_target(const std::string& redis, const RedisClusterFlags& flags
 // std::logic_error if `out` already has them.
 void write_redis_metrics(heartwheel::metrics::TextWriter& out,
                          const heartwheel::pubsub::RedisBrokerStats& broker,
-                         std::span<const heartwheel::metrics::RedisLink> extra = {});
+                         std::span<const heartwheel::redis::LinkMetrics> extra = {});
 
 }  // namespace chat

@@ -69,7 +69,10 @@ void Worker::handle(Client& client, const Codec& codec, Item& item) {
   if (const auto it = pending_.find(client.key());
       it != pending_.end() && it->second.waiting.size() >= config_.max_requests_in_flight) {
     ++stats_.limits["requests_in_flight"];
-    to.id = nullptr;  // docs/chat-protocol.md: the budget's refusal names no request
+    // docs/chat-protocol.md: our budget's refusal names no request.
+    // Centrifugo's SDKs match replies by id (one without is a ping to them,
+    // and the call would wait for its timeout): its reply keeps the id.
+    if (codec.kind() == Codec::Kind::chat) to.id = nullptr;
     return reserve_reply(client, std::move(to))(Failure{
         Fault::requests_in_flight, "more than " + std::to_string(config_.max_requests_in_flight) +
                                        " requests waiting for their replies"});

@@ -44,7 +44,7 @@ Worker::Worker(unsigned index, const Config& config, pubsub::Broker& broker, Ros
           [this](const http::Request& req, http::Responder r) { route(req, std::move(r)); })) {}
 
 Worker::~Worker() {
-  // On the loop thread, after the loop ran (net::Workers). The last counters
+  // On the loop thread, after the loop ran (runtime::Workers). The last counters
   // first, while everything they come from is alive.
   publish_stats();
   http_.reset();
@@ -137,7 +137,7 @@ void Worker::publish_stats() {
 void Worker::route(const http::Request& req, http::Responder r) {
   if (config_.routes && config_.routes(index_, *hub_, req, r)) return;
   if (serve_api(req, r)) return;
-  if (serve_static_file(req, r)) return;
+  if (serve_static_file(req, r, config_.centrifuge_js.get())) return;
   const std::string_view path = req.path();
   const bool centrifuge = path == "/connection/websocket";
   if ((path == "/ws" || path == "/echo" || centrifuge) &&

@@ -79,6 +79,9 @@ struct Config {
   // --proxy-*: the application's backend decides connects, subscribes,
   // publishes, RPCs (proxy.h); null: none.
   std::shared_ptr<const ProxySettings> proxy;
+  // --centrifuge-js: npm centrifuge's browser build, served at /centrifuge.js
+  // for the page's Centrifugo mode (static_files.h); null: a 404 there.
+  std::shared_ptr<const std::string> centrifuge_js;
   heartwheel::Duration stats_interval = std::chrono::seconds(1);
   // Tokens, channel permissions, origins (auth_gate.h); null: protocol v1.
   std::shared_ptr<const AuthSettings> auth;
@@ -92,7 +95,7 @@ struct Config {
 
 class Worker final : public heartwheel::net::Handler, private heartwheel::ws::Application {
  public:
-  // `wheel`: the worker loop's (net::Workers' LoopHandlerFactory); needed
+  // `wheel`: the worker loop's (runtime::Workers' LoopHandlerFactory); needed
   // for the proxies' HTTP client (config.proxy), may be null without them.
   Worker(unsigned index, const Config& config, heartwheel::pubsub::Broker& broker, Roster& roster,
          StatsBoard& board, heartwheel::LoopWheel* wheel = nullptr);

@@ -28,6 +28,17 @@ Failure token_failure(const auth::Error& e) {
   return {e.code == auth::errc::expired ? Fault::token_expired : Fault::unauthorized, e.message, 0};
 }
 
+// History or presence read in a namespace that has it off (its config's
+// "history"/"presence": false): an operation the channel lacks, not a
+// permission (Centrifugo's 108 not available; ours still answers
+// permission_denied, chat_error_code).
+bool read_off(const auth::ChannelPolicy& policy, const Command& cmd) noexcept {
+  const bool history = cmd.op == Op::history;
+  if (!history && cmd.op != Op::presence && cmd.op != Op::presence_stats) return false;
+  const auth::NamespaceRules* rules = policy.rules_for(cmd.channel);
+  return rules != nullptr && !(history ? rules->history : rules->presence);
+}
+
 }  // namespace
 
 void Worker::connect(Client& client, const Command& cmd, const Reply& reply) {
@@ -179,6 +190,7 @@ std::optional<Failure> Worker::refused(Client& client, const Command& cmd) {
       return std::nullopt;  // unsubscribe: always allowed
   }
   if (d.allowed()) return std::nullopt;
+  if (read_off(policy, cmd)) return Failure{Fault::not_available, std::string(d.reason), 0};
   const Fault f = d.code == auth::errc::unknown_channel ? Fault::unknown_channel
                   : d.code == auth::errc::bad_channel   ? Fault::bad_channel
                                                         : Fault::permission_denied;

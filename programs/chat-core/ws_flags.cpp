@@ -165,8 +165,9 @@ void apply_channel_flags(const WsFlags& f, bool join_leave, heartwheel::pubsub::
 }
 
 heartwheel::net::HostPort apply_workers_flags(const WsFlags& f, const Config& c,
-                                              heartwheel::net::WorkersOptions& wo) {
+                                              heartwheel::runtime::WorkersOptions& wo) {
   namespace net = heartwheel::net;
+  namespace runtime = heartwheel::runtime;
   const net::HostPort listen = net::parse_host_port(f.listen);
   wo.threads = f.workers;
   wo.server.host = listen.host;

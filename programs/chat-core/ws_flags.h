@@ -14,10 +14,10 @@
 // Threads: call from main() only.
 #pragma once
 
-#include <heartwheel/net/address.h>
-#include <heartwheel/net/workers.h>
-#include <heartwheel/pubsub/bus.h>
 #include <heartwheel/common/time.h>
+#include <heartwheel/net/address.h>
+#include <heartwheel/pubsub/bus.h>
+#include <heartwheel/runtime/workers.h>
 
 #include <cstddef>
 #include <string>
@@ -78,7 +78,7 @@ void apply_channel_flags(const WsFlags& flags, bool join_leave,
 // largest kind and 64 KiB), so the slow-consumer rule acts first and no
 // peer holds more. Returns the parsed --listen.
 heartwheel::net::HostPort apply_workers_flags(const WsFlags& flags, const Config& config,
-                                              heartwheel::net::WorkersOptions& workers);
+                                              heartwheel::runtime::WorkersOptions& workers);
 
 // --drain-timeout.
 heartwheel::Duration drain_timeout(const WsFlags& flags);

@@ -4,10 +4,10 @@
 // plain WebSocket echo. See README.md in this folder.
 #include <heartwheel/common/log.h>
 #include <heartwheel/net/address.h>
-#include <heartwheel/net/serve.h>
-#include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub/bus.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
+#include <heartwheel/runtime/serve.h>
+#include <heartwheel/runtime/workers.h>
 #include <heartwheel/tls/net_transport.h>
 
 #include <CLI/CLI.hpp>
@@ -23,6 +23,7 @@
 #include "proxy.h"
 #include "redis_link.h"
 #include "redis_link_flags.h"
+#include "static_files.h"
 #include "stats_board.h"
 #include "tls_flags.h"
 #include "worker.h"
@@ -34,6 +35,7 @@ using heartwheel::Duration;
 using heartwheel::cli::parse_duration_flag;
 using Json = nlohmann::json;
 namespace net = heartwheel::net;
+namespace runtime = heartwheel::runtime;
 namespace pubsub = heartwheel::pubsub;
 namespace ws = heartwheel::ws;
 
@@ -49,6 +51,7 @@ struct Flags {
   bool no_join_leave = false;
   std::string api_key_file;  // --api-key-file: the server API (programs/chat-core/server_api.cpp)
   chat::ProxyFlags proxy;    // --proxy-*: the application's backend decides (proxy.h)
+  std::string centrifuge_js;     // --centrifuge-js: served at /centrifuge.js (static_files.h)
   bool uring_fanout = false;     // accepted: the default since issue 41
   bool no_uring_fanout = false;  // ConnectionOptions::batch_shared_writes off
   std::vector<std::string> history_before_subscribers;  // namespaces
@@ -56,7 +59,7 @@ struct Flags {
 
 // Everything the flags decide, checked before anything starts.
 struct Setup {
-  net::WorkersOptions workers;
+  runtime::WorkersOptions workers;
   net::HostPort listen;
   pubsub::BusOptions bus;
   std::optional<pubsub::RedisBrokerOptions> redis;  // --redis(-cluster): in place of the Bus
@@ -92,6 +95,7 @@ Setup make_setup(const Flags& f) {
   s.config.auth = chat::make_auth_settings(f.auth);
   s.config.connect_timeout = chat::connect_timeout_of(f.auth);
   s.config.proxy = chat::make_proxy_settings(f.proxy);
+  if (!f.centrifuge_js.empty()) s.config.centrifuge_js = chat::load_centrifuge_js(f.centrifuge_js);
   if (!f.api_key_file.empty()) {
     try {
       s.config.api_key = heartwheel::auth::ApiKey::from_file(f.api_key_file);
@@ -131,7 +135,7 @@ Setup make_setup(const Flags& f) {
 }
 
 void write_stats(const std::string& path, const chat::StatsBoard& board,
-                 const net::Workers& workers, const pubsub::Bus& bus,
+                 const runtime::Workers& workers, const pubsub::Bus& bus,
                  const pubsub::RedisBroker* redis, const chat::WsFlags& f) {
   if (path.empty()) return;
   const chat::WorkerStats t = board.total();
@@ -172,6 +176,10 @@ int main(int argc, char** argv) {
                  "history_remove, channels, info, batch; docs/centrifugo.md) for callers sending "
                  "the key in FILE as X-API-Key: KEY or Authorization: apikey KEY (others: 401)");
   chat::add_proxy_flags(app, f.proxy);
+  app.add_option("--centrifuge-js", f.centrifuge_js,
+                 "serve FILE, npm centrifuge's browser build (node_modules/centrifuge/dist/"
+                 "centrifuge.js, 5.x), at /centrifuge.js: the page at / speaks Centrifugo's "
+                 "protocol through it when opened with ?protocol=centrifugo. Read once at start");
   app.add_flag("--no-join-leave", f.no_join_leave,
                "no join/leave pushes (presence counts are still answered): for channels with "
                "thousands of subscribers, where every join would reach every subscriber");
@@ -238,7 +246,7 @@ int main(int argc, char** argv) {
     chat::Roster roster;
     chat::StatsBoard board(f.ws.workers);
     {
-      net::Workers workers(
+      runtime::Workers workers(
           s.workers,
           [&](unsigned index, heartwheel::LoopWheel& wheel) -> std::unique_ptr<net::Handler> {
             return std::make_unique<chat::Worker>(index, s.config, broker, roster, board, &wheel);
@@ -249,14 +257,14 @@ int main(int argc, char** argv) {
       // Signals drain the workers (each WebSocket gets close 1001); the
       // stats file is rewritten meanwhile. Every worker's hub is gone
       // before the bus when it returns.
-      net::serve(
+      runtime::serve(
           workers,
           {.program = "heartwheel-chat",
            .drain_timeout = s.drain_timeout,
            .tick_interval = f.ws.stats_json.empty() ? Duration{0} : s.config.stats_interval,
            .tick = [&] { write_stats(f.ws.stats_json, board, workers, bus, redis.get(), f.ws); },
            .on_listening =
-               [&](net::Workers&) {
+               [&](runtime::Workers&) {
                  endpoint = chat::start_metrics(metrics_at, workers, board, bus, redis.get());
                  heartwheel::cli::announce_listening(
                      s.listen.host, workers.port(), endpoint ? endpoint->address() : std::string());

@@ -1,9 +1,10 @@
 // See production.h.
 #include "production.h"
 
-#include <heartwheel/metrics/net_metrics.h>
-#include <heartwheel/metrics/pubsub_metrics.h>
-#include <heartwheel/metrics/ws_metrics.h>
+#include <heartwheel/metrics/stat_families.h>
+#include <heartwheel/net/stats.h>
+#include <heartwheel/pubsub/stats.h>
+#include <heartwheel/ws/stats.h>
 
 #include <CLI/CLI.hpp>
 
@@ -31,9 +32,9 @@ std::optional<metrics::EndpointOptions> apply_production_flags(
 }
 
 std::unique_ptr<metrics::Endpoint> start_metrics(
-    const std::optional<metrics::EndpointOptions>& options, const heartwheel::net::Workers& workers,
-    const StatsBoard& board, const heartwheel::pubsub::Bus& bus,
-    const heartwheel::pubsub::RedisBroker* redis) {
+    const std::optional<metrics::EndpointOptions>& options,
+    const heartwheel::runtime::Workers& workers, const StatsBoard& board,
+    const heartwheel::pubsub::Bus& bus, const heartwheel::pubsub::RedisBroker* redis) {
   if (!options) return nullptr;
   metrics::EndpointOptions o = *options;
   // /readyz: listening, not draining, and Redis reachable with --redis.

@@ -10,9 +10,9 @@
 
 #include <heartwheel/metrics/endpoint.h>
 #include <heartwheel/net/server.h>
-#include <heartwheel/net/workers.h>
 #include <heartwheel/pubsub/bus.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
+#include <heartwheel/runtime/workers.h>
 
 #include <memory>
 #include <optional>
@@ -53,7 +53,7 @@ std::optional<heartwheel::metrics::EndpointOptions> apply_production_flags(
 // and broker.
 std::unique_ptr<heartwheel::metrics::Endpoint> start_metrics(
     const std::optional<heartwheel::metrics::EndpointOptions>& options,
-    const heartwheel::net::Workers& workers, const StatsBoard& board,
+    const heartwheel::runtime::Workers& workers, const StatsBoard& board,
     const heartwheel::pubsub::Bus& bus, const heartwheel::pubsub::RedisBroker* redis);
 
 }  // namespace chat

@@ -2,7 +2,7 @@
 #include "cli_program.h"
 
 #include <heartwheel/common/duration_parse.h>
-#include <heartwheel/net/serve.h>
+#include <heartwheel/runtime/serve.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -93,7 +93,7 @@ void write_file_atomically(const std::string& path, std::string_view text) {
 
 void announce_listening(std::string_view host, int port, std::string_view metrics_address) {
   write_pid_file();  // before anyone is told: a restart's predecessor drains then
-  net::announce("listening", host, port);
+  runtime::announce("listening", host, port);
   if (metrics_address.empty()) return;
   std::printf("metrics on %.*s\n", static_cast<int>(metrics_address.size()),
               metrics_address.data());

@@ -65,7 +65,7 @@ Duration parse_duration_flag(std::string_view flag, std::string_view text);
 // escapes it is printed with failure() and gives kExitFailure.
 int run(const CLI::App& app, const std::function<int()>& body);
 
-// Writes --pid-file (health.h) if given, then net::announce("listening",
+// Writes --pid-file (health.h) if given, then runtime::announce("listening",
 // host, port), then "metrics on ADDRESS" unless `metrics_address` is empty
 // (a metrics::Endpoint's address(), formatted): every server program's
 // stdout, which scripts and tests wait for.

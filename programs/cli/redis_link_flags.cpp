@@ -101,7 +101,7 @@ class HandshakeFailureLog {
   log::Repeats repeats_{kRepeatEvery};
 };
 
-std::shared_ptr<net::TransportFactory> redis_tls_transport(
+std::shared_ptr<net::ByteStageFactory> redis_tls_transport(
     std::shared_ptr<const tls::Context> context, const std::string& host, int port,
     const std::shared_ptr<HandshakeFailureLog>& log) {
   const std::string address = host + ":" + std::to_string(port);

@@ -15,7 +15,7 @@
 // construct it after any fork).
 #pragma once
 
-#include <heartwheel/net/transport.h>
+#include <heartwheel/net/byte_stage.h>
 #include <heartwheel/tls/context.h>
 
 #include <memory>
@@ -42,7 +42,7 @@ void add_tls_flags(CLI::App& app, TlsFlags& flags);
 
 struct TlsSetup {
   std::shared_ptr<tls::Context> context;
-  std::shared_ptr<net::TransportFactory> transport;  // for ServerOptions::transport
+  std::shared_ptr<net::ByteStageFactory> transport;  // for ServerOptions::transport
 };
 
 // The server Context and its transport, or nullopt without --tls-cert.

@@ -5,12 +5,13 @@
 // (/sse?channel=c) subscribers on every node. See README.md here.
 #include <heartwheel/common/log.h>
 #include <heartwheel/metrics/endpoint.h>
-#include <heartwheel/metrics/net_metrics.h>
+#include <heartwheel/metrics/stat_families.h>
 #include <heartwheel/metrics/worker_board.h>
 #include <heartwheel/net/address.h>
-#include <heartwheel/net/serve.h>
-#include <heartwheel/net/workers.h>
+#include <heartwheel/net/stats.h>
 #include <heartwheel/pubsub_redis/redis_broker.h>
+#include <heartwheel/runtime/serve.h>
+#include <heartwheel/runtime/workers.h>
 #include <heartwheel/tls/net_transport.h>
 
 #include <CLI/CLI.hpp>
@@ -37,6 +38,7 @@ using heartwheel::Duration;
 using heartwheel::cli::parse_duration_flag;
 using Json = nlohmann::json;
 namespace net = heartwheel::net;
+namespace runtime = heartwheel::runtime;
 namespace pubsub = heartwheel::pubsub;
 namespace ws = heartwheel::ws;
 
@@ -61,7 +63,7 @@ struct Flags {
 };
 
 struct Setup {
-  net::WorkersOptions workers;
+  runtime::WorkersOptions workers;
   net::HostPort listen;
   pubsub::BusOptions bus;             // limits and channel options
   pubsub::RedisBrokerOptions broker;  // the broker: Redis, shared by every node
@@ -162,7 +164,7 @@ Setup make_setup(const Flags& f) {
 
 void write_stats(const std::string& path, const chat::StatsBoard& chat_board,
                  const heartwheel::metrics::WorkerBoard<pushsrv::NodeStats>& board,
-                 const net::Workers& workers, const pubsub::RedisBroker& broker) {
+                 const runtime::Workers& workers, const pubsub::RedisBroker& broker) {
   if (path.empty()) return;
   const chat::WorkerStats c = chat_board.total();
   const pushsrv::NodeStats n = board.total();
@@ -312,7 +314,7 @@ int main(int argc, char** argv) {
       static_cast<pushsrv::Node&>(h).finish();
     };
     {
-      net::Workers workers(
+      runtime::Workers workers(
           s.workers,
           [&](unsigned index, heartwheel::LoopWheel& wheel) -> std::unique_ptr<net::Handler> {
             auto node = std::make_unique<pushsrv::Node>(index, wheel, s.node, s.chat, broker,
@@ -328,14 +330,14 @@ int main(int argc, char** argv) {
         metrics_options->ready =
             heartwheel::cli::readiness([&broker] { return broker.stats().link.connected > 0; });
       // Every worker's hubs are gone before the broker when it returns.
-      net::serve(
+      runtime::serve(
           workers,
           {.program = "heartwheel-push",
            .drain_timeout = s.drain_timeout,
            .tick_interval = f.ws.stats_json.empty() ? Duration{0} : s.chat.stats_interval,
            .tick = [&] { write_stats(f.ws.stats_json, chat_board, board, workers, broker); },
            .on_listening =
-               [&](net::Workers&) {
+               [&](runtime::Workers&) {
                  if (metrics_options)
                    endpoint = std::make_unique<
                        heartwheel::metrics::Endpoint>(*metrics_options, [&workers, &board,
@@ -347,7 +349,7 @@ int main(int argc, char** argv) {
                      pushsrv::write_metrics(out, n);
                      chat::write_limits_metrics(out, chat_board.total().chat);  // its /ws
                      // The nodes' links (the delayed queues') beside the broker's.
-                     const heartwheel::metrics::RedisLink push[] = {
+                     const heartwheel::redis::LinkMetrics push[] = {
                          {"push", n.redis, n.redis_masters}};
                      chat::write_redis_metrics(out, broker.stats(), push);
                    });

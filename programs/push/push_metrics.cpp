@@ -1,27 +1,15 @@
 // See push_metrics.h.
 #include "push_metrics.h"
 
-#include <nlohmann/json.hpp>
+#include <heartwheel/push/delayed_stats.h>
 
 namespace pushsrv {
 
 namespace metrics = heartwheel::metrics;
 
 void write_metrics(metrics::TextWriter& out, const NodeStats& s) {
-  // The queue's counters by name, from its JSON (one list of fields, in
-  // lib/src/push/stats.cpp): every one but the gauges is a counter.
-  const nlohmann::json delayed = nlohmann::json::parse(heartwheel::push::to_json(s.delayed));
-  for (const auto& [name, value] : delayed.items()) {
-    if (name == "queues") continue;
-    if (name == "held") {
-      out.gauge("heartwheel_push_delayed_held", "delayed pushes in the wheels now",
-                value.get<std::uint64_t>());
-      continue;
-    }
-    out.counter("heartwheel_push_delayed_" + name + "_total",
-                "delayed queue: " + name + " (see heartwheel/push/delayed_stats.h)",
-                value.get<std::uint64_t>());
-  }
+  // The queue's families come from its field table (lib/src/push/stats.cpp).
+  heartwheel::push::write_metrics(out, s.delayed);
   out.family("heartwheel_push_api_publish_total", metrics::Type::counter,
              "POST /publish answers by result");
   out.sample(s.publish_accepted, {{"result", "accepted"}});

@@ -5,8 +5,11 @@
 #      find_package, with plain pkg-config, and with Meson dependency(); and
 #      tests/install/net (one layer: net) with find_package(... COMPONENTS
 #      net), pkg-config heartwheel-net and dependency('heartwheel-net'), whose
-#      link lines must name neither hiredis nor libcrypto nor libssl; and README.md's
-#      quick start (tests/quick_start/extract.py) with heartwheel-net's flags,
+#      link lines must name neither hiredis nor libcrypto nor libssl; and
+#      tests/install/metrics (the metrics layer: an Endpoint scraped once) with
+#      COMPONENTS metrics and pkg-config heartwheel-metrics, whose link lines
+#      must name no layer but metrics, http, net, timer, common; and README.md's
+#      quick start (tests/quick_start/extract.py) with heartwheel-runtime's flags,
 #      run until it listens, then drained with SIGTERM;
 #   2. shared libraries (BUILD_SHARED_LIBS=ON): the consumer with find_package,
 #      checked to load libheartwheel-*.so from the prefix;
@@ -62,13 +65,20 @@ cmake_consumer() {
     fail "find_package(heartwheel) against $prefix ($source)"
   cmake --build "$dir" >/dev/null || fail "building the CMake consumer $source against $prefix"
 }
-# Fails if a link line names a library that one layer must not bring.
-only_net() {
-  if grep -qE 'hiredis|crypto|ssl|heartwheel-(http|ws|tls|rpc|redis|pubsub|push|auth|metrics|testing)' <<<"$2"; then
-    fail "$1 links more than net needs: $2"
+# only_layers WHAT "LAYER..." LINE: fails if the link line names a
+# heartwheel layer outside the list, or hiredis, libcrypto or libssl (which
+# no layer that may be listed here needs).
+only_layers() {
+  local what=$1 allowed=$2 line=$3 lib
+  if grep -qE 'hiredis|crypto|ssl' <<<"$line"; then
+    fail "$what links hiredis, libcrypto or libssl: $line"
   fi
-  echo "$1 (net only): $2"
+  for lib in $(grep -oE 'heartwheel-[a-z_]+' <<<"$line" | sort -u); do
+    [[ " $allowed " == *" ${lib#heartwheel-} "* ]] || fail "$what links $lib (only $allowed): $line"
+  done
+  echo "$what (only $allowed): $line"
 }
+only_net() { only_layers "$1" "net timer common" "$2"; }
 
 step "static library: build and install"
 if [[ -n ${HEARTWHEEL_INSTALL_FROM_BUILD:-} ]]; then
@@ -124,14 +134,35 @@ only_net "pkg-config --cflags --libs heartwheel-net" "$flags"
   fail "compiling with heartwheel-net's flags"
 run_consumer "$work/net-pkgconfig"
 
-step "README.md's quick start against heartwheel-net"
+step "one layer: find_package(heartwheel COMPONENTS metrics)"
+# The metrics layer writes any layer's families without linking them: its
+# consumer links its endpoint's layers (http, net) and those below, no more.
+metrics_layers="metrics http net timer common"
+cmake_consumer "$prefix" "$work/metrics-cmake" "$consumer/metrics"
+only_layers "CMake's link line" "$metrics_layers" "$(ninja -C "$work/metrics-cmake" -t commands consumer | tail -1)"
+run_consumer "$work/metrics-cmake/consumer"
+
+step "one layer: pkg-config heartwheel-metrics"
+metrics_flags=$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags --libs heartwheel-metrics) ||
+  fail "pkg-config heartwheel-metrics"
+only_layers "pkg-config --cflags --libs heartwheel-metrics" "$metrics_layers" "$metrics_flags"
+# shellcheck disable=SC2086
+"${CXX:-c++}" -std=c++20 "$consumer/metrics/consumer.cpp" -o "$work/metrics-pkgconfig" $metrics_flags ||
+  fail "compiling with heartwheel-metrics' flags"
+run_consumer "$work/metrics-pkgconfig"
+
+step "README.md's quick start against heartwheel-runtime"
 # The snippet a user copies first: compiled with nothing but pkg-config's
-# flags, then run: it must listen, drain on SIGTERM and exit 0.
+# flags, then run: it must listen, drain on SIGTERM and exit 0. It needs net
+# and the runtime on it, nothing else.
+flags=$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags --libs heartwheel-runtime) ||
+  fail "pkg-config heartwheel-runtime"
+only_layers "pkg-config --cflags --libs heartwheel-runtime" "runtime net timer common" "$flags"
 python3 "$src/tests/quick_start/extract.py" "$src/README.md" "$work/quick_start.cpp" ||
   fail "extracting README.md's quick start"
 # shellcheck disable=SC2086
 "${CXX:-c++}" -std=c++20 "$work/quick_start.cpp" -o "$work/quick-start" $flags ||
-  fail "compiling README.md's quick start with heartwheel-net's flags"
+  fail "compiling README.md's quick start with heartwheel-runtime's flags"
 "$work/quick-start" 0 >"$work/quick-start.out" 2>&1 &
 quick_pid=$!
 for _ in $(seq 100); do
@@ -145,7 +176,7 @@ quick_status=0
 wait $quick_pid || quick_status=$?
 [[ $quick_status == 0 ]] && grep -q '^served 0 connections$' "$work/quick-start.out" ||
   fail "the quick start did not drain and exit 0 (status $quick_status): $(cat "$work/quick-start.out")"
-echo "README.md's quick start: built with heartwheel-net's flags, listened, drained"
+echo "README.md's quick start: built with heartwheel-runtime's flags, listened, drained"
 
 step "one layer: Meson dependency('heartwheel-net')"
 PKG_CONFIG_PATH=$pc_dir meson setup "$work/net-meson" "$consumer/net" --wrap-mode=nofallback >/dev/null ||

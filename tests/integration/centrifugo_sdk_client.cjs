@@ -267,6 +267,11 @@ const scenarios = {
     }
     const info = await api("info", {}, cfg.port2);
     assert.equal(info.result.nodes.length, 2, JSON.stringify(info));
+    // Each node: one client, one subscription (its own control channels not counted).
+    for (const n of info.result.nodes) {
+      assert.equal(n.num_clients, 1, JSON.stringify(info));
+      assert.equal(n.num_subs, 1, JSON.stringify(info));
+    }
     const channels = await api("channels", {}, cfg.port);
     assert.equal(channels.result.channels.global.num_clients, 2, JSON.stringify(channels));
     const d = await next(b, "disconnected", () =>

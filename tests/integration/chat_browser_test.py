@@ -16,7 +16,11 @@ Chromium is told to accept): the page's WebSocket must be wss:// and a
 message published over wss by python3-websockets must show in it. One more
 checks that Chromium and the server agree on permessage-deflate (the
 handshake's headers as the DevTools Network domain saw them, the server's
-counters) and that a long message goes through compressed both ways.
+counters) and that a long message goes through compressed both ways. And
+the page's Centrifugo mode (?protocol=centrifugo): two tabs chat through the
+real Centrifugo SDK's browser build (--centrifuge-js, installed by
+tools/install-deps in tests/integration/sdk; missing, the test fails) over
+/connection/websocket.
 
 Usage:
   chat_browser_test.py PATH/TO/heartwheel-chat [test ...]
@@ -317,12 +321,13 @@ CONNECTED = "document.getElementById('status').dataset.state === 'connected'"
 TWO_ONLINE = "document.getElementById('online-count').textContent === '2'"
 
 
-async def join_two_tabs(cdp, port):
-    """Tabs A (alice) and B (bob) on the page, joined to ROOM; checks that
-    presence shows both in both ("(you)" marks the tab's own name)."""
-    page = "http://127.0.0.1:%d/" % port
-    a = await Tab.open(cdp, page, "tab A")
-    b = await Tab.open(cdp, page, "tab B")
+async def join_two_tabs(cdp, port, query="", network=False):
+    """Tabs A (alice) and B (bob) on the page (`query` after its /), joined
+    to ROOM; checks that presence shows both in both ("(you)" marks the
+    tab's own name)."""
+    page = "http://127.0.0.1:%d/%s" % (port, query)
+    a = await Tab.open(cdp, page, "tab A", network)
+    b = await Tab.open(cdp, page, "tab B", network)
     await a.join("alice", ROOM)
     await b.join("bob", ROOM)
     await a.wait_for(TWO_ONLINE, "two online")
@@ -715,6 +720,55 @@ def test_the_library_in_the_page_recovers_what_it_missed_across_a_restart():
         finally:
             if restart.second:
                 restart.second.stop()
+
+
+SDK_BROWSER_BUILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sdk", "node_modules",
+                                 "centrifuge", "dist", "centrifuge.js")
+SDK_LOADED = ("performance.getEntriesByType('resource').some("
+              "e => new URL(e.name).pathname === '/centrifuge.js')")
+
+
+def test_two_tabs_chat_over_centrifugos_protocol_with_its_sdk():
+    """The page with ?protocol=centrifugo, on a server given the real npm
+    `centrifuge` SDK's browser build (--centrifuge-js, the pinned 5.x that
+    tools/install-deps installs in tests/integration/sdk): each tab loads
+    /centrifuge.js, opens its WebSocket at /connection/websocket (the
+    DevTools Network domain saw both), says it is connected over Centrifugo,
+    shows both names online (presence and join through the SDK), and a
+    message typed in one tab appears in the other tab's DOM, both ways. The
+    server answered Centrifugo connects (our protocol has none without
+    tokens) and counted both publications."""
+    if not os.path.exists(SDK_BROWSER_BUILD):
+        raise AssertionError("the Centrifugo SDK is not installed (%s): run tools/install-deps" %
+                             SDK_BROWSER_BUILD)
+
+    async def go(port, workdir):
+        async with browser(workdir) as cdp:
+            # Presence through the SDK: both online in both, "(you)" by client id.
+            a, b = await join_two_tabs(cdp, port, "?protocol=centrifugo", network=True)
+            for tab in (a, b):
+                assert await tab.evaluate(SDK_LOADED), "%s did not load /centrifuge.js" % tab.label
+                assert await tab.evaluate(
+                    "document.getElementById('status').dataset.protocol") == "centrifugo"
+                assert (await tab.evaluate("document.getElementById('status').textContent")
+                        ).endswith("(Centrifugo)")
+            await a.type_into("text", "hello over Centrifugo from tab A")
+            await b.wait_for_message("alice", "hello over Centrifugo from tab A")
+            await b.type_into("text", "and back from tab B")
+            await a.wait_for_message("bob", "and back from tab B")
+            for tab in (a, b):
+                await tab.wait_for_message("alice", "hello over Centrifugo from tab A")
+                await tab.wait_for_message("bob", "and back from tab B")
+            return cdp.websockets
+
+    with Server(SERVER_BINARY, "--centrifuge-js", SDK_BROWSER_BUILD) as s, \
+            tempfile.TemporaryDirectory() as d:  # noqa: F821
+        sockets = asyncio.run(go(s.port, d))
+        assert len(sockets) >= 2, sockets
+        assert all(u.startswith("ws://127.0.0.1:%d/connection/websocket?name=" % s.port)
+                   for u in sockets), sockets
+        st = s.read_stats(lambda st: st["chat"]["publications"] == 2)
+        assert st["chat"]["requests"].get("connect", 0) >= 2, st["chat"]["requests"]
 
 
 def main(argv):

@@ -10,6 +10,7 @@ Every server binds port 0; every process started is stopped; a watchdog ends
 a hung test. Time bounds have slack for a loaded 2-core machine.
 """
 import asyncio
+import http.client
 import json
 import os
 import subprocess
@@ -89,6 +90,47 @@ def test_page_and_routes():
         assert http_get(s.port, "/nope")[0] == 404
         assert http_get(s.port, "/ws")[0] == 400  # not an upgrade request
         assert http_get(s.port, "/ws?name=%ZZ")[0] == 400  # a bad name is refused before 101
+
+
+def test_centrifuge_js_is_served_only_with_its_flag():
+    """/centrifuge.js, the Centrifugo SDK's browser build for the page's
+    ?protocol=centrifugo mode: without --centrifuge-js a 404 that names the
+    flag; with it the file as given, as JavaScript (nosniff, no-cache; HEAD
+    too, POST 405). A file that is missing, empty or not the SDK's browser
+    build is a usage error naming the flag (exit 2, nothing started)."""
+    with Server(SERVER_BINARY) as s:
+        status, _, body = http_get(s.port, "/centrifuge.js")
+        assert status == 404 and b"--centrifuge-js" in body, (status, body)
+    with tempfile.TemporaryDirectory() as d:
+        sdk = os.path.join(d, "centrifuge.js")
+        text = b'"use strict";(()=>{class E{}globalThis.Centrifuge=E;})();\n'
+        with open(sdk, "wb") as f:
+            f.write(text)
+        with Server(SERVER_BINARY, "--centrifuge-js", sdk) as s:
+            status, headers, body = http_get(s.port, "/centrifuge.js")
+            assert status == 200 and body == text, (status, body)
+            assert headers["content-type"] == "text/javascript; charset=utf-8", headers
+            assert headers["x-content-type-options"] == "nosniff", headers
+            assert headers["cache-control"] == "no-cache", headers
+            c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+            c.request("HEAD", "/centrifuge.js")
+            r = c.getresponse()
+            assert r.status == 200 and r.read() == b"", r.status
+            c.request("POST", "/centrifuge.js", body=b"x")
+            r = c.getresponse()
+            assert r.status == 405 and r.getheader("Allow") == "GET, HEAD", r.status
+            r.read()
+            c.close()
+        empty, other = os.path.join(d, "empty.js"), os.path.join(d, "other.js")
+        open(empty, "w").close()
+        with open(other, "w") as f:
+            f.write("console.log('not the SDK');\n")
+        for path, says in ((os.path.join(d, "missing.js"), "cannot read"), (empty, "is empty"),
+                           (other, "not npm centrifuge's browser build")):
+            p = subprocess.run([SERVER_BINARY, "--listen", "127.0.0.1:0", "--centrifuge-js", path],
+                               capture_output=True, text=True, timeout=20)
+            assert p.returncode == 2, (path, p.returncode, p.stderr)
+            assert "--centrifuge-js" in p.stderr and says in p.stderr, (path, p.stderr)
 
 
 def test_page_script_is_valid_javascript():
@@ -450,7 +492,7 @@ def test_dead_subscriber_closed_within_ping_interval_plus_pong_timeout():
         # (plus scheduling slack on a loaded machine).
         assert closed - opened >= pong, (closed - opened, closed_after)
         assert closed_after <= interval + pong + tick + 0.4, closed_after
-        # Both in the wait: the net counters come from net::Workers' copy,
+        # Both in the wait: the net counters come from runtime::Workers' copy,
         # published on a timer of its own, apart from the worker's ws copy.
         st = s.read_stats(lambda st: st["ws"]["pong_timeouts"] == 1 and
                           st["net"]["closed_by_reason"]["pong_timeout"] == 1)
@@ -500,7 +542,7 @@ def test_slow_subscriber_closed_with_slow_consumer():
     with slow_server("close") as s:
         async def go():
             slow, fast = await feed_with_a_slow_subscriber(s)
-            # The net count in the wait too: net::Workers publishes it on a
+            # The net count in the wait too: runtime::Workers publishes it on a
             # timer of its own, apart from the worker's ws and chat copy.
             st = s.read_stats(lambda st: st["slow_consumer"]["closes"] == 1 and
                               st["net"]["closed_by_reason"]["slow_consumer"] == 1)

@@ -206,8 +206,9 @@ struct CloseAtOnce : net::Handler {
 };
 
 // Connects a client with `stable_after` to such a server for 1.5 s; returns
-// how often it got in.
-int connects_in_a_while(Duration stable_after) {
+// how often it got in. With `prompt` the client calls reconnect_promptly()
+// on each open, as ws::Client does at a close 1012 (a restarting server).
+int connects_in_a_while(Duration stable_after, bool prompt = false) {
   TestLoop t(1ms);
   CloseAtOnce server_handler;
   net::Server server(*t.wheel, server_handler, net::ServerOptions{});
@@ -220,6 +221,7 @@ int connects_in_a_while(Duration stable_after) {
   co.stable_after = stable_after;
   ClientRecorder rec;
   net::Connector client(*t.wheel, rec, co);
+  if (prompt) rec.open_hook = [&](net::Connection&) { client.reconnect_promptly(); };
   client.start();
   t.run_for(1500ms);
   client.stop();
@@ -238,6 +240,16 @@ TEST_CASE("A connection closed right after it opened makes the backoff grow, not
   CHECK(growing >= 3);
   CHECK(growing <= 9);
   CHECK(hammering >= 25);
+}
+
+TEST_CASE("A connection closed soon after reconnect_promptly() is not a failed attempt",
+          "[net][connector]") {
+  // The same server, stable_after 1 s, but the client was asked to come back
+  // at once (reconnect_promptly): every close is followed by the initial
+  // 20 ms, as with stable_after 0, and failures() stays 0.
+  const int prompt = connects_in_a_while(1s, true);
+  INFO("prompt " << prompt);
+  CHECK(prompt >= 25);
 }
 
 TEST_CASE("A connection that stayed open resets the backoff to the initial delay",

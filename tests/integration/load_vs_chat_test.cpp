@@ -4,8 +4,10 @@
 // publication must reach every live subscriber exactly once (counted by
 // offsets), the dead ones must be closed within ping interval + pong
 // timeout + a tick and no live one closed, and the reconnected ones must
-// recover what they missed. Registered only when the heartwheel-chat target
-// exists (HEARTWHEEL_CHAT_BIN, HEARTWHEEL_LOAD_BIN).
+// recover what they missed; and a restart (SIGUSR2, close 1012) that the
+// harness takes as one: every subscriber back on the successor and recovered,
+// no error counted. Registered only when the heartwheel-chat target exists
+// (HEARTWHEEL_CHAT_BIN, HEARTWHEEL_LOAD_BIN).
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -16,6 +18,7 @@
 #include <string>
 
 #include "process_support.h"
+#include "redis_server.h"
 
 using namespace std::chrono_literals;
 
@@ -202,5 +205,88 @@ TEST_CASE(
   CHECK(r["dead"]["closed_early"] == 0);
   CHECK(r["dead"]["closed_late"] == 0);
   CHECK(r["live_closed_by_server"] == 0);
+  CHECK(r["expectations_met"] == true);
+}
+
+TEST_CASE(
+    "heartwheel-load takes heartwheel-chat's restart (close 1012) as a restart: every subscriber "
+    "back on the successor, recovered, nothing counted as an error",
+    "[integration][load][chat][restart]") {
+  hwproc::Watchdog dog(hwproc::Ms(60000));
+  hwtest::RedisServer redis;  // the history both processes share: recovery across the restart
+  hwproc::TempDir dir;
+  const std::string pid_file = dir.file("chat.pid");
+  hwproc::Child chat({HEARTWHEEL_CHAT_BIN, "--listen", "127.0.0.1:0", "--workers", "1", "--redis",
+                      "127.0.0.1:" + std::to_string(redis.port()), "--pubsub-prefix",
+                      "restart:", "--drain-timeout", "2s", "--pid-file", pid_file,
+                      "--metrics-listen", "127.0.0.1:0", "--no-join-leave"});
+  hwproc::SuccessorGuard successor(pid_file, chat.pid());
+  const int port = chat.wait_listening(10s);
+  REQUIRE(port > 0);
+  const int metrics = chat.wait_metrics(10s);
+  REQUIRE(metrics > 0);
+  const std::string out = dir.file("load.json");
+  const std::vector<std::string> load_argv = {HEARTWHEEL_LOAD_BIN,
+                                              "--mode",
+                                              "ws",
+                                              "--target",
+                                              "127.0.0.1:" + std::to_string(port),
+                                              "--connections",
+                                              "200",
+                                              "--processes",
+                                              "2",
+                                              "--channels",
+                                              "2",
+                                              "--publish-rate",
+                                              "40",
+                                              "--publish-start",
+                                              "500ms",
+                                              "--publish-targets",
+                                              "first",
+                                              "--expect-delivery",
+                                              "--duration",
+                                              "10s",
+                                              "--quiet",
+                                              "--json",
+                                              out};
+  hwproc::Child load(load_argv);
+  // Every subscriber in, and publishing under way (each channel has a
+  // stream, so each resubscribe has an epoch to recover from).
+  const auto gauge = [&](const char* sample) {
+    return hwproc::scrape(metrics, sample).value_or(-1);
+  };
+  const auto until = hwproc::now() + 20s;
+  while (hwproc::now() < until && (gauge("heartwheel_pubsub_subscriptions") < 200 ||
+                                   gauge("heartwheel_pubsub_publications_total") < 10))
+    hwproc::sleep_for(hwproc::Ms(50));
+  REQUIRE(gauge("heartwheel_pubsub_subscriptions") == 200);
+  chat.signal(SIGUSR2);
+  CHECK(chat.wait_exit(20s) == 0);  // drained (1012 to each) and left to the successor
+  const auto status = load.wait_exit(30s);
+  REQUIRE(status.has_value());
+  const nlohmann::json r = nlohmann::json::parse(hwproc::read_file(out));
+  const auto& w = r["ws"];
+  const auto& restart = w["server_restart"];
+  INFO(r.dump(2).substr(0, 6000));
+  CHECK(*status == 0);
+  CHECK(r["connections_established"] == 200);  // the reconnects are not new connections
+  CHECK(restart["closes"] == 200);
+  CHECK(restart["resubscribed"] == 200);
+  CHECK(restart["recovered"] == 200);
+  CHECK(restart["publisher_closes"] == 1);
+  CHECK(u(restart["back_ms"]["count"]) == 200);
+  for (const char* series : {"closes_per_s", "back_per_s"}) {
+    std::uint64_t per_second = 0;
+    for (const auto& n : restart[series]) per_second += u(n);
+    CHECK(per_second == 200);
+  }
+  CHECK(w["reconnects"] == 200);
+  CHECK(w["not_recovered"] == 0);
+  CHECK(w["missing"] == 0);
+  CHECK(w["duplicates"] == 0);
+  CHECK(w["live_subscribers_at_end"] == 200);
+  CHECK(r["live_closed_by_server"] == 0);
+  CHECK(r["errors"].empty());          // no ws_close_received:1012, no protocol error
+  CHECK(r["connect_errors"].empty());  // nothing refused
   CHECK(r["expectations_met"] == true);
 }

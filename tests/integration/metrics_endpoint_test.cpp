@@ -1,10 +1,11 @@
 // metrics::Endpoint over loopback: what a scraper sees (status, content
 // type, body), its refusals, a failing collector, a port in use, and that a
-// served net::Workers' counters never include the endpoint's own
+// served runtime::Workers' counters never include the endpoint's own
 // connections.
 #include <heartwheel/metrics/endpoint.h>
-#include <heartwheel/metrics/net_metrics.h>
-#include <heartwheel/net/workers.h>
+#include <heartwheel/metrics/stat_families.h>
+#include <heartwheel/net/stats.h>
+#include <heartwheel/runtime/workers.h>
 
 #include <array>
 #include <atomic>
@@ -18,6 +19,7 @@
 
 namespace metrics = heartwheel::metrics;
 namespace net = heartwheel::net;
+namespace runtime = heartwheel::runtime;
 using namespace std::chrono_literals;
 
 namespace {
@@ -104,14 +106,14 @@ TEST_CASE("An endpoint on a port in use fails to start with a system error",
 
 TEST_CASE("A server's connection metrics do not count the endpoint's own connections",
           "[metrics][endpoint]") {
-  net::WorkersOptions wo;
+  runtime::WorkersOptions wo;
   wo.threads = 2;
   wo.publish_interval = 20ms;
   std::array<std::atomic<int>, 2> publishes{};
   wo.on_publish = [&publishes](unsigned worker, const net::LoopSnapshot&, net::Handler&) {
     ++publishes[worker];
   };
-  net::Workers workers(wo, [](unsigned) { return std::make_unique<Echo>(); });
+  runtime::Workers workers(wo, [](unsigned) { return std::make_unique<Echo>(); });
   workers.start();
   metrics::Endpoint endpoint(
       {}, [&workers](metrics::TextWriter& out) { metrics::write(out, workers.total()); });

@@ -232,7 +232,7 @@ def test_chat_scrape_counts_websockets_and_pubsub():
         pub = recv_until(bob, lambda msg: msg.get("data") == {"text": "hi"})
         assert pub["channel"] == "room1", pub
         recv_until(alice, lambda msg: msg.get("id") == 2)
-        # The net family in the wait too: net::Workers publishes it on a timer
+        # The net family in the wait too: runtime::Workers publishes it on a timer
         # of its own, apart from the worker's ws and pub/sub copy (both every
         # --stats-interval here).
         m = s.wait_for(lambda m: m["heartwheel_pubsub_publications_total"] == 1

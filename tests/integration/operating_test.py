@@ -171,5 +171,33 @@ def test_a_successor_that_cannot_start_leaves_the_old_process_serving():
             asyncio.run(still_serving())
 
 
+def test_the_successor_tells_systemd_its_pid_over_notify_socket():
+    """What the units rely on (Type=notify, NotifyAccess=all), checked against
+    a stand-in for systemd's socket: no systemd runs as PID 1 here, so
+    systemd's side of the handover (accepting MAINPID= from the successor,
+    not taking the old process's exit for the service's) is not tested."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "notify")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(path)
+        sock.settimeout(30)
+        pidfile = os.path.join(d, "chat.pid")
+        os.environ["NOTIFY_SOCKET"] = path
+        try:
+            c = Chat("--workers", "1", "--drain-timeout", "1s", "--pid-file", pidfile)
+        finally:
+            del os.environ["NOTIFY_SOCKET"]
+        with c:
+            assert sock.recv(4096).decode() == "MAINPID=%d\nREADY=1" % c.proc.pid
+            os.kill(c.proc.pid, signal.SIGUSR2)
+            msg = sock.recv(4096).decode()
+            new = int(open(pidfile).read())
+            c.others.append(new)
+            assert new != c.proc.pid
+            assert msg == "MAINPID=%d\nREADY=1" % new, msg  # before the old one drains
+            assert c.proc.wait(timeout=30) == 0
+        sock.close()
+
+
 if __name__ == "__main__":
     run_tests(globals(), sys.argv)

@@ -2,7 +2,7 @@
 // its report pipe and keeps running, and a restart that cannot fork. Every
 // child arms alarm() as a backstop, so no case can leave a process behind or
 // hang for longer than that.
-#include <heartwheel/net/prefork.h>
+#include <heartwheel/runtime/prefork.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-namespace net = heartwheel::net;
+namespace runtime = heartwheel::runtime;
 using namespace std::chrono_literals;
 
 namespace {
@@ -82,9 +82,9 @@ TEST_CASE("A prefork child that closes its pipe and runs on still gets SIGTERM a
   // parent that blocked in waitpid() at the pipe's EOF would forward nothing:
   // the child would die of its alarm after 10 s.
   const auto t0 = std::chrono::steady_clock::now();
-  const auto result = net::run_prefork(
+  const auto result = runtime::run_prefork(
       1,
-      [](net::PreforkChild& child) {
+      [](runtime::PreforkChild& child) {
         const sigset_t term = block_sigterm();
         child.ready();
         ::close_range(3, ~0U, 0);
@@ -124,9 +124,9 @@ TEST_CASE("When a restart cannot fork, run_prefork throws with the signal handle
 
   NoMoreDescriptors limit;
   const auto t0 = std::chrono::steady_clock::now();
-  CHECK_THROWS_AS(net::run_prefork(
+  CHECK_THROWS_AS(runtime::run_prefork(
                       2,
-                      [](net::PreforkChild& child) {
+                      [](runtime::PreforkChild& child) {
                         const sigset_t term = block_sigterm();
                         child.ready();
                         if (child.index() == 0) {
@@ -159,9 +159,9 @@ TEST_CASE("With forward_hangup SIGHUP reaches the serving children, and a late o
   // dies of its alarm (status 142) after 10 s.
   const auto hup_before = disposition(SIGHUP).handler;
   const auto t0 = std::chrono::steady_clock::now();
-  const auto result = net::run_prefork(
+  const auto result = runtime::run_prefork(
       2,
-      [](net::PreforkChild& child) {
+      [](runtime::PreforkChild& child) {
         const sigset_t term = block_sigterm();
         // Child 1 starts with SIGHUP's default (fatal) for 500 ms: a SIGHUP
         // passed on before it said ready would kill it.
@@ -177,7 +177,7 @@ TEST_CASE("With forward_hangup SIGHUP reaches the serving children, and a late o
         if (child.index() == 1) ::kill(::getppid(), SIGTERM);
         return wait_for_sigterm(term);
       },
-      nullptr, net::kPreforkMaxRestarts, true);
+      nullptr, runtime::kPreforkMaxRestarts, true);
   CHECK(ms_since(t0) < 5000);
   CHECK(result.all_ready);
   CHECK(result.exit_statuses == std::vector<int>{0, 0});

@@ -244,6 +244,12 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+SuccessorGuard::~SuccessorGuard() {
+  const std::string text = read_file(pid_file_);
+  const pid_t pid = text.empty() ? 0 : static_cast<pid_t>(std::atol(text.c_str()));
+  if (pid > 0 && pid != original_) ::kill(pid, SIGKILL);
+}
+
 RawSocket::RawSocket(int port) {
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   REQUIRE(fd_ >= 0);

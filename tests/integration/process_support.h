@@ -9,6 +9,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sys/types.h>
@@ -110,6 +111,22 @@ bool accepts(int port);
 
 // Reads a whole file ("" if missing).
 std::string read_file(const std::string& path);
+
+// At scope exit SIGKILLs the process `pid_file` names, unless that is
+// `original` (or the file is empty): the successor a server's SIGUSR2
+// restart started is its child, not ours, so no Child reaps it.
+class SuccessorGuard {
+ public:
+  SuccessorGuard(std::string pid_file, pid_t original)
+      : pid_file_(std::move(pid_file)), original_(original) {}
+  ~SuccessorGuard();
+  SuccessorGuard(const SuccessorGuard&) = delete;
+  SuccessorGuard& operator=(const SuccessorGuard&) = delete;
+
+ private:
+  std::string pid_file_;
+  pid_t original_;
+};
 
 // Blocking loopback TCP client.
 class RawSocket {

@@ -1,7 +1,8 @@
 // redis::Subscriber in cluster mode (sharded pub/sub) against a real Redis
 // Cluster of the test's own: 200 channels over every master, a publisher on
-// another client (SPUBLISH), subscriptions restored after a master is killed
-// and after a slot migrates, and (re)subscriptions paced per interval.
+// another client (SPUBLISH), subscriptions restored after a master is killed,
+// after a master is frozen (following the client's slot map) and after a slot
+// migrates, and (re)subscriptions paced per interval.
 #include <heartwheel/redis/client.h>
 #include <heartwheel/redis/slot.h>
 #include <heartwheel/redis/subscriber.h>
@@ -156,6 +157,97 @@ TEST_CASE("Sharded subscriptions are restored on the new master after a master i
     CHECK(m.connected);
     CHECK(m.address != "127.0.0.1:" + std::to_string(victim));
   }
+}
+
+// Issue 40's defect: a master cut off (here frozen) keeps its connections
+// open until the heartbeats give up, its replica takes over meanwhile, and a
+// subscriber that waited for its own connection to drop heard nothing from
+// the new master although publishes there succeeded. The heartbeat here
+// outlasts the test, so only the shared map can move the subscriber.
+TEST_CASE("A subscriber following its client moves to the new master while the old one is frozen",
+          "[redis][cluster][subscriber][failover]") {
+  hwproc::Watchdog dog(Ms(120000));
+  RedisCluster cluster;
+  TestLoop t;
+  const net::HeartbeatConfig silent_for_long{.interval = std::chrono::minutes(10)};
+  auto co = cluster_link<redis::ClientOptions>(cluster);
+  co.heartbeat = silent_for_long;
+  co.command_timeout = 300ms;
+  auto so = cluster_link<redis::SubscriberOptions>(cluster);
+  so.heartbeat = silent_for_long;
+  Inbox inbox;
+  inbox.hook(so);
+  redis::Client client(*t.wheel, co);
+  redis::Subscriber sub(*t.wheel, so);
+  sub.follow(client);
+  const auto channels = channel_names(50);
+  for (const auto& c : channels) sub.subscribe(c);
+  client.start();
+  sub.start();
+  REQUIRE(t.run_until([&] { return all_active(sub, channels); }));
+  REQUIRE(publish_all(t, client, channels, "before"));
+  REQUIRE(t.run_until([&] { return inbox.count == channels.size(); }));
+
+  const std::string& watched = channels[0];
+  const int victim = cluster.master_of(redis::key_slot(watched));
+  std::set<std::string> moved;
+  for (const auto& c : channels)
+    if (cluster.master_of(redis::key_slot(c)) == victim) moved.insert(c);
+  cluster.freeze(victim);
+  // Publish on a channel of the frozen master until one reaches a
+  // subscriber: only the new master can deliver it. Publishes to the frozen
+  // one time out, and the client watches the map from the first timeout.
+  int sent = 0;
+  bool reached = false;
+  const Duration frozen_at = hr_now();
+  while (!reached && hr_now() - frozen_at < 30s) {
+    Outcome o;
+    REQUIRE_FALSE(
+        client.command({"SPUBLISH", watched, "after-" + std::to_string(++sent)}, o.callback()));
+    REQUIRE(t.run_until([&] { return o.done; }));
+    reached = !o.error && o.reply.integer() == 1;
+    if (!reached) t.run_for(50ms);
+  }
+  REQUIRE(reached);
+  REQUIRE(t.run_until([&] {
+    return !inbox.messages[watched].empty() && inbox.messages[watched].back() != "before";
+  }));
+  // The victim's channels are back, each on the new master, and the
+  // subscriber counted the failover it followed.
+  REQUIRE(t.run_until([&] { return all_active(sub, channels) && !inbox.rounds.empty(); }));
+  CHECK(inbox.again == moved);
+  CHECK(inbox.rounds.back() == channels.size());
+  const auto s = sub.stats();
+  CHECK(s.failovers == 1);
+  CHECK(s.channels_moved == moved.size());
+  CHECK(s.slot_map_refreshes == 0);  // the client read the maps
+  CHECK(client.stats().failovers == 1);
+  CHECK(client.stats().slot_map_refreshes >= 2);
+  for (const auto& m : sub.masters()) {
+    CHECK(m.connected);
+    CHECK(m.address != "127.0.0.1:" + std::to_string(victim));
+  }
+  cluster.thaw(victim);
+}
+
+TEST_CASE("Following a client needs both links of one kind and comes before start",
+          "[redis][cluster][subscriber]") {
+  TestLoop t;
+  redis::ClientOptions co;
+  redis::SubscriberOptions so;
+  so.on_message = [](const redis::Message&) {};
+  redis::Client single_client(*t.wheel, co);
+  redis::Subscriber single_sub(*t.wheel, so);
+  single_sub.follow(single_client);                       // one redis-server: nothing to share
+  co.cluster.seeds = so.cluster.seeds = {"127.0.0.1:1"};  // nothing listens: never read
+  redis::Client cluster_client(*t.wheel, co);
+  redis::Subscriber sub(*t.wheel, so);
+  CHECK_THROWS_AS(sub.follow(single_client), std::invalid_argument);
+  CHECK_THROWS_AS(single_sub.follow(cluster_client), std::invalid_argument);
+  sub.follow(cluster_client);
+  sub.start();
+  CHECK_THROWS_AS(sub.follow(cluster_client), std::logic_error);
+  sub.stop();
 }
 
 TEST_CASE("A slot migrated away takes its sharded subscriptions to the new master",

@@ -244,8 +244,14 @@ void RedisServer::restart() {
   held_.clear();
 }
 
-void RedisServer::freeze() { child_->signal(SIGSTOP); }
-void RedisServer::thaw() { child_->signal(SIGCONT); }
+void RedisServer::freeze() {
+  child_->signal(SIGSTOP);
+  frozen_ = true;
+}
+void RedisServer::thaw() {
+  child_->signal(SIGCONT);
+  frozen_ = false;
+}
 
 redis::Reply RedisServer::command(std::vector<std::string_view> args) {
   auto reply = run_command(port_, std::move(args), Ms(5000), &options_);
@@ -289,14 +295,26 @@ RedisServer* RedisCluster::server(int port) const {
   return nullptr;
 }
 
+void RedisCluster::freeze(int port) {
+  RedisServer* s = server(port);
+  REQUIRE(s);
+  s->freeze();
+}
+
+void RedisCluster::thaw(int port) {
+  RedisServer* s = server(port);
+  REQUIRE(s);
+  s->thaw();
+}
+
 bool RedisCluster::alive(int port) const {
   const RedisServer* s = server(port);
-  return s != nullptr && s->running();
+  return s != nullptr && s->answering();
 }
 
 std::vector<int> RedisCluster::masters() {
   for (const auto& n : nodes_) {
-    if (!n->running()) continue;
+    if (!n->answering()) continue;
     const auto ranges = slot_ranges(n->port());
     if (ranges.empty()) continue;
     std::vector<int> out;
@@ -311,7 +329,7 @@ std::vector<int> RedisCluster::masters() {
 
 int RedisCluster::master_of(std::uint16_t slot) {
   for (const auto& n : nodes_) {
-    if (!n->running()) continue;
+    if (!n->answering()) continue;
     for (const auto& r : slot_ranges(n->port()))
       if (r[0] <= slot && slot <= r[1]) return static_cast<int>(r[2]);
   }
@@ -343,7 +361,7 @@ bool RedisCluster::wait_until_ok(Ms limit) {
     std::optional<std::vector<std::array<std::int64_t, 3>>> agreed;
     std::optional<std::vector<std::vector<std::int64_t>>> agreed_replicas;
     for (const auto& n : nodes_) {
-      if (!n->running()) continue;
+      if (!n->answering()) continue;
       const auto ranges = slot_ranges(n->port());
       std::int64_t covered = 0;
       for (const auto& r : ranges) {
@@ -364,7 +382,7 @@ bool RedisCluster::wait_until_ok(Ms limit) {
     // Every live node a master of the map or a replica in sync with one
     // (WAIT counts only those), and listed as its replica in the map.
     std::size_t live = 0, placed = 0;
-    for (const auto& n : nodes_) live += n->running() ? 1 : 0;
+    for (const auto& n : nodes_) live += n->answering() ? 1 : 0;
     if (agreed && agreed_replicas) {
       std::map<int, std::size_t> listed;  // master port -> replicas in the map
       for (const auto& row : *agreed_replicas) listed[static_cast<int>(row[1])] = row.size() - 2;

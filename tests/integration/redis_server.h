@@ -7,7 +7,7 @@
 // RedisCluster: six of them (or as asked) in cluster mode, made a cluster
 // with `redis-cli --cluster create ... --cluster-replicas 1 --cluster-yes`,
 // cluster-node-timeout 2000 ms, each stopped by PID at the end; helpers to
-// find a slot's master, kill a master, and migrate a slot by hand.
+// find a slot's master, kill or freeze a master, and migrate a slot by hand.
 #pragma once
 
 #include <heartwheel/redis/reply.h>
@@ -65,6 +65,8 @@ class RedisServer {
   // The TLS port (RedisServerOptions::tls_cert); 0 without TLS.
   int tls_port() const { return tls_port_; }
   bool running() const { return child_ != nullptr; }
+  // Running and not frozen: it answers.
+  bool answering() const { return running() && !frozen_; }
 
   // SIGKILL, and wait for the exit: the crash of a Redis. Its ports (and a
   // cluster node's bus port) are held (closed_port.h: connects refused)
@@ -91,6 +93,7 @@ class RedisServer {
   RedisServerOptions options_;
   int port_ = 0;
   int tls_port_ = 0;
+  bool frozen_ = false;
 };
 
 // A free loopback TCP port now (bind port 0 and close).
@@ -126,6 +129,12 @@ class RedisCluster {
   // cluster (a killed master whose replica took over comes back as that
   // replica's replica).
   void restart(int port);
+  // SIGSTOP / SIGCONT of the node on `port`: a master that holds its
+  // connections open and says nothing (as one cut off by a partition does
+  // until the heartbeats give up); the others fail it over after
+  // cluster-node-timeout. The helpers below ask only nodes that answer.
+  void freeze(int port);
+  void thaw(int port);
   bool alive(int port) const;
   // Waits until every live node reports cluster_state:ok and all of them
   // name the same live master for every slot. False after `limit`.

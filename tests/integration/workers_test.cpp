@@ -1,6 +1,7 @@
 // Several loops share one port (SO_REUSEPORT), each with its own wheel: as
 // threads in-process, and as processes through the heartwheel-echo binary.
-#include <heartwheel/net/workers.h>
+#include <heartwheel/runtime/workers.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <atomic>
@@ -8,11 +9,10 @@
 #include <fstream>
 #include <thread>
 
-#include <poll.h>
-
 #include "net_test_support.h"
 
 using namespace hwtest;
+namespace runtime = heartwheel::runtime;
 using net::CloseReason;
 
 namespace {
@@ -48,12 +48,12 @@ long wakeups(pid_t pid) {
 }  // namespace
 
 TEST_CASE("Worker threads share one port, each with its own wheel", "[net][workers]") {
-  net::WorkersOptions o;
+  runtime::WorkersOptions o;
   o.threads = 2;
   o.server.connection.idle.read_idle = 200ms;
   o.wheel.tick = 5ms;
   o.publish_interval = 20ms;
-  net::Workers workers(o, [](unsigned) { return std::make_unique<Echo>(); });
+  runtime::Workers workers(o, [](unsigned) { return std::make_unique<Echo>(); });
   workers.start();
   REQUIRE(workers.port() > 0);
   std::vector<int> fds;
@@ -81,9 +81,9 @@ TEST_CASE("Worker threads share one port, each with its own wheel", "[net][worke
 
 TEST_CASE("Draining workers end their loops and their final statistics survive the join",
           "[net][workers][drain]") {
-  net::WorkersOptions o;
+  runtime::WorkersOptions o;
   o.threads = 2;
-  net::Workers workers(o, [](unsigned) { return std::make_unique<Echo>(); });
+  runtime::Workers workers(o, [](unsigned) { return std::make_unique<Echo>(); });
   workers.start();
   std::vector<int> fds;
   for (int i = 0; i < 10; ++i) fds.push_back(connect_blocking(workers.port()));
@@ -111,13 +111,13 @@ TEST_CASE("A loop handler factory gets its worker's wheel and on_finish lets the
     uv_timer_t timer;
   };
   std::atomic<int> made{0}, finished{0};
-  net::WorkersOptions o;
+  runtime::WorkersOptions o;
   o.threads = 2;
   o.on_finish = [&](unsigned, net::Handler& h) {
     static_cast<Keeper&>(h).finish();
     ++finished;
   };
-  net::Workers workers(o, [&](unsigned, heartwheel::LoopWheel& wheel) {
+  runtime::Workers workers(o, [&](unsigned, heartwheel::LoopWheel& wheel) {
     ++made;
     return std::make_unique<Keeper>(wheel);
   });
@@ -132,14 +132,14 @@ TEST_CASE("A loop handler factory gets its worker's wheel and on_finish lets the
 }
 
 TEST_CASE("A worker that cannot listen fails start() cleanly", "[net][workers]") {
-  net::WorkersOptions first;
+  runtime::WorkersOptions first;
   first.threads = 1;  // no SO_REUSEPORT: holds the port exclusively
-  net::Workers holder(first, [](unsigned) { return std::make_unique<Echo>(); });
+  runtime::Workers holder(first, [](unsigned) { return std::make_unique<Echo>(); });
   holder.start();
-  net::WorkersOptions second;
+  runtime::WorkersOptions second;
   second.threads = 2;
   second.server.port = holder.port();
-  net::Workers late(second, [](unsigned) { return std::make_unique<Echo>(); });
+  runtime::Workers late(second, [](unsigned) { return std::make_unique<Echo>(); });
   CHECK_THROWS_AS(late.start(), std::system_error);
   CHECK_FALSE(late.running());
   holder.stop();

@@ -3,13 +3,15 @@
 // handshake with a subprotocol, text and binary messages both ways, a large
 // message, the server's pings answered, close codes, a refused handshake
 // retried with backoff, a frozen server found by the pong timeout and the
-// client back once it thaws.
+// client back once it thaws, heartwheel-chat's restart (close 1012) taken
+// cleanly and the client back on the successor.
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/ws/client.h>
 #include <uv.h>
 
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -239,4 +241,83 @@ TEST_CASE("A WebSocket client talks to heartwheel-chat: echo, its pings answered
   }
   chat.signal(SIGTERM);
   CHECK(chat.wait_exit(Ms(10000)));
+}
+
+TEST_CASE(
+    "A WebSocket client takes heartwheel-chat's restart close 1012 cleanly and reconnects to the "
+    "successor",
+    "[ws][client][chat][restart]") {
+  Watchdog dog(Ms(60000));
+  TempDir dir;
+  const std::string pid_file = dir.file("chat.pid");
+  Child chat({HEARTWHEEL_CHAT_BIN, "--listen", "127.0.0.1:0", "--workers", "1", "--drain-timeout",
+              "1s", "--pid-file", pid_file});
+  SuccessorGuard successor(pid_file, chat.pid());
+  const int port = chat.wait_listening(Ms(10000));
+  REQUIRE(port > 0);
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+
+  // Two clients on one loop: one reconnects (the default), one does not.
+  uv_loop_t loop{};
+  REQUIRE(uv_loop_init(&loop) == 0);
+  std::optional<heartwheel::LoopWheel> wheel(std::in_place, &loop);
+  auto o = options_for(address, "/ws");
+  // Every close now is "young": without reconnect_promptly a 1012 would
+  // count as a failed attempt (failures() 1 during the wait); the wait is
+  // long enough to look at it.
+  o.connector.stable_after = 60s;
+  o.connector.backoff_initial = 300ms;
+  o.connector.backoff_max = 1s;
+  o.connector.backoff_jitter = 0;
+  Recorder back_rec, gone_rec;
+  auto back = std::make_unique<ws::Client>(*wheel, back_rec, o);
+  o.connector.reconnect = false;
+  auto gone = std::make_unique<ws::Client>(*wheel, gone_rec, o);
+  back->start();
+  gone->start();
+  const auto run_until = [&](auto done, Ms limit) {
+    return hwtest::run_loop_until(loop, done, limit);
+  };
+  REQUIRE(run_until([&] { return back->is_open() && gone->is_open(); }, Ms(10000)));
+
+  chat.signal(SIGUSR2);  // a successor takes the listener; this process drains with 1012
+  REQUIRE(run_until([&] { return back_rec.closes.size() == 1; }, Ms(20000)));
+  CHECK_FALSE(back->connector().connected());  // waiting backoff_initial, not a failure
+  CHECK(back->connector().failures() == 0);
+  REQUIRE(run_until([&] { return gone_rec.closes.size() == 1; }, Ms(20000)));
+  for (Recorder* r : {&back_rec, &gone_rec}) {
+    const ws::ClientCloseInfo& c = r->closes[0];
+    CHECK(c.code == ws::kCloseServiceRestart);  // a clean close, not a protocol error (1002)
+    CHECK(c.server_restart());
+    CHECK(r->reasons[0] == "service restart");
+    CHECK(c.sent_code == ws::kCloseServiceRestart);  // echoed
+    CHECK(c.net_reason == net::CloseReason::protocol_close);
+    CHECK(c.was_open);
+  }
+  // The reconnecting client is back, on the successor (the same port), with
+  // no failed attempt counted; the other stays closed.
+  REQUIRE(run_until([&] { return back_rec.opens == 2 && back->is_open(); }, Ms(10000)));
+  CHECK(chat.wait_exit(Ms(20000)) == 0);  // the old process drained and left
+  const std::string successor_pid = read_file(pid_file);
+  CHECK(!successor_pid.empty());
+  CHECK(successor_pid.find(std::to_string(chat.pid())) == std::string::npos);
+  CHECK_FALSE(back->send_text(R"({"id":1,"op":"subscribe","channel":"room"})"));
+  REQUIRE(run_until(
+      [&] {
+        for (const auto& m : back_rec.messages)
+          if (m.find(R"("id":1,"ok":true)") != std::string::npos) return true;
+        return false;
+      },
+      Ms(5000)));
+  run_until([] { return false; }, Ms(300));
+  CHECK(gone_rec.opens == 1);
+  CHECK(gone->connection() == nullptr);
+
+  back->stop();
+  run_until([&] { return back->connection() == nullptr; }, Ms(3000));
+  back.reset();
+  gone.reset();
+  wheel.reset();
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
 }

@@ -264,7 +264,7 @@ def test_limits():
         c.send(TEXT, "a" * half, fin=False)
         c.send(CONT, "b" * (half + 1))
         closes_with(c, 1009)
-        # Both in the wait: the net counters come from net::Workers' copy,
+        # Both in the wait: the net counters come from runtime::Workers' copy,
         # published on a timer of its own, apart from the worker's ws copy.
         st = s.read_stats(lambda st: st["ws"]["close_codes_sent"].get("1009", 0) >= 2 and
                           st["net"]["closed_by_reason"]["protocol_error"] >= 2)

@@ -4,10 +4,9 @@
 // signed here with OpenSSL (the payloads are what this file is about; the
 // signature paths are auth_token_test.cpp's, against PyJWT).
 #include <heartwheel/auth/token_verifier.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "auth_support.h"
+#include "hs256_jwt.h"
 
 using namespace heartwheel::auth;
 using auth_test::now;
@@ -15,35 +14,9 @@ using auth_test::verifier;
 
 namespace {
 
-std::string base64url(std::string_view bytes) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (const unsigned char c : bytes) {
-    acc = acc << 8 | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += kAlphabet[(acc >> bits) & 0x3f];
-    }
-  }
-  if (bits > 0) out += kAlphabet[(acc << (6 - bits)) & 0x3f];
-  return out;
-}
-
 // An HS256 JWT of `payload` (JSON text) with the vectors' HMAC secret.
 std::string hs256(const std::string& payload) {
-  const std::string signing =
-      base64url(R"({"alg":"HS256","typ":"JWT"})") + "." + base64url(payload);
-  const std::string secret = auth_test::pem("hmac");
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  REQUIRE(HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-               reinterpret_cast<const unsigned char*>(signing.data()), signing.size(), mac,
-               &size) != nullptr);
-  return signing + "." + base64url(std::string_view(reinterpret_cast<const char*>(mac), size));
+  return jwt_test::hs256(payload, auth_test::pem("hmac"));
 }
 
 std::string at(std::int64_t seconds_from_now) {

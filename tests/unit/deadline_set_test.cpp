@@ -218,7 +218,7 @@ TEST_CASE("The deadline set stays small", "[idle][memory]") {
   // policy, open tick with the rebase count and the flags, 3 anchors, request
   // and write stall, 6 claimed slots (a 32-bit offset and a one-byte kind
   // each): 66 bytes used, 6 of padding an owner's fields may take.
-  CHECK(sizeof(DeadlineSet) <= 72);
+  CHECK(sizeof(detail::DeadlineSet) <= 72);
   // vtable, entry, set (the timer's flags in the set's, its armed time the
   // entry's own tick), and an owner's fields from byte 106 on.
   CHECK(sizeof(DeadlineTimer) <= 112);
@@ -367,7 +367,7 @@ TEST_CASE("A slot set into the past from its own expiry cannot spin", "[idle][sl
   // the rest come at later advances, each after the loop polled again.
   timers.wheel().advance(at(5ms));
   CHECK(calls >= 1);
-  CHECK(calls <= 2 * static_cast<int>(DeadlineSet::kSlots));
+  CHECK(calls <= 2 * static_cast<int>(detail::DeadlineSet::kSlots));
   CHECK(p.armed_for() <= at(5ms));  // still due: it runs at the next advance
 }
 
@@ -390,7 +390,7 @@ TEST_CASE("Protocol slots and idle slots share the entry and the earliest wins",
 
 TEST_CASE("Kinds claim free slots, give them back when cleared or fired", "[idle][slots]") {
   IdlePolicy off{};
-  DeadlineSet set;
+  detail::DeadlineSet set;
   set.start(off, TimePoint{}, kScale);
   CHECK(set.claimed() == 0);
   CHECK(set.set(kHandshake, at(30ms), TimePoint{}, kScale));
@@ -417,7 +417,7 @@ TEST_CASE("Kinds claim free slots, give them back when cleared or fired", "[idle
 
 TEST_CASE("Due claimed slots come out by kind number, whatever the claim order",
           "[idle][slots]") {
-  DeadlineSet set;
+  detail::DeadlineSet set;
   IdlePolicy off{};
   set.start(off, TimePoint{}, kScale);
   REQUIRE(set.set(kCloseWait, at(5ms), TimePoint{}, kScale));
@@ -438,7 +438,7 @@ TEST_CASE("A full set refuses a new kind and changes nothing, moving and clearin
   REQUIRE(p.set_timeout(Deadline::ping, 10ms));
   REQUIRE(p.set_timeout(Deadline::pong_timeout, 20ms));
   for (std::uint8_t k = 24; k < 28; ++k) REQUIRE(p.set_timeout(Deadline{k}, 30ms + k * 1ms));
-  CHECK(p.deadlines().claimed() == DeadlineSet::kClaimedSlots);
+  CHECK(p.deadlines().claimed() == detail::DeadlineSet::kClaimedSlots);
   CHECK_FALSE(p.set_timeout(Deadline{28}, 5ms));  // no room
   CHECK(p.deadline(Deadline{28}) == heartwheel::kNever);
   CHECK(p.armed_for() == at(10ms));  // not moved by the refused deadline

@@ -61,8 +61,14 @@ TEST_CASE("Bad reconnect options are refused with the flag named", "[load][recon
   o.multiplier = 2;
   o.max = 10ms;
   CHECK_THROWS_WITH(o.validate(), Catch::Contains("--reconnect-initial"));
-  o.enabled = false;  // unused options are not checked
+  // Checked without --auto-reconnect too: ws mode's comeback after a server
+  // restart (close 1012) waits the same backoff.
+  o.enabled = false;
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("--reconnect-initial"));
+  o.max = 30s;
   CHECK_NOTHROW(o.validate());
+  o.jitter = 1.5;
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("--reconnect-jitter"));
 }
 
 TEST_CASE("Reconnect statistics merge per second and keep the first loss and the last return",

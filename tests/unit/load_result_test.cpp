@@ -25,6 +25,8 @@ LoadResult sample(std::uint64_t seed) {
   r.live_closed_by_server = seed;
   r.http_status["200"] = 5;
   r.ramp_ms = 100 * seed;
+  r.ws_restart_closes = 10 * seed;
+  r.ws_restart_closes_per_s = std::vector<std::uint64_t>(seed + 1, seed);  // longer per worker
   for (std::uint64_t v = 0; v < 100; ++v) {
     r.rtt_us.record(v * seed + 17);
     r.dead_close_ms.record(5000 + v * seed);
@@ -47,6 +49,9 @@ TEST_CASE("Merging worker results adds counters, error maps and histograms", "[l
   CHECK(merged.live_closed_by_server == 6);
   CHECK(merged.dead_not_closed() == 3);
   CHECK(merged.ramp_ms == 300);  // the slowest process, not the sum
+  CHECK(merged.ws_restart_closes == 60);
+  // Per second since start: added second by second, as long as the longest.
+  CHECK(merged.ws_restart_closes_per_s == std::vector<std::uint64_t>{6, 6, 5, 3});
   heartwheel::stats::Histogram all;
   for (std::uint64_t s = 1; s <= 3; ++s)
     for (std::uint64_t v = 0; v < 100; ++v) all.record(v * s + 17);
@@ -58,6 +63,7 @@ TEST_CASE("A worker result survives the pipe's JSON form unchanged", "[load][res
   const LoadResult back = LoadResult::from_json(nlohmann::json::parse(r.to_json().dump()));
   CHECK(back.to_json() == r.to_json());
   CHECK(back.rtt_us == r.rtt_us);
+  CHECK(back.ws_restart_closes_per_s == r.ws_restart_closes_per_s);
   CHECK_THROWS_AS(LoadResult::from_json(nlohmann::json::object()), std::invalid_argument);
 }
 

@@ -8,9 +8,9 @@
 // paid once per connection, at 300,000 connections 300 KB per byte.
 #include <heartwheel/net/connection.h>
 #include <heartwheel/net/connector.h>
-#include <heartwheel/net/deadline_set.h>
 #include <heartwheel/net/deadline_timer.h>
 #include <heartwheel/net/detail/connection_host.h>
+#include <heartwheel/net/detail/deadline_set.h>
 #include <heartwheel/net/pool.h>
 #include <heartwheel/pubsub/subscriber.h>
 #include <heartwheel/timer/timer_entry.h>
@@ -72,7 +72,8 @@ TEST_CASE("the byte-by-byte table of a connection", "[memory]") {
   table += "\n| part | bytes | note |\n|---|---|---|\n";
   table += row("uv_tcp_t", sizeof(uv_tcp_t), "inside net::Connection");
   table += row("TimerEntry", sizeof(heartwheel::TimerEntry), "inside DeadlineTimer");
-  table += row("net::DeadlineSet", sizeof(heartwheel::net::DeadlineSet), "inside DeadlineTimer");
+  table += row("net::detail::DeadlineSet", sizeof(heartwheel::net::detail::DeadlineSet),
+               "inside DeadlineTimer");
   table += row("net::DeadlineTimer", sizeof(heartwheel::net::DeadlineTimer), "base of net::Connection");
   table +=
       row("ws::Connection", sizeof(heartwheel::ws::Connection),
@@ -107,7 +108,7 @@ TEST_CASE("a connection's structs stay within their documented budget", "[memory
   using heartwheel::net::Connection;
   // libuv's, not ours: if it changes, docs/memory.md's table changes with it.
   CHECK(sizeof(uv_tcp_t) == 248);
-  CHECK(sizeof(heartwheel::net::DeadlineSet) <= 72);
+  CHECK(sizeof(heartwheel::net::detail::DeadlineSet) <= 72);
   CHECK(sizeof(heartwheel::net::DeadlineTimer) <= 112);
   CHECK(sizeof(Connection) <= 424);
   // One 432-byte chunk (issue 26: at most 448 B per idle echo connection,

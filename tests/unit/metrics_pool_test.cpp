@@ -1,7 +1,10 @@
-// The client side's families (heartwheel/metrics/pool_metrics.h): a pool's
+// The client side's families (net::write_metrics in heartwheel/net/pool_stats.h,
+// http::write_metrics in heartwheel/http/client.h) through metrics' TextWriter: a pool's
 // endpoints, one sample each with pool and endpoint labels (and the row's
 // own), their states; an HTTP client's requests.
-#include <heartwheel/metrics/pool_metrics.h>
+#include <heartwheel/http/client.h>
+#include <heartwheel/metrics/text_writer.h>
+#include <heartwheel/net/pool_stats.h>
 
 #include <catch2/catch.hpp>
 #include <string>
@@ -22,9 +25,9 @@ TEST_CASE("A pool's families carry a sample per endpoint and its state", "[metri
   b.stats.calls_timed_out = 5;
   b.stats.ejections = 1;
   const std::vector<net::EndpointInfo> list{a, b};
-  const metrics::PoolEndpoints pools[] = {{"backend", list}};
+  const net::PoolEndpoints pools[] = {{"backend", list}};
   metrics::TextWriter out;
-  metrics::write(out, pools);
+  net::write_metrics(out, pools);
   const std::string& text = out.text();
   const auto names = families(text);
   CHECK(names.front() == "heartwheel_pool_calls_total");
@@ -44,7 +47,7 @@ TEST_CASE("A pool's families carry a sample per endpoint and its state", "[metri
   CHECK(has_line(text,
                  "heartwheel_pool_endpoint_state{pool=\"backend\",endpoint=\"127.0.0.1:7402\","
                  "state=\"ejected\"} 1"));
-  CHECK_THROWS_AS(metrics::write(out, pools), std::logic_error);  // each family once
+  CHECK_THROWS_AS(net::write_metrics(out, pools), std::logic_error);  // each family once
 }
 
 TEST_CASE("An HTTP client's families follow its stats table", "[metrics][names][http]") {
@@ -54,7 +57,7 @@ TEST_CASE("An HTTP client's families follow its stats table", "[metrics][names][
   s.timed_out = 2;
   s.reused = 4;
   metrics::TextWriter out;
-  metrics::write(out, s);
+  heartwheel::http::write_metrics(out, s);
   const std::string& text = out.text();
   CHECK(has_line(text, "heartwheel_http_client_requests_total 7"));
   CHECK(has_line(text, "heartwheel_http_client_requests_ended_total{result=\"response\"} 5"));

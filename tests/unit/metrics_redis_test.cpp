@@ -1,7 +1,8 @@
-// The Redis families (heartwheel/metrics/redis_metrics.h): one per field of
+// The Redis families (heartwheel/redis/stats.h: write_metrics): one per field of
 // the redis layer's table, a sample per link, and per-master families for
 // cluster links.
-#include <heartwheel/metrics/redis_metrics.h>
+#include <heartwheel/metrics/stat_families.h>
+#include <heartwheel/redis/stats.h>
 
 #include <catch2/catch.hpp>
 #include <string>
@@ -30,11 +31,11 @@ TEST_CASE("The Redis families follow the link stats table with a sample per link
   m.link.disconnects = 1;
   const std::vector<redis::MasterStats> masters{m};
   metrics::TextWriter out;
-  const metrics::RedisLink links[] = {{"broker", broker, masters}, {"push", push, {}}};
+  const heartwheel::redis::LinkMetrics links[] = {{"broker", broker, masters}, {"push", push, {}}};
   metrics::write(out, links);
   const std::string& text = out.text();
   const auto names = families(text);
-  CHECK(names.size() == std::size(redis::kLinkStatsFields) + 4);
+  CHECK(names.size() == redis::LinkStats::fields().size() + 4);
   CHECK(names.front() == "heartwheel_redis_links");
   CHECK(has_line(text, "# TYPE heartwheel_redis_connected gauge"));
   CHECK(has_line(text, "heartwheel_redis_connected{link=\"broker\"} 4"));

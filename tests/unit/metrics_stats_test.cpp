@@ -2,10 +2,11 @@
 // gauge, the connection-timer lateness histogram, the HTTP request-duration
 // histogram) measured on a manual clock, and the metric families written
 // from them, whose names are a contract with dashboards and alerts.
-#include <heartwheel/metrics/http_metrics.h>
-#include <heartwheel/metrics/net_metrics.h>
-#include <heartwheel/metrics/rpc_metrics.h>
+#include <heartwheel/http/session_stats.h>
+#include <heartwheel/metrics/stat_families.h>
 #include <heartwheel/net/connection.h>
+#include <heartwheel/net/stats.h>
+#include <heartwheel/rpc/net_handler.h>
 #include <heartwheel/testing/host.h>
 
 #include <catch2/catch.hpp>

@@ -1,9 +1,10 @@
-// The WebSocket and pub/sub metric families (heartwheel/metrics/ws_metrics.h,
-// pubsub_metrics.h): their names, a contract with dashboards and alerts
+// The WebSocket and pub/sub metric families (ws::write_metrics,
+// pubsub::write_metrics): their names, a contract with dashboards and alerts
 // (lib/src/metrics/README.md lists the same), what each sample reads, and
 // the bounded label sets (close codes peers choose).
-#include <heartwheel/metrics/pubsub_metrics.h>
-#include <heartwheel/metrics/ws_metrics.h>
+#include <heartwheel/metrics/stat_families.h>
+#include <heartwheel/pubsub/stats.h>
+#include <heartwheel/ws/stats.h>
 
 #include <catch2/catch.hpp>
 #include <string>

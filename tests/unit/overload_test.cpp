@@ -3,7 +3,7 @@
 // and the per-address counts (ip_limiter.h), also from several threads.
 #include <arpa/inet.h>
 #include <heartwheel/net/activity_list.h>
-#include <heartwheel/net/ip_limiter.h>
+#include <heartwheel/net/detail/ip_limiter.h>
 #include <heartwheel/net/overload.h>
 #include <netinet/in.h>
 
@@ -225,8 +225,8 @@ const sockaddr& sa(const sockaddr_storage& ss) { return reinterpret_cast<const s
 
 TEST_CASE("The per-address limiter counts, refuses over the limit and forgets at zero",
           "[overload][ip_limit]") {
-  CHECK_THROWS_AS(IpLimiter(0), std::invalid_argument);
-  IpLimiter limiter(2);
+  CHECK_THROWS_AS(detail::IpLimiter(0), std::invalid_argument);
+  detail::IpLimiter limiter(2);
   const auto a = v4("192.0.2.1"), b = v4("192.0.2.2");
   const auto a1 = limiter.acquire(sa(a));
   const auto a2 = limiter.acquire(sa(a));
@@ -256,7 +256,7 @@ TEST_CASE("The per-address limiter counts, refuses over the limit and forgets at
 
 TEST_CASE("Worker threads share one count per address under the limiter",
           "[overload][ip_limit][threads]") {
-  IpLimiter limiter(100);
+  detail::IpLimiter limiter(100);
   const auto a = v4("198.51.100.7");
   std::vector<std::thread> threads;
   std::vector<int> admitted(4, 0);

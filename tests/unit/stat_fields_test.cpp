@@ -4,14 +4,16 @@
 // static_assert beside each table.)
 #include <heartwheel/common/stat_fields.h>
 #include <heartwheel/http/session_stats.h>
-#include <heartwheel/metrics/http_metrics.h>
-#include <heartwheel/metrics/net_metrics.h>
-#include <heartwheel/metrics/pubsub_metrics.h>
-#include <heartwheel/metrics/rpc_metrics.h>
-#include <heartwheel/metrics/ws_metrics.h>
+#include <heartwheel/metrics/stat_families.h>
 #include <heartwheel/net/stats.h>
 #include <heartwheel/pubsub/stats.h>
+#include <heartwheel/pubsub_redis/redis_broker.h>
+#include <heartwheel/push/delayed_stats.h>
+#include <heartwheel/redis/lock.h>
+#include <heartwheel/redis/stats.h>
+#include <heartwheel/rpc/call_table.h>
 #include <heartwheel/rpc/net_handler.h>
+#include <heartwheel/timer/expiring_map.h>
 #include <heartwheel/ws/stats.h>
 
 #include <catch2/catch.hpp>
@@ -189,4 +191,50 @@ TEST_CASE("The HTTP and RPC tables drive merge and their families", "[stats][met
   // The aliased row: a pong answers each ping received.
   CHECK(has_line(out.text(), "heartwheel_rpc_frames_sent_total{type=\"pong\"} " +
                                  std::to_string(r.pings_received)));
+}
+
+TEST_CASE("The Redis link table drives merge, the JSON form and one family per row",
+          "[stats][metrics][redis]") {
+  namespace redis = heartwheel::redis;
+  check_table(redis::LinkStats::fields());
+  redis::LinkStats s;
+  fill(redis::LinkStats::fields(), s, 100);
+  check_json(redis::LinkStats::fields(), s, to_json(s));
+  heartwheel::metrics::TextWriter out;
+  const redis::LinkMetrics links[] = {{"a", s, {}}};
+  heartwheel::metrics::write(out, links);
+  for (const auto& f : redis::LinkStats::fields()) {
+    INFO(f.name);
+    CHECK(has_line(out.text(),
+                   std::string(f.metric) + "{link=\"a\"} " + std::to_string(s.*f.member)));
+    // Counters end in _total, gauges do not.
+    CHECK(std::string_view(f.metric).ends_with("_total") == (f.kind == StatKind::counter));
+  }
+}
+
+TEST_CASE("The delayed queue table drives merge, the JSON form and the push families",
+          "[stats][metrics][push]") {
+  namespace push = heartwheel::push;
+  check_table(push::DelayedQueueStats::fields());
+  push::DelayedQueueStats s;
+  fill(push::DelayedQueueStats::fields(), s, 100);
+  check_json(push::DelayedQueueStats::fields(), s, to_json(s));
+  heartwheel::metrics::TextWriter out;
+  heartwheel::metrics::write(out, s);
+  check_families(push::DelayedQueueStats::fields(), s, out.text());
+  CHECK(has_line(out.text(), "# TYPE heartwheel_push_delayed_held gauge"));
+  CHECK(has_line(out.text(), "heartwheel_push_delayed_claimed_total " + std::to_string(s.claimed)));
+}
+
+TEST_CASE("Every other stats struct publishes a well-formed field table", "[stats]") {
+  check_rows(heartwheel::rpc::CallTableStats::fields());
+  check_rows(heartwheel::redis::LockStats::fields());
+  check_rows(heartwheel::pubsub::RedisBrokerStats::fields());
+  check_rows(heartwheel::ExpiringMap<int, int>::Stats::fields());
+  // The broker's JSON follows its table (the link and masters by hand).
+  heartwheel::pubsub::RedisBrokerStats b;
+  fill(heartwheel::pubsub::RedisBrokerStats::fields(), b, 100);
+  const std::string json = to_json(b);
+  check_json(heartwheel::pubsub::RedisBrokerStats::fields(), b, json);
+  CHECK_THAT(json, Catch::Contains("\"link\":{"));
 }

@@ -1,4 +1,4 @@
-// TLS as net's transport stage (tls/net_transport.h, net/transport.h) on
+// TLS as net's byte stage (tls/net_transport.h, net/byte_stage.h) on
 // the testing host's virtual clock: the application sees a connection only
 // once its handshake is done; a silent or half-hello peer is closed by the
 // handshake deadline exactly at its timeout; plain HTTP is refused and
@@ -79,11 +79,11 @@ TEST_CASE("The handler gets on_open after the handshake and plaintext both ways"
   Fixture f;
   auto& peer = f.host.open(f.app);
   CHECK(f.app.opened == 0);
-  REQUIRE(peer.connection()->in_transport_stage());
+  REQUIRE(peer.connection()->in_byte_stage());
   End c = f.handshake(peer);
   REQUIRE(c.session.established());
   CHECK(f.app.opened == 1);
-  CHECK_FALSE(peer.connection()->in_transport_stage());
+  CHECK_FALSE(peer.connection()->in_byte_stage());
   CHECK(f.roundtrip(peer, c, "hello") == "hello");
   CHECK(f.app.data == "hello");
   // A write larger than a record and than the plaintext buffer: in pieces.
@@ -200,7 +200,7 @@ TEST_CASE("The PROXY header comes first, then the TLS handshake", "[tls][net][pr
   REQUIRE(peer.connection()->in_proxy_stage());
   peer.send("PROXY TCP4 192.0.2.7 198.51.100.1 56324 443\r\n");
   CHECK_FALSE(peer.connection()->in_proxy_stage());
-  CHECK(peer.connection()->in_transport_stage());
+  CHECK(peer.connection()->in_byte_stage());
   End c = f.handshake(peer);
   REQUIRE(c.session.established());
   CHECK(f.app.opened == 1);

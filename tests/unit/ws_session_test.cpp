@@ -53,6 +53,14 @@ struct Peer final : SessionOwner {
   }
 };
 
+// The client role, masking with the test's key (so the bytes are known).
+SessionOptions test_client_options() {
+  SessionOptions options;
+  options.role = Role::client;
+  options.mask_key_source = [] { return kTestMask; };
+  return options;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -235,9 +243,7 @@ TEST_CASE(
     "unmasked",
     "[ws][session][client]") {
   Peer peer;
-  SessionOptions options;
-  options.role = Role::client;
-  options.mask_key_source = [] { return kTestMask; };
+  const SessionOptions options = test_client_options();
   Session s(peer, options);
   CHECK(s.send_text("Hello") == std::error_code());
   CHECK(peer.sent == bytes({0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58}));
@@ -249,6 +255,25 @@ TEST_CASE(
   s.feed(client_frame(Opcode::text, "masked by a server"));
   CHECK(s.failed());
   CHECK(peer.events.back() == "error:1002:server frame masked");
+}
+
+TEST_CASE(
+    "ws session: a client takes the server's restart close (1012) as a clean close and echoes it",
+    "[ws][session][client]") {
+  // What a heartwheel server sends to each connection once a restart's
+  // successor took over (net/restart.h). Up to issue 39 the session refused
+  // 1012 as an invalid code: every restart failed every client with 1002.
+  Peer peer;
+  const SessionOptions options = test_client_options();
+  Session s(peer, options);
+  s.feed(server_frame(Opcode::close, close_payload(kCloseServiceRestart, "service restart")));
+  CHECK_FALSE(s.failed());
+  CHECK(peer.events == std::vector<std::string>{"close:1012:service restart"});
+  CHECK(s.received_close_code() == kCloseServiceRestart);
+  CHECK(s.sent_close_code() == kCloseServiceRestart);  // echoed, masked
+  CHECK(peer.sent == client_close(kCloseServiceRestart));
+  CHECK(s.state() == Session::State::closed);
+  CHECK(peer.closes == 1);
 }
 
 TEST_CASE("ws session: the default client masks differ from frame to frame",

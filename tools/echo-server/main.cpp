@@ -4,13 +4,14 @@
 // tests' server. The echo server to copy is examples/echo. See README.md.
 #include <heartwheel/common/error.h>
 #include <heartwheel/metrics/endpoint.h>
-#include <heartwheel/metrics/net_metrics.h>
 #include <heartwheel/metrics/shared_slots.h>
+#include <heartwheel/metrics/stat_families.h>
 #include <heartwheel/net/address.h>
-#include <heartwheel/net/prefork.h>
 #include <heartwheel/net/restart.h>
-#include <heartwheel/net/serve.h>
-#include <heartwheel/net/workers.h>
+#include <heartwheel/net/stats.h>
+#include <heartwheel/runtime/prefork.h>
+#include <heartwheel/runtime/serve.h>
+#include <heartwheel/runtime/workers.h>
 #include <heartwheel/tls/net_transport.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@
 
 namespace metrics = heartwheel::metrics;
 namespace net = heartwheel::net;
+namespace runtime = heartwheel::runtime;
 using heartwheel::Duration;
 using namespace std::chrono_literals;
 
@@ -62,7 +64,7 @@ struct Config {
 };
 
 struct Setup {
-  net::WorkersOptions workers;
+  runtime::WorkersOptions workers;
   Duration drain_timeout{};
   Duration stats_interval{};
   std::optional<metrics::EndpointOptions> metrics;  // --metrics-listen
@@ -138,18 +140,18 @@ net::LoopSnapshot merge_slots(const metrics::SharedSlots<net::LoopSnapshot>& slo
 }
 
 // The workers' counters, with the uv baseline's own (--timers uv).
-net::LoopSnapshot total_of(const net::Workers& workers, const Setup& setup) {
+net::LoopSnapshot total_of(const runtime::Workers& workers, const Setup& setup) {
   net::LoopSnapshot total = workers.total();
   return setup.uv_baseline ? setup.uv_baseline->add_to(total) : total;
 }
 
-// Runs the workers of this process until a signal drained them (net::serve).
+// Runs the workers of this process until a signal drained them (runtime::serve).
 // Calls `on_ready(port, endpoint)` once every worker listens (endpoint: the
 // metrics endpoint, or null without --metrics-listen). Returns the final
 // statistics.
 net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
                         const std::function<void(int, const metrics::Endpoint*)>& on_ready) {
-  net::WorkersOptions options = setup.workers;
+  runtime::WorkersOptions options = setup.workers;
   auto* uv = setup.uv_baseline.get();
   if (plan.slots || uv) {
     options.on_publish = [&plan, uv](unsigned worker, const net::LoopSnapshot& s, net::Handler& h) {
@@ -158,17 +160,17 @@ net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
         plan.slots->store(plan.first_slot + worker, uv ? uv->add_to(s, static_cast<int>(worker)) : s);
     };
   }
-  net::Workers workers(options, [uv](unsigned) -> std::unique_ptr<net::Handler> {
+  runtime::Workers workers(options, [uv](unsigned) -> std::unique_ptr<net::Handler> {
     auto echo = std::make_unique<EchoHandler>();
     if (uv) return uv->wrap(std::move(echo));
     return echo;
   });
-  // net::serve waits for the signals on this thread (its watchers exist
+  // runtime::serve waits for the signals on this thread (its watchers exist
   // before any worker accepts), drains on the first, stops on a second, and
   // prints the statistics line every --stats-interval meanwhile. It says
   // nothing about the signals: this program's stderr carries only those lines.
   std::unique_ptr<metrics::Endpoint> endpoint;
-  net::ServeOptions serving{
+  runtime::ServeOptions serving{
       .drain_timeout = setup.drain_timeout,
       .tick_interval = setup.stats_interval,
       .tick =
@@ -176,7 +178,7 @@ net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
             std::fprintf(stderr, "%s\n", net::to_json(total_of(workers, setup)).c_str());
           },
       .on_listening =
-          [&](net::Workers& w) {
+          [&](runtime::Workers& w) {
             if (setup.metrics) {
               metrics::EndpointOptions o = *setup.metrics;
               o.ready = heartwheel::cli::readiness();  // /readyz: not draining
@@ -192,7 +194,7 @@ net::LoopSnapshot serve(const Setup& setup, const MetricsPlan& plan,
       .restart = {.on_sigusr2 = !plan.prefork_child,
                   .metrics_fd = [&] { return endpoint ? endpoint->listen_fd() : -1; },
                   .on_handover = [&] { endpoint.reset(); }}};
-  net::serve(workers, serving);
+  runtime::serve(workers, serving);
   endpoint.reset();
   return total_of(workers, setup);
 }
@@ -321,8 +323,8 @@ int main(int argc, char** argv) {
       const heartwheel::cli::SighupReload reload(setup.tls, "heartwheel-echo");
       const auto total = serve(setup, {}, [&](int port, const metrics::Endpoint* endpoint) {
         heartwheel::cli::write_pid_file();
-        net::announce("listening", host, port);
-        if (endpoint) net::announce("metrics", setup.metrics->host, endpoint->port());
+        runtime::announce("listening", host, port);
+        if (endpoint) runtime::announce("metrics", setup.metrics->host, endpoint->port());
       });
       write_stats(c, total, 1);
       return 0;
@@ -339,9 +341,9 @@ int main(int argc, char** argv) {
           reserve_port(setup.metrics->host, setup.metrics->port, "--metrics-listen");
       slots.emplace(std::size_t{c.processes} * c.workers);
     }
-    auto result = net::run_prefork(
+    auto result = runtime::run_prefork(
         c.processes,
-        [&](net::PreforkChild& child) {
+        [&](runtime::PreforkChild& child) {
           ::close(reserve_fd);
           if (metrics_fd >= 0) ::close(metrics_fd);
           const heartwheel::cli::SighupReload reload(setup.tls, "heartwheel-echo");
@@ -359,11 +361,10 @@ int main(int argc, char** argv) {
         [&] {
           heartwheel::cli::write_pid_file();
           heartwheel::net::restart::announce_ready();  // systemd: the parent is the main process
-          net::announce("listening", host, port);
-          if (setup.metrics)
-            net::announce("metrics", setup.metrics->host, setup.metrics->port);
+          runtime::announce("listening", host, port);
+          if (setup.metrics) runtime::announce("metrics", setup.metrics->host, setup.metrics->port);
         },
-        net::kPreforkMaxRestarts,
+        runtime::kPreforkMaxRestarts,
         // With TLS the parent passes SIGHUP on: every child reloads its
         // certificates (each has its SighupReload up before it says ready).
         setup.tls != nullptr);

@@ -162,6 +162,22 @@ def delivery_stall_ms(events):
     return round(worst)
 
 
+def resumed_ms(events, since_t):
+    """From `since_t` (a replica's promotion) until every subscriber had a
+    delivery on every channel it ever got one on: how long the failover kept
+    publications from reaching subscribers (on the cut master's channels);
+    None if some pair never got one again."""
+    pairs, first = set(), {}
+    for e in events:
+        if e.get("type") == "deliver":
+            pairs.add((e["proc"], e["channel"]))
+            if e["t"] > since_t:
+                first.setdefault((e["proc"], e["channel"]), e["t"])
+    if not first or set(first) != pairs:
+        return None
+    return round(max(first.values()) - since_t)
+
+
 def chat_clients_config(run, nodes, channels, publish_for_s, interval_ms, final_by,
                         per_node=1):
     """Per node: `per_node` publishers (pA, or pA0, pA1, ... each on its own
@@ -249,10 +265,10 @@ class ClusterFailoverPartition:
     summary = ("h1-h6 a Redis Cluster (3 masters, 3 replicas, cluster-node-timeout 2 s), h7 "
                "chat node A, h8 chat node B and the clients, --redis-wait-replicas 1; a master "
                "cut from its replica and the other masters, 1 s later from the chat nodes too; "
-               "healed once its replica took over")
+               "healed 6 s after its replica took over")
     promise = ("with WAIT: no acknowledged publication is lost; subscribers get every "
                "acknowledged publication once, in order, or are told (a new epoch)")
-    fields = ChatRedisPartition.fields + ("failover_ms",)
+    fields = ChatRedisPartition.fields + ("failover_ms", "resumed_ms", "heal_after_failover_ms")
     promise_no_loss = True
 
     def run(self, run):
@@ -289,7 +305,12 @@ class ClusterFailoverPartition:
             except (OSError, RuntimeError):
                 pass
             time.sleep(0.1)
-        time.sleep(2)
+        # Held 6 s past the promotion (2 s before issue 40's fix): a publish
+        # sent to the cut master just before it is stuck there for
+        # --redis-timeout (3 s), and only the next one, to the new master,
+        # can show that the nodes followed the failover before the heal
+        # (resumed_ms below heal_after_failover_ms).
+        time.sleep(6)
         heal = run.heal()
         try:
             cluster.wait_ok(30)
@@ -304,6 +325,11 @@ class ClusterFailoverPartition:
         r.update(nemesis="master %s cut (replica %s)" % (victim, replica),
                  partition_ms=round(heal - start), settled=settled,
                  failover_ms=round(failover - start) if failover else None,
+                 # Deliveries on the cut master's channels come back once the
+                 # nodes follow the failover; before the heal unless it took
+                 # longer than heal_after_failover_ms.
+                 resumed_ms=resumed_ms(events, failover) if failover else None,
+                 heal_after_failover_ms=round(heal - failover) if failover else None,
                  stall_ms=stall_ms(events), delivery_stall_ms=delivery_stall_ms(events),
                  recover_ms=recover_ms(events, heal, publishers=[
                      p["proc"] for p in cfg["publishers"]]))

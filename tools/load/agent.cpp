@@ -155,6 +155,11 @@ int agent_life(const AgentFlags& f) {
   ::gethostname(host, sizeof host - 1);
   link.send({{"type", "hello"}, {"host", host}, {"pid", ::getpid()}});
   auto configure = link.wait_message(wait);
+  // ws runs: the coordinator reads this host's clock a few times first.
+  while (configure && configure->value("type", "") == "clock") {
+    link.send({{"type", "clock"}, {"now_ns", monotonic_ns()}});
+    configure = link.wait_message(wait);
+  }
   if (!configure || configure->value("type", "") != "configure")
     throw std::runtime_error("the coordinator at " + peer_name(fd) + " sent no share of a run");
   char tmpl[] = "/tmp/heartwheel-load-agent-XXXXXX";

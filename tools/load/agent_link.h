@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -27,6 +28,10 @@ int connect_to(const std::string& host_port, std::chrono::milliseconds wait);
 int accept_within(int listen_fd, std::chrono::milliseconds wait);
 // "HOST:PORT" of the peer.
 std::string peer_name(int fd);
+
+// CLOCK_MONOTONIC in ns (uv_hrtime()'s clock): the clock a ws run's stamps
+// are read on; the coordinator measures each agent's against its own.
+std::uint64_t monotonic_ns();
 
 // `argv` without the flags named: each of `with_value` together with its
 // value ("--x V", "--x=V", "-x V", "-xV"), each of `bare` alone. The

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <stdexcept>
 
@@ -36,6 +37,8 @@ struct Agent {
   double lost_at_s = 0;
   std::string lost_why;
   Clock::time_point last_heard = Clock::now();
+  std::int64_t clock_offset_ns = 0;  // ws: its CLOCK_MONOTONIC minus ours
+  std::uint64_t clock_rtt_ns = 0;    // ... read within half of this
 };
 
 std::uint64_t share(std::uint64_t total, unsigned index, unsigned count) {
@@ -70,6 +73,25 @@ std::vector<Agent> reach_agents(const CoordinatorOptions& co) {
                              std::to_string(co.expect_agents) + " agents connected within " +
                              format_duration(co.agent_wait) + " (--agent-wait)");
   return agents;
+}
+
+// ws: the agent's clock against ours, from the round trip that took least
+// of `rounds` (NTP's rule: the offset is within half of it).
+void read_clock(Agent& a, int rounds, std::chrono::milliseconds wait) {
+  a.clock_rtt_ns = UINT64_MAX;
+  for (int i = 0; i < rounds; ++i) {
+    const std::uint64_t sent = monotonic_ns();
+    a.link.send({{"type", "clock"}});
+    const auto m = a.link.wait_message(wait);
+    const std::uint64_t back = monotonic_ns();
+    if (!m || m->value("type", "") != "clock")
+      throw std::runtime_error("agent " + a.address + " did not answer a clock reading");
+    if (back - sent >= a.clock_rtt_ns) continue;
+    a.clock_rtt_ns = back - sent;
+    const auto theirs = m->value("now_ns", std::uint64_t{0});
+    a.clock_offset_ns =
+        static_cast<std::int64_t>(theirs) - static_cast<std::int64_t>(sent + (back - sent) / 2);
+  }
 }
 
 void lose(Agent& a, Clock::time_point start, const std::string& why) {
@@ -183,6 +205,19 @@ nlohmann::json agent_summary(const Agent& a, unsigned index) {
     if (r.contains("rtt_us"))
       j["rtt_us"] = {{"p50", r["rtt_us"]["p50"]}, {"p99", r["rtt_us"]["p99"]}};
     if (r.contains("expectations_met")) j["expectations_met"] = r["expectations_met"];
+    if (r.contains("ws")) {
+      const auto& w = r["ws"];
+      j["ws"] = {
+          {"upgraded", w["upgraded"]},
+          {"subscribed", w["subscribed"]},
+          {"publishers", w["publishers"]},
+          {"delivered", w["delivered"]},
+          {"duplicates", w["duplicates"]},
+          {"missing_gaps", w["missing_gaps"]},
+          {"delivery_us", {{"p50", w["delivery_us"]["p50"]}, {"p99", w["delivery_us"]["p99"]}}},
+          {"clock_offset_us", a.clock_offset_ns / 1000},
+          {"clock_rtt_us", a.clock_rtt_ns / 1000}};
+    }
   }
   return j;
 }
@@ -216,6 +251,20 @@ void print_summary(const nlohmann::json& r, const std::vector<Agent>& agents) {
         x["dead"]["closed_late"].get<unsigned long long>(),
         x["live_closed_by_server"].get<unsigned long long>(), a.status);
   }
+  for (std::size_t i = 0; i < agents.size(); ++i) {
+    const auto& a = agents[i];
+    if (!a.report.is_object() || !a.report.contains("ws")) continue;
+    const auto& w = a.report["ws"];
+    std::printf(
+        "  agent %zu ws: %llu subscribed, %llu delivered, gaps %llu, duplicates %llu; "
+        "delivery_us p50 %llu p99 %llu; clock %+.3f ms (read within %.3f ms)%s\n",
+        i, w["subscribed"].get<unsigned long long>(), w["delivered"].get<unsigned long long>(),
+        w["missing_gaps"].get<unsigned long long>(), w["duplicates"].get<unsigned long long>(),
+        w["delivery_us"]["p50"].get<unsigned long long>(),
+        w["delivery_us"]["p99"].get<unsigned long long>(),
+        static_cast<double>(a.clock_offset_ns) / 1e6, static_cast<double>(a.clock_rtt_ns) / 2e6,
+        i == 0 ? ", the publisher" : "");
+  }
   const auto& dead = r["dead"];
   std::printf(
       "merged: %llu established of %llu attempted, %llu open at end; rtt_us p50 %llu p99 %llu\n"
@@ -232,6 +281,7 @@ void print_summary(const nlohmann::json& r, const std::vector<Agent>& agents) {
       dead["close_after_ms"]["max"].get<unsigned long long>(),
       dead["closed_early"].get<unsigned long long>(), dead["closed_late"].get<unsigned long long>(),
       r["live_closed_by_server"].get<unsigned long long>());
+  if (r.contains("ws")) print_ws_summary(r["ws"]);
   if (!r["connect_errors"].empty())
     std::printf("connect errors: %s\n", r["connect_errors"].dump().c_str());
 }
@@ -251,8 +301,9 @@ void add_coordinator_options(CLI::App& app, CoordinatorOptions& co) {
                           }
                         },
                         "Run across hosts: the agents (heartwheel-load --agent-listen) at "
-                        "HOST:PORT,...; each gets its share of --connections (README \"Across "
-                        "hosts\")")
+                        "HOST:PORT,...; each gets its share of --connections, any --mode (ws: "
+                        "agent 0 runs the one publisher, delivery is judged on the merged "
+                        "result; README \"Across hosts\")")
                      ->type_name("LIST");
   auto* listen = app.add_option("--agents-listen", co.listen,
                                 "Run across hosts: wait here, HOST:PORT, for --expect-agents "
@@ -283,10 +334,6 @@ void validate_coordinator(const LoadOptions& load, const CoordinatorOptions& co)
     throw std::invalid_argument("--agents-listen needs --expect-agents K");
   if (co.listen.empty() && co.expect_agents > 0)
     throw std::invalid_argument("--expect-agents goes with --agents-listen");
-  if (load.mode == Mode::ws)
-    throw std::invalid_argument(
-        "--mode ws does not run across agents yet (each agent would run a publisher of its own "
-        "and the delivery counts would not add up): run echo, rpc or http, or one host");
   const unsigned count = co.agents.empty() ? co.expect_agents : co.agents.size();
   if (load.connections < count)
     throw std::invalid_argument("--connections " + std::to_string(load.connections) +
@@ -303,16 +350,23 @@ void validate_coordinator(const LoadOptions& load, const CoordinatorOptions& co)
 }
 
 std::vector<std::string> agent_share_argv(const std::vector<std::string>& argv,
-                                          const LoadOptions& load, unsigned index, unsigned count) {
+                                          const LoadOptions& load, unsigned index, unsigned count,
+                                          std::int64_t clock_offset_ns) {
   std::vector<std::string> rest(argv.begin() + (argv.empty() ? 0 : 1), argv.end());
-  auto out = without_flags(rest,
-                           {"--agents", "--agents-listen", "--expect-agents", "--agent-wait",
-                            "--agent-timeout", "--json", "-c", "--connections", "--connect-rate"},
-                           {"-q", "--quiet"});
+  auto out = without_flags(
+      rest,
+      {"--agents", "--agents-listen", "--expect-agents", "--agent-wait", "--agent-timeout",
+       "--json", "-c", "--connections", "--connect-rate", "--clock-offset-ns"},
+      {"-q", "--quiet", "--no-ws-publisher"});
   char rate[64];
   std::snprintf(rate, sizeof rate, "%.6g", load.connect_rate / count);
   out.insert(out.end(), {"--connections", std::to_string(share(load.connections, index, count)),
                          "--connect-rate", rate});
+  if (load.mode == Mode::ws) {
+    // One publisher for the run (agent 0's), one clock for its stamps.
+    if (index > 0) out.push_back("--no-ws-publisher");
+    out.insert(out.end(), {"--clock-offset-ns", std::to_string(clock_offset_ns)});
+  }
   return out;
 }
 
@@ -332,11 +386,14 @@ int run_coordinator(const LoadOptions& load, const CoordinatorOptions& co,
     if (!hello || hello->value("type", "") != "hello")
       throw std::runtime_error("agent " + a.address + " did not say hello");
   }
+  if (load.mode == Mode::ws)
+    for (auto& a : agents) read_clock(a, 5, ms(co.agent_wait));
   for (unsigned i = 0; i < count; ++i)
-    agents[i].link.send({{"type", "configure"},
-                         {"index", i},
-                         {"agents", count},
-                         {"argv", agent_share_argv(argv, load, i, count)}});
+    agents[i].link.send(
+        {{"type", "configure"},
+         {"index", i},
+         {"agents", count},
+         {"argv", agent_share_argv(argv, load, i, count, agents[i].clock_offset_ns)}});
   std::vector<std::string> refusals;
   for (auto& a : agents) {
     auto m = a.link.wait_message(std::chrono::seconds(30));

@@ -15,13 +15,20 @@
 // verdict. An agent whose connection drops, or that says nothing for
 // --agent-timeout, before its result came is LOST: the report says which
 // and when, `complete` is false and the exit status 1.
+// --mode ws: agent 0 alone runs the publisher (one for the whole run); every
+// agent's subscribers are held to its offsets when the results merge, and
+// publication stamps are read on the coordinator's clock: before the run it
+// reads each agent's CLOCK_MONOTONIC (the best of 5 round trips) and tells
+// the agent its offset, within half that round trip.
 // --json: the merged report (as a one-host run's) plus `agents` (per agent:
-// address, share, status, lost, its key figures) and `agents_lost`.
+// address, share, status, lost, its key figures; ws: its clock offset) and
+// `agents_lost`.
 // Threads: one. Everything blocking is bounded (connect, ready, run).
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -47,9 +54,11 @@ void add_coordinator_options(CLI::App& app, CoordinatorOptions& options);
 // share of agent 0 checked as a one-host run (the file limit per process).
 void validate_coordinator(const LoadOptions& load, const CoordinatorOptions& options);
 
-// `argv` (the whole command line) as agent `index` of `count` gets it.
+// `argv` (the whole command line) as agent `index` of `count` gets it; in ws
+// mode with that agent's clock offset (its clock minus the coordinator's).
 std::vector<std::string> agent_share_argv(const std::vector<std::string>& argv,
-                                          const LoadOptions& load, unsigned index, unsigned count);
+                                          const LoadOptions& load, unsigned index, unsigned count,
+                                          std::int64_t clock_offset_ns = 0);
 
 // The run; returns the exit status (0, 1 failed or an agent lost, 2 an agent
 // refused its share, 3 expectations not met).

@@ -323,24 +323,31 @@ void add_options(CLI::App& app, LoadOptions& o) {
   app.add_flag(
       "--linger-reset", o.linger_reset,
       "Close connections at the end with RST (SO_LINGER 0), so no TIME_WAIT holds the ports");
+  // A coordinator's, on each agent's share (not for people: hidden).
+  app.add_flag("!--no-ws-publisher", o.ws_publisher)->group("");
+  app.add_option("--clock-offset-ns", o.clock_offset_ns)->group("");
 
-  // --auto-reconnect and its backoff (reconnect.h).
+  // --auto-reconnect and its backoff (reconnect.h); ws mode's comeback after
+  // a server restart (close 1012) waits the same backoff.
   app.add_flag("--auto-reconnect", o.reconnect.enabled,
                "Reopen every connection the server closes (and retry failed connects) after an "
                "exponential backoff with jitter; adds the `reconnect` block to the result");
   add_duration(app, "--reconnect-initial", o.reconnect.initial,
-               "--auto-reconnect: the first delay (after a close, or a first failed connect)");
+               "--auto-reconnect (and ws's comeback after a close 1012): the first delay (after a "
+               "close, or a first failed connect)");
   add_duration(app, "--reconnect-max", o.reconnect.max,
-               "--auto-reconnect: the delay stops growing here");
+               "--auto-reconnect (and ws's comeback after a close 1012): the delay stops growing "
+               "here");
   add_duration(app, "--reconnect-stable", o.reconnect.stable,
                "--auto-reconnect: a connection closed sooner than this after it opened counts as a "
                "failed attempt (the backoff keeps growing); 0 = reset on every open");
   app.add_option("--reconnect-multiplier", o.reconnect.multiplier,
-                 "--auto-reconnect: each consecutive failed attempt multiplies the delay by this")
+                 "--auto-reconnect (and ws's comeback after a close 1012): each consecutive failed "
+                 "attempt multiplies the delay by this")
       ->capture_default_str();
   app.add_option("--reconnect-jitter", o.reconnect.jitter,
-                 "--auto-reconnect: fraction of each delay removed at random (0 lockstep, 1 full "
-                 "jitter)")
+                 "--auto-reconnect (and ws's comeback after a close 1012): fraction of each delay "
+                 "removed at random (0 lockstep, 1 full jitter)")
       ->capture_default_str();
 }
 

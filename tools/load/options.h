@@ -97,6 +97,13 @@ struct LoadOptions {
   bool tls_insecure = false;
   bool tls_resume = false;
   std::string tls_server_name;  // SNI and the name checked; empty: the target's host
+  // Set by a coordinator on an agent's share (hidden flags; README "Across
+  // hosts"): whether this host's worker 0 runs the ws publisher (agent 0's
+  // only: one publisher for the whole run), and this host's CLOCK_MONOTONIC
+  // minus the coordinator's, so that a publication's stamp and its delivery
+  // are read on one clock (the coordinator's) on every host.
+  bool ws_publisher = true;
+  std::int64_t clock_offset_ns = 0;
 };
 
 // Registers every flag on `app`, writing into `options`.

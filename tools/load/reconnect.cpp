@@ -18,15 +18,11 @@ net::ConnectorOptions as_connector(const ReconnectOptions& o) {
   return c;
 }
 
-void add_series(ReconnectStats::Series& into, const ReconnectStats::Series& from) {
-  if (into.size() < from.size()) into.resize(from.size(), 0);
-  for (std::size_t i = 0; i < from.size(); ++i) into[i] += from[i];
-}
-
 }  // namespace
 
 void ReconnectOptions::validate() const {
-  if (!enabled) return;
+  // Checked with or without --auto-reconnect: ws mode's comeback after a
+  // server restart (close 1012) waits this backoff too.
   if (initial <= std::chrono::nanoseconds{0} || max < initial)
     throw std::invalid_argument("--reconnect-initial must be positive and at most --reconnect-max");
   if (multiplier < 1.0) throw std::invalid_argument("--reconnect-multiplier must be >= 1");
@@ -49,11 +45,16 @@ void ReconnectStats::count(Series& s, std::uint64_t second) {
   ++s[second];
 }
 
+void ReconnectStats::add(Series& into, const Series& from) {
+  if (into.size() < from.size()) into.resize(from.size(), 0);
+  for (std::size_t i = 0; i < from.size(); ++i) into[i] += from[i];
+}
+
 void ReconnectStats::merge(const ReconnectStats& o) {
-  add_series(attempts_per_s, o.attempts_per_s);
-  add_series(reconnects_per_s, o.reconnects_per_s);
-  add_series(failures_per_s, o.failures_per_s);
-  add_series(losses_per_s, o.losses_per_s);
+  add(attempts_per_s, o.attempts_per_s);
+  add(reconnects_per_s, o.reconnects_per_s);
+  add(failures_per_s, o.failures_per_s);
+  add(losses_per_s, o.losses_per_s);
   attempts += o.attempts;
   reconnects += o.reconnects;
   failures += o.failures;

@@ -62,6 +62,8 @@ struct ReconnectStats {
   std::uint64_t max_down = 0;       // most connections down at once (per worker, summed)
 
   static void count(Series& s, std::uint64_t second);
+  // Adds `from` into `into` second by second (`into` grows to fit).
+  static void add(Series& into, const Series& from);
   void merge(const ReconnectStats& other);
   nlohmann::json to_json() const;  // lossless, also the report block
   static ReconnectStats from_json(const nlohmann::json& j);

@@ -51,6 +51,10 @@ void counters(A& r, B& o, F&& f) {
   f("recovered", r.recovered, o.recovered);
   f("not_recovered", r.not_recovered, o.not_recovered);
   f("recovered_publications", r.recovered_publications, o.recovered_publications);
+  f("ws_restart_closes", r.ws_restart_closes, o.ws_restart_closes);
+  f("ws_restart_resubscribed", r.ws_restart_resubscribed, o.ws_restart_resubscribed);
+  f("ws_restart_recovered", r.ws_restart_recovered, o.ws_restart_recovered);
+  f("ws_publisher_restarts", r.ws_publisher_restarts, o.ws_publisher_restarts);
   f("unsubscribed_at_end", r.unsubscribed_at_end, o.unsubscribed_at_end);
   f("tls_handshakes", r.tls_handshakes, o.tls_handshakes);
   f("tls_resumed", r.tls_resumed, o.tls_resumed);
@@ -74,6 +78,7 @@ void histograms(A& r, B& o, F&& f) {
   f("tls_handshake_us", r.tls_handshake_us, o.tls_handshake_us);
   f("dead_close_ms", r.dead_close_ms, o.dead_close_ms);
   f("delivery_us", r.delivery_us, o.delivery_us);
+  f("ws_restart_back_ms", r.ws_restart_back_ms, o.ws_restart_back_ms);
 }
 
 }  // namespace
@@ -87,6 +92,8 @@ void LoadResult::merge(const LoadResult& other) {
              [](const char*, stats::Histogram& h, const stats::Histogram& h2) { h.merge(h2); });
   ramp_ms = std::max(ramp_ms, other.ramp_ms);
   reconnect.merge(other.reconnect);
+  ReconnectStats::add(ws_restart_closes_per_s, other.ws_restart_closes_per_s);
+  ReconnectStats::add(ws_restart_back_per_s, other.ws_restart_back_per_s);
 }
 
 nlohmann::json LoadResult::to_json() const {
@@ -100,6 +107,8 @@ nlohmann::json LoadResult::to_json() const {
              });
   j["ramp_ms"] = ramp_ms;
   j["reconnect"] = reconnect.to_json();
+  j["ws_restart_closes_per_s"] = ws_restart_closes_per_s;
+  j["ws_restart_back_per_s"] = ws_restart_back_per_s;
   return j;
 }
 
@@ -115,6 +124,8 @@ LoadResult LoadResult::from_json(const nlohmann::json& j) {
     });
     r.ramp_ms = j.at("ramp_ms").get<std::uint64_t>();
     r.reconnect = ReconnectStats::from_json(j.at("reconnect"));
+    r.ws_restart_closes_per_s = j.at("ws_restart_closes_per_s").get<ReconnectStats::Series>();
+    r.ws_restart_back_per_s = j.at("ws_restart_back_per_s").get<ReconnectStats::Series>();
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(std::string("LoadResult::from_json: ") + e.what());
   }
@@ -205,7 +216,15 @@ nlohmann::json LoadResult::ws_report() const {
           {"presence_events", presence_events},
           {"reconnects", reconnects},
           {"recovered", recovered},
-          {"not_recovered", not_recovered}};
+          {"not_recovered", not_recovered},
+          {"server_restart",
+           {{"closes", ws_restart_closes},
+            {"resubscribed", ws_restart_resubscribed},
+            {"recovered", ws_restart_recovered},
+            {"publisher_closes", ws_publisher_restarts},
+            {"back_ms", nlohmann::json::parse(ws_restart_back_ms.summary_json())},
+            {"closes_per_s", ws_restart_closes_per_s},
+            {"back_per_s", ws_restart_back_per_s}}}};
 }
 
 bool LoadResult::expectations_met(bool expect_idle_close, bool expect_delivery,
@@ -220,6 +239,40 @@ bool LoadResult::expectations_met(bool expect_idle_close, bool expect_delivery,
           publish_acks > 0;
   if (expect_idle_close || expect_delivery) report["expectations_met"] = met;
   return met;
+}
+
+void print_ws_summary(const nlohmann::json& w) {
+  const auto& d = w["delivery_us"];
+  std::printf(
+      "ws: upgraded %llu, subscribed %llu, publishers %llu; publications sent %llu acked %llu; "
+      "delivered %llu of %llu expected (+%llu recovered), missing %llu (gaps %llu, tail %llu), "
+      "duplicates %llu\n"
+      "delivery_us: p50 %llu p99 %llu max %llu; server pings %llu; reconnects %llu "
+      "(recovered %llu, not %llu)\n",
+      w["upgraded"].get<unsigned long long>(), w["subscribed"].get<unsigned long long>(),
+      w["publishers"].get<unsigned long long>(), w["publications_sent"].get<unsigned long long>(),
+      w["publish_acks"].get<unsigned long long>(), w["delivered"].get<unsigned long long>(),
+      w["expected"].get<unsigned long long>(),
+      w["recovered_publications"].get<unsigned long long>(), w["missing"].get<unsigned long long>(),
+      w["missing_gaps"].get<unsigned long long>(), w["missing_tail"].get<unsigned long long>(),
+      w["duplicates"].get<unsigned long long>(), d["p50"].get<unsigned long long>(),
+      d["p99"].get<unsigned long long>(), d["max"].get<unsigned long long>(),
+      w["server_pings"].get<unsigned long long>(), w["reconnects"].get<unsigned long long>(),
+      w["recovered"].get<unsigned long long>(), w["not_recovered"].get<unsigned long long>());
+  if (!w.contains("server_restart")) return;
+  const auto& sr = w["server_restart"];
+  if (sr["closes"].get<unsigned long long>() + sr["publisher_closes"].get<unsigned long long>() ==
+      0)
+    return;
+  const auto& b = sr["back_ms"];
+  std::printf(
+      "server restarts (close 1012, not errors): %llu subscribers closed, %llu back "
+      "(recovered %llu), publishers %llu; back_ms: p50 %llu p99 %llu max %llu; closes per "
+      "second %s\n",
+      sr["closes"].get<unsigned long long>(), sr["resubscribed"].get<unsigned long long>(),
+      sr["recovered"].get<unsigned long long>(), sr["publisher_closes"].get<unsigned long long>(),
+      b["p50"].get<unsigned long long>(), b["p99"].get<unsigned long long>(),
+      b["max"].get<unsigned long long>(), sr["closes_per_s"].dump().c_str());
 }
 
 bool write_json_report(const std::string& path, const nlohmann::json& report) {

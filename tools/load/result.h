@@ -70,6 +70,14 @@ struct LoadResult {
   std::uint64_t recovered = 0;               // resubscribes answered recovered: true
   std::uint64_t not_recovered = 0;           // ... recovered: false
   std::uint64_t recovered_publications = 0;  // publications that came in those replies
+  // Server restarts (close 1012 "service restart", then the server's FIN):
+  // not errors; the connection comes back and resubscribes with since.
+  std::uint64_t ws_restart_closes = 0;             // subscribers' closes 1012
+  std::uint64_t ws_restart_resubscribed = 0;       // ... that came back and got a subscribe reply
+  std::uint64_t ws_restart_recovered = 0;          // ... with recovered: true
+  std::uint64_t ws_publisher_restarts = 0;         // publishers' closes 1012 (they come back too)
+  ReconnectStats::Series ws_restart_closes_per_s;  // subscribers' 1012s per second since start
+  ReconnectStats::Series ws_restart_back_per_s;    // ... and their resubscribe replies
   std::uint64_t tls_handshakes = 0;  // --tls: handshakes completed (resumed ones included)
   std::uint64_t tls_resumed = 0;     // ... of them resumed with a ticket (--tls-resume)
   std::uint64_t unsubscribed_at_end =
@@ -83,6 +91,7 @@ struct LoadResult {
   stats::Histogram tls_handshake_us;  // --tls: connected -> handshake done
   stats::Histogram dead_close_ms;     // last send of a dead connection -> server closed it
   stats::Histogram delivery_us;       // ws: publish request written -> publication received
+  stats::Histogram ws_restart_back_ms;  // ws: close 1012 -> the resubscribe's reply
   ReconnectStats reconnect;           // --auto-reconnect (reconnect.h)
 
   // Adds `other` into this result. Throws std::invalid_argument if histogram
@@ -118,6 +127,9 @@ struct LoadResult {
   // Dead connections the run ended with unclosed.
   std::uint64_t dead_not_closed() const noexcept { return dead_count - dead_closed; }
 };
+
+// The summary's two ws lines (report_json's "ws" block) on stdout.
+void print_ws_summary(const nlohmann::json& ws);
 
 // Writes `report` (indented) to `path`; false (said on stderr) if it could not.
 bool write_json_report(const std::string& path, const nlohmann::json& report);

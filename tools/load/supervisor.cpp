@@ -153,27 +153,7 @@ void print_summary(const nlohmann::json& r) {
                 r["tls_resumed"].get<unsigned long long>(), h["p50"].get<unsigned long long>(),
                 h["p99"].get<unsigned long long>(), h["max"].get<unsigned long long>());
   }
-  if (r.contains("ws")) {
-    const auto& w = r["ws"];
-    const auto& d = w["delivery_us"];
-    std::printf(
-        "ws: upgraded %llu, subscribed %llu, publishers %llu; publications sent %llu acked %llu; "
-        "delivered %llu of %llu expected (+%llu recovered), missing %llu (gaps %llu, tail %llu), "
-        "duplicates %llu\n"
-        "delivery_us: p50 %llu p99 %llu max %llu; server pings %llu; reconnects %llu "
-        "(recovered %llu, not %llu)\n",
-        w["upgraded"].get<unsigned long long>(), w["subscribed"].get<unsigned long long>(),
-        w["publishers"].get<unsigned long long>(), w["publications_sent"].get<unsigned long long>(),
-        w["publish_acks"].get<unsigned long long>(), w["delivered"].get<unsigned long long>(),
-        w["expected"].get<unsigned long long>(),
-        w["recovered_publications"].get<unsigned long long>(),
-        w["missing"].get<unsigned long long>(), w["missing_gaps"].get<unsigned long long>(),
-        w["missing_tail"].get<unsigned long long>(), w["duplicates"].get<unsigned long long>(),
-        d["p50"].get<unsigned long long>(), d["p99"].get<unsigned long long>(),
-        d["max"].get<unsigned long long>(), w["server_pings"].get<unsigned long long>(),
-        w["reconnects"].get<unsigned long long>(), w["recovered"].get<unsigned long long>(),
-        w["not_recovered"].get<unsigned long long>());
-  }
+  if (r.contains("ws")) print_ws_summary(r["ws"]);
   if (!r["connect_errors"].empty())
     std::printf("connect errors: %s\n", r["connect_errors"].dump().c_str());
   if (!r["errors"].empty()) std::printf("errors: %s\n", r["errors"].dump().c_str());
@@ -361,8 +341,12 @@ int run_supervisor(const LoadOptions& options) {
                               {"reconnect_fraction", options.reconnect_fraction},
                               {"reconnect_at_ms", reconnect_at_of(options).count() / 1'000'000},
                               {"reconnect_delay_ms", options.reconnect_delay.count() / 1'000'000}});
-  const bool expectations_met = merged.expectations_met(options.expect_idle_close.count() > 0,
-                                                        options.expect_delivery, report);
+  // An agent's share without the publisher cannot judge delivery alone
+  // (its subscribers' offsets need the publisher's): the coordinator does,
+  // on the merged result.
+  const bool expectations_met =
+      merged.expectations_met(options.expect_idle_close.count() > 0,
+                              options.expect_delivery && options.ws_publisher, report);
   report["timeline"] = std::move(timeline);
   report["raw"] = merged.to_json();
   if (!options.json_path.empty() && !write_json_report(options.json_path, report)) status = 1;

@@ -358,6 +358,9 @@ void Worker::on_read(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
 
 void Worker::server_closed(Conn& c, const char* what, int uv_code) {
   if (c.state != Conn::State::open) return;
+  // After a close 1012 the server's FIN (or reset) is its restart: not a
+  // live connection lost, one that comes back.
+  if (c.ws != nullptr && c.ws->restart_closed) return ws_restarting(c);
   ++closed_by_server_;
   if (c.dead) {
     ++result_.dead_closed;

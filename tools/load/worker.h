@@ -112,6 +112,9 @@ class Worker {
   // A frame the session made (header and masked payload), written unless
   // the connection went silent.
   void ws_write(Conn& c, std::string_view head, std::string_view payload);
+  // The server's close 1012 ("service restart") on `c`: counted, not an
+  // error; the server's FIN then brings it back (ws_restarting).
+  void ws_restart_close(Conn& c);
   // --ws-compression: the loop's inflate streams (none without the flag).
   ws::DeflatePool* ws_deflate_pool() noexcept { return ws_deflate_.get(); }
   const ws::Stats& ws_deflate_stats() const noexcept { return ws_deflate_stats_; }
@@ -147,6 +150,7 @@ class Worker {
   void ws_publish_due();                                             // ws_session.cpp
   void ws_drop_for_reconnect();                                      // ws_session.cpp
   void ws_closed(Conn& c);                                           // ws_session.cpp
+  void ws_restarting(Conn& c);                                       // ws_session.cpp
   void ws_finish();                                                  // ws_session.cpp
   void ws_free();                                                    // ws_session.cpp
   std::uint64_t ws_pair(const Conn& c) const noexcept;               // target * K + channel
@@ -155,6 +159,12 @@ class Worker {
   void stop();
   bool write_line(const std::string& line);
   std::uint64_t elapsed_ms() const noexcept;
+  // ws stamps: `local` (uv_hrtime()) on the clock every host of a run
+  // shares (the coordinator's: less options_.clock_offset_ns; 0 on one host).
+  std::uint64_t shared_clock_ns(std::uint64_t local) const noexcept {
+    return local - static_cast<std::uint64_t>(options_.clock_offset_ns);
+  }
+  std::uint64_t shared_clock_ns() const noexcept { return shared_clock_ns(uv_hrtime()); }
   void note_resolved();
   // --tls (tls_conn.cpp)
   void tls_setup();

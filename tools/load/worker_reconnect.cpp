@@ -1,8 +1,10 @@
 // --auto-reconnect: a connection the server closed (or whose connect failed)
 // waits a jittered exponential backoff in its own TimerEntry (state backoff)
 // and connects again. The counts per second feed the reconnect-storm report
-// (reconnect.h, docs/BENCHMARKS.md "reconnect storm").
+// (reconnect.h, docs/BENCHMARKS.md "reconnect storm"). ws mode's comeback
+// after a server restart (close 1012, ws_session.cpp) retries the same way.
 #include "worker.h"
+#include "ws_state.h"
 
 namespace heartwheel::load {
 
@@ -14,7 +16,11 @@ void Worker::attempt_started(Conn& c) {
 }
 
 void Worker::attempt_failed(Conn& c, const char* error) {
-  if (!options_.reconnect.enabled || stopping_) return;
+  // A comeback after a server restart (ws mode, close 1012: restart_ns set
+  // until it is back) keeps trying as --auto-reconnect does: a client told
+  // to come back does not give up at one timed-out connect.
+  const bool comeback = c.ws != nullptr && c.ws->restart_ns != 0;
+  if ((!options_.reconnect.enabled && !comeback) || stopping_) return;
   if (c.was_open || c.failures > 0) {  // a retry failed (first attempts count in connect_errors)
     auto& r = result_.reconnect;
     ++r.failures;

@@ -8,7 +8,8 @@
 // to it: offsets must follow each other with no gap and no repeat (per
 // subscriber, per channel), and the `t` its data carries (the publisher's
 // uv_hrtime() at the write; one monotonic clock for every process of the
-// machine) gives the delivery latency. A dead subscriber goes silent once its
+// machine; across hosts each host's clock less its --clock-offset-ns, the
+// coordinator's clock) gives the delivery latency. A dead subscriber goes silent once its
 // subscribe reply came: no pong, no frame, nothing parsed; it still drains
 // its socket, so the harness sees when the server closes it.
 //
@@ -122,7 +123,7 @@ void Worker::ws_setup() {
     c.ws->drop_planned =
         !c.dead && is_dead(options_.reconnect_fraction, share_.connections - 1 - j);
   }
-  if (share_.index != 0 || options_.publish_rate <= 0) return;
+  if (share_.index != 0 || options_.publish_rate <= 0 || !options_.ws_publisher) return;
   publisher_count_ = options_.publish_all_targets ? targets : 1;
   publishers_ = std::make_unique<Conn[]>(publisher_count_);
   // Global indices past every subscriber's, with index mod targets == target:
@@ -175,6 +176,7 @@ void Worker::ws_open(Conn& c) {
   WsConn& s = *c.ws;
   s.session.reset();
   s.upgraded = false;
+  s.restart_closed = false;
   s.handshake = std::make_unique<ws::ClientHandshake>(ws_handshake_, ws_key_);
   const std::string& request = s.handshake->request();
   send_bytes(c, reinterpret_cast<const std::uint8_t*>(request.data()), request.size());
@@ -221,6 +223,7 @@ bool Worker::ws_upgrade(Conn& c, std::string_view& data) {
   s.upgraded = true;
   if (c.publisher) {
     ++result_.ws_publishers;
+    s.restart_ns = 0;
     // Centrifugo's connect comes first (its reply is not counted); the
     // publishes that follow it are answered after it, in order.
     if (options_.ws_centrifugo) ws_send_text(c, "{\"id\":1,\"connect\":{}}");
@@ -287,6 +290,7 @@ void WsConn::on_ping(ws::Session&, std::string_view) {
 
 void WsConn::on_close(ws::Session&, std::uint16_t code, std::string_view) {
   // The session echoed the code; the server then closes the TCP connection.
+  if (code == ws::kCloseServiceRestart) return conn->worker->ws_restart_close(*conn);
   ++conn->worker->result().errors["ws_close_received:" + std::to_string(code)];
 }
 
@@ -342,7 +346,7 @@ void Worker::ws_push(Conn& c, std::string_view text, std::size_t name_at) {
                         ? std::nullopt
                         : number_after(rest.substr(data_at), "\"t\":");
   if (!offset) return protocol_error(c, "ws_bad_push");
-  const std::uint64_t now = uv_hrtime();
+  const std::uint64_t now = shared_clock_ns();
   if (sent && *sent <= now) result_.delivery_us.record((now - *sent) / 1000);
   WsConn& s = *c.ws;
   if (!s.subscribed) return;  // cannot happen: the reply comes first
@@ -415,10 +419,18 @@ void Worker::ws_reply_json(Conn& c, const nlohmann::json& reply) {
     first_exchange(c);  // a dead subscriber goes silent here
     return;
   }
-  // A resubscribe after --reconnect, with since {last, epoch}.
+  // A resubscribe after --reconnect or a server restart, with since {last, epoch}.
   ++result_.reconnects;
+  const bool after_restart = s.restart_ns != 0;
+  if (after_restart) {
+    ++result_.ws_restart_resubscribed;
+    result_.ws_restart_back_ms.record((uv_hrtime() - s.restart_ns) / 1'000'000);
+    ReconnectStats::count(result_.ws_restart_back_per_s, elapsed_ms() / 1000);
+    s.restart_ns = 0;
+  }
   if (j.value("recovered", false)) {
     ++result_.recovered;
+    if (after_restart) ++result_.ws_restart_recovered;
     for (const auto& p : j.value("publications", nlohmann::json::array())) {
       const std::uint64_t o = p.value("offset", std::uint64_t{0});
       if (o <= s.last) {
@@ -457,7 +469,8 @@ void Worker::ws_publish_due() {
         continue;
       }
       const std::uint64_t t = uv_hrtime();
-      std::string data = "{\"t\":" + std::to_string(t) + ",\"k\":" + std::to_string(k) + "}";
+      std::string data =
+          "{\"t\":" + std::to_string(shared_clock_ns(t)) + ",\"k\":" + std::to_string(k) + "}";
       pad_data(data, options_.publish_size, k);
       const std::string fields = "\"channel\":\"" + channel + "\",\"data\":" + data;
       const std::string req =
@@ -488,6 +501,34 @@ void Worker::ws_drop_for_reconnect() {
     c.ws->reconnect_waiting = true;
     close_conn(c);
   }
+}
+
+void Worker::ws_restart_close(Conn& c) {
+  WsConn& s = *c.ws;
+  if (c.state != Conn::State::open || s.restart_closed) return;
+  s.restart_closed = true;
+  s.restart_ns = uv_hrtime();
+  if (c.publisher) {
+    ++result_.ws_publisher_restarts;
+    return;
+  }
+  ++result_.ws_restart_closes;
+  ReconnectStats::count(result_.ws_restart_closes_per_s, elapsed_ms() / 1000);
+}
+
+void Worker::ws_restarting(Conn& c) {
+  // A server restarting (heartwheel's SIGUSR2 drain) spreads these closes
+  // over its drain window and asks each client to come back at once: after
+  // --reconnect-initial (jittered; --auto-reconnect is not for ws mode), as
+  // ws::Client does. The subscriber then resubscribes with since {offset,
+  // epoch} (ws_subscribe) and counts as a reconnect, not a new connection; a
+  // publisher goes on publishing. A reconnect that fails is a connect error
+  // (a refusal is what a restart must never cause), retried with the
+  // backoff until it is back (attempt_failed).
+  c.ws->dropped = true;
+  c.failures = 0;
+  c.retry = !stopping_;
+  close_conn(c);
 }
 
 void Worker::ws_closed(Conn& c) {

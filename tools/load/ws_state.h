@@ -52,6 +52,10 @@ struct WsConn final : ws::SessionOwner {
   bool drop_planned = false;       // one of the --reconnect fraction
   bool dropped = false;            // dropped for --reconnect (reconnects are not new connections)
   bool reconnect_waiting = false;  // dropped, waiting for --reconnect-delay
+  // The server said it restarts (close 1012) on this connection: its end is
+  // not a loss, it comes back (Worker::ws_restarting).
+  bool restart_closed = false;
+  std::uint64_t restart_ns = 0;  // when the latest 1012 came, until the resubscribe reply
 };
 
 }  // namespace heartwheel::load

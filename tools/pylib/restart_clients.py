@@ -2,8 +2,10 @@
 subscribers that reconnect after each close and recover what they missed
 with `since`, a publisher that publishes through the restart, and a loop of
 plain HTTP requests that counts refusals. Used by
-tests/integration/operating_test.py (300 clients) and tools/restart-run
-(10,000). Needs python3-websockets (/usr/bin/python3)."""
+tests/integration/operating_test.py (300 clients); tools/restart-run takes
+Chat and the HTTP loop from here and holds its 10,000 clients in
+heartwheel-load's processes (one Python process falls behind at that size).
+Needs python3-websockets (/usr/bin/python3)."""
 import asyncio
 import http.client
 import json

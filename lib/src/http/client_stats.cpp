@@ -1,4 +1,6 @@
-// ClientStats' field table (heartwheel/common/stat_fields.h) and merge.
+// ClientStats' field table (heartwheel/common/stat_fields.h), merge and its
+// metric families (write_metrics).
+#include <heartwheel/common/metric_families.h>
 #include <heartwheel/http/client.h>
 
 namespace heartwheel::http {
@@ -41,5 +43,9 @@ static_assert(stat_fields_cover(StatTable<S>(kFields), 0));
 StatTable<ClientStats> ClientStats::fields() noexcept { return kFields; }
 
 void ClientStats::merge(const ClientStats& o) noexcept { merge_stat_fields(fields(), *this, o); }
+
+void write_metrics(MetricSink& out, const ClientStats& stats) {
+  write_stat_families(out, ClientStats::fields(), stats);
+}
 
 }  // namespace heartwheel::http

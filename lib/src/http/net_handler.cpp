@@ -78,7 +78,7 @@ NetHandler::~NetHandler() {
   // Connections a destroyed net::Server abandoned (closed without on_close):
   // free their sessions here, which tells pending Responders (their
   // on_abandon may cancel wheel entries: the loop's wheel must still be
-  // alive, as it is when the handler goes before it, as in net::Workers).
+  // alive, as it is when the handler goes before it, as in runtime::Workers).
   while (head_ != nullptr) {
     Conn* c = head_;
     head_ = c->next;

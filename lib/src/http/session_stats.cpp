@@ -1,5 +1,8 @@
-// SessionStats' field table (heartwheel/common/stat_fields.h) and merge. The
-// Prometheus names and help are lib/src/metrics/README.md's.
+// SessionStats' field table (heartwheel/common/stat_fields.h), merge and
+// metric families: the plain counters' from the table, the responses by
+// class and the duration histogram by hand. The Prometheus names and help
+// are lib/src/metrics/README.md's.
+#include <heartwheel/common/metric_families.h>
 #include <heartwheel/http/session_stats.h>
 
 namespace heartwheel::http {
@@ -60,6 +63,20 @@ void SessionStats::merge(const SessionStats& o) noexcept {
   request_duration.merge(o.request_duration);
   for (std::size_t i = 0; i < closed_by_reason.size(); ++i)
     closed_by_reason[i] += o.closed_by_reason[i];
+}
+
+void write_metrics(MetricSink& out, const SessionStats& s) {
+  const auto [counts, rest] = split_after(SessionStats::fields(), "heartwheel_http_requests_total");
+  write_stat_families(out, counts, s);
+  out.family("heartwheel_http_responses_total", MetricType::counter,
+             "HTTP responses started, by status class (1xx includes 100 Continue).");
+  static constexpr const char* kClasses[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
+  for (std::size_t c = 1; c <= 5; ++c) out.sample(s.responses[c], {{"class", kClasses[c - 1]}});
+  out.family("heartwheel_http_request_duration_seconds", MetricType::histogram,
+             "First byte of a request to its complete response handed to the connection, for "
+             "requests answered in full.");
+  write_duration_histogram(out, s.request_duration);
+  write_stat_families(out, rest, s);
 }
 
 }  // namespace heartwheel::http

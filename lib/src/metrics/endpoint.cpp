@@ -1,21 +1,34 @@
-// See heartwheel/metrics/endpoint.h. The endpoint is a one-thread
-// net::Workers running an http::NetHandler: the thread, its loop, listening,
-// stopping and joining are the library's own, already tested machinery.
+// See heartwheel/metrics/endpoint.h. The endpoint is one thread running a
+// libuv loop with a LoopWheel, a net::Server and an http::NetHandler: the
+// library's own HTTP stack with its timeouts, without the runtime layer's
+// Workers (metrics links only what it serves with: http, net and below).
+#include <heartwheel/common/error.h>
 #include <heartwheel/http/net_handler.h>
 #include <heartwheel/metrics/endpoint.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/net/restart.h>
-#include <heartwheel/net/workers.h>
+#include <heartwheel/net/server.h>
+#include <heartwheel/timer/loop_wheel.h>
 
+#include <future>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
 
 namespace heartwheel::metrics {
 
 struct Endpoint::Impl {
   EndpointOptions options;
   Collector collect;
-  std::unique_ptr<net::Workers> workers;
+  std::thread thread;
+  std::promise<int> started;  // the port, or why the thread could not listen
+  int port = 0;
+  int listen_fd = -1;  // set with the port, before `started` says so
+  std::mutex mu;
+  uv_async_t* stop = nullptr;     // under mu: set while the loop runs
+  net::Server* server = nullptr;  // the loop thread's
 
   void serve(const http::Request& req, http::Responder r) const {
     if (req.path() == "/healthz" || req.path() == "/readyz") {
@@ -40,6 +53,81 @@ struct Endpoint::Impl {
       return;
     }
     r.respond(http::Response::text(200, out.take(), kContentType));
+  }
+
+  net::ServerOptions server_options() const {
+    net::ServerOptions so;
+    so.host = options.host;
+    so.port = options.port;
+    so.reuse_port = options.reuse_port;
+    so.listen_fd = options.listen_fd;
+    so.max_connections = options.max_connections;
+    so.backlog = 64;
+    so.connection.idle = {};  // HTTP's own timeouts replace the idle policy
+    so.connection.write.stall_timeout = options.http.send_timeout;
+    return so;
+  }
+
+  // The thread: listens, reports the port (or why not) through `started`,
+  // serves until stop is signalled, then lets every handle finish closing.
+  void run() {
+    uv_loop_t loop;
+    if (const int rc = uv_loop_init(&loop); rc < 0) {
+      started.set_exception(
+          std::make_exception_ptr(std::system_error(uv_error(rc), "uv_loop_init")));
+      return;
+    }
+    {
+      std::unique_ptr<LoopWheel> wheel;
+      std::unique_ptr<http::NetHandler> handler;
+      std::unique_ptr<net::Server> srv;
+      uv_async_t async;
+      bool serving = false;
+      try {
+        LoopWheel::Options wo;
+        wo.tick = std::chrono::milliseconds(100);  // timeouts of seconds
+        wheel = std::make_unique<LoopWheel>(&loop, wo);
+        handler = std::make_unique<http::NetHandler>(
+            options.http,
+            [this](const http::Request& req, http::Responder r) { serve(req, std::move(r)); });
+        const net::ServerOptions so = server_options();
+        srv = std::make_unique<net::Server>(*wheel, *handler, so);
+        if (auto ec = srv->listen())
+          throw std::system_error(
+              ec, "metrics endpoint: listen on " + so.host + ":" + std::to_string(so.port));
+        if (const int rc = uv_async_init(&loop, &async, &on_stop); rc < 0)
+          throw std::system_error(uv_error(rc), "metrics endpoint: uv_async_init");
+        serving = true;
+      } catch (...) {
+        started.set_exception(std::current_exception());
+      }
+      if (serving) {
+        async.data = this;
+        server = srv.get();
+        {
+          std::lock_guard lock(mu);
+          stop = &async;
+        }
+        listen_fd = srv->listen_fd();
+        started.set_value(srv->port());
+        uv_run(&loop, UV_RUN_DEFAULT);  // until on_stop closed the server and the async
+      }
+      srv.reset();
+      handler.reset();
+      wheel.reset();
+      uv_run(&loop, UV_RUN_DEFAULT);  // the closed handles finish
+    }
+    uv_loop_close(&loop);
+  }
+
+  static void on_stop(uv_async_t* async) {
+    auto* impl = static_cast<Impl*>(async->data);
+    {
+      std::lock_guard lock(impl->mu);
+      impl->stop = nullptr;
+    }
+    impl->server->close_all(net::CloseReason::local);
+    uv_close(reinterpret_cast<uv_handle_t*>(async), nullptr);
   }
 
   // /healthz: alive. /readyz: what options.ready says (an exception is a
@@ -84,38 +172,29 @@ Endpoint::Endpoint(EndpointOptions options, Collector collect) : impl_(std::make
   options.http.validate();
   impl_->options = std::move(options);
   impl_->collect = std::move(collect);
-
-  const EndpointOptions& o = impl_->options;
-  net::WorkersOptions wo;
-  wo.threads = 1;
-  wo.server.host = o.host;
-  wo.server.port = o.port;
-  wo.server.reuse_port = o.reuse_port;
-  wo.server.listen_fd = o.listen_fd;
-  wo.server.max_connections = o.max_connections;
-  wo.server.backlog = 64;
-  wo.server.connection.idle = {};  // HTTP's own timeouts replace the idle policy
-  wo.server.connection.write.stall_timeout = o.http.send_timeout;
-  wo.wheel.tick = std::chrono::milliseconds(100);  // timeouts of seconds
-  // Nobody reads the endpoint's own counters: publish (wake up) rarely.
-  wo.publish_interval = std::chrono::hours(1);
+  impl_->server_options().validate();
+  std::future<int> port = impl_->started.get_future();
   Impl* impl = impl_.get();
-  impl_->workers = std::make_unique<net::Workers>(wo, [impl](unsigned) {
-    return std::make_unique<http::NetHandler>(
-        impl->options.http,
-        [impl](const http::Request& req, http::Responder r) { impl->serve(req, std::move(r)); });
-  });
-  impl_->workers->start();  // throws std::system_error if it cannot listen
+  impl_->thread = std::thread([impl] { impl->run(); });
+  try {
+    impl_->port = port.get();  // std::system_error if it could not listen
+  } catch (...) {
+    impl_->thread.join();
+    throw;
+  }
 }
 
 Endpoint::~Endpoint() {
-  impl_->workers->stop();
-  impl_->workers->join();
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->stop) uv_async_send(impl_->stop);
+  }
+  impl_->thread.join();
 }
 
-int Endpoint::port() const noexcept { return impl_->workers->port(); }
+int Endpoint::port() const noexcept { return impl_->port; }
 
-int Endpoint::listen_fd() const { return impl_->workers->listen_fds().front(); }
+int Endpoint::listen_fd() const { return impl_->listen_fd; }
 
 std::string Endpoint::address() const {
   const std::string& host = impl_->options.host;

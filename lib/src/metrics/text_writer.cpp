@@ -74,7 +74,7 @@ std::string escape_help(std::string_view help) {
   return out;
 }
 
-void TextWriter::family(std::string_view name, Type type, std::string_view help) {
+void TextWriter::on_family(std::string_view name, Type type, std::string_view help) {
   if (!valid_metric_name(name))
     throw std::invalid_argument("metrics: invalid metric name '" + std::string(name) + "'");
   if (!families_.emplace(name).second)
@@ -155,7 +155,7 @@ void check_labels(LabelSet labels, bool histogram) {
 }
 }  // namespace
 
-void TextWriter::sample(std::uint64_t value, LabelSet labels) {
+void TextWriter::on_sample(std::uint64_t value, LabelSet labels) {
   require(false);
   check_labels(labels, false);
   series({}, labels);
@@ -163,7 +163,7 @@ void TextWriter::sample(std::uint64_t value, LabelSet labels) {
   out_ += '\n';
 }
 
-void TextWriter::sample(double value, LabelSet labels) {
+void TextWriter::on_sample(double value, LabelSet labels) {
   require(false);
   check_labels(labels, false);
   series({}, labels);
@@ -171,8 +171,8 @@ void TextWriter::sample(double value, LabelSet labels) {
   out_ += '\n';
 }
 
-void TextWriter::histogram(std::span<const double> upper_bounds,
-                           std::span<const std::uint64_t> counts, double sum, LabelSet labels) {
+void TextWriter::on_histogram(std::span<const double> upper_bounds,
+                              std::span<const std::uint64_t> counts, double sum, LabelSet labels) {
   require(true);
   check_labels(labels, true);
   if (counts.size() != upper_bounds.size() + 1)
@@ -200,21 +200,6 @@ void TextWriter::histogram(std::span<const double> upper_bounds,
   series("_count", labels);
   number(cumulative);
   out_ += '\n';
-}
-
-void TextWriter::counter(std::string_view name, std::string_view help, std::uint64_t value) {
-  family(name, Type::counter, help);
-  sample(value);
-}
-
-void TextWriter::gauge(std::string_view name, std::string_view help, double value) {
-  family(name, Type::gauge, help);
-  sample(value);
-}
-
-void TextWriter::gauge(std::string_view name, std::string_view help, std::uint64_t value) {
-  family(name, Type::gauge, help);
-  sample(value);
 }
 
 }  // namespace heartwheel::metrics

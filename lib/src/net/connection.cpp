@@ -34,9 +34,6 @@ namespace {
 // on_data consumes the bytes before the next read, so connections share it.
 constexpr std::size_t kReadBufferSize = 64 * 1024;
 thread_local std::array<char, kReadBufferSize> t_read_buffer;
-// Reads of one connection per wake-up at most while each fills the buffer,
-// as libuv's uv_read_start: then the others get their turn.
-constexpr int kReadsPerTurn = 32;
 }  // namespace
 
 Connection::Connection(detail::ConnectionHost& host, Handler& handler, std::uint64_t id)
@@ -142,7 +139,7 @@ void Connection::admit_and_open(std::string_view rest) noexcept {
     return;
   }
   if (host_) {
-    if (TransportFactory* factory = host_->transport_factory()) {
+    if (ByteStageFactory* factory = host_->byte_stage_factory()) {
       begin_transport(*factory, rest);  // on_open once the transport is ready
       return;
     }
@@ -209,14 +206,14 @@ void Connection::set_write_policy(const WritePolicy& policy) {
 }
 
 void Connection::set_deadline(Deadline kind, TimePoint when) noexcept {
-  assert(DeadlineSet::is_claimed(kind) && kind != Deadline::proxy_header_timeout &&
+  assert(detail::DeadlineSet::is_claimed(kind) && kind != Deadline::proxy_header_timeout &&
          "set_deadline takes claimed kinds: a layer's, ping or pong_timeout");
   assert(is_named(kind) && "a layer's deadline kind needs a registered name (names.h)");
   if (DeadlineTimer::set_deadline(kind, when)) return;
   // Every claimed slot is held by other kinds: more layered deadlines at
   // once than DeadlineSet::kClaimedSlots. Never keep running without the
   // timeout the layer asked for (connection.h).
-  assert(!"more layered deadlines at once than DeadlineSet::kClaimedSlots");
+  assert(!"more layered deadlines at once than detail::DeadlineSet::kClaimedSlots");
   close(CloseReason::error, make_error_code(errc::limit_reached));
 }
 
@@ -228,10 +225,10 @@ void Connection::end_request() noexcept {
 // ---- reading ---------------------------------------------------------------
 
 int Connection::start_reading() noexcept {
-  if (host_ && host_->connection_options().edge_triggered_reads && host_->edge_reads()) {
+  if (edge_member_ || (host_ && host_->connection_options().edge_triggered_reads &&
+                       detail::EdgeReader::edge_reads_enabled())) {
     if (const int fd = socket_fd();
-        fd >= 0 &&
-        detail::EdgeReader::start(host_->edge_reader(), tcp_.loop, fd, *this, edge_member_)) {
+        fd >= 0 && detail::EdgeReader::start(tcp_.loop, fd, *this, edge_member_)) {
       edge_member_ = true;
       return 0;
     }
@@ -245,7 +242,7 @@ void Connection::stop_reading() noexcept {
   // which read_ready leaves in the socket while not reading_, and
   // start_reading re-arms it (the kernel then reports what waits).
   if (edge_member_) {
-    detail::EdgeReader::stop(host_->edge_reader());
+    detail::EdgeReader::stop(tcp_.loop);
     return;
   }
   uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
@@ -255,7 +252,10 @@ void Connection::read_ready(bool ended) noexcept {
   if (!reading_ || closing_) return;  // paused: its data waits for start_reading
   const int fd = socket_fd();
   if (fd < 0) return;
-  for (int i = 0; i < kReadsPerTurn; ++i) {
+  // Reads of one connection per wake-up at most while each fills the
+  // buffer, as libuv's uv_read_start: then the others get their turn.
+  const int turn = detail::EdgeReader::reads_per_turn();
+  for (int i = 0; i < turn; ++i) {
     const ssize_t n = ::recv(fd, t_read_buffer.data(), t_read_buffer.size(), 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
@@ -269,8 +269,7 @@ void Connection::read_ready(bool ended) noexcept {
   }
   // The turn's reads are spent and data may be left, which no new edge would
   // report: re-armed, the kernel queues it behind the connections waiting.
-  if (!detail::EdgeReader::rearm(host_->edge_reader(), fd, *this))
-    close(CloseReason::error, uv_error(UV_EIO));
+  if (!detail::EdgeReader::rearm(tcp_.loop, fd, *this)) close(CloseReason::error, uv_error(UV_EIO));
 }
 
 void Connection::on_alloc(uv_handle_t*, std::size_t, uv_buf_t* buf) {
@@ -312,13 +311,13 @@ void Connection::received(ssize_t nread, const char* base) noexcept {
 }
 
 void Connection::leave_edge_reader() noexcept {
-  if (!edge_member_ || !host_) return;
+  if (!edge_member_) return;
   if (reading_) {  // abandoned while reading
-    detail::EdgeReader::stop(host_->edge_reader());
+    detail::EdgeReader::stop(tcp_.loop);
     reading_ = false;
   }
   edge_member_ = false;
-  detail::EdgeReader::leave(host_->edge_reader(), socket_fd());
+  detail::EdgeReader::leave(tcp_.loop, socket_fd(), *this);
 }
 
 int Connection::socket_fd() const noexcept {

@@ -3,9 +3,9 @@
 // the net layer (connection.cpp, connection_proxy.cpp).
 #pragma once
 
+#include <heartwheel/net/byte_stage.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/net/proxy_protocol.h>
-#include <heartwheel/net/transport.h>
 #include <netinet/in.h>
 
 #include <memory>
@@ -40,7 +40,7 @@ struct Connection::Extras {
   ProxyInfo proxy;
   mutable std::unique_ptr<ProxyHeader> header;  // see ProxyInfo
   Handler* app_handler = nullptr;               // the host's handler, while Gate stands in
-  std::unique_ptr<Transport> transport;         // the transport stage (transport.h)
+  std::unique_ptr<ByteStage> transport;         // the transport stage (byte_stage.h)
   std::uint64_t bytes_dropped = 0;              // Connection::bytes_dropped()
   // The byte counters' high halves (Connection::bytes_read()), from the
   // first carry on.

@@ -26,9 +26,9 @@ std::vector<ConnectionHost::LayoutRow> ConnectionHost::connection_layout() {
       // DeadlineTimer: vtable pointer, wheel entry, DeadlineSet (the
       // timer's two flags in its flag byte; its tail padding holds the
       // host's two small fields).
-      {"DeadlineTimer base (vptr, TimerEntry, DeadlineSet in 32-bit ticks)", 0,
-       timer_end, false},
-      {"host fields in its tail padding (activity stamp, IpLimiter slot)", timer_end,
+      {"DeadlineTimer base (vptr, TimerEntry, detail::DeadlineSet in 32-bit ticks)", 0, timer_end,
+       false},
+      {"host fields in its tail padding (activity stamp, detail::IpLimiter slot)", timer_end,
        host_end - timer_end, false},
       {"uv_tcp_t (its data pointer holds user_data)", host_end, tcp_end - host_end, false},
       {"host, handler, the host's list links", tcp_end, links_end - tcp_end, false},
@@ -38,7 +38,9 @@ std::vector<ConnectionHost::LayoutRow> ConnectionHost::connection_layout() {
       {"close reason (6 bits), error (13 bits), flags (13 bits)", counters_end,
        sizeof(C) - counters_end, false},
       {"WriteQueue (only while bytes are queued)", 0, sizeof(C::WriteQueue), true},
-      {"Extras (overrides, PROXY info, transport stage, dropped bytes, counters' high halves: only when used)", 0, sizeof(C::Extras), true},
+      {"Extras (overrides, PROXY info, transport stage, dropped bytes, counters' high halves: only "
+       "when used)",
+       0, sizeof(C::Extras), true},
       {"Overrides (a per-connection policy)", 0, sizeof(C::Overrides), true},
       {"ProxyHeaderParser (only while a PROXY header is awaited)", 0, sizeof(ProxyHeaderParser),
        true},

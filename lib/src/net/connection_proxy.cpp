@@ -147,7 +147,7 @@ DeadlineAction Connection::Gate::on_deadline(Connection& conn, DeadlineEvent eve
     conn.close(CloseReason::proxy_header_timeout);
     return DeadlineAction::keep;
   }
-  if (static_cast<std::uint8_t>(event.kind) >= kLayerDeadlineFirst && conn.in_transport_stage()) {
+  if (static_cast<std::uint8_t>(event.kind) >= kLayerDeadlineFirst && conn.in_byte_stage()) {
     conn.extra_->transport->on_deadline(conn, event);  // its handshake's deadline
     return DeadlineAction::keep;
   }
@@ -155,7 +155,7 @@ DeadlineAction Connection::Gate::on_deadline(Connection& conn, DeadlineEvent eve
 }
 
 void Connection::Gate::on_eof(Connection& conn) {
-  if (conn.in_transport_stage()) {
+  if (conn.in_byte_stage()) {
     conn.extra_->transport->on_eof(conn);
     return;
   }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include <heartwheel/common/error.h>
 #include <heartwheel/net/address.h>
@@ -172,6 +173,7 @@ void Connector::on_connect(uv_connect_t* req, int status) {
   self->failures_before_open_ = self->failures_;
   self->failures_ = 0;
   self->opened_at_ = self->wheel_.now();
+  self->prompt_ = false;
   ++self->connects_;
   NetStats& st = *self->stats_;
   ++st.accepted;
@@ -201,8 +203,9 @@ void Connector::connection_closed(Connection& conn) noexcept {
   // A connection whose transport stage failed (a TLS handshake refused or
   // timed out) never reached the handler: for the application that is a
   // connect that failed, and it is retried as one.
-  const bool never_ready = conn.in_transport_stage();
+  const bool never_ready = conn.in_byte_stage();
   const CloseReason reason = conn.close_reason();
+  const bool prompt = std::exchange(prompt_, false);
   delete &conn;
   if (never_ready && !stopped_) {
     failures_ = failures_before_open_;
@@ -219,10 +222,11 @@ void Connector::connection_closed(Connection& conn) noexcept {
   }
   // A connection that was open for stable_after is not a failed attempt:
   // come back after the initial backoff (jittered), growing only if connects
-  // then fail. One closed sooner counts as one more failure.
+  // then fail. One closed sooner counts as one more failure, unless the peer
+  // asked to be called back (reconnect_promptly).
   const auto& o = *options_;
   Duration delay = o.backoff_initial;
-  if (wheel_.now() - opened_at_ < o.stable_after) {
+  if (!prompt && wheel_.now() - opened_at_ < o.stable_after) {
     failures_ = failures_before_open_ + 1;
     delay = o.backoff(failures_);
   }

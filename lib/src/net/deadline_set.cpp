@@ -1,10 +1,10 @@
-// See heartwheel/net/deadline_set.h.
-#include <heartwheel/net/deadline_set.h>
+// See heartwheel/net/detail/deadline_set.h.
+#include <heartwheel/net/detail/deadline_set.h>
 
 #include <algorithm>
 #include <cassert>
 
-namespace heartwheel::net {
+namespace heartwheel::net::detail {
 
 namespace {
 constexpr std::uint64_t kNeverTicks = TickScale::kNeverTicks;
@@ -224,4 +224,4 @@ std::optional<DeadlineEvent> DeadlineSet::take_due(TimePoint now,
   return std::nullopt;
 }
 
-}  // namespace heartwheel::net
+}  // namespace heartwheel::net::detail

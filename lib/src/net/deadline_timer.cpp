@@ -12,12 +12,12 @@ DeadlineTimer::~DeadlineTimer() { assert(!armed() && "call stop_deadlines() in t
 void DeadlineTimer::start_deadlines(const IdlePolicy& policy, Duration jitter_offset) noexcept {
   const TimerService& t = timers();
   set_.start(policy, t.now(), t.wheel().scale(), jitter_offset);
-  set_flag(DeadlineSet::kOwnerStopped, false);
+  set_flag(detail::DeadlineSet::kOwnerStopped, false);
   rearm();
 }
 
 void DeadlineTimer::stop_deadlines() noexcept {
-  set_flag(DeadlineSet::kOwnerStopped, true);
+  set_flag(detail::DeadlineSet::kOwnerStopped, true);
   // Only touch the service if armed: a connection may be freed after the
   // wheel (its owner went away first), and then it is never armed.
   if (armed()) timers().cancel(*this);
@@ -37,7 +37,7 @@ void DeadlineTimer::policy_changed() noexcept {
 }
 
 bool DeadlineTimer::set_deadline(Deadline kind, TimePoint when) noexcept {
-  assert(DeadlineSet::is_absolute(kind) && "idle slots follow the IdlePolicy");
+  assert(detail::DeadlineSet::is_absolute(kind) && "idle slots follow the IdlePolicy");
   const TimerService& t = timers();
   if (!set_.set(kind, when, t.now(), t.wheel().scale())) return false;
   if (deadlines_stopped()) return true;
@@ -80,28 +80,28 @@ void DeadlineTimer::fire(TimePoint now) {
   const TimePoint due = wheel.deadline_of(*this);
   const TickScale scale = wheel.scale();
   on_timer_fired(now > due ? now - due : Duration{0});
-  set_flag(DeadlineSet::kOwnerFiring, true);
+  set_flag(detail::DeadlineSet::kOwnerFiring, true);
   // Bounded: a handler that sets the firing slot again at or before `now`
   // gets it at the next expiry (the wheel runs entries re-armed into the
   // past on its next advance), not in an endless loop here.
-  for (std::size_t n = 0; !deadlines_stopped() && n < 2 * DeadlineSet::kSlots; ++n) {
+  for (std::size_t n = 0; !deadlines_stopped() && n < 2 * detail::DeadlineSet::kSlots; ++n) {
     const auto event = set_.take_due(now, scale);
     if (!event) break;
     on_deadline_event(*event, now);
   }
-  set_flag(DeadlineSet::kOwnerFiring, false);
+  set_flag(detail::DeadlineSet::kOwnerFiring, false);
   if (!deadlines_stopped()) rearm();
 }
 
 void DeadlineTimer::rearm() noexcept {
-  if (flag(DeadlineSet::kOwnerFiring)) return;  // fire() re-arms once at the end
+  if (flag(detail::DeadlineSet::kOwnerFiring)) return;  // fire() re-arms once at the end
   const TimePoint due = set_.next_deadline(scale());
   if (due == armed_for()) return;
   arm(due);
 }
 
 void DeadlineTimer::rearm_if_earlier() noexcept {
-  if (flag(DeadlineSet::kOwnerFiring)) return;
+  if (flag(detail::DeadlineSet::kOwnerFiring)) return;
   const TimePoint due = set_.next_deadline(scale());
   if (due < armed_for()) arm(due);
 }

@@ -1,7 +1,7 @@
-// See heartwheel/net/ip_limiter.h. Each shard: a map from address to an
+// See heartwheel/net/detail/ip_limiter.h. Each shard: a map from address to an
 // entry index, entries in a vector with a free list, so a handle (shard,
 // index) stays valid until its count drops to zero.
-#include <heartwheel/net/ip_limiter.h>
+#include <heartwheel/net/detail/ip_limiter.h>
 #include <netinet/in.h>
 
 #include <cstring>
@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace heartwheel::net {
+namespace heartwheel::net::detail {
 
 namespace {
 
@@ -138,4 +138,4 @@ std::size_t IpLimiter::addresses() const {
   return n;
 }
 
-}  // namespace heartwheel::net
+}  // namespace heartwheel::net::detail

@@ -1,11 +1,11 @@
 // See heartwheel/net/server.h.
+#include <heartwheel/common/error.h>
+#include <heartwheel/net/address.h>
+#include <heartwheel/net/detail/ip_limiter.h>
 #include <heartwheel/net/server.h>
 
 #include <stdexcept>
 #include <vector>
-
-#include <heartwheel/common/error.h>
-#include <heartwheel/net/address.h>
 
 #include "uv_timers.h"
 

@@ -1,6 +1,7 @@
 // The protection half of net::Server (server.h, "Protection"; overload.h):
 // the per-address admission, the pressure and the idle scale, the sweeper
 // that makes a new scale bite soon, and picking the idlest connection to drop.
+#include <heartwheel/net/detail/ip_limiter.h>
 #include <heartwheel/net/server.h>
 
 #include <algorithm>
@@ -33,7 +34,7 @@ void Server::setup_protection() {
   if (options_.ip_limiter) {
     limiter_ = options_.ip_limiter;
   } else if (options_.max_connections_per_ip > 0) {
-    limiter_ = std::make_shared<IpLimiter>(options_.max_connections_per_ip);
+    limiter_ = std::make_shared<detail::IpLimiter>(options_.max_connections_per_ip);
   }
   if (o.scaling() && o.memory_saturation_bytes > 0) {
     memory_timer_ = detail::new_timer(loop(), this);
@@ -61,7 +62,7 @@ bool Server::admit(Connection& conn, CloseReason& refusal) noexcept {
   sockaddr_storage ss;
   if (!conn.peer_sockaddr(ss)) return true;  // no address to count (the socket failed)
   try {
-    const IpLimiter::Admission a = limiter_->acquire(reinterpret_cast<const sockaddr&>(ss));
+    const detail::IpLimiter::Admission a = limiter_->acquire(reinterpret_cast<const sockaddr&>(ss));
     if (!a.admitted) {
       refusal = CloseReason::ip_limit;
       return false;

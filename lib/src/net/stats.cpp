@@ -3,7 +3,7 @@
 // Prometheus names and help lib/src/metrics/README.md's. The members of other
 // shapes (per-reason and per-kind arrays, the lateness histogram and maximum,
 // the overload scale merged by min) are merged here and written by
-// stats_json.cpp and lib/src/metrics/net_metrics.cpp.
+// stats_json.cpp and stats_metrics.cpp.
 #include <heartwheel/net/stats.h>
 
 #include <algorithm>

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
-#include <sstream>
 #include <stdexcept>
 
 #include "redis_broker_core.h"
@@ -46,19 +45,44 @@ void RedisBrokerOptions::validate() const {
     throw std::invalid_argument("pubsub: partitions must be 1..16384");
 }
 
+namespace {
+using B = RedisBrokerStats;
+constexpr auto kCounter = StatKind::counter;
+constexpr StatField<B> kBrokerFields[] = {
+    {"hubs", &B::hubs, StatKind::gauge, "", ""},
+    {"channels", &B::channels, StatKind::gauge, "", ""},
+    {"publishes", &B::publishes, kCounter, "", ""},
+    {"publish_errors", &B::publish_errors, kCounter, "", ""},
+    {"joins", &B::joins, kCounter, "", ""},
+    {"join_errors", &B::join_errors, kCounter, "", ""},
+    {"messages", &B::messages, kCounter, "", ""},
+    {"posted", &B::posted, kCounter, "", ""},
+    {"duplicates", &B::duplicates, kCounter, "", ""},
+    {"syncs", &B::syncs, kCounter, "", ""},
+    {"filled_from_stream", &B::filled_from_stream, kCounter, "", ""},
+    {"lost", &B::lost, kCounter, "", ""},
+    {"epoch_changes", &B::epoch_changes, kCounter, "", ""},
+    {"lease_renewals", &B::lease_renewals, kCounter, "", ""},
+    {"decode_errors", &B::decode_errors, kCounter, "", ""},
+    {"not_replicated", &B::not_replicated, kCounter, "", ""},
+    {"duplicates_refused", &B::duplicates_refused, kCounter, "", ""},
+    {"rewinds", &B::rewinds, kCounter, "", ""},
+};
+static_assert(stat_fields_cover(StatTable<B>(kBrokerFields),
+                                sizeof(redis::LinkStats) +
+                                    2 * sizeof(std::vector<redis::MasterStats>)),
+              "a RedisBrokerStats field without a row");
+}  // namespace
+
+StatTable<RedisBrokerStats> RedisBrokerStats::fields() noexcept { return kBrokerFields; }
+
 std::string to_json(const RedisBrokerStats& s) {
-  std::ostringstream o;
-  o << "{\"hubs\":" << s.hubs << ",\"channels\":" << s.channels << ",\"publishes\":" << s.publishes
-    << ",\"publish_errors\":" << s.publish_errors << ",\"joins\":" << s.joins
-    << ",\"join_errors\":" << s.join_errors << ",\"messages\":" << s.messages
-    << ",\"posted\":" << s.posted << ",\"duplicates\":" << s.duplicates << ",\"syncs\":" << s.syncs
-    << ",\"filled_from_stream\":" << s.filled_from_stream << ",\"lost\":" << s.lost
-    << ",\"epoch_changes\":" << s.epoch_changes << ",\"lease_renewals\":" << s.lease_renewals
-    << ",\"decode_errors\":" << s.decode_errors << ",\"not_replicated\":" << s.not_replicated
-    << ",\"duplicates_refused\":" << s.duplicates_refused << ",\"rewinds\":" << s.rewinds
-    << ",\"link\":" << redis::to_json(s.link) << ",\"masters\":" << redis::to_json(s.masters)
-    << ",\"subscriber_masters\":" << redis::to_json(s.subscriber_masters) << '}';
-  return o.str();
+  std::string out = "{";
+  append_stat_fields_json(out, RedisBrokerStats::fields(), s);
+  out += ",\"link\":" + redis::to_json(s.link);
+  out += ",\"masters\":" + redis::to_json(s.masters);
+  out += ",\"subscriber_masters\":" + redis::to_json(s.subscriber_masters) + '}';
+  return out;
 }
 
 // ---- RedisBroker: each call goes to the broker's thread -----------------------
@@ -207,6 +231,10 @@ void RedisBroker::Core::run(std::promise<void>& ready) {
       if (!pattern) on_subscribed(name, again);
     };
     subscriber_ = std::make_unique<redis::Subscriber>(*wheel_, so);
+    // One slot map for both (cluster mode): a failover the publishes meet
+    // (timing out on a frozen or cut-off master) moves the subscriptions
+    // too, while their own connection to that master is still open.
+    subscriber_->follow(*client_);
     client_->start();
     subscriber_->start();
     renewal_ = std::make_unique<Renewal>(this);

@@ -10,6 +10,8 @@
 
 namespace heartwheel::redis::detail {
 
+class SlotMapSource;
+
 class ClientImpl {
  public:
   virtual ~ClientImpl() = default;
@@ -24,6 +26,9 @@ class ClientImpl {
   virtual LinkStats stats() const noexcept = 0;
   virtual std::vector<MasterStats> masters() const = 0;
   virtual const ClientOptions& options() const noexcept = 0;
+  // Cluster mode: the slot map this client reads, for a Subscriber to
+  // follow (slot_map_source.h); null for a single redis-server.
+  virtual std::shared_ptr<SlotMapSource> slot_map_source() const { return nullptr; }
 };
 
 // A ClientCore or a ClusterCore, as `options` asks (validated first).

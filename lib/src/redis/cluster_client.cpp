@@ -52,23 +52,25 @@ ClusterCore::ClusterCore(LoopWheel& wheel, ClientOptions options)
       options_(validated(options)),
       wake_(wheel, [this] { pump(); }),
       graveyard_(wheel),
-      reader_(wheel, options_, [this](SlotMap&& map) { apply(std::move(map)); }),
+      source_(std::make_shared<SlotMapSource>(wheel, options_)),
+      member_(source_->join([this](const SlotMap& map) { apply(SlotMap(map)); })),
       counts_(counters_only(LinkStats{})) {}
 
-ClusterCore::~ClusterCore() = default;
+// The source may outlive this client (a Subscriber follows it).
+ClusterCore::~ClusterCore() { source_->leave(member_); }
 
 void ClusterCore::start() {
   if (started_) return;
   started_ = true;
   for (auto& n : table_.nodes())
     if (n->link) n->link->start();
-  reader_.start();
+  source_->run(member_, true);
 }
 
 void ClusterCore::stop() {
   started_ = false;
   wake_.cancel();
-  reader_.stop();
+  source_->run(member_, false);
   std::deque<RequestPtr> waiting;
   waiting.swap(waiting_);
   for (auto& r : waiting) unwait(*r);
@@ -109,7 +111,7 @@ std::error_code ClusterCore::command(Command command, Callback done, CommandOpti
   ++counts_.commands;
   ++counts_.buffered_total;
   wait(r);
-  if (!table_.known()) reader_.request();
+  if (!table_.known()) source_->request();
   return {};
 }
 
@@ -161,6 +163,10 @@ void ClusterCore::forward(const RequestPtr& r) {
 void ClusterCore::on_reply(const RequestPtr& r, Node& from, std::error_code ec, Reply reply) {
   r->ask.clear();  // an ASK holds for one attempt
   if (!from.master) retire_idle_links();
+  if (ec == heartwheel::errc::timed_out)
+    suspect(from, true);
+  else if (ec != errc::disconnected && ec != errc::stopped)
+    suspect(from, false);  // it answered
   if (ec == errc::server_error) {
     if (auto redirect = parse_redirect(reply.str())) {
       if (redirect->address.front() == ':') redirect->address = host_of(from.address) + redirect->address;
@@ -171,7 +177,7 @@ void ClusterCore::on_reply(const RequestPtr& r, Node& from, std::error_code ec, 
         // the whole map again (a migration or failover moves many slots).
         ++counts_.redirects_moved;
         table_.moved(redirect->slot, table_.node(redirect->address));
-        reader_.request();
+        source_->request();
       }
       if (++r->redirects > options_.cluster.max_redirects)
         return finish(r, errc::too_many_redirects, std::move(reply));
@@ -180,11 +186,11 @@ void ClusterCore::on_reply(const RequestPtr& r, Node& from, std::error_code ec, 
     }
     if (is_transient(reply.str())) {
       ++counts_.cluster_retries;
-      reader_.request();
+      source_->request();
       return retry_later(r, ec, std::move(reply));
     }
   } else if (ec == errc::disconnected) {
-    reader_.request();  // its master may be gone: a replica may take over
+    source_->request();  // its master may be gone: a replica may take over
     if (r->retry) {
       ++counts_.retried;
       return retry_later(r, ec, std::move(reply));
@@ -247,7 +253,7 @@ void ClusterCore::flush() {
 }
 
 LinkStats ClusterCore::stats() const noexcept {
-  LinkStats s = reader_.stats();
+  LinkStats s = source_->stats();
   for (const auto& n : table_.nodes()) {
     s.merge(n->past);
     if (n->link) s.merge(n->link->stats());

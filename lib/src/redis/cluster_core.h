@@ -12,7 +12,8 @@
 //              retry times. Bounded by max_buffered / max_buffered_bytes
 //              like a single link's buffer (retries go back past the bound,
 //              as a single link's do).
-//   reader_    reads the slot map (its own connection, slot_map_reader.h)
+//   source_    reads the slot map (its own connection, slot_map_source.h),
+//              shared with the Subscribers that follow this client
 //
 // A command in flight is a Request shared with its callback on a node's
 // link: the bytes are kept (one copy) until the final outcome, to be sent
@@ -29,7 +30,7 @@
 #include "client_core.h"
 #include "client_impl.h"
 #include "deferred.h"
-#include "slot_map_reader.h"
+#include "slot_map_source.h"
 #include "slot_table.h"
 
 namespace heartwheel::redis::detail {
@@ -50,11 +51,13 @@ class ClusterCore final : public ClientImpl {
   LinkStats stats() const noexcept override;
   std::vector<MasterStats> masters() const override;
   const ClientOptions& options() const noexcept override { return options_; }
+  std::shared_ptr<SlotMapSource> slot_map_source() const override { return source_; }
 
  private:
   struct Node : ClusterNode {
     std::unique_ptr<ClientCore> link;
     std::size_t waiting = 0;  // requests in the waiting room for it
+    bool suspect = false;     // a command timed out there and no reply came since
   };
   struct Request {
     Command command;
@@ -92,6 +95,7 @@ class ClusterCore final : public ClientImpl {
   void apply(SlotMap&& map);
   void node_opened(Node& n);
   void node_lost(Node& n);
+  void suspect(Node& n, bool on);
   void update_watch();
   void wait(const RequestPtr& r);
   void unwait(Request& r) noexcept;
@@ -105,7 +109,8 @@ class ClusterCore final : public ClientImpl {
   std::size_t waiting_bytes_ = 0;
   Alarm wake_;
   Graveyard graveyard_;
-  SlotMapReader reader_;
+  std::shared_ptr<SlotMapSource> source_;
+  SlotMapSource::Member member_;
   bool started_ = false;
   bool pumping_ = false;
   bool pump_again_ = false;

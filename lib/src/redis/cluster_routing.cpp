@@ -53,7 +53,6 @@ void ClusterCore::apply(SlotMap&& map) {
   const auto change = table_.apply(std::move(map));
   counts_.slots_moved += change.slots_moved;
   counts_.failovers += change.failovers;
-  reader_.learn(table_.map().nodes());
   retire_idle_links();
   update_watch();
   pump();
@@ -63,24 +62,39 @@ void ClusterCore::apply(SlotMap&& map) {
 // cluster subscriber does (cluster_subscriber.cpp says why): the node may
 // have come back as a replica, and the waiting commands would meet -MOVED.
 void ClusterCore::node_opened(Node& n) {
-  if (std::exchange(n.lost, false)) reader_.request();
+  if (std::exchange(n.lost, false)) source_->request();
   update_watch();
   pump();
 }
 
 void ClusterCore::node_lost(Node& n) {
   n.lost = true;
-  reader_.request();
+  n.suspect = false;
+  source_->request();
   update_watch();
 }
 
-// While a master this client talks to is unreachable, the map is read every
-// refresh_interval: its replica's promotion shows there.
+// A command timed out on `n`'s connection (on), or `n` answered one (off).
+// A master that is frozen, or cut off by a partition, keeps its connection
+// open until the heartbeat gives up (3 intervals: 15 s by default), while
+// its replica may take over after cluster-node-timeout: so the map is
+// watched from the first timeout until it answers again. A master that is
+// merely slow costs a map read per refresh_interval meanwhile.
+void ClusterCore::suspect(Node& n, bool on) {
+  if (n.suspect == on) return;
+  n.suspect = on;
+  if (on) source_->request();
+  update_watch();
+}
+
+// While a master this client talks to is unreachable or suspect, the map
+// is read every refresh_interval: its replica's promotion shows there (and
+// reaches the Subscribers that follow this client).
 void ClusterCore::update_watch() {
   bool down = false;
   for (const auto& n : table_.nodes())
-    if (n->master && n->slots > 0 && n->link && !n->link->connected()) down = true;
-  reader_.keep_reading(down);
+    if (n->master && n->slots > 0 && n->link && (!n->link->connected() || n->suspect)) down = true;
+  source_->keep_reading(member_, down);
 }
 
 void ClusterCore::wait(const RequestPtr& r) {

@@ -4,7 +4,8 @@
 // paces the SSUBSCRIBEs); this file decides where each channel lives and
 // moves channels when the cluster changes: a new slot map (a failover, a
 // migration), a -MOVED answer to an SSUBSCRIBE, a transient error
-// (CLUSTERDOWN: asked again after retry_delay).
+// (CLUSTERDOWN: asked again after retry_delay). The map comes from a
+// SlotMapSource of its own, or from the Client it follows (follow()).
 #include <heartwheel/common/error.h>
 #include <heartwheel/net/address.h>
 #include <heartwheel/redis/error.h>
@@ -16,7 +17,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "slot_map_reader.h"
+#include "slot_map_source.h"
 #include "slot_table.h"
 #include "subscriber_core.h"
 
@@ -36,19 +37,21 @@ class ClusterSubscriberCore final : public SubscriberImpl {
         options_(validated(options)),
         graveyard_(wheel),
         recheck_(wheel, [this] { recheck(); }),
-        reader_(wheel, options_, [this](SlotMap&& map) { apply(std::move(map)); }),
+        source_(std::make_shared<SlotMapSource>(wheel, options_)),
+        member_(join(*source_)),
         counts_(counters_only(LinkStats{})) {}
+  ~ClusterSubscriberCore() override { source_->leave(member_); }
 
   void start() override {
     if (started_) return;
     started_ = true;
     for (auto& n : table_.nodes())
       if (n->link) n->link->start();
-    reader_.start();
+    source_->run(member_, true);
   }
   void stop() override {
     started_ = false;
-    reader_.stop();
+    source_->run(member_, false);
     recheck_.cancel();
     for (auto& n : table_.nodes())
       if (n->link) n->link->stop();
@@ -100,6 +103,13 @@ class ClusterSubscriberCore final : public SubscriberImpl {
   LinkStats stats() const noexcept override;
   std::vector<MasterStats> masters() const override;
   const SubscriberOptions& options() const noexcept override { return options_; }
+  // Reads no map of its own from now on: the client's (Subscriber::follow).
+  void follow(std::shared_ptr<SlotMapSource> source) override {
+    source_->leave(member_);
+    source_ = std::move(source);
+    own_source_ = false;
+    member_ = join(*source_);
+  }
 
  private:
   struct Node : ClusterNode {
@@ -127,6 +137,9 @@ class ClusterSubscriberCore final : public SubscriberImpl {
   void recheck();
   void update_watch();
   void finish_round_if_done();
+  SlotMapSource::Member join(SlotMapSource& source) {
+    return source.join([this](const SlotMap& map) { apply(SlotMap(map)); });
+  }
   template <class F>
   void guard(F&& f) noexcept {
     try {
@@ -145,7 +158,9 @@ class ClusterSubscriberCore final : public SubscriberImpl {
   bool started_ = false;
   Graveyard graveyard_;
   Alarm recheck_;  // channels a transient error left unconfirmed are asked again
-  SlotMapReader reader_;
+  std::shared_ptr<SlotMapSource> source_;
+  SlotMapSource::Member member_;
+  bool own_source_ = true;  // its reader's figures are this link's
   LinkStats counts_;
 };
 
@@ -211,7 +226,7 @@ void ClusterSubscriberCore::ensure_link(Node& n) {
     // the failover (its channels would stay on a replica, masters() would
     // call it a master, and `failovers` would depend on whether a read
     // happened to fall between the promotion and the restart).
-    if (std::exchange(node->lost, false)) reader_.request();
+    if (std::exchange(node->lost, false)) source_->request();
     update_watch();
     if (user) user();
   };
@@ -244,7 +259,6 @@ void ClusterSubscriberCore::apply(SlotMap&& map) {
   const auto change = table_.apply(std::move(map));
   counts_.slots_moved += change.slots_moved;
   counts_.failovers += change.failovers;
-  reader_.learn(table_.map().nodes());
   for (auto& [name, c] : channels_)
     if (c.node != table_.owner(c.slot)) move(name, c);
   retire_idle();
@@ -269,7 +283,7 @@ void ClusterSubscriberCore::node_lost(Node& n) {
   n.lost = true;
   for (auto& [name, c] : channels_)
     if (c.node == &n) unconfirm(c);
-  reader_.request();
+  source_->request();
   update_watch();
 }
 
@@ -278,7 +292,7 @@ void ClusterSubscriberCore::node_lost(Node& n) {
 void ClusterSubscriberCore::node_error(Node& n, std::string_view detail) {
   if (auto redirect = parse_redirect(detail)) {
     if (redirect->address.front() == ':') redirect->address = host_of(n.address) + redirect->address;
-    reader_.request();
+    source_->request();
     if (redirect->ask) {
       ++counts_.redirects_ask;
       recheck_.no_later_than(wheel_.now() + options_.cluster.retry_delay);
@@ -293,7 +307,7 @@ void ClusterSubscriberCore::node_error(Node& n, std::string_view detail) {
   }
   if (is_transient(detail)) {
     ++counts_.cluster_retries;
-    reader_.request();
+    source_->request();
     recheck_.no_later_than(wheel_.now() + options_.cluster.retry_delay);
   }
 }
@@ -303,7 +317,7 @@ void ClusterSubscriberCore::node_error(Node& n, std::string_view detail) {
 void ClusterSubscriberCore::node_dropped(Node& n, std::string_view name) {
   const auto it = channels_.find(name);
   if (it != channels_.end() && it->second.node == &n) unconfirm(it->second);
-  reader_.request();
+  source_->request();
 }
 
 // Channels still unconfirmed on an open connection are asked for again.
@@ -323,7 +337,7 @@ void ClusterSubscriberCore::update_watch() {
   bool down = false;
   for (const auto& n : table_.nodes())
     if (n->channels > 0 && n->link && !n->link->connected()) down = true;
-  reader_.keep_reading(down);
+  source_->keep_reading(member_, down);
 }
 
 void ClusterSubscriberCore::finish_round_if_done() {
@@ -336,7 +350,7 @@ void ClusterSubscriberCore::finish_round_if_done() {
 // ---- figures ------------------------------------------------------------------------
 
 LinkStats ClusterSubscriberCore::stats() const noexcept {
-  LinkStats s = reader_.stats();
+  LinkStats s = own_source_ ? source_->stats() : counters_only(LinkStats{});
   for (const auto& n : table_.nodes()) {
     s.merge(n->past);
     if (n->link) s.merge(n->link->stats());

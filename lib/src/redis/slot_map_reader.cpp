@@ -9,8 +9,8 @@
 namespace heartwheel::redis::detail {
 
 LinkStats counters_only(LinkStats s) noexcept {
-  for (const LinkStatsField& f : kLinkStatsFields)
-    if (f.gauge) s.*f.member = 0;
+  for (const StatField<LinkStats>& f : LinkStats::fields())
+    if (f.kind == StatKind::gauge) s.*f.member = 0;
   // A link given up closes its connection on a later loop turn, once it is
   // buried and no longer read: that close is counted here, so that every
   // connection opened is closed once in the figures.

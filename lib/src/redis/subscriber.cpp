@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "client_impl.h"
 #include "subscriber_core.h"
 
 namespace heartwheel::redis {
@@ -257,5 +258,16 @@ void Subscriber::flush() { core_->flush(); }
 LinkStats Subscriber::stats() const noexcept { return core_->stats(); }
 std::vector<MasterStats> Subscriber::masters() const { return core_->masters(); }
 const SubscriberOptions& Subscriber::options() const noexcept { return core_->options(); }
+
+void Subscriber::follow(Client& client) {
+  auto source = client.core_->slot_map_source();
+  if (options().cluster.enabled() != (source != nullptr))
+    throw std::invalid_argument(
+        "redis: Subscriber::follow: the subscriber and the client must both be Redis Cluster "
+        "links (cluster.seeds set) or both single-server links");
+  if (!source) return;  // one redis-server: no slot map to share
+  if (started()) throw std::logic_error("redis: Subscriber::follow must be called before start()");
+  core_->follow(std::move(source));
+}
 
 }  // namespace heartwheel::redis

@@ -36,6 +36,8 @@
 
 namespace heartwheel::redis::detail {
 
+class SlotMapSource;
+
 class SubscriberImpl {
  public:
   virtual ~SubscriberImpl() = default;
@@ -52,6 +54,9 @@ class SubscriberImpl {
   virtual LinkStats stats() const noexcept = 0;
   virtual std::vector<MasterStats> masters() const = 0;
   virtual const SubscriberOptions& options() const noexcept = 0;
+  // Cluster mode: take the slot map from `source` (a client's) instead of
+  // reading one (Subscriber::follow checks the preconditions).
+  virtual void follow(std::shared_ptr<SlotMapSource> /*source*/) {}
 };
 
 // A SubscriberCore or a ClusterSubscriberCore, as `options` asks.

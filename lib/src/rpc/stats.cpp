@@ -1,4 +1,5 @@
-// NetHandlerStats' field table (heartwheel/common/stat_fields.h) and merge.
+// NetHandlerStats' field table (heartwheel/common/stat_fields.h) and merge;
+// CallTableStats' table.
 // The Prometheus names and help are lib/src/metrics/README.md's.
 #include <heartwheel/rpc/net_handler.h>
 
@@ -50,5 +51,25 @@ StatTable<NetHandlerStats> NetHandlerStats::fields() noexcept { return kFields; 
 void NetHandlerStats::merge(const NetHandlerStats& o) noexcept {
   merge_stat_fields(fields(), *this, o);
 }
+
+namespace {
+using C = CallTableStats;
+constexpr StatField<C> kCallFields[] = {
+    {"started", &C::started, kCounter, "", ""},
+    {"ok", &C::ok, kCounter, "", ""},
+    {"errors", &C::errors, kCounter, "", ""},
+    {"timed_out", &C::timed_out, kCounter, "", ""},
+    {"failed", &C::failed, kCounter, "", ""},
+    {"refused", &C::refused, kCounter, "", ""},
+    {"late_replies", &C::late_replies, kCounter, "", ""},
+    {"duplicate_replies", &C::duplicate_replies, kCounter, "", ""},
+    {"unknown_replies", &C::unknown_replies, kCounter, "", ""},
+    {"peak_in_flight", &C::peak_in_flight, StatKind::gauge, "", ""},
+};
+static_assert(stat_fields_cover(StatTable<C>(kCallFields), 0),
+              "a CallTableStats field without a row");
+}  // namespace
+
+StatTable<CallTableStats> CallTableStats::fields() noexcept { return kCallFields; }
 
 }  // namespace heartwheel::rpc

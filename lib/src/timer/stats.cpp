@@ -3,7 +3,7 @@
 // (loop_wheel.h). The JSON keys are lib/src/net/README.md's (net writes the
 // loop's snapshot), the Prometheus names lib/src/metrics/README.md's. The
 // durations and the lag buckets are merged here and written by hand beside
-// each table's use (lib/src/net/stats_json.cpp, lib/src/metrics/net_metrics.cpp).
+// each table's use (lib/src/net/stats_json.cpp, lib/src/net/stats_metrics.cpp).
 #include <heartwheel/timer/loop_wheel.h>
 #include <heartwheel/timer/timing_wheel.h>
 

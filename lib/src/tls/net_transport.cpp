@@ -55,7 +55,7 @@ void trim(std::string& s) noexcept {
   if (s.capacity() > kKeptCapacity) std::string().swap(s);
 }
 
-class SessionTransport : public net::Transport {
+class SessionTransport : public net::ByteStage {
  public:
   SessionTransport(Session session, Duration handshake_timeout) noexcept
       : session_(std::move(session)), handshake_timeout_(handshake_timeout) {}
@@ -68,7 +68,7 @@ class SessionTransport : public net::Transport {
       fail(conn, out);
       return;
     }
-    if (!out.empty()) net::TransportIo::write(conn, out);
+    if (!out.empty()) net::ByteStageIo::write(conn, out);
   }
 
   void on_bytes(net::Connection& conn, std::string_view bytes) override {
@@ -82,18 +82,18 @@ class SessionTransport : public net::Transport {
         fail(conn, out);
         return;
       }
-      if (!out.empty() && net::TransportIo::write(conn, out)) return;  // closed
+      if (!out.empty() && net::ByteStageIo::write(conn, out)) return;  // closed
       if (conn.closing()) return;
       if (r.handshake_done) {
         conn.clear_deadline(deadline::tls_handshake_timeout);
-        if (!net::TransportIo::ready(conn, session_.resumed())) return;
+        if (!net::ByteStageIo::ready(conn, session_.resumed())) return;
       }
       if (r.plaintext > 0) {
-        net::TransportIo::deliver(conn, std::string_view(plain.data(), r.plaintext));
+        net::ByteStageIo::deliver(conn, std::string_view(plain.data(), r.plaintext));
         if (conn.closing()) return;
       }
       if (r.peer_closed) {
-        net::TransportIo::end_of_stream(conn);
+        net::ByteStageIo::end_of_stream(conn);
         return;
       }
       if (!r.plaintext_out_full) return;
@@ -111,7 +111,7 @@ class SessionTransport : public net::Transport {
         return ec;
       }
     }
-    const std::error_code ec = net::TransportIo::write(conn, out);
+    const std::error_code ec = net::ByteStageIo::write(conn, out);
     trim(out);
     return ec;
   }
@@ -121,9 +121,9 @@ class SessionTransport : public net::Transport {
     out.clear();
     session_.close(out);
     if (queue) {
-      net::TransportIo::write(conn, out);
+      net::ByteStageIo::write(conn, out);
     } else {
-      net::TransportIo::write_now(conn, out);
+      net::ByteStageIo::write_now(conn, out);
     }
     trim(out);
   }
@@ -148,7 +148,7 @@ class SessionTransport : public net::Transport {
  private:
   // The session failed: its alert goes out if the socket takes it now.
   void fail(net::Connection& conn, const std::string& alert) {
-    if (!alert.empty()) net::TransportIo::write_now(conn, alert);
+    if (!alert.empty()) net::ByteStageIo::write_now(conn, alert);
     failed(session_.cause());
     conn.close(close_reason_for(session_.cause()));
   }
@@ -194,12 +194,12 @@ void check(const std::shared_ptr<const Context>& context, Role role,
     throw std::invalid_argument("tls transport: handshake_timeout must be positive");
 }
 
-class ServerFactory final : public net::TransportFactory {
+class ServerFactory final : public net::ByteStageFactory {
  public:
   ServerFactory(std::shared_ptr<Context> context, TransportOptions options)
       : context_(std::move(context)), options_(options) {}
   const std::shared_ptr<Context>& context() const noexcept { return context_; }
-  std::unique_ptr<net::Transport> make(net::Connection&) noexcept override {
+  std::unique_ptr<net::ByteStage> make(net::Connection&) noexcept override {
     try {
       return std::make_unique<SessionTransport>(Session::server(*context_),
                                                 options_.handshake_timeout);
@@ -213,7 +213,7 @@ class ServerFactory final : public net::TransportFactory {
   TransportOptions options_;
 };
 
-class ClientFactory final : public net::TransportFactory {
+class ClientFactory final : public net::ByteStageFactory {
  public:
   ClientFactory(std::shared_ptr<const Context> context, std::string server_name,
                 std::string resume_key, TransportOptions options)
@@ -224,7 +224,7 @@ class ClientFactory final : public net::TransportFactory {
         hook_(options.on_failure
                   ? std::make_shared<const HandshakeFailureHook>(std::move(options.on_failure))
                   : nullptr) {}
-  std::unique_ptr<net::Transport> make(net::Connection&) noexcept override {
+  std::unique_ptr<net::ByteStage> make(net::Connection&) noexcept override {
     try {
       return std::make_unique<ClientSessionTransport>(
           Session::client(*context_, server_name_, resume_key_), timeout_, hook_);
@@ -243,18 +243,18 @@ class ClientFactory final : public net::TransportFactory {
 
 }  // namespace
 
-std::shared_ptr<net::TransportFactory> server_transport(std::shared_ptr<Context> context,
+std::shared_ptr<net::ByteStageFactory> server_transport(std::shared_ptr<Context> context,
                                                         TransportOptions options) {
   check(context, Role::server, options);
   return std::make_shared<ServerFactory>(std::move(context), options);
 }
 
-std::shared_ptr<Context> server_context(const net::TransportFactory* factory) noexcept {
+std::shared_ptr<Context> server_context(const net::ByteStageFactory* factory) noexcept {
   const auto* server = dynamic_cast<const ServerFactory*>(factory);
   return server ? server->context() : nullptr;
 }
 
-std::shared_ptr<net::TransportFactory> client_transport(std::shared_ptr<const Context> context,
+std::shared_ptr<net::ByteStageFactory> client_transport(std::shared_ptr<const Context> context,
                                                         std::string server_name,
                                                         std::string resume_key,
                                                         TransportOptions options) {

@@ -248,6 +248,10 @@ void Client::on_pong(Session&, std::string_view payload) { handler_->on_pong(*th
 void Client::on_close(Session&, std::uint16_t code, std::string_view reason) {
   received_code_ = code;
   if (!reason.empty()) close_reason_ = std::make_unique<std::string>(reason);
+  // A restarting server spreads these closes over its drain window: come
+  // back at once, even from a connection younger than stable_after (which
+  // would otherwise count as a failed attempt and grow the backoff).
+  if (code == kCloseServiceRestart) connector_.reconnect_promptly();
 }
 
 void Client::on_protocol_error(Session&, std::uint16_t, std::string_view) {}

@@ -27,7 +27,7 @@ const char* to_string(Opcode op) noexcept {
 
 bool is_valid_close_code(std::uint16_t code) noexcept {
   if (code >= 1000 && code <= 1003) return true;
-  if (code >= 1007 && code <= 1011) return true;
+  if (code >= 1007 && code <= 1014) return true;  // 1012-1014: IANA's (frame.h)
   return code >= 3000 && code <= 4999;
 }
 

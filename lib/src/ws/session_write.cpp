@@ -89,7 +89,7 @@ void Session::send_owed_pong() {
 
 std::error_code Session::close(std::uint16_t code, std::string_view reason) {
   if (close_sent() || state_ == State::closed) return errc::closed;
-  if (!is_valid_close_code(code) && code != kCloseServiceRestart) return errc::invalid_argument;
+  if (!is_valid_close_code(code)) return errc::invalid_argument;
   send_close(code, close_payload(code, reason));
   state_ = State::closing;
   return {};

@@ -19,7 +19,7 @@
 //   json, one object a line (keys in this order, then the fields'):
 //     {"time":"2026-11-28T10:11:12.345Z","level":"warning","program":"heartwheel-chat",
 //      "loop":1,"msg":"redis: connection refused","node":"a:6379"}
-//   "loop" is the worker loop the line comes from (net::Workers sets it on
+//   "loop" is the worker loop the line comes from (runtime::Workers sets it on
 //   each worker thread: set_thread_loop), absent elsewhere.
 //
 // Ownership and threads: configure() from main() before any other thread

@@ -7,7 +7,8 @@
 //   and gauges. Each struct has one constexpr table, beside its merge() in
 //   the layer's stats source, with a row per such member: its JSON key, a
 //   pointer to it, counter or gauge, and its Prometheus family and help (the
-//   metrics layer writes the families: heartwheel/metrics/stat_families.h).
+//   layer writes the families into a MetricSink with write_stat_families:
+//   heartwheel/common/metric_families.h).
 //   A new field is one line in the table. Members of other shapes (per-reason
 //   arrays, maps, histograms, a gauge merged by min) are written by hand
 //   beside the table, and a static_assert there checks that the table and

@@ -68,6 +68,7 @@
 //   stop() first (and let the loop run) to have every callback run.
 #pragma once
 
+#include <heartwheel/common/metric_sink.h>
 #include <heartwheel/common/stat_fields.h>
 #include <heartwheel/http/message.h>
 #include <heartwheel/net/handler.h>
@@ -159,6 +160,12 @@ struct ClientStats {
   // Prometheus families heartwheel_http_client_*.
   static StatTable<ClientStats> fields() noexcept;
 };
+
+// Appends the heartwheel_http_client_* families (ClientStats' table,
+// unlabelled; every family: lib/src/metrics/README.md) into any sink.
+// Throws as the sink (TextWriter: std::logic_error if `out` already has one
+// of them). Threads: any (it reads a copy of Client::stats()).
+void write_metrics(MetricSink& out, const ClientStats& stats);
 
 class Client final : private net::Handler {
  public:

@@ -7,7 +7,7 @@
 //   pause_reading/resume_reading, writability to Connection::writable and
 //   on_writable, and the session's deadlines to the connection's deadline
 //   set. Give one NetHandler to a net::Server, or make one per worker in a
-//   net::Workers factory (each worker then has its own handler and stats).
+//   runtime::Workers factory (each worker then has its own handler and stats).
 //
 // Timeouts
 //   Every HTTP timeout is a slot of the connection's deadline set, behind the
@@ -46,7 +46,7 @@
 //   of it for WebSocket.
 //
 // Draining
-//   net::Server::drain (or net::Workers::drain) alone drains HTTP: on_drain
+//   net::Server::drain (or runtime::Workers::drain) alone drains HTTP: on_drain
 //   closes an idle session at once and lets a busy one finish the requests
 //   in flight, the last answer carrying Connection: close, then close.
 //
@@ -57,7 +57,7 @@
 //   });
 //   net::Server server(wheel, http, server_options);  // idle policy zeros
 //   server.listen();  ...  server.drain(10s, done);
-// Several threads: see examples/http/main.cpp (net::Workers).
+// Several threads: see examples/http/main.cpp (runtime::Workers).
 //
 // Threads: the loop thread of the connections it serves. Lifetime: must
 //   outlive the net::Server using it, and be destroyed before the loop's

@@ -160,7 +160,7 @@ class Responder {
   // is inactive.
   // Preconditions: `slot` is a layer's kind (>= net::kLayerDeadlineFirst)
   // registered with its close reason (net/names.h) and not one of HTTP's
-  // (deadlines.h); a connection keeps few claimed slots (net/deadline_set.h).
+  // (deadlines.h); a connection keeps few claimed slots (net/detail/deadline_set.h).
   // Returns false (nothing set) when the answer is inactive or `slot` is
   // HTTP's or net's.
   bool set_deadline(net::Deadline slot, TimePoint when,

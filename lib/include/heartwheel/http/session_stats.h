@@ -6,6 +6,7 @@
 #pragma once
 
 #include <heartwheel/common/duration_histogram.h>
+#include <heartwheel/common/metric_sink.h>
 #include <heartwheel/common/stat_fields.h>
 #include <heartwheel/net/close_reason.h>
 
@@ -55,5 +56,15 @@ struct SessionStats {
   // Prometheus families (heartwheel_http_*) and help; lib/src/http/session_stats.cpp.
   static StatTable<SessionStats> fields() noexcept;
 };
+
+// Appends the heartwheel_http_* families (requests, responses by status
+// class, the request-duration histogram, timeouts and refusals; every
+// family: lib/src/metrics/README.md) into any sink (metrics::write(out,
+// board.total()) for Prometheus). `stats` is usually the merge of every
+// loop's NetHandler::stats() (copied on each loop's thread, e.g. from
+// WorkersOptions::on_publish). Throws as the sink (TextWriter:
+// std::logic_error if `out` already has one of them). Threads: any (it
+// reads a copy).
+void write_metrics(MetricSink& out, const SessionStats& stats);
 
 }  // namespace heartwheel::http

@@ -21,7 +21,7 @@
 // (tools/echo-server/main.cpp also serves a pre-forked server's processes from
 // heartwheel/metrics/shared_slots.h.)
 //
-// Freshness: the collector decides. net::Workers publishes each worker's
+// Freshness: the collector decides. runtime::Workers publishes each worker's
 // counters every WorkersOptions::publish_interval (500 ms by default), so a
 // scrape of Workers::total() is at most that old.
 //

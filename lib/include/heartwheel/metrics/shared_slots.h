@@ -13,7 +13,7 @@
 // Why shared memory (the design the pre-forked echo server uses): every
 // process can answer a scrape with the whole server's counters by reading
 // the slots, so the parent stays the single-threaded supervisor that
-// net::run_prefork requires (no endpoint thread there), no process waits for
+// runtime::run_prefork requires (no endpoint thread there), no process waits for
 // another, and a child restarted after a crash simply stores into its old
 // slot again. The pipe to the parent would need the parent to serve, which
 // it cannot without a thread of its own.

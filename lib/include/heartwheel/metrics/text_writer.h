@@ -2,7 +2,9 @@
 // format, version 0.0.4 (Content-Type: text/plain; version=0.0.4).
 //
 // What it is
-//   A builder of one exposition (one scrape's body). A metric family starts
+//   A builder of one exposition (one scrape's body), and the
+//   heartwheel::MetricSink every layer's write_metrics() writes its families
+//   into (heartwheel/metrics/stat_families.h). A metric family starts
 //   with family(name, type, help), which writes its "# HELP" and "# TYPE"
 //   lines; its samples follow: sample() for a counter or gauge, histogram()
 //   for a histogram, which writes the cumulative name_bucket{le="..."} lines
@@ -30,8 +32,9 @@
 // string's growth. Threads: one writer per object.
 #pragma once
 
+#include <heartwheel/common/metric_sink.h>
+
 #include <cstdint>
-#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,65 +42,42 @@
 
 namespace heartwheel::metrics {
 
-enum class Type { counter, gauge, histogram };
+// The vocabulary is common's (heartwheel/common/metric_sink.h), so that the
+// layers below write their families without this layer.
+using Type = MetricType;
+using Label = MetricLabel;
+using LabelSet = MetricLabels;
 std::string_view to_string(Type type) noexcept;
-
-struct Label {
-  std::string_view name;
-  std::string_view value;
-};
-
-// A sample's labels: a braced list ({{"reason", "read_idle"}}) or a span.
-// Refers to the caller's labels: use it within the call.
-class LabelSet {
- public:
-  LabelSet() noexcept = default;
-  LabelSet(std::initializer_list<Label> labels) noexcept : labels_(labels.begin(), labels.size()) {}
-  LabelSet(std::span<const Label> labels) noexcept : labels_(labels) {}
-  auto begin() const noexcept { return labels_.begin(); }
-  auto end() const noexcept { return labels_.end(); }
-  bool empty() const noexcept { return labels_.empty(); }
-
- private:
-  std::span<const Label> labels_;
-};
 
 // The Content-Type of the text format.
 inline constexpr std::string_view kContentType = "text/plain; version=0.0.4; charset=utf-8";
 
-class TextWriter {
+// The MetricSink calls, with these rules:
+//   family(name, type, help): "# HELP name help" and "# TYPE name type".
+//     Throws std::invalid_argument for an invalid name, std::logic_error for
+//     a name this exposition already has.
+//   sample(value, labels): one sample of the current counter or gauge
+//     family. Throws std::logic_error when the current family is not a
+//     counter or gauge (or there is none), std::invalid_argument for an
+//     invalid label name.
+//   histogram(upper_bounds, counts, sum, labels): one histogram of the
+//     current histogram family, written as the format's cumulative buckets.
+//     Throws std::logic_error when the current family is not a histogram,
+//     std::invalid_argument for mismatched sizes, bounds that do not
+//     increase, or a bad label name (incl. "le").
+//   counter(), gauge(): a family with one unlabelled sample.
+class TextWriter final : public MetricSink {
  public:
-  // Starts a family: "# HELP name help" and "# TYPE name type". A counter's
-  // name should end in _total and a unit should be a base unit (seconds,
-  // bytes), as promtool's lint asks. Throws std::invalid_argument for an
-  // invalid name, std::logic_error for a name this exposition already has.
-  void family(std::string_view name, Type type, std::string_view help);
-
-  // One sample of the current counter or gauge family. Throws
-  // std::logic_error when the current family is not a counter or gauge (or
-  // there is none), std::invalid_argument for an invalid label name.
-  void sample(std::uint64_t value, LabelSet labels = {});
-  void sample(double value, LabelSet labels = {});
-
-  // One histogram of the current histogram family. `upper_bounds` are
-  // increasing and finite; `counts` has one more element (the last counts
-  // values above the last bound) and is NOT cumulative: the writer sums it
-  // into the format's cumulative buckets. `sum` is the sum of the observed
-  // values. Throws std::logic_error when the current family is not a
-  // histogram, std::invalid_argument for mismatched sizes, bounds that do
-  // not increase, or a bad label name (incl. "le").
-  void histogram(std::span<const double> upper_bounds, std::span<const std::uint64_t> counts,
-                 double sum, LabelSet labels = {});
-
-  // Shorthands: a family with one unlabelled sample.
-  void counter(std::string_view name, std::string_view help, std::uint64_t value);
-  void gauge(std::string_view name, std::string_view help, double value);
-  void gauge(std::string_view name, std::string_view help, std::uint64_t value);
-
   const std::string& text() const noexcept { return out_; }
   std::string take() noexcept { return std::move(out_); }
 
  private:
+  void on_family(std::string_view name, Type type, std::string_view help) override;
+  void on_sample(std::uint64_t value, LabelSet labels) override;
+  void on_sample(double value, LabelSet labels) override;
+  void on_histogram(std::span<const double> upper_bounds, std::span<const std::uint64_t> counts,
+                    double sum, LabelSet labels) override;
+
   void require(bool histogram_family) const;
   void series(std::string_view suffix, LabelSet labels, std::string_view le = {});
   void number(std::uint64_t value);

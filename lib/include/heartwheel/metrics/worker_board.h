@@ -7,7 +7,7 @@
 //   (http::SessionStats, rpc::NetHandlerStats, a protocol's own: any T with
 //   `void merge(const T&)` and a default state that merges as zero). Each
 //   loop publishes its copy from its own thread, typically from
-//   net::WorkersOptions::on_publish; total() merges the slots. The counters
+//   runtime::WorkersOptions::on_publish; total() merges the slots. The counters
 //   themselves stay plain integers on their loop (no atomics on the I/O
 //   path): only the copy crosses threads, under this board's mutex.
 //

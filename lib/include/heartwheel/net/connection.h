@@ -38,8 +38,8 @@
 //   socket's own then), and so does every use the server makes of them
 //   (the per-address limit).
 //
-// Transport stage (ServerOptions::transport, e.g. TLS)
-//   After the PROXY header and admission, a transport (transport.h) may
+// Byte stage (ServerOptions::transport, e.g. TLS)
+//   After the PROXY header and admission, a transport (byte_stage.h) may
 //   stand between the socket and the handler for the connection's whole
 //   life: the handler gets on_open once the transport is ready (a TLS
 //   handshake done), reads the bytes the transport delivers, and write()
@@ -86,14 +86,16 @@ struct ConnectionOptions {
   // TCP_USER_TIMEOUT (Linux): unacknowledged data older than this makes the
   // kernel drop the connection. 0 = leave the system default.
   Duration tcp_user_timeout{0};
-  // Linux: read each connection when its data arrives, first come first
-  // served, through an edge-triggered epoll set of the host's that the loop
-  // watches (lib/src/net/edge_reader.h), instead of libuv's level-triggered
-  // uv_read_start, which serves the connections it served last turn first
-  // again: a tail under a load of many small requests. false: libuv reads.
-  // The same bytes reach the handler either way; elsewhere libuv always reads.
-  // A Connector's connection always reads through libuv (one connection per
-  // host: nothing to order, and a set of its own would cost a descriptor).
+  // Read each connection when its data arrives, first come first served,
+  // through the loop's edge-triggered epoll set (one per loop, shared by its
+  // servers and clients; lib/src/net/edge_reader.h), instead of libuv's
+  // level-triggered uv_read_start, which serves the connections it served
+  // last turn first again: a tail under a load of many small requests.
+  // false: libuv reads. The same bytes reach the handler either way. libuv
+  // reads too when no set can be made (out of descriptors) and, for every
+  // connection of the process, when the environment has
+  // HEARTWHEEL_EDGE_READS=0 (read once; `tools/run-tests --all` runs the
+  // net, http, ws and tls integration tests so too).
   bool edge_triggered_reads = true;
   // Linux, with io_uring: write(SharedBytes) inside a SendBatchScope (one
   // buffer to many connections: pubsub::Hub's fan-out) holds the send back
@@ -101,7 +103,7 @@ struct ConnectionOptions {
   // call when the scope closes (lib/src/net/send_batch.h: at 9,000
   // subscribers 0.76-0.78x the CPU of one write() per socket). Where
   // io_uring is not available (a build without liburing, a kernel that
-  // refuses it) one line on stderr says so, once per process, and writes go
+  // refuses it) one line in the process log says so, once per process, and writes go
   // out at once. false: always at once, one write() per socket.
   bool batch_shared_writes = true;
 
@@ -111,7 +113,7 @@ struct ConnectionOptions {
 
 class Connection;
 struct ProxyHeader;
-class TransportFactory;
+class ByteStageFactory;
 
 // An immutable buffer shared by reference (e.g. one encoded publication that
 // many connections send): Connection::write(SharedBytes) keeps a reference
@@ -119,8 +121,8 @@ class TransportFactory;
 // ws::SharedFrame and pubsub::Frame.
 using SharedBytes = std::shared_ptr<const std::string>;
 
-class Transport;
-class TransportIo;
+class ByteStage;
+class ByteStageIo;
 class SendBatch;  // lib/src/net/send_batch.h
 
 namespace detail {
@@ -315,10 +317,10 @@ class Connection final : private DeadlineTimer {
   TimePoint last_write() const noexcept { return deadlines().write_anchor(scale()); }
   // True while the PROXY header is awaited.
   bool in_proxy_stage() const noexcept;
-  // The connection's transport (transport.h), or nullptr; in its stage (not
-  // ready yet) while in_transport_stage().
-  Transport* transport() const noexcept;
-  bool in_transport_stage() const noexcept;
+  // The connection's transport (byte_stage.h), or nullptr; in its stage (not
+  // ready yet) while in_byte_stage().
+  ByteStage* byte_stage() const noexcept;
+  bool in_byte_stage() const noexcept;
 
  private:
   struct WriteQueue;
@@ -326,7 +328,7 @@ class Connection final : private DeadlineTimer {
   struct Extras;
   struct Gate;
   friend struct WriteQueue;
-  friend class TransportIo;
+  friend class ByteStageIo;
   // Its host makes, opens and abandons it, and keeps the fields below.
   friend class detail::ConnectionHost;
   friend class detail::EdgeReader;
@@ -431,8 +433,8 @@ class Connection final : private DeadlineTimer {
   int begin_proxy_stage(Duration timeout) noexcept;
   void feed_proxy(std::string_view data);
   void admit_and_open(std::string_view rest) noexcept;
-  // connection_transport.cpp
-  void begin_transport(TransportFactory& factory, std::string_view rest) noexcept;
+  // connection_stage.cpp
+  void begin_transport(ByteStageFactory& factory, std::string_view rest) noexcept;
   void transport_closing(bool queue) noexcept;
 
   uv_tcp_t tcp_;

@@ -38,7 +38,7 @@
 #include <heartwheel/net/detail/connection_host.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/stats.h>
-#include <heartwheel/net/transport.h>
+#include <heartwheel/net/byte_stage.h>
 
 namespace heartwheel::net {
 
@@ -65,10 +65,10 @@ struct ConnectorOptions {
   // timed out: errc::timed_out) is a failed attempt too: the handler never
   // saw it.
   std::function<void(std::error_code, Duration)> on_connect_error;
-  // A transport every connection runs through (transport.h): TLS
+  // A transport every connection runs through (byte_stage.h): TLS
   // (heartwheel/tls/net_transport.h). Null: plain. The handler's on_open
   // comes once the transport is ready (the handshake done).
-  std::shared_ptr<TransportFactory> transport;
+  std::shared_ptr<ByteStageFactory> transport;
 
   // Throws std::invalid_argument naming the bad field.
   void validate() const;
@@ -99,6 +99,14 @@ class Connector final : private detail::ConnectionHost {
   // once its calls are done).
   void stop_reconnecting() noexcept;
   bool started() const noexcept { return started_; }
+  // The open connection's close (whenever it comes) is not a failed attempt:
+  // the next one follows after backoff_initial (jittered), even if the
+  // connection was younger than stable_after. For a server that closes on
+  // purpose and asks to be called back at once (WebSocket close 1012, a
+  // restart: ws::Client), which stable_after would otherwise take for a
+  // server at its limit. No-op without an open connection; a new connection
+  // starts without it.
+  void reconnect_promptly() noexcept { prompt_ = conn_ != nullptr; }
 
   // The open connection, or nullptr while connecting / backing off.
   Connection* connection() const noexcept { return conn_; }
@@ -126,13 +134,9 @@ class Connector final : private detail::ConnectionHost {
   TimerService& timer_service() noexcept override { return wheel_; }
   uv_loop_t* host_loop() const noexcept override { return wheel_.loop(); }
   void connection_closed(Connection& conn) noexcept override;
-  TransportFactory* transport_factory() const noexcept override {
+  ByteStageFactory* byte_stage_factory() const noexcept override {
     return options_->transport.get();
   }
-  // One connection: libuv's reads (ConnectionOptions::edge_triggered_reads
-  // orders a server's many connections; a set per connection would only
-  // cost a descriptor and a poll handle each).
-  bool edge_reads() const noexcept override { return false; }
 
   static void on_connect(uv_connect_t* req, int status);
   void attempt();
@@ -156,6 +160,7 @@ class Connector final : private detail::ConnectionHost {
   unsigned failures_before_open_ = 0;  // failures_ when the open connection connected
   bool started_ = false;
   bool stopped_ = false;
+  bool prompt_ = false;  // reconnect_promptly() on the open connection
 };
 
 }  // namespace heartwheel::net

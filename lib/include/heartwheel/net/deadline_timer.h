@@ -23,7 +23,7 @@
 // stop_deadlines() no further event of this round is delivered.
 #pragma once
 
-#include <heartwheel/net/deadline_set.h>
+#include <heartwheel/net/detail/deadline_set.h>
 #include <heartwheel/timer/timer_entry.h>
 #include <heartwheel/timer/timer_service.h>
 #include <heartwheel/timer/timing_wheel.h>
@@ -46,7 +46,7 @@ class DeadlineTimer : private TimerEntry {
   void start_deadlines(const IdlePolicy& policy, Duration jitter_offset = Duration{0}) noexcept;
   // Disarms for good; no more events. Idempotent.
   void stop_deadlines() noexcept;
-  bool deadlines_stopped() const noexcept { return flag(DeadlineSet::kOwnerStopped); }
+  bool deadlines_stopped() const noexcept { return flag(detail::DeadlineSet::kOwnerStopped); }
 
   // Replaces the policy (by pointer, as above) and re-arms.
   void set_idle_policy_ref(const IdlePolicy& policy) noexcept;
@@ -90,7 +90,7 @@ class DeadlineTimer : private TimerEntry {
   bool in_request() const noexcept { return set_.in_request(); }
 
   TimerService& timers() const noexcept { return timer_service(); }
-  const DeadlineSet& deadlines() const noexcept { return set_; }
+  const detail::DeadlineSet& deadlines() const noexcept { return set_; }
   // The wheel's grid of ticks, which the set's times are rounded to.
   TickScale scale() const noexcept { return timers().wheel().scale(); }
   // The time the timer is armed for (kNever if none): read from the wheel
@@ -128,7 +128,7 @@ class DeadlineTimer : private TimerEntry {
   // [[no_unique_address]]: the set's 6 bytes of tail padding hold the
   // owner's first fields (a Connection's host fields: docs/memory.md). The
   // timer's two flags live in the set's flag byte (DeadlineSet::kOwnerFlags).
-  [[no_unique_address]] DeadlineSet set_;
+  [[no_unique_address]] detail::DeadlineSet set_;
 };
 
 }  // namespace heartwheel::net

@@ -102,7 +102,7 @@ struct PoolOptions {
   // "localhost:443"): TLS naming that server, e.g.
   // tls::client_transport(context, "localhost"); null: plain. Called when
   // the endpoint is added.
-  std::function<std::shared_ptr<TransportFactory>(const std::string& address)> endpoint_transport;
+  std::function<std::shared_ptr<ByteStageFactory>(const std::string& address)> endpoint_transport;
   std::size_t connections_per_endpoint = 1;
   // Calls one connection carries at once; 0 = no limit (see above).
   std::uint32_t max_calls_per_connection = 0;

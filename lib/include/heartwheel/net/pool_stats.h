@@ -6,16 +6,21 @@
 // gives merge, the JSON form and the Prometheus families
 // (heartwheel_pool_*). EndpointInfo adds what is not a number: the address
 // and the state. to_json(vector<EndpointInfo>) is the array a program
-// prints (heartwheel-rpc-client's "servers").
+// prints (heartwheel-rpc-client's "servers"). write_metrics writes the pools'
+// endpoints as Prometheus families into any MetricSink (the metrics layer's
+// TextWriter); every family: lib/src/metrics/README.md.
 // Threads: plain values, copied out on the pool's loop thread.
 #pragma once
 
+#include <heartwheel/common/metric_sink.h>
 #include <heartwheel/common/stat_fields.h>
 #include <heartwheel/net/pool_health.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace heartwheel::net {
@@ -56,5 +61,21 @@ struct EndpointInfo {
 // [{"address":"127.0.0.1:7401","state":"healthy","calls_ok":...}, ...]: the
 // address, the state and every field of the table.
 std::string to_json(const std::vector<EndpointInfo>& endpoints);
+
+// One pool's endpoints for write_metrics: its name (the pool label's value,
+// "backend") and Pool::endpoints(), both referred to within the call.
+struct PoolEndpoints {
+  std::string_view name;
+  std::span<const EndpointInfo> endpoints;
+};
+
+// Appends the heartwheel_pool_* families: EndpointStats' table, one sample
+// per endpoint of every pool labelled pool="<name>" and
+// endpoint="HOST:PORT" (plus the row's own label, outcome="ok" ...), and
+// heartwheel_pool_endpoint_state{pool,endpoint,state} 1 for the state each
+// endpoint is in. Throws as the sink (TextWriter: std::logic_error if `out`
+// already has one of them). Threads: any (it reads copies taken on the
+// pools' loop threads). Cost: ~16 samples per endpoint.
+void write_metrics(MetricSink& out, std::span<const PoolEndpoints> pools);
 
 }  // namespace heartwheel::net

@@ -1,14 +1,17 @@
-// heartwheel/net/restart.h - a restart that refuses no connection: the
-// running process starts its successor (the same executable path, maybe a
-// new build, with the same arguments), hands it the listening sockets, and
-// drains once the successor listens.
+// heartwheel/net/restart.h - a restart that refuses no connection, as this
+// process sees it: what its predecessor handed it, telling it (and systemd)
+// that it listens, and whether it drains or was replaced. The layers that
+// serve read it (metrics::endpoint_at adopts the metrics listener,
+// ws::NetHandler closes with 1012 once replaced, the programs' /readyz says
+// "draining"); starting the successor is the runtime layer's
+// (heartwheel/runtime/successor.h, run by runtime::serve on SIGUSR2).
 //
-// The handover (nginx's binary upgrade, SIGUSR2): net::serve, on SIGUSR2,
-//   1. forks and execs /proc/self/exe's path with /proc/self/cmdline (the
-//      same program and flags, so the same --config FILE), the listeners
-//      inherited: HEARTWHEEL_LISTEN_FDS="3,4" (one per worker, in order),
-//      HEARTWHEEL_METRICS_FD (the metrics endpoint's, if any),
-//      HEARTWHEEL_READY_FD (a pipe's write end);
+// The handover (nginx's binary upgrade, SIGUSR2):
+//   1. the old process forks and execs /proc/self/exe's path with
+//      /proc/self/cmdline (the same program and flags, so the same --config
+//      FILE), the listeners inherited: HEARTWHEEL_LISTEN_FDS="3,4" (one per
+//      worker, in order), HEARTWHEEL_METRICS_FD (the metrics endpoint's, if
+//      any), HEARTWHEEL_READY_FD (a pipe's write end);
 //   2. the successor's workers adopt those sockets (ServerOptions::listen_fd)
 //      instead of binding: the port is never closed, and the connections
 //      queued on it are accepted by whichever process accepts next (with
@@ -20,8 +23,8 @@
 //   4. the old process then stops accepting and drains: each connection's
 //      handler is told in turn, spread over most of --drain-timeout
 //      (WebSocket: close 1012 "service restart"), and exits.
-// A successor that exits, or says nothing within ready_timeout, is killed
-// and reaped; the old process logs why and goes on serving.
+// A successor that exits, or says nothing within its ready timeout, is
+// killed and reaped; the old process logs why and goes on serving.
 //
 // Why inheritance and not SCM_RIGHTS over a unix socket (HAProxy's -x): the
 // successor is our own child, so fork+exec passes the descriptors with no
@@ -30,16 +33,17 @@
 //
 // Threads: inherited() and announce_ready() from main() (the first call
 // reads and clears the environment); the flags (draining, replaced) from any
-// thread. start_successor() from the thread that serves (it blocks until the
-// successor is ready or failed).
+// thread.
 #pragma once
 
-#include <heartwheel/common/time.h>
-
-#include <string>
 #include <vector>
 
 namespace heartwheel::net::restart {
+
+// The environment a predecessor hands its successor (above).
+inline constexpr const char* kListenFdsVariable = "HEARTWHEEL_LISTEN_FDS";
+inline constexpr const char* kMetricsFdVariable = "HEARTWHEEL_METRICS_FD";
+inline constexpr const char* kReadyFdVariable = "HEARTWHEEL_READY_FD";
 
 // What a successor was given by its predecessor (all empty / -1 otherwise).
 struct Inherited {
@@ -57,24 +61,6 @@ const Inherited& inherited();
 // Tells the predecessor (its pipe, once) and systemd (MAINPID, READY=1,
 // when NOTIFY_SOCKET is set) that this process listens. Idempotent.
 void announce_ready() noexcept;
-
-struct SuccessorOptions {
-  std::vector<int> listeners;  // to hand over, in worker order
-  int metrics = -1;            // the metrics listener, -1: none
-  // How long the successor may take to listen before it is killed.
-  Duration ready_timeout = std::chrono::seconds(60);
-};
-
-struct Successor {
-  int pid = -1;
-  std::string error;  // empty: it listens; else why not ("exited with status 2")
-  bool ok() const noexcept { return error.empty(); }
-};
-
-// Starts the successor (above) and waits until it is ready or failed. On
-// failure it is killed and reaped and `error` says why; nothing changed in
-// this process. Never throws.
-Successor start_successor(const SuccessorOptions& options) noexcept;
 
 // This process drains (a signal, or a successor took over): readiness
 // answers "not ready". Any thread.

@@ -59,6 +59,18 @@
 //   without callbacks; their handles finish closing on the next uv_run().
 #pragma once
 
+#include <heartwheel/common/cidr_set.h>
+#include <heartwheel/net/activity_list.h>
+#include <heartwheel/net/byte_stage.h>
+#include <heartwheel/net/connection.h>
+#include <heartwheel/net/detail/connection_host.h>
+#include <heartwheel/net/handler.h>
+#include <heartwheel/net/overload.h>
+#include <heartwheel/net/stats.h>
+#include <heartwheel/timer/loop_wheel.h>
+#include <heartwheel/timer/timer_entry.h>
+#include <uv.h>
+
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -66,21 +78,11 @@
 #include <string>
 #include <system_error>
 
-#include <uv.h>
-
-#include <heartwheel/common/cidr_set.h>
-#include <heartwheel/timer/loop_wheel.h>
-#include <heartwheel/net/activity_list.h>
-#include <heartwheel/net/connection.h>
-#include <heartwheel/net/detail/connection_host.h>
-#include <heartwheel/net/handler.h>
-#include <heartwheel/net/ip_limiter.h>
-#include <heartwheel/net/overload.h>
-#include <heartwheel/net/stats.h>
-#include <heartwheel/net/transport.h>
-#include <heartwheel/timer/timer_entry.h>
-
 namespace heartwheel::net {
+
+namespace detail {
+class IpLimiter;  // heartwheel/net/detail/ip_limiter.h
+}
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -91,7 +93,7 @@ struct ServerOptions {
   bool reuse_port = false;
   // A socket already bound (and maybe listening) to adopt instead of opening
   // one: a listener inherited from the process this one replaces
-  // (net/handover.h). host and port are then only what is reported; the
+  // (net/restart.h). host and port are then only what is reported; the
   // server owns the descriptor from listen() on. -1: open one.
   int listen_fd = -1;
   std::size_t max_connections = 0;  // 0 = unlimited
@@ -121,14 +123,15 @@ struct ServerOptions {
   // anyone who can reach the port can claim any client address. Needs
   // proxy_protocol.
   CidrSet proxy_protocol_from;
-  // A transport every connection runs through (transport.h), after the
+  // A transport every connection runs through (byte_stage.h), after the
   // PROXY header: TLS (heartwheel/tls/net_transport.h). Null: plain.
-  std::shared_ptr<TransportFactory> transport;
+  std::shared_ptr<ByteStageFactory> transport;
   // Open connections per client address; 0 = no limit. Counted in
-  // `ip_limiter` when set (share one between servers for one count: Workers
-  // does), else in the server's own. Over it: reset at once (ip_limit).
+  // `ip_limiter` when set (internal, detail/ip_limiter.h: servers that share
+  // one count once; runtime::Workers gives its servers one), else in the
+  // server's own. Over it: reset at once (ip_limit).
   std::size_t max_connections_per_ip = 0;
-  std::shared_ptr<IpLimiter> ip_limiter;
+  std::shared_ptr<detail::IpLimiter> ip_limiter;
   // Scaled idle timeouts and dropping the idlest at max_connections.
   OverloadOptions overload;
 
@@ -181,7 +184,7 @@ class Server final : private detail::ConnectionHost {
   // current pressure; overload.h).
   const IdlePolicy& idle_policy() const noexcept { return effective_.idle; }
   // The per-address counts (nullptr without a per-address limit).
-  const IpLimiter* ip_limiter() const noexcept { return limiter_.get(); }
+  const detail::IpLimiter* ip_limiter() const noexcept { return limiter_.get(); }
   const ServerOptions& options() const noexcept { return options_; }
   LoopWheel& wheel() noexcept { return wheel_; }
   uv_loop_t* loop() const noexcept { return wheel_.loop(); }
@@ -209,7 +212,9 @@ class Server final : private detail::ConnectionHost {
   bool proxy_source_trusted(const sockaddr& peer) const noexcept override {
     return options_.proxy_protocol_from.empty() || options_.proxy_protocol_from.contains(&peer);
   }
-  TransportFactory* transport_factory() const noexcept override { return options_.transport.get(); }
+  ByteStageFactory* byte_stage_factory() const noexcept override {
+    return options_.transport.get();
+  }
   bool admit(Connection& conn, CloseReason& refusal) noexcept override;
   void connection_active(Connection& conn, std::uint16_t generation) noexcept override;
   Duration scale_idle_timeout(Duration timeout) const noexcept override;
@@ -261,7 +266,7 @@ class Server final : private detail::ConnectionHost {
   std::deque<Connection*> turns_;       // call_next_turn, in order; nullptr: closed since
   ActivityList<Connection> list_;       // every connection; in order of last read when tracked
   ConnectionOptions effective_;
-  std::shared_ptr<IpLimiter> limiter_;
+  std::shared_ptr<detail::IpLimiter> limiter_;
   Sweeper sweeper_{*this};
   std::uint32_t pressure_ = 0;  // steps (overload.h): the larger of the two below
   std::uint32_t mem_pressure_ = 0;

@@ -2,23 +2,26 @@
 //
 // Plain counters updated on the loop thread without atomics; read them on
 // that thread, or through Workers::snapshots() which copies them across
-// threads. merge() adds another set (other workers, other processes). The
-// metrics layer (heartwheel/metrics/net_metrics.h) exposes them to
-// Prometheus.
+// threads. merge() adds another set (other workers, other processes).
+// write_metrics() writes them as metric families into any MetricSink (the
+// metrics layer's TextWriter exposes them to Prometheus:
+// metrics::write(out, workers.total())).
 #pragma once
+
+#include <heartwheel/common/duration_histogram.h>
+#include <heartwheel/common/metric_sink.h>
+#include <heartwheel/common/stat_fields.h>
+#include <heartwheel/common/time.h>
+#include <heartwheel/net/close_reason.h>
+#include <heartwheel/net/deadline.h>
+#include <heartwheel/timer/loop_wheel.h>
+#include <heartwheel/timer/timing_wheel.h>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
-
-#include <heartwheel/common/duration_histogram.h>
-#include <heartwheel/common/stat_fields.h>
-#include <heartwheel/timer/loop_wheel.h>
-#include <heartwheel/net/close_reason.h>
-#include <heartwheel/net/deadline.h>
-#include <heartwheel/common/time.h>
-#include <heartwheel/timer/timing_wheel.h>
+#include <string_view>
 
 namespace heartwheel::net {
 
@@ -137,5 +140,22 @@ struct LoopSnapshot {
 // loop{iterations, stalls, stall_ms{total, max}, lag_ms{mean}},
 // proxy_protocol{v1, v2, local, invalid, timeouts, untrusted}, overload{idle_scale, ...}.
 std::string to_json(const LoopSnapshot& snapshot);
+
+// Appends the net, wheel and loop families of `snapshot` (heartwheel_
+// connections_open, heartwheel_loop_lag_seconds, ...; every family, its
+// type, labels and meaning: lib/src/metrics/README.md). The snapshot is
+// usually the merge of every loop of the server (all worker threads, all
+// pre-forked processes): the families carry no per-loop labels, so a scrape
+// reads the whole server. Every close reason and every delivered deadline
+// kind is written, zeros included, so rate() works from the first scrape.
+// Throws as the sink (TextWriter: std::logic_error if `out` already has one
+// of these families). Cost: ~70 samples, a few microseconds.
+void write_metrics(MetricSink& out, const LoopSnapshot& snapshot);
+
+// A counter family `name` of connections closed by reason, every named
+// reason written (zeros included) with label reason="<to_string(reason)>":
+// net's closes and any layer's that counts its own (ws::Stats).
+void write_close_reasons(MetricSink& out, std::string_view name, std::string_view help,
+                         const CloseReasonCounts& closed);
 
 }  // namespace heartwheel::net

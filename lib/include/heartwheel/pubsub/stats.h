@@ -10,6 +10,7 @@
 // slow_closes, dropped, encode_errors or subscriber_errors.
 #pragma once
 
+#include <heartwheel/common/metric_sink.h>
 #include <heartwheel/common/stat_fields.h>
 
 #include <cstdint>
@@ -81,5 +82,21 @@ struct BusStats {
 std::string to_json(const HubStats& stats);
 std::string to_json(const BusStats& stats);
 std::string to_json(const ChannelStats& stats);
+
+// The heartwheel_pubsub_* families into any sink (metrics::write(out, stats)
+// for Prometheus; every family, its type, labels and meaning:
+// lib/src/metrics/README.md). Two sources, two calls:
+// - HubStats, usually the merge of every loop's Hub::stats() (copied on each
+//   loop's thread, e.g. into a metrics::WorkerBoard): subscriptions,
+//   subscribes, recoveries, publications through the hubs, fan-out,
+//   deliveries by outcome. A server with no hub yet writes HubStats{} (zeros).
+// - BusStats, from Bus::stats() (any thread): the process-wide store: hubs
+//   attached, channels, history held, epochs.
+// Every delivery outcome is written, zeros included, so rate() works from
+// the first scrape. Throws as the sink (TextWriter: std::logic_error if
+// `out` already has one of them). Threads: any (each reads a copy). Cost:
+// ~25 samples, a few microseconds.
+void write_metrics(MetricSink& out, const HubStats& stats);
+void write_metrics(MetricSink& out, const BusStats& stats);
 
 }  // namespace heartwheel::pubsub

@@ -121,6 +121,7 @@
 //   lets the leaves of the departed hubs reach Redis (up to 1 s), then stops.
 #pragma once
 
+#include <heartwheel/common/stat_fields.h>
 #include <heartwheel/pubsub/broker.h>
 #include <heartwheel/pubsub/bus.h>
 #include <heartwheel/redis/client.h>
@@ -192,6 +193,12 @@ struct RedisBrokerStats {
   // Subscriber's connection and channels. Empty on one redis-server.
   std::vector<redis::MasterStats> masters;
   std::vector<redis::MasterStats> subscriber_masters;
+
+  // The std::uint64_t fields' table (heartwheel/common/stat_fields.h): JSON
+  // keys and kind (no Prometheus family yet: programs write the link's,
+  // redis::write_metrics); lib/src/pubsub_redis/redis_broker.cpp. The link
+  // and the masters are written by hand beside it.
+  static StatTable<RedisBrokerStats> fields() noexcept;
 };
 
 // One JSON object (the link under "link", the masters under "masters" and

@@ -7,6 +7,9 @@
 // Threads: plain values.
 #pragma once
 
+#include <heartwheel/common/metric_sink.h>
+#include <heartwheel/common/stat_fields.h>
+
 #include <cstdint>
 #include <string>
 
@@ -35,9 +38,19 @@ struct DelayedQueueStats {
   std::uint64_t redis_errors = 0;    // failed commands of every kind
 
   void merge(const DelayedQueueStats& other) noexcept;
+  // The fields' table (heartwheel/common/stat_fields.h): JSON keys, kind,
+  // Prometheus families (heartwheel_push_delayed_*) and help;
+  // lib/src/push/stats.cpp.
+  static StatTable<DelayedQueueStats> fields() noexcept;
 };
 
 // One JSON object with every field.
 std::string to_json(const DelayedQueueStats& stats);
+
+// Appends the heartwheel_push_delayed_* families (held, a gauge; every
+// counter as heartwheel_push_delayed_<field>_total) into any sink
+// (metrics::write(out, stats) for Prometheus). Throws as the sink
+// (TextWriter: std::logic_error if `out` already has one of them).
+void write_metrics(MetricSink& out, const DelayedQueueStats& stats);
 
 }  // namespace heartwheel::push

@@ -104,6 +104,11 @@
 //                        until its replica is promoted (cluster-node-timeout
 //                        plus an election), and once more when the
 //                        connection is back; its commands wait for it
+//     a command timed out on a master's connection (frozen, or cut off
+//                        while the connection stays open): the map is read
+//                        at once and every refresh_interval until that
+//                        master answers again; Subscribers that follow this
+//                        client (Subscriber::follow) apply the same maps
 //   Commands that no open connection can take (no map yet, their master
 //   unreachable or being replaced, a retry's delay) wait in one bounded
 //   waiting room (max_buffered / max_buffered_bytes, as the single link's
@@ -205,6 +210,7 @@ struct ClientOptions : LinkOptions {
 namespace detail {
 class ClientImpl;
 }
+class Subscriber;
 
 class Client {
  public:
@@ -246,6 +252,7 @@ class Client {
   const ClientOptions& options() const noexcept;
 
  private:
+  friend class Subscriber;  // Subscriber::follow shares this client's slot map
   std::unique_ptr<detail::ClientImpl> core_;
 };
 

@@ -108,7 +108,7 @@ struct LinkOptions {
   // against its own address; the port lets a program's log name the node).
   // Called on the link's loop thread when a node's connection is made; it
   // may return null (plain).
-  std::function<std::shared_ptr<net::TransportFactory>(const std::string& host, int port)>
+  std::function<std::shared_ptr<net::ByteStageFactory>(const std::string& host, int port)>
       node_transport;
   // Redis Cluster: see above. Empty seeds: a single redis-server.
   ClusterOptions cluster;

@@ -86,6 +86,7 @@
 //   waiting lock one EVALSHA per retry_interval at most.
 #pragma once
 
+#include <heartwheel/common/stat_fields.h>
 #include <heartwheel/common/time.h>
 #include <heartwheel/redis/client.h>
 #include <heartwheel/timer/loop_wheel.h>
@@ -137,6 +138,10 @@ struct LockStats {
   std::uint64_t released = 0;   // unlock() that Redis confirmed
   std::uint64_t held = 0;       // now
   std::uint64_t waiting = 0;    // now
+
+  // The fields' table (heartwheel/common/stat_fields.h): JSON keys and kind
+  // (no Prometheus family yet); lib/src/redis/stats.cpp.
+  static StatTable<LockStats> fields() noexcept;
 };
 
 namespace detail {

@@ -15,14 +15,19 @@
 // and channel as the application sees them, plus the cluster fields; and
 // per master, MasterStats (Client::masters(), Subscriber::masters()).
 //
-// kLinkStatsFields lists every field with its kind and meaning, once: merge,
-// to_json and the Prometheus families (heartwheel/metrics/redis_metrics.h)
-// all walk it, and a field without a row fails to compile (stats.cpp).
+// LinkStats::fields() lists every field with its kind and meaning, once:
+// merge, to_json and the metric families (write_metrics below) all walk it,
+// and a field without a row fails to compile (stats.cpp).
 // Threads: plain values, copied out on the link's loop thread.
 #pragma once
 
+#include <heartwheel/common/metric_sink.h>
+#include <heartwheel/common/stat_fields.h>
+
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace heartwheel::redis {
@@ -90,90 +95,13 @@ struct LinkStats {
   std::uint64_t channels_moved = 0;      // sharded subscriptions moved to another master
 
   void merge(const LinkStats& other) noexcept;
+  // The fields' table (heartwheel/common/stat_fields.h): JSON keys, kind,
+  // Prometheus families (heartwheel_redis_*) and help; lib/src/redis/stats.cpp.
+  static StatTable<LinkStats> fields() noexcept;
 };
 
 // One JSON object; the keys are the field names above.
 std::string to_json(const LinkStats& stats);
-
-// One row of kLinkStatsFields.
-struct LinkStatsField {
-  const char* name;
-  std::uint64_t LinkStats::*member;
-  bool gauge;        // a value now (else a counter: only grows)
-  const char* help;  // one line, for Prometheus's HELP
-};
-
-inline constexpr LinkStatsField kLinkStatsFields[] = {
-    {"links", &LinkStats::links, true, "Redis links merged into these figures"},
-    {"connected", &LinkStats::connected, true, "Redis connections open"},
-    {"in_flight", &LinkStats::in_flight, true, "Redis commands sent and not answered"},
-    {"buffered", &LinkStats::buffered, true, "Redis commands waiting for a connection"},
-    {"buffered_bytes", &LinkStats::buffered_bytes, true, "bytes of the buffered Redis commands"},
-    {"subscriptions", &LinkStats::subscriptions, true, "channels and patterns subscribers want"},
-    {"active_subscriptions", &LinkStats::active_subscriptions, true,
-     "subscriptions Redis confirmed on the current connections"},
-    {"cluster_masters", &LinkStats::cluster_masters, true, "masters in the Redis Cluster slot map"},
-    {"connects", &LinkStats::connects, false, "Redis connections opened"},
-    {"reconnects", &LinkStats::reconnects, false, "Redis connections opened again after one"},
-    {"disconnects", &LinkStats::disconnects, false, "Redis connections closed"},
-    {"connect_failures", &LinkStats::connect_failures, false, "Redis connection attempts failed"},
-    {"pings_sent", &LinkStats::pings_sent, false, "heartbeat PINGs sent"},
-    {"pong_timeouts", &LinkStats::pong_timeouts, false,
-     "Redis connections closed because Redis went silent"},
-    {"protocol_errors", &LinkStats::protocol_errors, false,
-     "Redis connections closed on bytes that are not RESP2"},
-    {"setup_errors", &LinkStats::setup_errors, false,
-     "Redis connections closed because a setup command failed"},
-    {"auth_failures", &LinkStats::auth_failures, false,
-     "Redis connections closed because Redis refused AUTH or wanted it (NOAUTH)"},
-    {"writes", &LinkStats::writes, false, "batches written to Redis"},
-    {"callback_exceptions", &LinkStats::callback_exceptions, false,
-     "application callbacks that threw"},
-    {"commands", &LinkStats::commands, false, "Redis commands accepted"},
-    {"sent", &LinkStats::sent, false, "Redis commands written (resends again)"},
-    {"replies_ok", &LinkStats::replies_ok, false, "Redis commands answered"},
-    {"replies_error", &LinkStats::replies_error, false, "Redis commands answered with an error"},
-    {"timed_out", &LinkStats::timed_out, false, "Redis commands past their deadline"},
-    {"failed_disconnected", &LinkStats::failed_disconnected, false,
-     "Redis commands in flight when their connection dropped"},
-    {"failed_stopped", &LinkStats::failed_stopped, false, "Redis commands failed by stop()"},
-    {"retried", &LinkStats::retried, false, "Redis commands sent again after a drop"},
-    {"late_replies", &LinkStats::late_replies, false, "replies to timed-out commands"},
-    {"refused_not_connected", &LinkStats::refused_not_connected, false,
-     "Redis commands refused: not connected"},
-    {"refused_buffer_full", &LinkStats::refused_buffer_full, false,
-     "Redis commands refused: buffer full"},
-    {"refused_queue_full", &LinkStats::refused_queue_full, false,
-     "Redis commands refused: write queue full"},
-    {"buffered_total", &LinkStats::buffered_total, false,
-     "Redis commands that waited for a connection"},
-    {"script_fallbacks", &LinkStats::script_fallbacks, false, "NOSCRIPT answers resent as EVAL"},
-    {"waits", &LinkStats::waits, false, "WAITs sent after durable writes"},
-    {"not_replicated", &LinkStats::not_replicated, false,
-     "durable writes too few replicas acknowledged"},
-    {"subscribes", &LinkStats::subscribes, false, "subscriptions asked for"},
-    {"unsubscribes", &LinkStats::unsubscribes, false, "subscriptions given up"},
-    {"resubscribes", &LinkStats::resubscribes, false, "subscriptions made again after a loss"},
-    {"resubscribe_rounds", &LinkStats::resubscribe_rounds, false,
-     "losses after which every subscription was confirmed again"},
-    {"messages", &LinkStats::messages, false, "pub/sub messages delivered"},
-    {"stray_messages", &LinkStats::stray_messages, false,
-     "pub/sub messages for channels no longer wanted"},
-    {"redirects_moved", &LinkStats::redirects_moved, false, "Redis Cluster MOVED redirects followed"},
-    {"redirects_ask", &LinkStats::redirects_ask, false, "Redis Cluster ASK redirects followed"},
-    {"redirect_errors", &LinkStats::redirect_errors, false,
-     "Redis commands failed after too many redirects"},
-    {"cluster_retries", &LinkStats::cluster_retries, false,
-     "Redis commands sent again after CLUSTERDOWN, TRYAGAIN or a lost master"},
-    {"slot_map_refreshes", &LinkStats::slot_map_refreshes, false, "Redis Cluster slot maps read"},
-    {"slot_map_errors", &LinkStats::slot_map_errors, false,
-     "Redis Cluster slot map reads that failed"},
-    {"slots_moved", &LinkStats::slots_moved, false,
-     "Redis Cluster slots seen moving to another master"},
-    {"failovers", &LinkStats::failovers, false, "Redis Cluster replicas seen promoted to master"},
-    {"channels_moved", &LinkStats::channels_moved, false,
-     "sharded subscriptions moved to another master"},
-};
 
 // One master of a Redis Cluster, as one cluster link sees it now.
 struct MasterStats {
@@ -188,5 +116,32 @@ struct MasterStats {
 // A JSON array of objects: address, slots, connected, pending, and the
 // connection's counters under "link".
 std::string to_json(const std::vector<MasterStats>& masters);
+
+// One link's figures for write_metrics, by reference: use it within the call.
+struct LinkMetrics {
+  std::string_view name;                      // the link label's value
+  const LinkStats& stats;                     // e.g. Client::stats(), RedisBrokerStats::link
+  std::span<const MasterStats> masters = {};  // Client::masters(), empty: not a cluster
+};
+
+// Appends the heartwheel_redis_* families into any sink (metrics::write(out,
+// links) for Prometheus): one family per row of LinkStats::fields() (its
+// help, gauges as they are named, counters with _total), each with one
+// sample per link, labelled link="<name>" (a program's links, e.g. "broker"
+// for a RedisBroker's merged Client and Subscriber, "push" for a delayed
+// queue's Client). Cluster links add, per master and link:
+//   heartwheel_redis_master_connected{link,master}  1 if the connection is open
+//   heartwheel_redis_master_slots{link,master}      slots it owns in the map
+//   heartwheel_redis_master_pending{link,master}    commands pending there
+//                                                   (subscriber: channels)
+//   heartwheel_redis_master_disconnects_total{link,master}
+// so "which master is down" is one query, and redirects followed (MOVED,
+// ASK), slot-map refreshes and failovers seen are the link's families
+// heartwheel_redis_redirects_moved_total, _redirects_ask_total,
+// _slot_map_refreshes_total, _failovers_total.
+// Throws as the sink (TextWriter: std::logic_error if `out` already has one
+// of them). Threads: any (each reads a copy). Cost: ~50 samples per link,
+// plus 4 per master.
+void write_metrics(MetricSink& out, std::span<const LinkMetrics> links);
 
 }  // namespace heartwheel::redis

@@ -52,6 +52,18 @@
 //     - a slot migration: Redis sends "sunsubscribe" for the slot's
 //       channels; they are asked again, Redis answers -MOVED with the new
 //       master, and they move there (the map is read again too);
+//     - a failover its own connections do not see: a master frozen or cut
+//       off by a partition keeps its connection open until the heartbeat
+//       gives up (3 intervals: 15 s by default), and its channels would
+//       hear nothing from the replica that took over meanwhile. A
+//       subscriber that follow()s a Client shares that client's slot map:
+//       when the client's commands time out on that master it reads the
+//       map every refresh_interval, and the map that names the new master
+//       moves the subscriber's channels there at the same moment (the
+//       connection to the old master is closed once it holds none), counted
+//       in this subscriber's failovers too. A subscriber that follows no
+//       client, or whose client sends nothing to that master, moves when its
+//       own connection drops;
 //   and (re)subscribes at most subscribe_batch channels per
 //   subscribe_interval on each master's connection, so that 10,000 channels
 //   coming back to a new master do not arrive in one burst. In cluster mode
@@ -119,6 +131,7 @@ struct SubscriberOptions : LinkOptions {
 namespace detail {
 class SubscriberImpl;
 }
+class Client;
 
 class Subscriber {
  public:
@@ -160,6 +173,22 @@ class Subscriber {
   // single redis-server.
   std::vector<MasterStats> masters() const;
   const SubscriberOptions& options() const noexcept;
+
+  // Cluster mode: read no slot map of its own; apply every map `client`
+  // reads (one reader, one connection for both), and ask for reads through
+  // it. A failover the client meets (commands timing out on a master,
+  // redirected, or its connection lost) then moves this subscriber's
+  // channels too, even while its own connection to the old master is
+  // still open (see "Redis Cluster"). The map's connection is the
+  // client's: its on_connect / on_disconnect report it, and its figures
+  // (slot_map_refreshes, ...) stay in the client's stats().
+  // Preconditions: both links on this loop, for the same cluster; not
+  // started yet; destroy this subscriber before `client` (or keep the
+  // client's callbacks valid until both are gone). With a single
+  // redis-server on both sides: nothing to share, a no-op.
+  // Throws std::invalid_argument when one is a cluster link and the other
+  // not, std::logic_error when started.
+  void follow(Client& client);
 
  private:
   std::unique_ptr<detail::SubscriberImpl> core_;

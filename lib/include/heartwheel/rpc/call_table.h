@@ -57,16 +57,17 @@
 //   it). The completion's payload is valid only during the callback.
 #pragma once
 
+#include <heartwheel/common/stat_fields.h>
+#include <heartwheel/common/time.h>
+#include <heartwheel/timer/timer_entry.h>
+#include <heartwheel/timer/timer_service.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
 #include <system_error>
 #include <vector>
-
-#include <heartwheel/common/time.h>
-#include <heartwheel/timer/timer_entry.h>
-#include <heartwheel/timer/timer_service.h>
 
 namespace heartwheel::rpc {
 
@@ -132,6 +133,10 @@ struct CallTableStats {
   std::uint64_t duplicate_replies = 0;
   std::uint64_t unknown_replies = 0;
   std::uint64_t peak_in_flight = 0;
+
+  // The fields' table (heartwheel/common/stat_fields.h): JSON keys and kind
+  // (no Prometheus family yet); lib/src/rpc/stats.cpp.
+  static StatTable<CallTableStats> fields() noexcept;
 };
 
 struct CallTableOptions {

@@ -9,7 +9,7 @@
 //   PINGs, sends its own PINGs, closes dead peers, batches its writes and
 //   drains politely. heartwheel-rpc-server and heartwheel-rpc-client are built
 //   on it. Give one NetHandler to a net::Server, to net::Connectors, or
-//   return one per worker from a net::Workers factory.
+//   return one per worker from a runtime::Workers factory.
 //
 //   It is to RPC what http::NetHandler is to HTTP. Serving:
 //     rpc::NetHandlerOptions o;
@@ -122,13 +122,14 @@
 //   method here, Reply methods and Connection methods (close included).
 #pragma once
 
+#include <heartwheel/common/metric_sink.h>
 #include <heartwheel/common/stat_fields.h>
+#include <heartwheel/common/time.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/heartbeat.h>
 #include <heartwheel/rpc/call_table.h>
 #include <heartwheel/rpc/frame.h>
 #include <heartwheel/rpc/reply.h>
-#include <heartwheel/common/time.h>
 #include <uv.h>
 
 #include <cstddef>
@@ -198,6 +199,15 @@ struct NetHandlerStats {
   // families (heartwheel_rpc_*) and help; lib/src/rpc/stats.cpp.
   static StatTable<NetHandlerStats> fields() noexcept;
 };
+
+// Appends the heartwheel_rpc_* families (every family: lib/src/metrics/
+// README.md) into any sink (metrics::write(out, board.total()) for
+// Prometheus). `stats` is usually the merge of every loop's
+// NetHandler::stats() (copied on each loop's thread, e.g. into a
+// metrics::WorkerBoard from WorkersOptions::on_publish). Throws as the sink
+// (TextWriter: std::logic_error if `out` already has one of them).
+// Threads: any (it reads a copy).
+void write_metrics(MetricSink& out, const NetHandlerStats& stats);
 
 // One connection's heartbeat, as the handler keeps it.
 struct HeartbeatInfo {

@@ -36,12 +36,12 @@
 // Threads: one thread, the test's. Not for production use.
 #pragma once
 
+#include <heartwheel/common/time.h>
+#include <heartwheel/net/byte_stage.h>
 #include <heartwheel/net/connection.h>
 #include <heartwheel/net/detail/connection_host.h>
 #include <heartwheel/net/handler.h>
 #include <heartwheel/net/stats.h>
-#include <heartwheel/net/transport.h>
-#include <heartwheel/common/time.h>
 #include <heartwheel/timer/virtual_clock.h>
 #include <uv.h>
 
@@ -124,7 +124,7 @@ class Host final : private net::detail::ConnectionHost {
   // Every connection opened from now on runs through `factory`'s transport
   // (after the PROXY header), as with net::ServerOptions::transport (TLS:
   // heartwheel/tls/net_transport.h); null (the default): none.
-  void set_transport(std::shared_ptr<net::TransportFactory> factory) noexcept {
+  void set_transport(std::shared_ptr<net::ByteStageFactory> factory) noexcept {
     transport_ = std::move(factory);
   }
 
@@ -154,7 +154,7 @@ class Host final : private net::detail::ConnectionHost {
   bool proxy_source_trusted(const sockaddr& peer) const noexcept override {
     return !proxy_trust_ || proxy_trust_(peer);
   }
-  net::TransportFactory* transport_factory() const noexcept override { return transport_.get(); }
+  net::ByteStageFactory* byte_stage_factory() const noexcept override { return transport_.get(); }
 
   net::ConnectionOptions options_;
   net::NetStats stats_;
@@ -164,7 +164,7 @@ class Host final : private net::detail::ConnectionHost {
   std::uint64_t next_id_ = 1;
   Duration proxy_timeout_{0};
   std::function<bool(const sockaddr&)> proxy_trust_;
-  std::shared_ptr<net::TransportFactory> transport_;
+  std::shared_ptr<net::ByteStageFactory> transport_;
 };
 
 }  // namespace heartwheel::testing

@@ -79,6 +79,7 @@
 //   invalidated by any insert, assign, erase or expiry.
 #pragma once
 
+#include <heartwheel/common/stat_fields.h>
 #include <heartwheel/common/time.h>
 #include <heartwheel/timer/timer_entry.h>
 #include <heartwheel/timer/timer_service.h>
@@ -145,6 +146,17 @@ class ExpiringMap {
     std::array<std::uint64_t, 4> removals{};
     std::uint64_t removed(RemovalCause c) const noexcept {
       return removals[static_cast<std::size_t>(c)];
+    }
+    // The counters' table (heartwheel/common/stat_fields.h); `removals` is
+    // by hand beside it.
+    static StatTable<Stats> fields() noexcept {
+      static constexpr StatField<Stats> kFields[] = {
+          {"hits", &Stats::hits, StatKind::counter, "", ""},
+          {"misses", &Stats::misses, StatKind::counter, "", ""},
+      };
+      static_assert(stat_fields_cover(StatTable<Stats>(kFields), sizeof(removals)),
+                    "an ExpiringMap::Stats field without a row");
+      return kFields;
     }
   };
 

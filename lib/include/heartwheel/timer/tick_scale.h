@@ -4,7 +4,7 @@
 // What it is
 //   The two numbers that turn a TimePoint into a tick count (TimingWheel's
 //   origin and tick, TimingWheel::scale()), for state that keeps its times in
-//   ticks to keep them small (net::DeadlineSet: 32-bit offsets). Rounding
+//   ticks to keep them small (net::detail::DeadlineSet: 32-bit offsets). Rounding
 //   picks the side of the contract: a deadline rounds UP (ceil: it can only
 //   come later, never early, as in the wheel itself), "is it due yet" rounds
 //   the current time DOWN (floor).

@@ -3,7 +3,7 @@
 // (ConnectorOptions::transport) a factory from here and every connection
 // speaks TLS, with its handshake on the connection's deadline set.
 //
-// What it does (net/transport.h has the stage's rules)
+// What it does (net/byte_stage.h has the stage's rules)
 //   Each connection gets one tls::Session (session.h) made from the
 //   Context's generation current at its first record (server) or at its
 //   connect (client). The handshake is bounded by the deadline kind
@@ -46,11 +46,11 @@
 // nothing of the factory.
 #pragma once
 
+#include <heartwheel/common/time.h>
+#include <heartwheel/net/byte_stage.h>
 #include <heartwheel/net/names.h>
-#include <heartwheel/net/transport.h>
 #include <heartwheel/tls/context.h>
 #include <heartwheel/tls/failure.h>
-#include <heartwheel/common/time.h>
 
 #include <chrono>
 #include <functional>
@@ -112,18 +112,18 @@ struct TransportOptions {
 
 // Every connection of a server speaks TLS with `context` (Role::server).
 // Throws std::invalid_argument (wrong role, null context, timeout <= 0).
-std::shared_ptr<net::TransportFactory> server_transport(std::shared_ptr<Context> context,
+std::shared_ptr<net::ByteStageFactory> server_transport(std::shared_ptr<Context> context,
                                                         TransportOptions options = {});
 
 // The Context of a factory made by server_transport (to reload it, e.g. on
 // SIGHUP); nullptr for a null factory or any other one.
-std::shared_ptr<Context> server_context(const net::TransportFactory* factory) noexcept;
+std::shared_ptr<Context> server_context(const net::ByteStageFactory* factory) noexcept;
 
 // Every connection of a connector speaks TLS with `context` (Role::client),
 // sending `server_name` (SNI, certificate name) and keeping its session
 // under `resume_key` (Session::client).
 // Throws std::invalid_argument (wrong role, null context, timeout <= 0).
-std::shared_ptr<net::TransportFactory> client_transport(std::shared_ptr<const Context> context,
+std::shared_ptr<net::ByteStageFactory> client_transport(std::shared_ptr<const Context> context,
                                                         std::string server_name,
                                                         std::string resume_key = {},
                                                         TransportOptions options = {});

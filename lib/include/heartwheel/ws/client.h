@@ -39,8 +39,13 @@
 //                 its FIN) must come within it, else TCP closes.
 // Reconnects: after any close (the server's close frame, a failed
 //   handshake, pong_timeout, a reset) the Connector connects again after its
-//   backoff, until stop(). A handshake the server refuses counts as a failed
-//   attempt (the backoff grows: a connection closed within stable_after).
+//   backoff, until stop() (or never, with connector.reconnect false). A
+//   handshake the server refuses counts as a failed attempt (the backoff
+//   grows: a connection closed within stable_after). A server's close 1012
+//   ("service restart": a heartwheel server draining once its successor
+//   took over, net/restart.h) is a clean close (ClientCloseInfo::
+//   server_restart()) and never a failed attempt, however young the
+//   connection: the client is back after backoff_initial (jittered).
 //
 // Cost: sizeof(Client) (printed by tests/unit/memory_budget_test.cpp; the
 //   Connector and the session are most of it) plus the open
@@ -113,6 +118,10 @@ struct ClientCloseInfo {
   net::CloseReason net_reason = net::CloseReason::local;
   std::error_code error;  // for net_reason error (and a reset's ECONNRESET)
   bool was_open = false;  // the handshake had succeeded on this connection
+
+  // The server is restarting (close 1012) and asked to be called back: not
+  // an error; the client reconnects after backoff_initial unless stopped.
+  bool server_restart() const noexcept { return code == kCloseServiceRestart; }
 };
 
 class ClientHandler {

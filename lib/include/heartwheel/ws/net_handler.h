@@ -76,7 +76,7 @@
 //   comes then is handled after the waiting bytes.
 //
 // Threads: the loop thread of its connections (one NetHandler per loop,
-//   e.g. per net::Workers worker). Lifetime: must outlive its connections'
+//   e.g. per runtime::Workers worker). Lifetime: must outlive its connections'
 //   server and any pending upgrade (upgrade() captures it). If the server is
 //   destroyed first (its connections are abandoned without on_close), the
 //   NetHandler's destructor calls Application::on_close for each connection

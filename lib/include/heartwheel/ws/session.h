@@ -303,7 +303,7 @@ class Session {
   // `closing`; the owner arms its close timeout. The reason is cut to 123
   // bytes on a UTF-8 boundary. Errors: errc::closed if close was already
   // sent; errc::invalid_argument if !is_valid_close_code(code) (1005, 1006
-  // and 1015 describe closes, they are never sent).
+  // and 1015 describe closes, they are never sent; 1012-1014 may be).
   std::error_code close(std::uint16_t code = kCloseNormal, std::string_view reason = {});
 
   State state() const noexcept { return state_; }

@@ -11,6 +11,7 @@
 // Threads: plain values.
 #pragma once
 
+#include <heartwheel/common/metric_sink.h>
 #include <heartwheel/common/stat_fields.h>
 #include <heartwheel/net/close_reason.h>
 
@@ -81,5 +82,20 @@ struct Stats {
 // every net::CloseReason spelled as net::to_string does, close codes as
 // {"1000": n, ...}.
 std::string to_json(const Stats& stats);
+
+// Appends the heartwheel_ws_* families (every family, its type, labels and
+// meaning: lib/src/metrics/README.md) into any sink (metrics::write(out,
+// board.total()) for Prometheus). `stats` is usually the merge of every
+// loop's NetHandler::stats() (copied on each loop's thread, e.g. into a
+// metrics::WorkerBoard). Every close reason and both slow-consumer policies
+// are written, zeros included, so rate() works from the first scrape. Close
+// codes are labels: the ones the server sent as they are (it picks them
+// from a small set), the ones peers sent as they are below 3000 (RFC 6455's,
+// validated on receipt) and grouped as "3xxx" and "4xxx" above (registered
+// and private codes, which peers choose freely: one series each would let a
+// peer grow the scrape). Throws as the sink (TextWriter: std::logic_error if
+// `out` already has one of them). Threads: any (it reads a copy). Cost: ~50
+// samples, a few microseconds.
+void write_metrics(MetricSink& out, const Stats& stats);
 
 }  // namespace heartwheel::ws

@@ -47,9 +47,9 @@ class ConnectionHost {
   // address, AF_UNSPEC if unknown) send one? False: the connection is reset
   // at once as proxy_untrusted, before any byte is read. Default: every peer.
   virtual bool proxy_source_trusted(const sockaddr& /*peer*/) const noexcept { return true; }
-  // The transport every connection of this host runs through (transport.h);
+  // The transport every connection of this host runs through (byte_stage.h);
   // nullptr (the default): none.
-  virtual TransportFactory* transport_factory() const noexcept { return nullptr; }
+  virtual ByteStageFactory* byte_stage_factory() const noexcept { return nullptr; }
   // The connection's client address is known (at open(), or once its PROXY
   // header came). False refuses it: it is reset with `refusal` and its
   // handler never hears of it.
@@ -59,16 +59,6 @@ class ConnectionHost {
   virtual void connection_active(Connection& /*conn*/, std::uint16_t /*generation*/) noexcept {}
   // `timeout` as the host scales idle timeouts under pressure (overload.h).
   virtual Duration scale_idle_timeout(Duration timeout) const noexcept { return timeout; }
-  // Whether this host's connections read through its edge-triggered set
-  // (below) when the options ask for it. A Connector says no: its one
-  // connection has nothing to be ordered against, and a set of its own
-  // would cost every client connection a second descriptor and a
-  // uv_poll_t.
-  virtual bool edge_reads() const noexcept { return true; }
-  // The host's edge-triggered read set (lib/src/net/edge_reader.h), made by
-  // its first connection that reads through one, null again when the last
-  // one closed.
-  EdgeReader*& edge_reader() noexcept { return edge_reader_; }
   // log2 of the activity granularity in nanoseconds; 0 = no activity order.
   unsigned activity_shift() const noexcept { return activity_shift_; }
   // Connection::call_next_turn: queue `conn` for a later turn and call
@@ -117,7 +107,6 @@ class ConnectionHost {
   unsigned activity_shift_ = 0;
 
  private:
-  EdgeReader* edge_reader_ = nullptr;
 };
 
 }  // namespace heartwheel::net::detail
