@@ -1,4 +1,4 @@
-// TLS as net's transport stage (tls/net_transport.h, net/transport.h) on
+// TLS as net's byte stage (tls/net_transport.h, net/byte_stage.h) on
 // the testing host's virtual clock: the application sees a connection only
 // once its handshake is done; a silent or half-hello peer is closed by the
 // handshake deadline exactly at its timeout; plain HTTP is refused and

@@ -3,7 +3,7 @@
 // (ConnectorOptions::transport) a factory from here and every connection
 // speaks TLS, with its handshake on the connection's deadline set.
 //
-// What it does (net/transport.h has the stage's rules)
+// What it does (net/byte_stage.h has the stage's rules)
 //   Each connection gets one tls::Session (session.h) made from the
 //   Context's generation current at its first record (server) or at its
 //   connect (client). The handshake is bounded by the deadline kind
