@@ -395,3 +395,37 @@ TEST_CASE("The layer reads records cut anywhere, a KeyUpdate cut across records,
   CHECK(sent[1].second == std::string("\x01\x00", 2));
   CHECK(p.layer.write("more", p.layer_out) != 0);
 }
+
+TEST_CASE("More than 32 KeyUpdates without application data between them fail the layer",
+          "[tls][records]") {
+  // Each may ask for an answer: a flood would have the server write for
+  // nothing. OpenSSL allows 32 in a row too.
+  Peer p(d::Suite::aes_128_gcm_sha256);
+  const std::string asked = std::string("\x18\x00\x00\x01\x01", 5) + '\x16';
+  // One KeyUpdate asking for an answer; the answer read under the old key.
+  auto key_update = [&]() {
+    const auto r = p.feed(p.record(asked));
+    REQUIRE(p.write.update(p.suite));
+    if (r.error != 0) return r;
+    const auto sent = p.sent();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].first == 22);
+    CHECK(sent[0].second == std::string("\x18\x00\x00\x01\x00", 5));
+    REQUIRE(p.read.update(p.suite));  // the layer's write key moved on
+    return r;
+  };
+  // 32, data, 32 more: each run within the limit, every one answered.
+  for (int i = 0; i < 32; ++i) REQUIRE(key_update().error == 0);
+  REQUIRE(p.feed(p.data("between")).error == 0);
+  for (int i = 0; i < 32; ++i) REQUIRE(key_update().error == 0);
+  CHECK(p.received == "between");
+  // An empty data record does not reset the count: the 33rd fails.
+  REQUIRE(p.feed(p.data("")).error == 0);
+  const auto r = key_update();
+  REQUIRE(r.error != 0);
+  CHECK(reason(r.error) == "too many key updates");
+  const auto sent = p.sent();
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].first == 21);
+  CHECK(sent[0].second == kAlertFatal + static_cast<char>(10));
+}

@@ -25,6 +25,9 @@ constexpr std::uint8_t kKeyUpdate = 24;  // HandshakeType key_update
 constexpr int kCloseNotify = 0, kUnexpectedMessage = 10, kBadRecordMac = 20, kRecordOverflow = 22,
               kIllegalParameter = 47, kDecodeError = 50, kInternalError = 80, kUserCanceled = 90;
 constexpr int kNoAlert = -1;
+// KeyUpdates accepted in a row with no application data between them
+// (OpenSSL's MAX_KEY_UPDATE_MESSAGES).
+constexpr std::uint8_t kMaxKeyUpdates = 32;
 
 std::uint32_t ssl_error(int reason) noexcept {
   return static_cast<std::uint32_t>((static_cast<unsigned long>(ERR_LIB_SSL) & ERR_LIB_MASK)
@@ -235,6 +238,7 @@ void RecordLayer::open_record(std::string_view record, std::span<char> out, Read
   }
   switch (type) {
     case kApplicationData:
+      if (!content.empty()) key_updates_ = 0;
       if (inner != reinterpret_cast<std::uint8_t*>(out.data() + r.plaintext)) {
         const std::size_t n = std::min(content.size(), room);
         std::memcpy(out.data() + r.plaintext, content.data(), n);
@@ -298,6 +302,10 @@ void RecordLayer::on_handshake(std::span<const std::uint8_t> body, Read& r, std:
     const std::uint8_t request = handshake_[4];
     if (request > 1) {
       fail(r, SSL_R_BAD_KEY_UPDATE, kIllegalParameter, cout);
+      return;
+    }
+    if (++key_updates_ > kMaxKeyUpdates) {
+      fail(r, SSL_R_TOO_MANY_KEY_UPDATES, kUnexpectedMessage, cout);
       return;
     }
     // The key changes after this message: nothing may follow it in its record.

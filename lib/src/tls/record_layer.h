@@ -26,7 +26,10 @@
 //   over 2^14 bytes (unexpected_message, record_overflow), a handshake
 //   message other than KeyUpdate, or one not ending its record
 //   (unexpected_message), a KeyUpdate with a bad length or request
-//   (decode_error, illegal_parameter). Writes: application data in records
+//   (decode_error, illegal_parameter), more than 32 KeyUpdates in a row
+//   without application data between them (unexpected_message; OpenSSL's
+//   limit too: each may ask for an answer, so a flood would otherwise make
+//   the server write for nothing). Writes: application data in records
 //   of at most 2^14 bytes, no padding; close_notify.
 //
 // Memory: the object itself (below 256 bytes), plus, only while it is
@@ -121,6 +124,7 @@ class RecordLayer {
   std::string* pending_ = nullptr;  // application data the caller had no room for
   std::uint8_t handshake_[5] = {};  // a KeyUpdate cut across records (type, length, request)
   std::uint8_t handshake_size_ = 0;
+  std::uint8_t key_updates_ = 0;  // KeyUpdates since the last application data
   Suite suite_ = Suite::aes_128_gcm_sha256;
   bool failed_ = false;
   bool peer_closed_ = false;  // close_notify came
