@@ -5,10 +5,12 @@
 // slow-consumer policy.
 //
 // Memory: this is paid once per connection (100,000 of them in the proof
-// run), so it holds no more than it must (104 bytes, a 112-byte malloc
-// chunk, with pubsub::Subscriber's 56): the id as one number, and one string for the name and the channel
-// list: the name (only when the client gave one: a guest's is derived from
-// its id) ends at a NUL, the channel names follow, each ended by a space. A
+// run), so it holds no more than it must (64 bytes with pubsub::Subscriber's
+// 24, in its ws::Connection's own allocation: no chunk of its own, no pointer
+// to the connection; docs/memory.md): the id as one number, and one string
+// for the name and the channel list: the name (only when the client gave
+// one: a guest's is derived from its id) ends at a NUL, the channel names
+// follow, each ended by a space. A
 // short name and one short channel name fit the string's inline 15 bytes:
 // no heap (a separate name block cost a 32-byte chunk). The presence info
 // (JSON) is kept only when presence events need it for join/leave
@@ -27,6 +29,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <string_view>
 
@@ -37,15 +40,40 @@ namespace chat {
 
 class Client final : public heartwheel::pubsub::Subscriber {
  public:
+  // Made in `connection`'s user storage (ws::NetHandlerOptions::
+  // user_storage_bytes = sizeof(Client): one malloc chunk for both, and
+  // ws() is a fixed offset, not a field), destroyed in on_close.
   // `name` empty: a guest, shown as "guest-" + id(). `protocol`: the codec
   // its frames are read and written with (codec.h).
-  Client(heartwheel::ws::Connection& connection, unsigned worker, std::uint64_t number,
-         std::string_view name, Codec::Kind protocol = Codec::Kind::chat)
-      : ws(connection),
-        id_(std::uint64_t{worker} << kWorkerShift | number |
-            (protocol == Codec::Kind::centrifuge ? kCentrifugeBit : 0)) {
-    set_name(name);
+  static Client* make_in(heartwheel::ws::Connection& connection, unsigned worker,
+                         std::uint64_t number, std::string_view name,
+                         Codec::Kind protocol = Codec::Kind::chat) {
+    static_assert(alignof(Client) <= heartwheel::ws::Connection::kUserStorageAlign);
+    // Made before the name is set: should that throw (out of memory), the
+    // client exists all the same and on_close destroys it.
+    Client* c = new (connection.user_storage()) Client(worker, number, protocol, false);
+    c->set_name(name);
+    return c;
   }
+  // An /echo connection's: no name, never subscribed; only marks the
+  // connection as one that echoes (of() is null for it).
+  static void make_echo_in(heartwheel::ws::Connection& connection, unsigned worker,
+                           std::uint64_t number) {
+    new (connection.user_storage()) Client(worker, number, Codec::Kind::chat, true);
+  }
+  // The chat client of `connection`, or null for an /echo connection.
+  static Client* of(heartwheel::ws::Connection& connection) noexcept {
+    auto* c = static_cast<Client*>(connection.user_storage());
+    return c->echo() ? nullptr : c;
+  }
+  static const Client* of(const heartwheel::ws::Connection& connection) noexcept {
+    return of(const_cast<heartwheel::ws::Connection&>(connection));
+  }
+  // Destroys the client (either kind) of `connection`, in on_close.
+  static void destroy_in(heartwheel::ws::Connection& connection) noexcept {
+    static_cast<Client*>(connection.user_storage())->~Client();
+  }
+  bool echo() const noexcept { return (id_ & kEchoBit) != 0; }
   ~Client() override = default;  // ~Subscriber unsubscribes what is left
 
   // Inside the hub's walk the frame waits for the loop thread's io_uring
@@ -57,7 +85,7 @@ class Client final : public heartwheel::pubsub::Subscriber {
                                                      const heartwheel::pubsub::Frame& f) override {
     return deliver(centrifuge() ? hub()->frame_as(kCentrifugeEncoding) : f);
   }
-  void prefetch() const noexcept override { ws.prefetch(); }
+  void prefetch() const noexcept override { ws().prefetch(); }
   heartwheel::pubsub::DeliveryOutcome on_presence(const heartwheel::pubsub::PresenceEvent&,
                                                   const heartwheel::pubsub::Frame& f) override {
     return deliver(centrifuge() ? hub()->frame_as(kCentrifugeEncoding) : f);
@@ -137,9 +165,16 @@ class Client final : public heartwheel::pubsub::Subscriber {
   // never before.
   bool connected() const noexcept { return (id_ & kConnectedBit) != 0 || !presence_info().empty(); }
 
-  heartwheel::ws::Connection& ws;
+  // The connection whose user storage this client lives in.
+  heartwheel::ws::Connection& ws() const noexcept {
+    return heartwheel::ws::Connection::from_user_storage(const_cast<Client*>(this));
+  }
 
  private:
+  Client(unsigned worker, std::uint64_t number, Codec::Kind protocol, bool echo) noexcept
+      : id_(std::uint64_t{worker} << kWorkerShift | number |
+            (protocol == Codec::Kind::centrifuge ? kCentrifugeBit : 0) | (echo ? kEchoBit : 0)) {}
+
   // The name, up to its NUL, at the front of names_; none: no NUL in names_
   // (channel names have none). Empty `name`: none. A name is kept up to its
   // first NUL, as the NUL-terminated block before did.
@@ -163,7 +198,7 @@ class Client final : public heartwheel::pubsub::Subscriber {
 
   heartwheel::pubsub::DeliveryOutcome deliver(const heartwheel::pubsub::Frame& f) {
     if (!f) return heartwheel::pubsub::DeliveryOutcome::dropped;  // the encoder threw (counted)
-    return outcome(ws.deliver(f));
+    return outcome(ws().deliver(f));
   }
   static heartwheel::pubsub::DeliveryOutcome outcome(heartwheel::ws::Delivery d) noexcept {
     using heartwheel::pubsub::DeliveryOutcome;
@@ -182,11 +217,13 @@ class Client final : public heartwheel::pubsub::Subscriber {
 
   // id_: the connection counter in bits 0-47, the worker (< 64) in 48-53,
   // the protocol in bit 62, connected (mark_connected) in bit 61, which
-  // key() leaves out: the protocol and the state cost no byte.
+  // key() leaves out, an /echo connection's in bit 60: the protocol and the
+  // state cost no byte.
   static constexpr unsigned kWorkerShift = 48;
   static constexpr std::uint64_t kWorkerMask = 0x3f;
   static constexpr std::uint64_t kCentrifugeBit = std::uint64_t{1} << 62;
   static constexpr std::uint64_t kConnectedBit = std::uint64_t{1} << 61;
+  static constexpr std::uint64_t kEchoBit = std::uint64_t{1} << 60;
   std::uint64_t id_;
   std::string names_;  // [name NUL] (channel SPACE)*: see the top of this file
 };

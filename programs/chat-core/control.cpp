@@ -138,7 +138,7 @@ void Worker::act_on_clients(const std::string& op, const Json& m) {
     for (const Json& id : *w)
       if (id.is_string()) spared.insert(id.get<std::string>());
   ws_->for_each_connection([&](ws::Connection& conn) {
-    auto* c = static_cast<Client*>(conn.user_data());
+    Client* c = Client::of(conn);
     if (c == nullptr || !c->connected() || !conn.is_open()) return;
     if (!client_id.empty() ? c->id() != client_id : identity(*c) != user) return;
     const Codec& codec = codec_of(c->protocol());
@@ -188,7 +188,7 @@ void Worker::answer_survey(const Json& m) {
     std::uint64_t clients = 0;
     std::unordered_set<std::string> users;
     ws_->for_each_connection([&](ws::Connection& conn) {
-      const auto* c = static_cast<const Client*>(conn.user_data());
+      const Client* c = Client::of(conn);
       if (c == nullptr || !c->connected()) return;
       ++clients;
       users.insert(identified() ? std::string(c->user()) : c->id());

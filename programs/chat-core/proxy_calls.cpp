@@ -113,12 +113,12 @@ void Worker::proxy_refresh(Client& client) {
                    const auto close_with = [&](Failure f) {
                      const Response resp = codec.answer(ReplyTo{}, f);
                      if (resp.close_code != 0)
-                       (void)c->ws.close(resp.close_code, resp.close_reason);
+                       (void)c->ws().close(resp.close_code, resp.close_reason);
                    };
                    if (r.failure && r.failure->fault == Fault::backend_down) {
                      // Centrifugo's rule: a backend that cannot answer does not end the
                      // connection; ask again later.
-                     c->ws.net().set_timeout(
+                     c->ws().net().set_timeout(
                          deadline::token_expiry,
                          std::max<heartwheel::Duration>(std::chrono::seconds(5),
                                                         proxies_->settings().timeout));
@@ -129,7 +129,7 @@ void Worker::proxy_refresh(Client& client) {
                        until(r.result.value("expire_at", std::int64_t{0}));
                    if (r.result.value("expired", false) || !left || left->count() <= 0)
                      return close_with(Failure{Fault::connection_expired, {}, 0});
-                   c->ws.net().set_timeout(deadline::token_expiry, *left);
+                   c->ws().net().set_timeout(deadline::token_expiry, *left);
                  });
 }
 

@@ -52,16 +52,16 @@ std::size_t members_that_fit(const std::vector<std::string>& members, std::size_
 void Worker::send_reply(Client& client, const Response& response) {
   namespace ws = heartwheel::ws;
   if (!response.text.empty()) {
-    const ws::Delivery d = client.ws.deliver(ws::encode_shared(ws::Opcode::text, response.text));
+    const ws::Delivery d = client.ws().deliver(ws::encode_shared(ws::Opcode::text, response.text));
     if (d == ws::Delivery::closed) {
       ++stats_.limits["reply_slow_consumer"];
     } else if (d == ws::Delivery::skipped) {
       ++stats_.limits["reply_slow_consumer"];
-      (void)client.ws.close(1008, "replies not read");
+      (void)client.ws().close(1008, "replies not read");
     }
   }
   // A reply that ends the connection (a refused token, a bad command).
-  if (response.close_code != 0) (void)client.ws.close(response.close_code, response.close_reason);
+  if (response.close_code != 0) (void)client.ws().close(response.close_code, response.close_reason);
 }
 
 std::size_t Worker::reply_budget() const noexcept {

@@ -304,7 +304,7 @@ std::uint32_t loop_ms(uv_loop_t* loop) noexcept { return static_cast<std::uint32
 }  // namespace
 
 bool Worker::within_rate(Client& client, RateOp op) {
-  const std::uint32_t now = loop_ms(client.ws.net().loop());
+  const std::uint32_t now = loop_ms(client.ws().net().loop());
   const auto [it, made] = rates_.try_emplace(client.key(), config_.rate_limits, now);
   return it->second.take(config_.rate_limits, op, now);
 }

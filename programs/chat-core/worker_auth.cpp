@@ -76,7 +76,7 @@ void Worker::admit(Client& client, const Command& cmd, const Reply& reply, std::
                    std::optional<heartwheel::Duration> ttl,
                    const std::vector<std::string>& channels, std::string data) {
   (void)cmd;
-  ws::Connection& conn = client.ws;
+  ws::Connection& conn = client.ws();
   ConnectAnswer a;
   a.client = client.id();
   a.name = client.name();
@@ -129,7 +129,7 @@ void Worker::refresh(Client& client, const Command& cmd, const Reply& reply) {
     e = {auth::errc::wrong_user, "the token's sub is not the connection's user"};
   if (e.ok() && left && left->count() <= 0) e = {auth::errc::expired, "the token expired"};
   if (!e.ok()) return reply(token_failure(e));
-  net::Connection& conn = client.ws.net();
+  net::Connection& conn = client.ws().net();
   if (left)
     conn.set_timeout(deadline::token_expiry, *left);
   else
@@ -198,7 +198,7 @@ std::optional<Failure> Worker::refused(Client& client, const Command& cmd) {
 }
 
 net::DeadlineAction Worker::on_deadline(ws::Connection& conn, net::DeadlineEvent event) {
-  auto* client = static_cast<Client*>(conn.user_data());
+  Client* client = Client::of(conn);
   if (client == nullptr) return net::DeadlineAction::close;
   Fault fault;
   if (event.kind == deadline::token_expiry) {

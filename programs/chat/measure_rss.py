@@ -6,7 +6,8 @@ growth of RssAnon, the process's anonymous memory: the heap without the
 binary's pages).
 Usage: programs/chat/measure_rss.py [N [SERVER_FLAG...]]   (after building; N
 defaults to 5000, run with `ulimit -n 20000`: client and server each hold N
-descriptors; flags go to heartwheel-chat, e.g. --no-join-leave).
+descriptors; flags go to heartwheel-chat, e.g. --no-join-leave). The server
+is build/bin/heartwheel-chat, or $HEARTWHEEL_CHAT.
 With the flag --auth (not passed on): the same run measures twice, first
 without tokens, then with authentication on (the server given an HS256
 secret with --token-hmac-secret-file; every client connects with its own
@@ -41,7 +42,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "integration"))
 from chat_support import TEXT, RawClient, Server, deflated  # noqa: E402
 
-BIN = os.path.join(HERE, "..", "..", "build", "bin", "heartwheel-chat")
+# HEARTWHEEL_CHAT=PATH measures another build (e.g. before and after a change, alternating).
+BIN = os.environ.get("HEARTWHEEL_CHAT") or os.path.join(HERE, "..", "..", "build", "bin",
+                                                        "heartwheel-chat")
 
 
 def rss(pid):

@@ -45,7 +45,7 @@ struct ServerFlags {
   std::size_t overload_memory_saturation = 0;
   double overload_min_scale = 1.0;
   std::string overload_min_timeout = "0";
-  TlsFlags tls;  // --tls-cert, --tls-key, --tls-handshake-timeout (tls_flags.h)
+  TlsFlags tls;  // --tls-cert, --tls-key, --tls-handshake-timeout, --tls-keep-ssl (tls_flags.h)
   std::string pid_file;  // --pid-file (health.h)
   std::string program;  // the app's name, set by add_server_flags (for the warning line)
 };
@@ -56,7 +56,7 @@ struct ServerFlags {
 // --max-connections-per-ip, --drop-idle-at-limit, --drop-idle-after,
 // --overload-start, --overload-saturation, --overload-memory-start,
 // --overload-memory-saturation, --overload-min-scale, --overload-min-timeout,
-// --tls-cert, --tls-key, --tls-handshake-timeout, --pid-file (written by
+// --tls-cert, --tls-key, --tls-handshake-timeout, --tls-keep-ssl, --pid-file (written by
 // announce_listening once listening; a restart's successor rewrites it).
 // A program with --tls-cert reloads its certificates on SIGHUP with
 // `SighupReload reload(tls::server_context(options.transport.get()), NAME)`.

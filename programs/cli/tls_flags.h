@@ -1,6 +1,6 @@
 // cli/tls_flags.h - the TLS flags every heartwheel server program shares
-// (issue 21): --tls-cert FILE --tls-key FILE [--tls-handshake-timeout D],
-// and the certificate reload on SIGHUP; and a client's --tls [--tls-ca FILE
+// (issue 21): --tls-cert FILE --tls-key FILE [--tls-handshake-timeout D]
+// [--tls-keep-ssl], and the certificate reload on SIGHUP; and a client's --tls [--tls-ca FILE
 // | --tls-insecure]. add_server_flags / apply_server_flags
 // (server_flags.h) register and apply them; a program adds only the reload:
 //
@@ -34,9 +34,10 @@ struct TlsFlags {
   std::string cert;
   std::string key;
   std::string handshake_timeout = "10s";
+  bool keep_ssl = false;  // ContextOptions::free_ssl_after_handshake = false
 };
 
-// Registers --tls-cert, --tls-key, --tls-handshake-timeout.
+// Registers --tls-cert, --tls-key, --tls-handshake-timeout, --tls-keep-ssl.
 void add_tls_flags(CLI::App& app, TlsFlags& flags);
 
 struct TlsSetup {

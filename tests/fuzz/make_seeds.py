@@ -204,3 +204,21 @@ j("claims-repeated", 1, b'{"sub":"a","aud":1,"aud":2,"sub":"b"}')
 j("claims-wrong-types", 1, b'{"sub":7,"channels":["ok",["nested"]],"exp":"soon"}')
 j("claims-deep-info", 1, b'{"info":' + b"[" * 70 + b"]" * 70 + b'}')
 j("claims-escapes", 1, b'{"info":"\\u0000\\"\\\\\\/\\b\\f\\n\\r\\t\\ud83d\\ude00","sub":"\\u00e9"}')
+
+# ---- TLS 1.3 records (fuzz_tls_records.cpp): plan byte, options byte (suite, buffer),
+# directives kind:u8 len:u8 bytes (kind 0: an inner plaintext the target seals; 1: raw bytes)
+def tr(name, plan, opts, *directives):
+    out = bytes([plan, opts])
+    for kind, data in directives:
+        out += bytes([kind, len(data)]) + data
+    write("fuzz_tls_records", name, out)
+tr("data", WHOLE, 0x00, (0, b"hello\x17"), (0, b"world\x17"))
+tr("data-bytes", BYTES, 0x01, (0, b"GET / HTTP/1.1\r\n\r\n\x17"), (0, b"\x17"))
+tr("padded", fixed(7), 0x02, (0, b"pad\x17" + b"\x00" * 40), (0, b"more\x17"))
+tr("large-small-buffer", RANDOM, 0x00, (0x7c, b"x" * 254 + b"\x17"), (0, b"tail\x17"))
+tr("key-update", fixed(3), 0x02, (0, b"one\x17"), (0, b"\x18\x00\x00\x01\x01\x16"), (0, b"two\x17"))
+tr("key-update-split", WHOLE, 0x01, (0, b"\x18\x00\x16"), (0, b"\x00\x01\x00\x16"), (0, b"x\x17"))
+tr("user-canceled-close", BYTES, 0x00, (0, b"\x01\x5a\x15"), (0, b"a\x17"), (0, b"\x01\x00\x15"), (0, b"late\x17"))
+tr("fatal-alert", WHOLE, 0x00, (0, b"\x02\x28\x15"))
+tr("outer-handshake", WHOLE, 0x00, (0x5a, b"x\x16"))
+tr("raw-header", fixed(2), 0x00, (0, b"a\x17"), (1, b"\x17\x03\x03\x00\x11"), (1, b"\x00" * 17))

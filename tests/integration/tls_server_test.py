@@ -560,6 +560,58 @@ def test_load_harness_tls():
             closed.get("peer_closed", 0) >= 60, closed
 
 
+def test_key_update_from_s_client_with_and_without_the_ssl_object():
+    """openssl s_client asks for KeyUpdates (its K and k commands) between echoes, TLS 1.3
+    on each suite: the server follows them whether it freed its SSL object after the
+    handshake (the default) or kept it (--tls-keep-ssl); and --tls-keep-ssl alone is a
+    usage error naming --tls-cert."""
+    cert, key = make_cert("keyupdate", "heartwheel-test")
+    for flags in ((), ("--tls-keep-ssl",)):
+        with Server(ECHO, cert, key, *flags) as srv:
+            for suite in ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
+                          "TLS_CHACHA20_POLY1305_SHA256"):
+                p = subprocess.Popen([OPENSSL, "s_client", "-connect", "127.0.0.1:%d" % srv.port,
+                                      "-servername", "localhost", "-CAfile", cert, "-tls1_3",
+                                      "-ciphersuites", suite],
+                                     # KEYUPDATE (a command acted on) is said on stderr.
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+                try:
+                    out, end = b"", time.monotonic() + 30
+                    # Each line goes once s_client has acted on the one
+                    # before (a command shares no read with other input:
+                    # s_client drops the rest of the read), so each KeyUpdate
+                    # lies between two echoes.
+                    updates = 0
+                    for line in (b"first\n", b"K\n", b"second\n", b"k\n", b"third\n", b"K\n",
+                                 b"fourth\n"):
+                        p.stdin.write(line)
+                        p.stdin.flush()
+                        command = line.strip() in (b"K", b"k")
+                        updates += command
+                        done = (lambda: out.count(b"KEYUPDATE") == updates) if command else \
+                            (lambda: b"\n" + line in out)
+                        while not done() and time.monotonic() < end:
+                            if not select.select([p.stdout], [], [], 0.1)[0]:
+                                continue
+                            chunk = os.read(p.stdout.fileno(), 65536)
+                            if not chunk:
+                                break
+                            out += chunk
+                        assert done(), (flags, suite, line, out[-600:])
+                    assert b"Cipher is " + suite.encode() in out, out[-2000:]
+                finally:
+                    p.kill()
+                    p.wait()
+            stats = srv.final_stats()
+            assert stats["closed_by_reason"].get("tls_protocol_error", 0) == 0, stats
+            assert stats["handshakes_completed"] == 3, stats
+    r = subprocess.run([ECHO, "--listen", "127.0.0.1:0", "--tls-keep-ssl"], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode != 0 and "--tls-keep-ssl needs --tls-cert" in r.stderr, (r.returncode,
+                                                                                   r.stderr)
+
+
 def test_rpc_client_tls():
     """heartwheel-rpc-client --tls against heartwheel-rpc-server --tls-cert: calls succeed
     (verified, by name and by IP); a wrong CA ends the run at once with the reason and

@@ -68,7 +68,7 @@ TEST_CASE("Wheel operations do not allocate", "[wheel][alloc]") {
 
 namespace {
 // Swallows everything: only the session's own allocations are counted.
-struct QuietPeer final : heartwheel::ws::Transport, heartwheel::ws::Handler {
+struct QuietPeer final : heartwheel::ws::SessionOwner {
   std::size_t messages = 0;
   std::size_t bytes = 0;
   void send(std::string_view head, std::string_view payload) override {
@@ -97,7 +97,7 @@ TEST_CASE(
     "[ws][alloc]") {
   heartwheel::ws::SessionOptions options;
   QuietPeer peer;
-  heartwheel::ws::Session session(peer, peer, options);
+  heartwheel::ws::Session session(peer, options);
   const std::string wire = masked_frame(256 * 1024);
   const std::size_t before = g_allocations.load();
   for (std::size_t pos = 0; pos < wire.size(); pos += 1000)
@@ -115,7 +115,7 @@ TEST_CASE("ws: with a retained buffer, later messages allocate nothing", "[ws][a
   heartwheel::ws::SessionOptions options;
   options.retained_buffer_bytes = 64 * 1024;
   QuietPeer peer;
-  heartwheel::ws::Session session(peer, peer, options);
+  heartwheel::ws::Session session(peer, options);
   const std::string wire = masked_frame(4096);
   session.feed(wire);  // the first one allocates the buffer
   const std::size_t before = g_allocations.load();

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "own_records.h"  // lib/src/tls (private)
 #include "tls_support.h"
 
 using namespace tls_test;
@@ -63,21 +64,13 @@ Held released_per_session(std::vector<tls::Session>& sessions) {
           static_cast<double>(blocks - g_live_blocks) / n};
 }
 
-}  // namespace
-
-TEST_CASE("An idle established session holds no record buffers", "[tls][memory]") {
-  REQUIRE(g_counting);
-  tls::Context server(server_options(certs().ec_one));
-  auto version = GENERATE(tls::Version::tls1_3, tls::Version::tls1_2);
-  tls::ContextOptions co = client_options();
-  co.max_version = version;
-  tls::Context client(co);
-  constexpr int kSessions = 200;
-  std::vector<tls::Session> servers, clients;
-  for (int i = 0; i < kSessions; ++i) {
+// `n` established pairs, each after one request and a 20,000-byte answer
+// (both sides have read and written records), then idle.
+void idle_pairs(const tls::Context& client, const tls::Context& server, int n,
+                std::vector<tls::Session>& servers, std::vector<tls::Session>& clients) {
+  for (int i = 0; i < n; ++i) {
     Pair p = connect(client, server);
     REQUIRE(p.server.session.established());
-    // One request and answer, so both sides have read and written records.
     REQUIRE_FALSE(p.client.session.write("GET / HTTP/1.1\r\n\r\n", p.client.out));
     pump(p.client, p.server);
     REQUIRE_FALSE(p.server.session.write(std::string(20000, 'x'), p.server.out));
@@ -86,6 +79,23 @@ TEST_CASE("An idle established session holds no record buffers", "[tls][memory]"
     servers.push_back(std::move(p.server.session));
     clients.push_back(std::move(p.client.session));
   }
+}
+
+}  // namespace
+
+TEST_CASE("An idle established session holds no record buffers", "[tls][memory]") {
+  REQUIRE(g_counting);
+  // The SSL object kept (as under TLS 1.2): what OpenSSL itself holds.
+  tls::ContextOptions so = server_options(certs().ec_one);
+  so.free_ssl_after_handshake = false;
+  tls::Context server(so);
+  auto version = GENERATE(tls::Version::tls1_3, tls::Version::tls1_2);
+  tls::ContextOptions co = client_options();
+  co.max_version = version;
+  tls::Context client(co);
+  constexpr int kSessions = 200;
+  std::vector<tls::Session> servers, clients;
+  idle_pairs(client, server, kSessions, servers, clients);
   const Held server_held = released_per_session(servers);
   const Held client_held = released_per_session(clients);
   INFO((version == tls::Version::tls1_3 ? "TLS 1.3" : "TLS 1.2")
@@ -138,4 +148,36 @@ TEST_CASE("A stalled handshake holds no record buffers, half a ClientHello no SS
   // buffer, the buffering BIO OpenSSL pushes for the handshake: ~46 KiB),
   // but neither record buffer (~33 KiB more).
   CHECK(waiting_held.bytes < 56 * 1024);
+}
+
+TEST_CASE("An idle TLS 1.3 server session that freed its SSL object holds only its keys",
+          "[tls][memory]") {
+  REQUIRE(g_counting);
+  const bool keep = GENERATE(false, true);
+  tls::ContextOptions so = server_options(certs().ec_one);
+  so.free_ssl_after_handshake = !keep;
+  tls::Context server(so);
+  tls::Context client(client_options());
+  constexpr int kSessions = 200;
+  std::vector<tls::Session> servers, clients;
+  idle_pairs(client, server, kSessions, servers, clients);
+  for (const tls::Session& s : servers) REQUIRE((s.native_handle() == nullptr) == !keep);
+  // Everything the server sessions hold, OpenSSL's and ours: the heap's
+  // bytes in use that their destruction gives back (glibc's count, chunk
+  // headers and rounding included).
+  const std::size_t heap_before = mallinfo2().uordblks;
+  const long long openssl_before = g_live_bytes;
+  servers.clear();
+  const double heap = static_cast<double>(heap_before - mallinfo2().uordblks) / kSessions;
+  const double openssl = static_cast<double>(openssl_before - g_live_bytes) / kSessions;
+  INFO((keep ? "SSL object kept" : "SSL object freed")
+       << ": an idle TLS 1.3 server session holds " << heap << " heap bytes, of them " << openssl
+       << " in OpenSSL's blocks; sizeof(detail::OwnRecords) = " << sizeof(tls::detail::OwnRecords));
+  if (keep) {
+    CHECK(heap > 12 * 1024);
+  } else {
+    CHECK(openssl == 0);
+    // One block of the record layer and what the handshake agreed on.
+    CHECK(heap <= 320);
+  }
 }

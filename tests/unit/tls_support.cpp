@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <memory>
+#include <random>
 
 #include "integration/process_support.h"
 
@@ -178,6 +179,13 @@ std::string peer_key_type(const tls::Session& session) {
     case EVP_PKEY_RSA: return "RSA";
     default: return "other";
   }
+}
+
+std::string random_bytes(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(rng());
+  return s;
 }
 
 }  // namespace tls_test

@@ -78,6 +78,9 @@ Pair try_connect(const tls::Context& client, const tls::Context& server,
 
 // The common name of the certificate the peer of `session` showed ("" if none).
 std::string peer_common_name(const tls::Session& session);
+
+// `n` pseudo-random bytes, the same for the same seed.
+std::string random_bytes(std::size_t n, unsigned seed);
 // "EC", "RSA": the type of the peer certificate's key.
 std::string peer_key_type(const tls::Session& session);
 

@@ -90,8 +90,8 @@ std::string json(std::size_t bytes) {
 }
 
 // Reads server frames with a client session that agreed on compression.
-struct Reader final : ws::Transport, ws::Handler {
-  Reader() : pool(deflate_on()), session(*this, *this, options) {
+struct Reader final : ws::SessionOwner {
+  Reader() : pool(deflate_on()), session(*this, options) {
     ws::DeflateParams p;
     p.enabled = p.server_no_context_takeover = p.client_no_context_takeover = true;
     session.use_deflate(p);

@@ -47,7 +47,7 @@ std::string json(std::size_t bytes, int seed = 0) {
 }
 
 // One end of a connection: records, owns nothing but may be given a pool.
-struct End final : Transport, Handler {
+struct End final : SessionOwner {
   explicit End(DeflatePool* p) : pool(p) {}
   DeflatePool* pool;
   std::string sent;
@@ -97,8 +97,8 @@ struct Pair {
   DeflatePool server_pool, client_pool;
   End server_end{&server_pool}, client_end{&client_pool};
   SessionOptions server_options, client_options = client_role();
-  Session server{server_end, server_end, server_options};
-  Session client{client_end, client_end, client_options};
+  Session server{server_end, server_options};
+  Session client{client_end, client_options};
 };
 
 std::string compressed(std::string_view payload) {
@@ -225,7 +225,7 @@ TEST_CASE(
   End end(&pool);
   SessionOptions o;
   o.max_message_bytes = 1 << 20;
-  Session s(end, end, o);
+  Session s(end, o);
   s.use_deflate(stateless());
   const std::string wire = client_frame(kBinary, bomb, true, kRsv1);
   std::size_t fed = 0;
@@ -252,7 +252,7 @@ TEST_CASE(
   End end(&pool);
   end.turns = true;
   const SessionOptions so;
-  Session s(end, end, so);
+  Session s(end, so);
   s.use_deflate(stateless());
   std::string wire;
   std::vector<std::string> sent;
@@ -344,7 +344,7 @@ TEST_CASE(
   const SessionOptions o;
   for (int i = 0; i < 6; ++i) {
     ends.push_back(std::make_unique<End>(&pool));
-    sessions.push_back(std::make_unique<Session>(*ends.back(), *ends.back(), o));
+    sessions.push_back(std::make_unique<Session>(*ends.back(), o));
     if (i < 5) sessions.back()->use_deflate(stateless());  // the sixth did not agree
   }
   const std::string message = json(1024);
@@ -361,7 +361,7 @@ TEST_CASE(
   DeflatePool client_pool(options());
   End client_end(&client_pool);
   const SessionOptions co = client_role();
-  Session client(client_end, client_end, co);
+  Session client(client_end, co);
   client.use_deflate(stateless());
   client.feed(*compressed_frame);
   CHECK(client_end.messages == std::vector<std::string>{message});
@@ -414,7 +414,7 @@ TEST_CASE("deflate pool: compress and decompress are inverses, and decompress ke
   // A session cannot compress without a pool to borrow from.
   End none(nullptr);
   const SessionOptions o;
-  Session s(none, none, o);
+  Session s(none, o);
   CHECK_THROWS_AS(s.use_deflate(stateless()), std::invalid_argument);
   CHECK_FALSE(s.deflating());
 }

@@ -118,7 +118,7 @@ std::ostream& operator<<(std::ostream& os, const Outcome& o) {
 namespace {
 
 // Transport and handler in one: records everything and echoes messages.
-struct Recorder final : Transport, Handler {
+struct Recorder final : SessionOwner {
   Outcome current;
   std::unique_ptr<DeflatePool> pool;  // made when the run compresses
 
@@ -158,7 +158,7 @@ Run drive(const std::vector<std::string>& steps, const SessionOptions& options, 
           const Deflate& deflate) {
   Recorder rec;
   if (deflate.params.enabled) rec.pool = std::make_unique<DeflatePool>(deflate.options);
-  Session session(rec, rec, options);
+  Session session(rec, options);
   session.use_deflate(deflate.params);
   Run r;
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -258,7 +258,7 @@ void require_failed(const Run& r, std::uint16_t code, std::vector<std::string> e
 
 std::size_t failing_byte(const std::string& wire, const SessionOptions& options) {
   Recorder rec;
-  Session session(rec, rec, options);
+  Session session(rec, options);
   for (std::size_t i = 0; i < wire.size(); ++i) {
     session.feed(std::string_view(wire.data() + i, 1));
     if (session.failed()) return i;

@@ -18,7 +18,7 @@ using heartwheel::errc;
 namespace {
 
 // Records; does not echo unless told to.
-struct Peer final : Transport, Handler {
+struct Peer final : SessionOwner {
   std::string sent;
   std::vector<std::string> events;
   std::vector<const std::string*> shared_seen;
@@ -69,7 +69,7 @@ TEST_CASE(
     "[ws][session]") {
   Peer peer;
   SessionOptions options;
-  Session s(peer, peer, options);
+  Session s(peer, options);
   REQUIRE(s.close(4001, "shutting down") == std::error_code());
   CHECK(s.state() == Session::State::closing);
   CHECK(s.close_sent());
@@ -102,7 +102,7 @@ TEST_CASE("ws session: close, ping and pong refuse bad arguments and send nothin
           "[ws][session]") {
   Peer peer;
   SessionOptions options;
-  Session s(peer, peer, options);
+  Session s(peer, options);
   CHECK(s.close(kCloseNoStatus) == errc::invalid_argument);
   CHECK(s.close(kCloseAbnormal) == errc::invalid_argument);
   CHECK(s.close(1015) == errc::invalid_argument);
@@ -119,7 +119,7 @@ TEST_CASE("ws session: a close reason is cut to 123 bytes on a character boundar
           "[ws][session]") {
   Peer peer;
   SessionOptions options;
-  Session s(peer, peer, options);
+  Session s(peer, options);
   std::string reason;
   for (int i = 0; i < 50; ++i) reason += "\xe2\x82\xac";  // 150 bytes of three-byte characters
   REQUIRE(s.close(1001, reason) == std::error_code());
@@ -136,7 +136,7 @@ TEST_CASE(
   // 2 bytes + 16-bit length + mask: the header ends at byte 7.
   CHECK(failing_byte(too_big, options) == 7);
   Peer peer;
-  Session s(peer, peer, options);
+  Session s(peer, options);
   s.feed(too_big.substr(0, 8));
   CHECK(s.failed());
   CHECK(s.buffered() == 0);
@@ -173,7 +173,7 @@ TEST_CASE("ws session: the handler may take the message buffer, the next message
   Peer peer;
   SessionOptions options;
   options.retained_buffer_bytes = 1 << 16;
-  Session s(peer, peer, options);
+  Session s(peer, options);
   std::vector<std::string> kept;
   peer.on_msg = [&](Session&, MessageType, std::string& p) { kept.push_back(std::move(p)); };
   const std::string a(5000, 'a');
@@ -190,7 +190,7 @@ TEST_CASE(
     "[ws][session]") {
   Peer peer;
   SessionOptions options;
-  Session s(peer, peer, options);
+  Session s(peer, options);
   peer.on_msg = [](Session& session, MessageType, std::string& p) {
     if (p == "bye") CHECK(session.close(kCloseGoingAway) == std::error_code());
   };
@@ -207,7 +207,7 @@ TEST_CASE(
 TEST_CASE("ws session: a protocol error after our close sends no second close", "[ws][session]") {
   Peer peer;
   SessionOptions options;
-  Session s(peer, peer, options);
+  Session s(peer, options);
   REQUIRE(s.close() == std::error_code());
   peer.sent.clear();
   s.feed(client_frame(Opcode::text, "\xff"));
@@ -225,7 +225,7 @@ TEST_CASE("ws session: one shared frame reaches many sessions without a copy", "
   std::vector<std::unique_ptr<Session>> sessions;
   for (int i = 0; i < 3; ++i) {
     peers.push_back(std::make_unique<Peer>());
-    sessions.push_back(std::make_unique<Session>(*peers.back(), *peers.back(), options));
+    sessions.push_back(std::make_unique<Session>(*peers.back(), options));
   }
   const SharedFrame publication = encode_shared(Opcode::text, "news");
   for (auto& s : sessions) CHECK(s->send_shared(publication) == std::error_code());
@@ -244,7 +244,7 @@ TEST_CASE(
     "[ws][session][client]") {
   Peer peer;
   const SessionOptions options = test_client_options();
-  Session s(peer, peer, options);
+  Session s(peer, options);
   CHECK(s.send_text("Hello") == std::error_code());
   CHECK(peer.sent == bytes({0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58}));
   CHECK(s.send_shared(encode_shared(Opcode::text, "x")) == errc::invalid_argument);
@@ -265,7 +265,7 @@ TEST_CASE(
   // 1012 as an invalid code: every restart failed every client with 1002.
   Peer peer;
   const SessionOptions options = test_client_options();
-  Session s(peer, peer, options);
+  Session s(peer, options);
   s.feed(server_frame(Opcode::close, close_payload(kCloseServiceRestart, "service restart")));
   CHECK_FALSE(s.failed());
   CHECK(peer.events == std::vector<std::string>{"close:1012:service restart"});
@@ -281,7 +281,7 @@ TEST_CASE("ws session: the default client masks differ from frame to frame",
   Peer peer;
   SessionOptions options;
   options.role = Role::client;
-  Session s(peer, peer, options);
+  Session s(peer, options);
   std::set<std::string> keys;
   for (int i = 0; i < 50; ++i) {
     peer.sent.clear();
@@ -296,7 +296,7 @@ TEST_CASE("ws session: a client and a server session talk through queues and clo
           "[ws][session][client]") {
   // Each side's bytes go into a queue the loop below drains, so no session is
   // fed from inside its own callbacks.
-  struct Side final : Transport, Handler {
+  struct Side final : SessionOwner {
     std::string* out = nullptr;
     std::vector<std::string> got;
     int closes = 0;
@@ -320,8 +320,8 @@ TEST_CASE("ws session: a client and a server session talk through queues and clo
   client_side.out = &to_server;
   SessionOptions server_options, client_options;
   client_options.role = Role::client;
-  Session server(server_side, server_side, server_options);
-  Session client(client_side, client_side, client_options);
+  Session server(server_side, server_options);
+  Session client(client_side, client_options);
   auto pump = [&] {
     while (!to_server.empty() || !to_client.empty()) {
       std::string a = std::exchange(to_server, {});
@@ -349,7 +349,7 @@ TEST_CASE("ws session: options are checked when a session is made", "[ws][sessio
   Peer peer;
   SessionOptions options;
   options.max_message_bytes = 0;
-  CHECK_THROWS_WITH(Session(peer, peer, options), Catch::Contains("max_message_bytes"));
+  CHECK_THROWS_WITH(Session(peer, options), Catch::Contains("max_message_bytes"));
 }
 
 TEST_CASE("ws session: a session costs at most 136 bytes before any control frame with a payload",
@@ -365,7 +365,7 @@ TEST_CASE(
     "[ws][session]") {
   Peer peer;
   SessionOptions options;
-  Session s(peer, peer, options);
+  Session s(peer, options);
   const std::string ping = client_frame(Opcode::ping, "split-payload");
   s.feed(client_frame(Opcode::text, "first ", false));
   s.feed(ping.substr(0, 9));
@@ -386,7 +386,7 @@ TEST_CASE(
     "[ws][session][pong]") {
   Peer peer;
   SessionOptions options;
-  Session s(peer, peer, options);
+  Session s(peer, options);
   peer.backlog = true;
   s.feed(client_frame(Opcode::ping, "one") + client_frame(Opcode::ping, "two") +
          client_frame(Opcode::ping, std::string(125, '3')));
@@ -407,7 +407,7 @@ TEST_CASE(
   // An empty ping held back needs no buffer; a pong sent at once answers the
   // one held back too.
   Peer fresh;
-  Session t(fresh, fresh, options);
+  Session t(fresh, options);
   fresh.backlog = true;
   t.feed(client_frame(Opcode::ping, ""));
   CHECK(t.pong_owed());
@@ -421,7 +421,7 @@ TEST_CASE("ws session: a pong held back is dropped once the session sent its clo
           "[ws][session][pong]") {
   Peer peer;
   SessionOptions options;
-  Session s(peer, peer, options);
+  Session s(peer, options);
   peer.backlog = true;
   s.feed(client_frame(Opcode::ping, "late"));
   REQUIRE(s.pong_owed());

@@ -215,7 +215,7 @@ bool Worker::ws_upgrade(Conn& c, std::string_view& data) {
     protocol_error(c, "ws_bad_extensions");
     return false;
   }
-  s.session.emplace(static_cast<ws::Transport&>(s), static_cast<ws::Handler&>(s), ws_session_);
+  s.session.emplace(static_cast<ws::SessionOwner&>(s), ws_session_);
   if (deflate->enabled) {
     s.session->use_deflate(*deflate);
     ++result_.ws_compressed_connections;

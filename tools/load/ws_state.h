@@ -19,7 +19,7 @@ namespace heartwheel::load {
 
 struct Conn;
 
-struct WsConn final : ws::Transport, ws::Handler {
+struct WsConn final : ws::SessionOwner {
   explicit WsConn(Conn& c) : conn(&c) {}
 
   // ws::Transport: frames go out through the harness's write path (TLS

@@ -10,8 +10,8 @@ same certificates and the same OpenSSL (issue 21):
     with the server's CPU seconds over the run, so handshakes per server
     CPU second compares the servers even when the client is the bottleneck.
 
-Usage: tls_bench.py [--http BIN] [--nginx BIN] [--connections N] [--seconds S]
-                    [--only memory|handshakes] [--rounds R] [--json]
+Usage: tls_bench.py [--http BIN] [--before BIN] [--nginx BIN] [--connections N]
+                    [--seconds S] [--only memory|handshakes] [--rounds R] [--json]
        tls_bench.py stall [--peers N] [--handshake-timeout S] [--quick] [--no-nginx] [--json]
 
 `stall`: N peers send half a ClientHello and stall (the TLS form of
@@ -62,7 +62,9 @@ def make_cert(tmp, name, kind):
 class Heartwheel:
     name = "heartwheel-http"
 
-    def __init__(self, binary, cert, key, tmp, handshake_timeout=None):
+    def __init__(self, binary, cert, key, tmp, handshake_timeout=None, name=None):
+        if name:
+            self.name = name
         self.proc = subprocess.Popen(
             [binary, "--listen", "127.0.0.1:0", "--workers", "1", "--tls-cert", cert,
              "--tls-key", key, "--keepalive-timeout", "10m", "--header-timeout", "10m",
@@ -342,8 +344,8 @@ def stall_main(argv):
     return status
 
 
-def one_server(cls, binary, cert, key, tmp, key_kind, args):
-    server = cls(binary, cert, key, tmp)
+def one_server(cls, binary, cert, key, tmp, key_kind, args, name=None):
+    server = cls(binary, cert, key, tmp, name=name) if name else cls(binary, cert, key, tmp)
     try:
         r = {"server": server.name, "key": key_kind, "load": round(os.getloadavg()[0], 1)}
         if args.only != "memory":
@@ -358,6 +360,9 @@ def one_server(cls, binary, cert, key, tmp, key_kind, args):
     return r
 
 
+BEFORE_NAME = "heartwheel-http-before"
+
+
 def summary(results):
     """Medians over the rounds of each figure, per server, and the ratio
     heartwheel / nginx of the medians (for memory: bytes, lower is better)."""
@@ -368,15 +373,19 @@ def summary(results):
     out = {"summary": "median of %d rounds" % max(r["round"] for r in results)}
     for label, (key_kind, part, field) in figures.items():
         med = {}
-        for name in ("heartwheel-http", "nginx"):
+        for name in ("heartwheel-http", BEFORE_NAME, "nginx"):
             xs = [r[part][field] for r in results
                   if r["server"] == name and r["key"] == key_kind and part in r
                   and r[part].get(field) is not None]
             if xs:
                 med[name] = statistics.median(xs)
-        if len(med) == 2:
+        if "heartwheel-http" in med and "nginx" in med:
             out[label] = {"heartwheel-http": med["heartwheel-http"], "nginx": med["nginx"],
                           "heartwheel / nginx": round(med["heartwheel-http"] / med["nginx"], 3)}
+            if BEFORE_NAME in med:
+                out[label][BEFORE_NAME] = med[BEFORE_NAME]
+                out[label]["heartwheel / before"] = round(
+                    med["heartwheel-http"] / med[BEFORE_NAME], 3)
     out["load"] = [min(r["load"] for r in results), max(r["load"] for r in results)]
     return out
 
@@ -387,6 +396,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--http", default=os.path.join(BIN_DIR, "heartwheel-http"))
     ap.add_argument("--nginx", default=shutil.which("nginx") or "/usr/sbin/nginx")
+    ap.add_argument("--before", metavar="BIN",
+                    help="a heartwheel-http built before a change, measured in the same rounds "
+                         "(reported as heartwheel-http-before)")
     ap.add_argument("--connections", type=int, default=5000)
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--only", choices=["memory", "handshakes"], default=None)
@@ -405,15 +417,17 @@ def main():
     results = []
     try:
         certs = {k: make_cert(tmp, k, k) for k in ("ecdsa", "rsa")}
-        servers = ((Heartwheel, args.http), (Nginx, args.nginx))
+        servers = [(Heartwheel, args.http, None), (Nginx, args.nginx, None)]
+        if args.before:
+            servers.insert(1, (Heartwheel, args.before, BEFORE_NAME))
         for rnd in range(args.rounds):
-            # Alternate who goes first, so a drift in the machine's load
-            # falls on both servers alike.
+            # Alternate the order, so a drift in the machine's load falls on
+            # every server alike.
             order = servers if rnd % 2 == 0 else servers[::-1]
             for key_kind in ("ecdsa", "rsa"):
                 cert, key = certs[key_kind]
-                for cls, binary in order:
-                    r = one_server(cls, binary, cert, key, tmp, key_kind, args)
+                for cls, binary, name in order:
+                    r = one_server(cls, binary, cert, key, tmp, key_kind, args, name)
                     r["round"] = rnd + 1
                     results.append(r)
                     print(json.dumps(r) if args.json else

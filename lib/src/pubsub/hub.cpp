@@ -50,7 +50,6 @@ Hub::~Hub() {
     if (Subscriber* sub = s->subscriber) {
       info = sub->presence_info();
       unlink_from_subscriber(s);
-      if (sub->subscriptions_ == nullptr) sub->hub_ = nullptr;
     }
     broker_.leave(*this, ch->name, info, ch->count == 0 && ch->pending == 0);
     delete s;
@@ -107,7 +106,7 @@ void Hub::subscribe(Subscriber& subscriber, std::string_view channel,
   LocalChannel* ch = find(channel);
   if (auto ec = validate_channel(channel, limits_)) {
     result.error = ec;
-  } else if (subscriber.hub_ != nullptr && subscriber.hub_ != this) {
+  } else if (subscriber.hub() != nullptr && subscriber.hub() != this) {
     result.error = errc::wrong_hub;
   } else if (ch != nullptr && find_subscription(subscriber, ch) != nullptr) {
     result.error = errc::already_subscribed;
@@ -124,7 +123,7 @@ void Hub::subscribe(Subscriber& subscriber, std::string_view channel,
   // unsubscribe() can cancel it.
   auto node = std::make_unique<Subscription>();
   if (ch == nullptr) {
-    auto made = std::make_unique<LocalChannel>(channel);
+    auto made = std::make_unique<LocalChannel>(channel, *this);
     ch = made.get();
     channels_.emplace(ch->name, made.release());
   }
@@ -134,8 +133,7 @@ void Hub::subscribe(Subscriber& subscriber, std::string_view channel,
   s->channel = ch;
   s->subscriber = &subscriber;
   s->next_of_subscriber = subscriber.subscriptions_;
-  subscriber.subscriptions_ = s;
-  subscriber.hub_ = this;
+  subscriber.subscriptions_ = s;  // on this hub from now on (Subscriber::hub)
   ++ch->pending;
   // (A broker that completes inline answers before join() returns: the
   // node is never pending after this call, so it is not tracked.)
@@ -160,7 +158,6 @@ void Hub::on_joined(Subscription* s, bool first_local, const std::string& info,
     ++stats_.subscribe_errors;
     if (sub != nullptr) {
       unlink_from_subscriber(s);
-      if (sub->subscriptions_ == nullptr) sub->hub_ = nullptr;
     }
     delete s;
     release_if_empty(ch);
@@ -196,7 +193,7 @@ void Hub::on_joined(Subscription* s, bool first_local, const std::string& info,
 }
 
 std::error_code Hub::unsubscribe(Subscriber& subscriber, std::string_view channel) {
-  LocalChannel* ch = subscriber.hub_ == this ? find(channel) : nullptr;
+  LocalChannel* ch = subscriber.hub() == this ? find(channel) : nullptr;
   Subscription* s = ch ? find_subscription(subscriber, ch) : nullptr;
   if (s == nullptr) return errc::not_subscribed;
   remove(s);
@@ -204,7 +201,7 @@ std::error_code Hub::unsubscribe(Subscriber& subscriber, std::string_view channe
 }
 
 std::size_t Hub::unsubscribe_all(Subscriber& subscriber) {
-  if (subscriber.hub_ != this) return 0;
+  if (subscriber.hub() != this) return 0;
   std::size_t n = 0;
   while (subscriber.subscriptions_ != nullptr) {
     remove(subscriber.subscriptions_);
@@ -219,7 +216,6 @@ void Hub::remove(Subscription* s) noexcept {
   if (is_pending(s)) {  // cancelled: on_joined undoes the join when the answer comes
     unlink_from_subscriber(s);
     s->subscriber = nullptr;
-    if (sub->subscriptions_ == nullptr) sub->hub_ = nullptr;
     return;
   }
   if (cursor_ == s) cursor_ = s->next;  // the fan-out in progress skips it
@@ -227,7 +223,6 @@ void Hub::remove(Subscription* s) noexcept {
   if (s->next) s->next->prev = s->prev;
   unlink_from_subscriber(s);
   --ch->count;
-  if (sub->subscriptions_ == nullptr) sub->hub_ = nullptr;
   ++stats_.unsubscribes;
   --stats_.subscriptions;
   delete s;
@@ -293,7 +288,7 @@ std::uint64_t Hub::presence(std::string_view channel) {
 }
 
 bool Hub::subscribed(const Subscriber& subscriber, std::string_view channel) const {
-  const LocalChannel* ch = subscriber.hub_ == this ? find(channel) : nullptr;
+  const LocalChannel* ch = subscriber.hub() == this ? find(channel) : nullptr;
   return ch != nullptr && find_subscription(subscriber, ch) != nullptr;
 }
 

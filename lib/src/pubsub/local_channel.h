@@ -10,9 +10,10 @@
 namespace heartwheel::pubsub::detail {
 
 struct LocalChannel {
-  explicit LocalChannel(std::string_view n) : name(n) {}
+  LocalChannel(std::string_view n, Hub& h) : name(n), hub(&h) {}
 
   std::string name;              // the hub's map key views it: never modified
+  Hub* hub;                      // its hub: Subscriber::hub() reads it here, not per subscriber
   Subscription* head = nullptr;  // newest first; fan-out walks head to tail
   std::uint32_t count = 0;       // local subscribers (0 only while a fan-out defers the free)
   std::uint32_t pending = 0;     // joins the broker has not answered yet

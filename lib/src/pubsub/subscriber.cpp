@@ -7,6 +7,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "local_channel.h"
+
 namespace heartwheel::pubsub {
 
 void Subscriber::set_presence_info(std::string_view info) {
@@ -33,8 +35,12 @@ std::size_t Subscriber::channel_count() const noexcept {
   return n;
 }
 
+Hub* Subscriber::hub() const noexcept {
+  return subscriptions_ != nullptr ? subscriptions_->channel->hub : nullptr;
+}
+
 Subscriber::~Subscriber() {
-  if (hub_ != nullptr) hub_->unsubscribe_all(*this);
+  if (Hub* h = hub()) h->unsubscribe_all(*this);
 }
 
 }  // namespace heartwheel::pubsub

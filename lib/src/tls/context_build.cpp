@@ -10,6 +10,7 @@
 
 #include "context_internal.h"
 #include "pem_files.h"
+#include "traffic_secrets.h"
 
 namespace heartwheel::tls::detail {
 
@@ -149,6 +150,8 @@ SSL_CTX* build_ssl_ctx(const ContextOptions& options, const Context& context,
     // whose entries (up to 20,480 by default) would stay after their
     // connections closed.
     SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_OFF);
+    // A session that frees its SSL object needs its traffic secrets.
+    if (options.free_ssl_after_handshake) catch_traffic_secrets(c);
     add_certificates(c, options);
     if (!options.alpn.empty()) {
       SSL_CTX_set_alpn_select_cb(c, select_alpn, const_cast<Context*>(&context));

@@ -14,6 +14,7 @@
 
 #include "context_internal.h"
 #include "failure_detail.h"
+#include "own_records.h"
 #include "session_bio.h"
 
 namespace heartwheel::tls {
@@ -92,25 +93,24 @@ Session Session::client(const Context& context, std::string_view server_name,
   return s;
 }
 
-namespace {
-
-// Frees an SSL. An established connection that ends without close_notify
-// (the socket closed, the peer gone) keeps its session resumable: OpenSSL
-// would otherwise mark it "bad" in SSL_free and a client could not resume
-// with its ticket. TLS 1.1 and later allow that (RFC 5246 7.2.1); a fatal
-// alert has already made the session unresumable by then.
-void free_ssl(SSL* ssl, bool established) noexcept {
+// An established connection that ends without close_notify (the socket
+// closed, the peer gone) keeps its session resumable: OpenSSL would
+// otherwise mark it "bad" in SSL_free and a client could not resume with
+// its ticket. TLS 1.1 and later allow that (RFC 5246 7.2.1); a fatal alert
+// has already made the session unresumable by then.
+void detail::free_ssl(SSL* ssl, bool established) noexcept {
   if (ssl && established) SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_SENT_SHUTDOWN);
   SSL_free(ssl);
 }
 
-}  // namespace
-
 void Session::release() noexcept {
-  if (state_ == State::first_record) {
+  if (own_records_) {
+    delete records_;
+    own_records_ = false;
+  } else if (state_ == State::first_record) {
     delete first_record_;
   } else {
-    free_ssl(ssl_, state_ == State::established);
+    detail::free_ssl(ssl_, state_ == State::established);
   }
   ssl_ = nullptr;
 }
@@ -120,11 +120,15 @@ Session::Session(Session&& other) noexcept { *this = std::move(other); }
 Session& Session::operator=(Session&& other) noexcept {
   if (this != &other) {
     release();
-    if (other.state_ == State::first_record) {
+    if (other.own_records_) {
+      records_ = std::exchange(other.records_, nullptr);
+    } else if (other.state_ == State::first_record) {
       first_record_ = std::exchange(other.first_record_, nullptr);
     } else {
       ssl_ = std::exchange(other.ssl_, nullptr);
     }
+    own_records_ = other.own_records_;
+    other.own_records_ = false;
     context_ = std::exchange(other.context_, nullptr);
     error_ = other.error_;
     state_ = other.state_;
@@ -236,6 +240,7 @@ std::optional<std::size_t> Session::gather_first_record(std::string_view ciphert
 FeedResult Session::feed(std::string_view ciphertext, std::span<char> plaintext_out,
                          std::string& ciphertext_out) {
   if (!context_ || state_ == State::failed || plaintext_out.empty()) return {};
+  if (own_records_) return feed_records(ciphertext, plaintext_out, ciphertext_out);
   if (state_ != State::first_record) return feed_ssl(ciphertext, plaintext_out, ciphertext_out);
   const std::optional<std::size_t> joined = gather_first_record(ciphertext);
   if (!joined) {  // all of it kept, the record still incomplete (or out of memory)
@@ -273,21 +278,36 @@ FeedResult Session::feed_ssl(std::string_view ciphertext, std::span<char> plaint
                              std::string& ciphertext_out) {
   FeedResult r;
   detail::BioIo io{ciphertext.data(), ciphertext.size(), &ciphertext_out};
-  detail::BioScope scope(ssl_, io);
-  ERR_clear_error();
   if (state_ == State::handshaking) {
-    const int rc = SSL_do_handshake(ssl_);
-    if (rc == 1) {
-      state_ = State::established;
-      r.handshake_done = true;
-    } else {
-      const int err = SSL_get_error(ssl_, rc);
-      if (err != SSL_ERROR_WANT_READ) {
-        fail(err);
-        r.failed = true;
+    const std::size_t out_before = ciphertext_out.size();
+    {
+      detail::BioScope scope(ssl_, io);
+      ERR_clear_error();
+      const int rc = SSL_do_handshake(ssl_);
+      if (rc == 1) {
+        state_ = State::established;
+        r.handshake_done = true;
+      } else {
+        const int err = SSL_get_error(ssl_, rc);
+        if (err != SSL_ERROR_WANT_READ) {
+          fail(err);
+          r.failed = true;
+        }
       }
+    }  // the BIO is let go before the SSL object may be freed
+    // A server's handshake ends with its last flight (the tickets) written
+    // and not one byte read past the client's Finished: the records from
+    // here on are the record layer's.
+    if (r.handshake_done && drop_ssl(std::string_view(ciphertext_out).substr(out_before))) {
+      const std::size_t used = ciphertext.size() - io.in_left;
+      FeedResult rest = feed_records(ciphertext.substr(used), plaintext_out, ciphertext_out);
+      rest.consumed += used;
+      rest.handshake_done = true;
+      return rest;
     }
   }
+  detail::BioScope scope(ssl_, io);
+  ERR_clear_error();
   // Established (now or before): decrypt until the input is used up or the
   // output is full. SSL_read returns at most one record's plaintext a call.
   while (state_ == State::established && !peer_closed_ && r.plaintext < plaintext_out.size()) {
@@ -314,9 +334,15 @@ FeedResult Session::feed_ssl(std::string_view ciphertext, std::span<char> plaint
 }
 
 std::error_code Session::write(std::string_view plaintext, std::string& ciphertext_out) {
-  if (!ssl() || state_ == State::failed || close_sent_) return make_error_code(errc::closed);
+  if (!live() || state_ == State::failed || close_sent_) return make_error_code(errc::closed);
   if (state_ == State::handshaking) return make_error_code(errc::invalid_argument);
   if (plaintext.empty()) return {};
+  if (own_records_) {
+    const std::uint32_t e = records_->records.write(plaintext, ciphertext_out);
+    if (e == 0) return {};
+    fail_with(FailureCause::other, e);
+    return make_error_code(errc::closed);
+  }
   detail::BioIo io{nullptr, 0, &ciphertext_out};
   detail::BioScope scope(ssl_, io);
   ERR_clear_error();
@@ -330,8 +356,12 @@ std::error_code Session::write(std::string_view plaintext, std::string& cipherte
 }
 
 void Session::close(std::string& ciphertext_out) {
-  if (!ssl() || state_ != State::established || close_sent_) return;
+  if (!live() || state_ != State::established || close_sent_) return;
   close_sent_ = true;
+  if (own_records_) {
+    records_->records.close_notify(ciphertext_out);  // a failure here changes nothing now
+    return;
+  }
   detail::BioIo io{nullptr, 0, &ciphertext_out};
   detail::BioScope scope(ssl_, io);
   ERR_clear_error();
@@ -341,12 +371,20 @@ void Session::close(std::string& ciphertext_out) {
 
 std::string Session::message() const {
   if (state_ != State::failed) return {};
-  return detail::describe(error_, ssl_);
+  return detail::describe(error_, ssl());
 }
 
-bool Session::resumed() const noexcept { return ssl() && SSL_session_reused(ssl_) == 1; }
+bool Session::resumed() const noexcept {
+  if (own_records_) return records_->resumed;
+  return ssl() && SSL_session_reused(ssl_) == 1;
+}
 
 std::string_view Session::alpn() const noexcept {
+  if (own_records_) {
+    return records_->alpn == detail::OwnRecords::kNoAlpn
+               ? std::string_view{}
+               : std::string_view(context_->options().alpn[records_->alpn]);
+  }
   if (!ssl()) return {};
   const unsigned char* data = nullptr;
   unsigned int len = 0;
@@ -355,15 +393,18 @@ std::string_view Session::alpn() const noexcept {
 }
 
 std::string_view Session::server_name() const noexcept {
+  if (own_records_) return records_->server_name;
   const char* name = ssl() ? SSL_get_servername(ssl_, TLSEXT_NAMETYPE_host_name) : nullptr;
   return name ? std::string_view(name) : std::string_view{};
 }
 
 std::string_view Session::version() const noexcept {
+  if (own_records_) return "TLSv1.3";  // only a TLS 1.3 session frees its SSL object
   return ssl() ? std::string_view(SSL_get_version(ssl_)) : std::string_view{};
 }
 
 std::string_view Session::cipher() const noexcept {
+  if (own_records_) return detail::suite_name(records_->records.suite());
   const SSL_CIPHER* c = ssl() ? SSL_get_current_cipher(ssl_) : nullptr;
   return c ? std::string_view(SSL_CIPHER_get_name(c)) : std::string_view{};
 }

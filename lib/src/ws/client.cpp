@@ -168,8 +168,7 @@ void Client::handshake_bytes(net::Connection& conn, std::string_view data) {
       break;
   }
   conn.clear_deadline(deadline::handshake_timeout);
-  session_.emplace(static_cast<Transport&>(*this), static_cast<ws::Handler&>(*this),
-                   options_->session);
+  session_.emplace(static_cast<SessionOwner&>(*this), options_->session);
   opened_ = true;
   if (options_->ping_interval.count() > 0)
     conn.set_timeout(net::Deadline::ping, options_->ping_interval);

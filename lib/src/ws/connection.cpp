@@ -8,10 +8,52 @@
 #include <heartwheel/ws/connection.h>
 #include <heartwheel/ws/net_handler.h>
 
+#include <cstddef>
+#include <new>
+
 namespace heartwheel::ws {
 
+namespace {
+
+// Where user_storage() starts: right after the connection, at its
+// kUserStorageAlign (8, not max_align_t's 16: 8 bytes of padding there
+// would cost a 16-byte malloc step for heartwheel-chat's client).
+constexpr std::size_t kStorageAt = (sizeof(Connection) + Connection::kUserStorageAlign - 1) /
+                                   Connection::kUserStorageAlign * Connection::kUserStorageAlign;
+static_assert(alignof(Connection) <= Connection::kUserStorageAlign);
+
+}  // namespace
+
 Connection::Connection(NetHandler& owner, net::Connection& conn)
-    : owner_(&owner), conn_(&conn), session_(*this, *this, owner.options_.session) {}
+    : conn_(&conn), session_(*this, owner.options_.session) {}
+
+Connection* Connection::make(NetHandler& owner, net::Connection& conn, std::size_t storage) {
+  void* memory = ::operator new(storage == 0 ? sizeof(Connection) : kStorageAt + storage);
+  try {
+    return new (memory) Connection(owner, conn);
+  } catch (...) {
+    ::operator delete(memory);
+    throw;
+  }
+}
+
+void Connection::destroy(Connection& c) noexcept {
+  c.~Connection();
+  ::operator delete(&c);
+}
+
+NetHandler& Connection::owner() const noexcept {
+  return static_cast<NetHandler&>(conn_->handler());
+}
+
+void* Connection::user_storage() noexcept {
+  return owner().options_.user_storage_bytes == 0 ? nullptr
+                                                  : reinterpret_cast<char*>(this) + kStorageAt;
+}
+
+Connection& Connection::from_user_storage(void* storage) noexcept {
+  return *reinterpret_cast<Connection*>(static_cast<char*>(storage) - kStorageAt);
+}
 
 std::uint64_t Connection::id() const noexcept { return conn_->id(); }
 
@@ -20,7 +62,7 @@ bool Connection::is_open() const noexcept {
 }
 
 bool Connection::fits(std::size_t bytes) const noexcept {
-  const std::size_t limit = owner_->options_.max_queued_bytes;
+  const std::size_t limit = owner().options_.max_queued_bytes;
   const std::size_t queued = conn_->queued_bytes();
   // An empty queue always takes the frame: the limit is about falling behind,
   // not about one large message.
@@ -41,7 +83,7 @@ std::error_code Connection::send_message(MessageType type, std::string_view payl
   if (const std::error_code ec = session_.send(type, payload)) return ec;
   // The write was refused by the connection's cap: closed as a slow consumer.
   if (conn_->closing()) return make_error_code(errc::limit_reached);
-  ++owner_->stats_.messages_sent;
+  ++owner().stats_.messages_sent;
   return {};
 }
 
@@ -54,14 +96,14 @@ std::error_code Connection::send_binary(std::string_view payload) {
 }
 
 Delivery Connection::deliver(const SharedFrame& frame) {
-  Stats& stats = owner_->stats_;
+  Stats& stats = owner().stats_;
   if (!frame || conn_->closing() || session_.close_sent() ||
       session_.state() == Session::State::closed) {
     ++stats.deliveries_dropped;
     return Delivery::dropped;
   }
   if (!fits(frame->size())) {
-    if (owner_->options_.slow_consumer == SlowConsumerPolicy::skip) {
+    if (owner().options_.slow_consumer == SlowConsumerPolicy::skip) {
       ++stats.slow_consumer_skips;
       return Delivery::skipped;
     }
@@ -86,13 +128,13 @@ void Connection::prefetch() const noexcept {
 
 std::error_code Connection::close(std::uint16_t code, std::string_view reason) {
   if (const std::error_code ec = session_.close(code, reason)) return ec;
-  owner_->arm_close_timeout(*this);
+  owner().arm_close_timeout(*this);
   return {};
 }
 
 void Connection::close_slow_consumer() {
   if (conn_->closing()) return;
-  ++owner_->stats_.slow_consumer_closes;
+  ++owner().stats_.slow_consumer_closes;
   // At once, queued bytes dropped (and counted by the connection): a peer
   // that does not read would not read a close frame either.
   conn_->close(net::CloseReason::slow_consumer);
@@ -113,13 +155,13 @@ bool Connection::backlogged() {
   // The pong waits for the queue to empty (NetHandler::on_writable sends
   // it); a later ping while it waits replaces it.
   if (session_.pong_owed())
-    ++owner_->stats_.pongs_folded;
+    ++owner().stats_.pongs_folded;
   else
     conn_->notify_when_drained();
   return true;
 }
 
-DeflatePool* Connection::deflate_pool() noexcept { return owner_->deflate_pool_.get(); }
+DeflatePool* Connection::deflate_pool() noexcept { return owner().deflate_pool_.get(); }
 
 bool Connection::yield_turn() {
   if (!conn_->call_next_turn()) return false;  // no turns here: go on at once
@@ -130,7 +172,7 @@ bool Connection::yield_turn() {
 void Connection::close() {
   // The close handshake is complete (or failed): no more pings, pong or close
   // deadlines; the write-stall rule bounds the flush.
-  owner_->finish_timers(*conn_);
+  owner().finish_timers(*conn_);
   const net::CloseReason reason = draining_           ? net::CloseReason::drain
                                   : session_.failed() ? net::CloseReason::protocol_error
                                                       : net::CloseReason::protocol_close;
@@ -140,20 +182,20 @@ void Connection::close() {
 // ---- ws::Handler --------------------------------------------------------------
 
 void Connection::on_message(Session&, MessageType type, std::string& payload) {
-  ++owner_->stats_.messages_received;
-  owner_->app_.on_message(*this, type, payload);
+  ++owner().stats_.messages_received;
+  owner().app_.on_message(*this, type, payload);
 }
 
 void Connection::on_discarded(Session&, MessageType, std::size_t) {
-  ++owner_->stats_.messages_after_close;
+  ++owner().stats_.messages_after_close;
 }
 
-void Connection::on_ping(Session&, std::string_view) { ++owner_->stats_.pings_received; }
+void Connection::on_ping(Session&, std::string_view) { ++owner().stats_.pings_received; }
 
-void Connection::on_pong(Session&, std::string_view) { ++owner_->stats_.pongs_received; }
+void Connection::on_pong(Session&, std::string_view) { ++owner().stats_.pongs_received; }
 
 void Connection::on_protocol_error(Session&, std::uint16_t, std::string_view) {
-  ++owner_->stats_.protocol_errors;
+  ++owner().stats_.protocol_errors;
 }
 
 }  // namespace heartwheel::ws

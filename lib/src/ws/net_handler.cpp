@@ -12,6 +12,10 @@ namespace heartwheel::ws {
 
 using net::Deadline;
 
+namespace {
+constexpr std::size_t kMaxUserStorage = 4096;
+}  // namespace
+
 const char* to_string(SlowConsumerPolicy policy) noexcept {
   return policy == SlowConsumerPolicy::skip ? "skip" : "close";
 }
@@ -27,6 +31,10 @@ void NetHandlerOptions::validate() const {
     throw std::invalid_argument(
         "ws: close_timeout must be positive (it bounds how long a peer may take to answer our "
         "close frame)");
+  if (user_storage_bytes > kMaxUserStorage)
+    throw std::invalid_argument(
+        "ws: user_storage_bytes must be at most 4096 (it is paid by every connection; keep a "
+        "pointer to anything larger)");
 }
 
 NetHandler::NetHandler(NetHandlerOptions options, Application& application)
@@ -69,7 +77,10 @@ void NetHandler::attach(net::Connection& conn, std::string_view rest, OpenHandle
   if (deflate.enabled && !deflate_pool_)
     throw std::invalid_argument(
         "ws::NetHandler::attach: compression agreed but handshake.deflate is not enabled");
-  auto* c = new Connection(*this, conn);
+  // The connection reaches its handler (the owner) through the net
+  // connection: set first, the constructor reads the options through it.
+  conn.set_handler(*this);
+  auto* c = Connection::make(*this, conn, options_.user_storage_bytes);
   if (deflate.enabled) {
     c->session_.use_deflate(deflate);
     ++stats_.compression_negotiated;
@@ -80,7 +91,6 @@ void NetHandler::attach(net::Connection& conn, std::string_view rest, OpenHandle
   ++count_;
   ++stats_.opened;
   ++stats_.current;
-  conn.set_handler(*this);
   conn.set_user_data(c);
   if (options_.ping_interval.count() > 0) conn.set_timeout(Deadline::ping, options_.ping_interval);
   if (on_open) on_open(*c);
@@ -228,7 +238,7 @@ void NetHandler::finish(Connection& c, net::CloseReason reason) {
     head_ = c.next_;
   if (c.next_ != nullptr) c.next_->prev_ = c.prev_;
   --count_;
-  delete &c;
+  Connection::destroy(c);
 }
 
 }  // namespace heartwheel::ws

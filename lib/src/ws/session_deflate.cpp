@@ -23,7 +23,7 @@ int bits_or_15(std::uint8_t bits) noexcept { return bits == 0 ? 15 : bits; }
 
 void Session::use_deflate(const DeflateParams& p) {
   if (!p.enabled) return;
-  if (transport_.deflate_pool() == nullptr)
+  if (transport().deflate_pool() == nullptr)
     throw std::invalid_argument("ws::Session::use_deflate: the transport has no DeflatePool");
   const bool server = options_.role == Role::server;
   const bool send_context = !(server ? p.server_no_context_takeover : p.client_no_context_takeover);
@@ -55,7 +55,7 @@ bool Session::begin_compressed() {
     if (!c.inflater) c.inflater = std::make_unique<detail::Inflater>(15);
     message_->inflater = c.inflater.get();
   } else {
-    message_->inflater = transport_.deflate_pool()->borrow_inflater();
+    message_->inflater = transport().deflate_pool()->borrow_inflater();
   }
   return true;
 }
@@ -64,7 +64,7 @@ bool Session::begin_compressed() {
 // max_message_bytes of them; text is validated as it comes.
 bool Session::inflate_payload(std::string_view& in, std::size_t& inflated) {
   Incoming& m = *message_;
-  Stats& stats = transport_.deflate_pool()->stats();
+  Stats& stats = transport().deflate_pool()->stats();
   char chunk[kInflateChunk];
   while (parser_.remaining() > 0 && !in.empty()) {
     std::string_view part = in.substr(0, kInflateChunk);
@@ -111,7 +111,7 @@ bool Session::finish_inflating() {
                                           options_.max_message_bytes);
   if (!judge_inflated(start, result)) return false;
   release_inflater();
-  Stats& stats = transport_.deflate_pool()->stats();
+  Stats& stats = transport().deflate_pool()->stats();
   ++stats.compressed_messages_received;
   stats.compressed_received_uncompressed_bytes += m.payload.size();
   return true;
@@ -126,7 +126,7 @@ void Session::release_inflater() noexcept {
 }
 
 void Session::send_message(Opcode op, std::string_view payload) {
-  DeflatePool* pool = deflate_ != 0 ? transport_.deflate_pool() : nullptr;
+  DeflatePool* pool = deflate_ != 0 ? transport().deflate_pool() : nullptr;
   const int bits = deflate_ & kWindowMask;
   // zlib cannot keep to an 8-bit window: such a peer gets plain messages.
   if (pool == nullptr || bits < 9) return send_frame(op, payload);
@@ -164,7 +164,7 @@ SharedFrame Session::wire_frame(const SharedFrame& frame) {
   if ((deflate_ & kSendContext) != 0) return nullptr;
   const int bits = deflate_ & kWindowMask;
   if (bits < 9) return frame;
-  DeflatePool& pool = *transport_.deflate_pool();
+  DeflatePool& pool = *transport().deflate_pool();
   const DeflatePool::Remembered& r = pool.remember(frame, bits);
   if (r.compressed != 0) {
     Stats& stats = pool.stats();
@@ -176,10 +176,10 @@ SharedFrame Session::wire_frame(const SharedFrame& frame) {
 }
 
 void Session::send_shared_compressed(const SharedFrame& frame) {
-  if (SharedFrame wire = wire_frame(frame)) return transport_.send_shared(wire);
+  if (SharedFrame wire = wire_frame(frame)) return transport().send_shared(wire);
   // Our own stream: the publication is compressed for this peer alone.
   const detail::DataFrame d = detail::data_frame(*frame);
-  if (!d.ok) return transport_.send_shared(frame);
+  if (!d.ok) return transport().send_shared(frame);
   send_message(d.op, d.payload);
 }
 

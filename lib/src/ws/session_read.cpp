@@ -18,8 +18,8 @@ void SessionOptions::validate() const {
     throw std::invalid_argument("ws::SessionOptions: max_message_bytes must be > 0");
 }
 
-Session::Session(Transport& transport, Handler& handler, const SessionOptions& options)
-    : transport_(transport), handler_(handler), options_(options), parser_(options.role) {
+Session::Session(SessionOwner& owner, const SessionOptions& options)
+    : owner_(owner), options_(options), parser_(options.role) {
   options_.validate();
 }
 
@@ -82,9 +82,9 @@ void Session::run(std::string_view in) {
       // A frame boundary: the place to let the loop's other connections in
       // once this read has inflated its share (inflated > 0: a pool exists).
       if (inflated > 0 && !in.empty() &&
-          inflated >= transport_.deflate_pool()->options().inflate_budget &&
-          transport_.yield_turn()) {
-        ++transport_.deflate_pool()->stats().inflate_yields;
+          inflated >= transport().deflate_pool()->options().inflate_budget &&
+          transport().yield_turn()) {
+        ++transport().deflate_pool()->stats().inflate_yields;
         hold(in);
         return;
       }
@@ -161,10 +161,10 @@ void Session::end_frame() {
   switch (h.opcode) {
     case Opcode::ping:
       if (state_ == State::open) answer_ping();
-      handler_.on_ping(*this, payload);
+      handler().on_ping(*this, payload);
       return;
     case Opcode::pong:
-      handler_.on_pong(*this, payload);
+      handler().on_pong(*this, payload);
       return;
     case Opcode::close:
       on_close_frame();
@@ -181,7 +181,7 @@ void Session::end_frame() {
 // back while the transport is backlogged (session.h, "Pongs").
 void Session::answer_ping() {
   const std::string_view payload = control_payload();
-  if (!transport_.backlogged()) {
+  if (!transport().backlogged()) {
     owed_pong_ = 0;  // this pong answers every earlier ping too
     send_frame(Opcode::pong, payload);
     return;
@@ -203,9 +203,9 @@ void Session::end_message() {
   }
   const MessageType type = text ? MessageType::text : MessageType::binary;
   if (close_sent())  // we are closing: nothing the peer says now is acted on
-    handler_.on_discarded(*this, type, message_->payload.size());
+    handler().on_discarded(*this, type, message_->payload.size());
   else
-    handler_.on_message(*this, type, message_->payload);
+    handler().on_message(*this, type, message_->payload);
   // The handler may have moved the buffer out; either way start empty, and
   // give back memory an idle connection should not hold: the string itself
   // too, unless retained_buffer_bytes asks to keep a buffer. (finish() may
@@ -248,7 +248,7 @@ void Session::on_close_frame() {
   // Answer with the same code (an empty close with an empty one).
   if (!close_sent()) send_close(code, payload.substr(0, payload.empty() ? 0 : 2));
   state_ = State::closed;
-  handler_.on_close(*this, code, reason);
+  handler().on_close(*this, code, reason);
   finish();
 }
 
@@ -257,7 +257,7 @@ void Session::fail(std::uint16_t code, const char* what) {
   failed_ = true;
   if (!close_sent()) send_close(code, close_payload(code));
   state_ = State::closed;
-  handler_.on_protocol_error(*this, code, what);
+  handler().on_protocol_error(*this, code, what);
   finish();
 }
 
@@ -272,7 +272,7 @@ void Session::finish() {
     std::string().swap(message_->payload);
     message_->held.reset();
   }
-  transport_.close();
+  transport().close();
 }
 
 }  // namespace heartwheel::ws

@@ -33,7 +33,7 @@ void Session::send_frame(Opcode op, std::string_view payload, bool compressed) {
   if (options_.role == Role::server) {
     const std::size_t n = write_frame_header(head, op, payload.size());
     if (compressed) head[0] = static_cast<char>(head[0] | kCompressedBit);
-    transport_.send(std::string_view(head, n), payload);
+    transport().send(std::string_view(head, n), payload);
     return;
   }
   const MaskKey key = options_.mask_key_source ? options_.mask_key_source() : default_mask_key();
@@ -41,7 +41,7 @@ void Session::send_frame(Opcode op, std::string_view payload, bool compressed) {
   if (compressed) head[0] = static_cast<char>(head[0] | kCompressedBit);
   std::string masked(payload);  // client role only (tests, tools): one copy per frame
   apply_mask(masked.data(), masked.size(), key);
-  transport_.send(std::string_view(head, n), masked);
+  transport().send(std::string_view(head, n), masked);
 }
 
 void Session::send_close(std::uint16_t code, std::string_view payload) {
@@ -61,7 +61,7 @@ std::error_code Session::send_shared(const SharedFrame& frame) {
   if (deflate_ != 0)
     send_shared_compressed(frame);
   else
-    transport_.send_shared(frame);
+    transport().send_shared(frame);
   return {};
 }
 

@@ -123,7 +123,7 @@ void check_parser(std::uint8_t plan, Role role, std::uint8_t rsv, std::string_vi
 
 // ---- the session -------------------------------------------------------------
 
-struct Recorder final : Transport, Handler {
+struct Recorder final : SessionOwner {
   std::string log;  // events and bytes sent, in order
   std::string last_head, last_payload;
   int closes = 0;
@@ -225,7 +225,7 @@ SessionRun run_session(const SessionOptions& o, bool echo, const Deflate& deflat
   SessionRun out;
   {
     r.pool = deflate.on ? &pool : nullptr;
-    Session s(r, r, o);
+    Session s(r, o);
     s.use_deflate(agreed(deflate));
     std::string_view piece = stream;
     for (bool more = reads ? reads->next(piece) : true; more;

@@ -10,10 +10,11 @@
 //   (close with reason slow_consumer, or skip).
 //
 // Cost
-//   sizeof(Subscriber) is 56 bytes (vtable, hub, list head, the presence
-//   info string: no count, channel_count() walks the list); each subscription is one detail::Subscription node
-//   (40 bytes, one allocation: 48 bytes of heap) that the hub links into the
-//   channel's list and the subscriber's list.
+//   sizeof(Subscriber) is 24 bytes (vtable, list head, the presence info's
+//   pointer: no count, channel_count() walks the list; no hub pointer,
+//   hub() reads the first subscription's channel); each subscription is one
+//   detail::Subscription node (40 bytes, one allocation: 48 bytes of heap)
+//   that the hub links into the channel's list and the subscriber's list.
 //
 // Ownership and lifetime
 //   The application owns the Subscriber. A subscriber is bound to the hub of
@@ -105,9 +106,10 @@ class Subscriber {
   // Channels this subscriber is on (pending joins included), and the hub
   // they are on (null if none). channel_count() walks the subscriber's list
   // (at most Limits::channel_limit nodes): a count field cost 8 bytes on
-  // every subscriber (docs/memory.md).
+  // every subscriber (docs/memory.md). hub() reads the first subscription's
+  // channel (two loads): a hub pointer cost 8 bytes on every subscriber.
   std::size_t channel_count() const noexcept;
-  Hub* hub() const noexcept { return hub_; }
+  Hub* hub() const noexcept;
 
  protected:
   Subscriber() = default;
@@ -116,7 +118,6 @@ class Subscriber {
 
  private:
   friend class Hub;
-  Hub* hub_ = nullptr;
   detail::Subscription* subscriptions_ = nullptr;
   // [32-bit size][bytes], or null: 8 bytes on every subscriber instead of a
   // std::string's 32, and one block instead of two for a JSON info too long

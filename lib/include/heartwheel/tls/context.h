@@ -112,6 +112,14 @@ struct ContextOptions {
   // Client: keep the newest session (ticket) per resume key (see
   // Session::client) and offer it on the next connection with that key.
   bool client_session_cache = false;
+  // Server: once a TLS 1.3 handshake with AES-GCM or ChaCha20-Poly1305 is
+  // done, free OpenSSL's SSL object (~13.4 KB per idle connection) and
+  // protect the connection's records in the tls layer, keeping only its
+  // traffic secrets and keys (~0.3 KB); see session.h, "After a server's
+  // handshake". false: keep the SSL object for the connection's life
+  // (Session::native_handle() stays valid). A client ignores it: its
+  // sessions always keep the SSL object. TLS 1.2 keeps it too.
+  bool free_ssl_after_handshake = true;
 
   // Throws std::invalid_argument naming the offending field.
   void validate() const;

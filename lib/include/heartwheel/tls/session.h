@@ -40,6 +40,20 @@
 //   Between flights (a server waiting for the client's Finished) the record
 //   buffers are released too; the handshake's own state stays.
 //
+// After a server's handshake
+//   With ContextOptions::free_ssl_after_handshake (the default), a server
+//   session whose TLS 1.3 handshake is done (AES-GCM or ChaCha20-Poly1305)
+//   keeps its two traffic secrets, their keys and IVs and its sequence
+//   numbers, frees the SSL object and protects records itself (the tls
+//   layer's record_layer.cpp on OpenSSL's AEADs; RFC 8446 5): an idle
+//   connection then holds ~0.3 KB instead of ~13.4 KB. It reads application
+//   data, close_notify and a client's KeyUpdate (answered when asked for);
+//   anything else after the handshake fails it with the alert RFC 8446
+//   names, as OpenSSL would. What the handshake agreed on stays readable
+//   (resumed, alpn, server_name, version, cipher); native_handle() is null
+//   from then on. TLS 1.2, client sessions, and a server whose SSL still
+//   holds bytes keep the SSL object.
+//
 // Life
 //   Server: Session::server(ctx), then feed() until handshake_done. Client:
 //   Session::client(ctx, name), start() (the ClientHello), then feed().
@@ -69,6 +83,10 @@
 #include <system_error>
 
 namespace heartwheel::tls {
+
+namespace detail {
+struct OwnRecords;  // session.cpp: the record layer and what the handshake agreed on
+}
 
 // What one feed() did. Several flags may be set at once (a handshake done
 // and the first plaintext in the same bytes).
@@ -161,7 +179,8 @@ class Session {
   std::string_view cipher() const noexcept;   // "TLS_AES_128_GCM_SHA256", ...
 
   // The OpenSSL SSL object, for what this class does not wrap (the peer's
-  // certificate, ...); nullptr for a server before its first record. Do not
+  // certificate, ...); nullptr for a server before its first record, and
+  // after its handshake once it freed the SSL object (see above). Do not
   // do I/O on it.
   ssl_st* native_handle() const noexcept { return ssl(); }
 
@@ -169,7 +188,11 @@ class Session {
   enum class State : std::uint8_t { first_record, handshaking, established, failed };
   Session(const Context& context, ssl_st* ssl, State state) noexcept
       : ssl_(ssl), context_(&context), state_(state) {}
-  ssl_st* ssl() const noexcept { return state_ == State::first_record ? nullptr : ssl_; }
+  ssl_st* ssl() const noexcept {
+    return state_ == State::first_record || own_records_ ? nullptr : ssl_;
+  }
+  // The SSL object, or the record layer that replaced it.
+  bool live() const noexcept { return own_records_ || ssl() != nullptr; }
   // Server, first_record: keeps `ciphertext` while the first record is
   // incomplete (nullopt; failed if out of memory). Once it is complete, or
   // the bytes are no handshake record: how many bytes of `ciphertext` it
@@ -181,24 +204,33 @@ class Session {
   std::string* make_server_ssl() noexcept;
   FeedResult feed_ssl(std::string_view ciphertext, std::span<char> plaintext_out,
                       std::string& ciphertext_out);
+  // After the handshake, on the session's own records.
+  FeedResult feed_records(std::string_view ciphertext, std::span<char> plaintext_out,
+                          std::string& ciphertext_out);
+  // Server, TLS 1.3, the handshake just done, `tickets` what its last call
+  // wrote: frees the SSL object for a record layer when the Context allows
+  // it and everything it needs is at hand. false: the SSL object stays.
+  bool drop_ssl(std::string_view tickets) noexcept;
   // Records the failure behind an SSL call's result `rc` (its SSL_get_error)
   // and clears the thread's OpenSSL error queue.
   void fail(int ssl_error) noexcept;
   void fail_with(FailureCause cause, std::uint32_t code) noexcept;
   void release() noexcept;  // frees what the session owns
 
-  // Which one is live depends on state_: first_record_ while first_record,
-  // ssl_ after (nullptr only if making it failed).
+  // Which one is live: records_ once own_records_; else first_record_ while
+  // state_ is first_record, ssl_ after (nullptr only if making it failed).
   union {
     ssl_st* ssl_ = nullptr;
     std::string* first_record_;  // the first record's bytes so far, or null
+    detail::OwnRecords* records_;
   };
   const Context* context_ = nullptr;
   std::uint32_t error_ = 0;  // the packed OpenSSL error that failed it
   State state_ = State::handshaking;
   FailureCause cause_ = FailureCause::none;
-  bool peer_closed_ = false;
-  bool close_sent_ = false;
+  bool peer_closed_ : 1 = false;
+  bool close_sent_ : 1 = false;
+  bool own_records_ : 1 = false;  // the SSL object is freed: records_ is live
 };
 
 }  // namespace heartwheel::tls

@@ -144,7 +144,7 @@ class ClientHandler {
   ~ClientHandler() = default;
 };
 
-class Client final : private net::Handler, private Transport, private ws::Handler {
+class Client final : private net::Handler, private SessionOwner {
  public:
   // Validates the options (std::invalid_argument). Does not connect yet.
   Client(LoopWheel& wheel, ClientHandler& handler, ClientOptions options);

@@ -17,9 +17,10 @@
 //   application never deletes it.
 //
 // Cost
-//   168 bytes (x86-64), 112 of them the session, in one allocation,
-//   besides the net::Connection; compression adds nothing to it (the
-//   session's padding holds its byte, this one's flags). deliver() copies nothing: the net layer
+//   120 bytes (x86-64), 80 of them the session, in one allocation with the
+//   application's object when it asks for room (user_storage()), besides
+//   the net::Connection; compression adds nothing to it (the session's
+//   padding holds its byte, this one's flags). deliver() copies nothing: the net layer
 //   queues a reference to the frame when the socket does not take it at once.
 //
 // Threads: the connection's loop thread only.
@@ -50,8 +51,11 @@ enum class Delivery : std::uint8_t {
   dropped,  // the connection is closing or closed: not sent (counted)
 };
 
-class Connection final : private Transport, private Handler {
+class Connection final : private SessionOwner {
  public:
+  // The alignment of user_storage().
+  static constexpr std::size_t kUserStorageAlign = alignof(void*);
+
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
@@ -101,13 +105,33 @@ class Connection final : private Transport, private Handler {
   // not closing.
   bool is_open() const noexcept;
 
-  void set_user_data(void* data) noexcept { user_data_ = data; }
-  void* user_data() const noexcept { return user_data_; }
+  // NetHandlerOptions::user_storage_bytes of raw memory in this connection's
+  // own allocation, aligned to kUserStorageAlign (8: pointers, 64-bit
+  // integers, doubles; not over-aligned types), for the application's
+  // per-connection object: construct it there (placement new, e.g. in the
+  // upgrade's on_open) and destroy it in Application::on_close; the memory
+  // goes with the connection. nullptr when user_storage_bytes is 0. (An
+  // application that only needs a pointer asks for sizeof(void*): there is
+  // no pointer field of the connection's own for it, 8 bytes per connection.)
+  void* user_storage() noexcept;
+  const void* user_storage() const noexcept {
+    return const_cast<Connection*>(this)->user_storage();
+  }
+  // The connection whose user_storage() is `storage` (no load: a fixed
+  // offset). Precondition: `storage` is a user_storage() of a live connection.
+  static Connection& from_user_storage(void* storage) noexcept;
 
  private:
   friend class NetHandler;
   Connection(NetHandler& owner, net::Connection& conn);
   ~Connection() = default;
+  // One allocation for the connection and `storage` bytes after it; freed
+  // by destroy().
+  static Connection* make(NetHandler& owner, net::Connection& conn, std::size_t storage);
+  static void destroy(Connection& c) noexcept;
+  // The NetHandler is the net connection's handler (set before make()): no
+  // field of its own.
+  NetHandler& owner() const noexcept;
 
   // ws::Transport
   void send(std::string_view head, std::string_view payload) override;
@@ -129,15 +153,13 @@ class Connection final : private Transport, private Handler {
   // (always with an empty queue).
   bool fits(std::size_t bytes) const noexcept;
 
-  NetHandler* owner_;
   net::Connection* conn_;
-  void* user_data_ = nullptr;
   Connection* prev_ = nullptr;  // the NetHandler's list
   Connection* next_ = nullptr;
   // The session ends in tail padding (its small fields last);
-  // [[no_unique_address]] lets the flags below sit in it: 168 bytes, a
-  // 176-byte malloc chunk, where a flag before the session cost 8 more
-  // (a 192-byte chunk).
+  // [[no_unique_address]] lets the flags below sit in it: 160 bytes (a
+  // flag before the session cost 8 more), and user_storage() follows at
+  // once (docs/memory.md).
   [[no_unique_address]] Session session_;
   bool draining_ = false;  // closing because the server drains (net reason drain)
   // The net connection passed its high watermark (Application::on_writable

@@ -108,9 +108,9 @@ class FrameParser {
   // continuation frame belongs to).
   Opcode message_opcode() const noexcept { return message_opcode_; }
 
-  bool failed() const noexcept { return error_ != nullptr; }
+  bool failed() const noexcept { return error_ != 0; }
   // Why the parser failed ("reserved opcode", ...), or nullptr.
-  const char* error() const noexcept { return error_; }
+  const char* error() const noexcept;
 
  private:
   enum class Phase : std::uint8_t { byte0, byte1, length, mask };
@@ -119,14 +119,15 @@ class FrameParser {
   const char* check_byte1() noexcept;
   const char* read_length() noexcept;
   void finish_header() noexcept;
+  // One header byte of the current phase into header_.
+  void take(std::uint8_t b) noexcept;
   Status fail(const char* why) noexcept;
 
   FrameHeader header_;
   std::uint64_t payload_read_ = 0;
-  const char* error_ = nullptr;
-  char buf_[kMaxFrameHeaderSize];
-  std::uint8_t have_ = 0;  // header bytes in buf_
-  std::uint8_t need_ = 1;  // header bytes needed for the current phase
+  std::uint8_t error_ = 0;  // 0, or why it failed (an index into frame_parser.cpp's table)
+  std::uint8_t have_ = 0;   // header bytes taken
+  std::uint8_t need_ = 1;   // header bytes needed for the current phase
   Phase phase_ = Phase::byte0;
   Role role_;
   std::uint8_t allowed_rsv_;

@@ -81,7 +81,7 @@
 //     the turn (and stop reading meanwhile, or feed what comes: it waits).
 //
 // Cost
-//   112 bytes per session (x86-64, libstdc++), plus the receive buffer and
+//   80 bytes per session (x86-64, libstdc++), plus the receive buffer and
 //   its std::string (one allocation more) while a message is arriving, plus
 //   125 bytes (one allocation, kept) from the first control frame that
 //   carries a payload (a close frame with a code, a ping with data; the
@@ -222,6 +222,16 @@ class Transport {
   ~Transport() = default;
 };
 
+// What a Session works for: the object that carries its frames (the
+// Transport part) and hears its events (the Handler part), one object, so
+// the session holds one reference to it (a second cost 8 bytes on every
+// WebSocket connection). ws::Connection, ws::Client and heartwheel-load's
+// connections are each one.
+class SessionOwner : public Transport, public Handler {
+ protected:
+  ~SessionOwner() = default;
+};
+
 class Session {
  public:
   enum class State : std::uint8_t {
@@ -230,9 +240,9 @@ class Session {
     closed,   // close handshake complete or connection failed; Transport::close() was called
   };
 
-  // `transport`, `handler` and `options` must outlive the session. Calls
-  // options.validate().
-  Session(Transport& transport, Handler& handler, const SessionOptions& options);
+  // `owner` (its transport and handler) and `options` must outlive the
+  // session. Calls options.validate().
+  Session(SessionOwner& owner, const SessionOptions& options);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -340,8 +350,9 @@ class Session {
   void send_shared_compressed(const SharedFrame& frame);
   void send_close(std::uint16_t code, std::string_view payload);
 
-  Transport& transport_;
-  Handler& handler_;
+  Transport& transport() const noexcept { return owner_; }
+  Handler& handler() const noexcept { return owner_; }
+  SessionOwner& owner_;
   const SessionOptions& options_;
   // The message being received (its buffer, handed to on_message, and the
   // inflate stream lent for it), and bytes waiting for a turn: allocated at
@@ -371,7 +382,7 @@ class Session {
   std::uint16_t received_code_ = 0;
   // Compression as use_deflate set it: kDeflateOn | kSendContext |
   // kReceiveContext | our window bits (low nibble); 0: off. In the tail
-  // padding the session had (its size stays 112).
+  // padding the session had (its size stays 80).
   std::uint8_t deflate_ = 0;
 };
 
