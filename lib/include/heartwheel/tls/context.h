@@ -130,7 +130,7 @@ struct ContextOptions {
   // this says (none when 0). 1, where OpenSSL's and nginx's default is 2: a
   // client that keeps one connection and resumes with its newest ticket
   // needs one, and each resumption brings the next. A ticket costs the
-  // server 15-20 us of CPU (the session encoded, encrypted and MACed; a
+  // server 15-23 us of CPU (the session encoded, encrypted and MACed; a
   // record) and the client ~250 bytes. More suit clients that open several
   // connections at once and use each ticket once (RFC 8446 C.4). 0: no
   // resumption at all (TLS 1.2's tickets are off too).
