@@ -256,6 +256,9 @@ void Worker::presence_stats(const Command& cmd, const Reply& reply) {
 
 void Worker::history(const Command& cmd, const Reply& reply) {
   const std::size_t kept = config_.history_size;
+  // No history kept on this server: an operation it lacks, as a namespace
+  // with history off (Centrifugo's 108), not an empty answer.
+  if (kept == 0) return reply(Failure{Fault::not_available, "this server keeps no history"});
   const std::size_t limit =
       cmd.limit ? static_cast<std::size_t>(std::min<std::uint64_t>(*cmd.limit, kept)) : kept;
   // Centrifugo's since and its oldest-first reads need the whole history.

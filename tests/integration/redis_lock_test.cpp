@@ -1,6 +1,6 @@
 // redis::Lock against a real redis-server of the test's own: two holders
 // contend and one waits; fencing tokens strictly increase; renewals keep a
-// lock for five leases; a holder process killed (SIGKILL) frees the lock
+// lock past its lease; a holder process killed (SIGKILL) frees the lock
 // after its lease and not before; a holder frozen (SIGSTOP) past its lease is
 // told on resume and cannot free the new owner's lock; a renewal that finds
 // another owner, or a lost link, tells the holder.
@@ -102,10 +102,11 @@ TEST_CASE("Two holders contend for a lock: one waits until the other unlocks",
   CHECK(b.lock->unlock("orders") == redis::errc::lock_not_held);
 
   REQUIRE_FALSE(b.lock->lock("orders", gb.callback()));
-  t.run_for(300ms);
-  CHECK_FALSE(gb.done);  // waits while a holds it
+  // Asks again every 20 ms and waits while a holds it. (Counted, not timed:
+  // 300 ms gave 2 attempts once on a loaded machine.)
+  REQUIRE(t.run_until([&] { return b.lock->stats().attempts >= 5; }));
+  CHECK_FALSE(gb.done);
   CHECK(b.lock->stats().waiting == 1);
-  CHECK(b.lock->stats().attempts >= 5);  // asked again every 20 ms
 
   // try_lock gives up after its wait.
   Node c(t, server);
@@ -172,11 +173,14 @@ TEST_CASE("Fencing tokens strictly increase from holder to holder", "[redis][loc
   CHECK(a.lock->stats().released + b.lock->stats().released == 20);
 }
 
-TEST_CASE("Renewals keep a lock held for five leases", "[redis][lock]") {
+TEST_CASE("Renewals keep a lock held for two and a half leases", "[redis][lock]") {
   hwproc::Watchdog dog(Ms(60000));
   RedisServer server;
   TestLoop t;
-  Node a(t, server, {.lease = 1s});
+  // Renewed every 100 ms, a 2 s lease survives a stall of the test process
+  // or of redis-server of up to ~1.8 s (a 1 s lease renewed every 333 ms
+  // was lost once, rightly, on a loaded machine: a stall of over 650 ms).
+  Node a(t, server, {.lease = 2s, .renew_every = 100ms});
   Got g;
   REQUIRE_FALSE(a.lock->lock("long", g.callback()));
   REQUIRE(t.run_until([&] { return g.done; }));
@@ -184,14 +188,15 @@ TEST_CASE("Renewals keep a lock held for five leases", "[redis][lock]") {
   const Duration start = hr_now();
   while (hr_now() - start < 5s + 200ms) {
     t.run_for(250ms);
+    INFO("lost: " << a.lost.why.size() << ", renewals " << a.lock->stats().renewals);
     REQUIRE(a.lock->held("long"));
   }
   CHECK(a.lost.why.empty());
-  CHECK(a.lock->stats().renewals >= 12);  // every 333 ms
+  CHECK(a.lock->stats().renewals >= 12);  // ~50 at one per 100 ms
   CHECK(owner_of(server, *a.lock, "long").starts_with(a.lock->owner() + ":"));
   const auto pttl = server.command({"PTTL", a.lock->lock_key("long")}).integer();
   CHECK(pttl > 0);
-  CHECK(pttl <= 1000);
+  CHECK(pttl <= 2000);
 }
 
 TEST_CASE("A killed holder's lock passes to the waiter after its lease and not before",

@@ -88,6 +88,19 @@ TEST_CASE("The channel rules answer 102 unknown channel, 103 permission denied, 
   REQUIRE(c.call(subscribe(8, "quiet:x")).contains("subscribe"));
 }
 
+TEST_CASE("History on a server that keeps none (--history-size 0) is 108 not available",
+          "[chat][centrifugo][errors]") {
+  centrifuge_test::Settings settings;
+  settings.flags.history_size = 0;
+  Chat chat(settings);
+  Conn& c = chat.connect("alice");
+  REQUIRE(c.call(subscribe(2, "room")).contains("subscribe"));
+  CHECK(c.call({{"id", 3}, {"history", {{"channel", "room"}}}}) ==
+        error(3, 108, "not available"));
+  CHECK(c.call({{"id", 4}, {"history", {{"channel", "room"}, {"limit", 5}}}}) ==
+        error(4, 108, "not available"));
+}
+
 TEST_CASE("Without a token key refresh and sub_refresh are 108 not available, rpc 104",
           "[chat][centrifugo][errors]") {
   Chat chat;

@@ -259,6 +259,9 @@ struct Peer {
 };
 
 std::string reason(std::uint32_t code) {
+  // The error strings load with libssl's first context; a test case run
+  // alone (ctest runs each by itself) may have made none yet.
+  OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS | OPENSSL_INIT_LOAD_CRYPTO_STRINGS, nullptr);
   const char* r = ERR_reason_error_string(code);
   return r ? r : "";
 }
