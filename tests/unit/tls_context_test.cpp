@@ -3,6 +3,7 @@
 // established sessions keep theirs, a bad file changes nothing).
 #include <heartwheel/tls/context.h>
 #include <heartwheel/tls/session.h>
+#include <openssl/ssl.h>
 
 #include <catch2/catch.hpp>
 
@@ -120,6 +121,80 @@ TEST_CASE("A client resumes with the ticket of its previous connection", "[tls][
   tls::Context no_cache(plain);
   connect(no_cache, server);
   CHECK_FALSE(connect(no_cache, server).client.session.resumed());
+}
+
+namespace {
+
+// A client connection whose SSL counts the NewSessionTicket messages it
+// reads (OpenSSL's message callback sees them decrypted).
+struct CountedPair {
+  Pair pair;
+  int tickets = 0;
+};
+
+void count_ticket(int write_p, int, int content_type, const void* buf, std::size_t len, SSL*,
+                  void* arg) {
+  const auto* msg = static_cast<const unsigned char*>(buf);
+  if (!write_p && content_type == SSL3_RT_HANDSHAKE && len > 0 &&
+      msg[0] == SSL3_MT_NEWSESSION_TICKET) {
+    ++*static_cast<int*>(arg);
+  }
+}
+
+// `counted.pair` connected like connect(), counting into `counted.tickets`
+// (made in place: the callback keeps the counter's address).
+void connect_counting(CountedPair& counted) {
+  SSL* ssl = counted.pair.client.session.native_handle();
+  REQUIRE(ssl != nullptr);
+  SSL_set_msg_callback(ssl, count_ticket);
+  SSL_set_msg_callback_arg(ssl, &counted.tickets);
+  REQUIRE(counted.pair.client.session.start(counted.pair.client.out));
+  pump(counted.pair.client, counted.pair.server);
+  REQUIRE(counted.pair.client.session.established());
+}
+
+}  // namespace
+
+TEST_CASE("A full handshake sends session_tickets tickets and a resumed one a new ticket",
+          "[tls][context][resume]") {
+  // 1 by default (OpenSSL's is 2): each costs the server an encrypted copy
+  // of the session; one resumes the next connection, which brings the next.
+  const int tickets = GENERATE(-1, 0, 1, 2, 3);
+  CAPTURE(tickets);
+  tls::ContextOptions so = server_options(certs().ec_one);
+  if (tickets >= 0) so.session_tickets = static_cast<std::uint8_t>(tickets);
+  const int expected = tickets < 0 ? 1 : tickets;
+  tls::Context server(so);
+  tls::ContextOptions co = client_options(certs().ec_one.certificate);
+  co.client_session_cache = true;
+  tls::Context client(co);
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    CountedPair c{
+        Pair{End(tls::Session::client(client, "localhost")), End(tls::Session::server(server))}};
+    connect_counting(c);
+    // The handshake's last flight is pumped with it: every ticket is read.
+    const bool resumed = round > 0 && expected > 0;
+    CHECK(c.pair.client.session.resumed() == resumed);
+    CHECK(c.pair.server.session.resumed() == resumed);
+    // After a resumption OpenSSL sends one ticket, whatever the number.
+    CHECK(c.tickets == (resumed ? 1 : expected));
+    REQUIRE_FALSE(c.pair.client.session.write("hello", c.pair.client.out));
+    pump(c.pair.client, c.pair.server);
+    CHECK(c.pair.server.received == "hello");
+  }
+}
+
+TEST_CASE("session_tickets is a server option of at most kMaxSessionTickets",
+          "[tls][context][resume]") {
+  tls::ContextOptions so = server_options(certs().ec_one);
+  so.session_tickets = tls::kMaxSessionTickets;
+  CHECK_NOTHROW(so.validate());
+  so.session_tickets = tls::kMaxSessionTickets + 1;
+  CHECK_THROWS_WITH(so.validate(), Catch::Contains("session_tickets must be 0 to 8 (got 9)"));
+  tls::ContextOptions co = client_options();
+  co.session_tickets = 2;
+  CHECK_THROWS_WITH(co.validate(), Catch::Contains("session_tickets is a server option"));
 }
 
 TEST_CASE("reload: new handshakes get the new certificate, established sessions keep theirs",

@@ -132,6 +132,44 @@ TEST_CASE("Completed handshakes are counted, resumed ones apart, failed ones not
   CHECK(stats.handshakes_resumed == 1);
 }
 
+TEST_CASE("The tickets go out in front of the answer to a request sent with the client's Finished",
+          "[tls][net][resume]") {
+  // The server holds its handshake's last flight (the ticket) until the
+  // handler's first write of the same read: both, and a close_notify
+  // after them, must reach the client in record order.
+  Fixture f;
+  f.app.close_after_reply = GENERATE(false, true);
+  CAPTURE(f.app.close_after_reply);
+  auto options = client_options(certs().ec_one.certificate);
+  options.client_session_cache = true;
+  const tls::Context resuming{options};
+  auto& peer = f.host.open(f.app);
+  End c(tls::Session::client(resuming, "localhost", "srv"));
+  REQUIRE(c.session.start(c.out));
+  for (int i = 0; i < 8 && !c.session.established(); ++i) {
+    peer.send(std::exchange(c.out, {}));
+    f.host.poll();
+    deliver(c, peer.received());
+  }
+  REQUIRE(c.session.established());
+  REQUIRE_FALSE(c.out.empty());  // the client's Finished, not sent yet
+  REQUIRE_FALSE(c.session.write("hello", c.out));
+  peer.send(std::exchange(c.out, {}));  // Finished and request: one read
+  f.host.poll();
+  CHECK(f.app.opened == 1);
+  CHECK(f.app.data == "hello");
+  deliver(c, peer.received());
+  CHECK(c.failures == 0);
+  CHECK(c.received == "hello");
+  CHECK(c.peer_closes == (f.app.close_after_reply ? 1 : 0));
+  // The ticket came with the answer: the next connection resumes.
+  auto& second = f.host.open(f.app);
+  End b = f.handshake(second, resuming, "srv");
+  REQUIRE(b.session.established());
+  CHECK(b.session.resumed());
+  CHECK(f.roundtrip(second, b, "again") == "again");
+}
+
 TEST_CASE("A silent peer and a half ClientHello are closed at the handshake timeout, not before",
           "[tls][net]") {
   Fixture f(10s);

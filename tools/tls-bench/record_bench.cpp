@@ -82,12 +82,18 @@ Pair handshake(const tls::Context& client, const tls::Context& server) {
   return p;
 }
 
+// The server's tickets per full handshake (--session-tickets).
+struct Tickets {
+  std::uint8_t per_handshake = tls::ContextOptions{}.session_tickets;
+};
+
 tls::ContextOptions server_options(bool own_records, const std::string& cert,
-                                   const std::string& key) {
+                                   const std::string& key, Tickets tickets) {
   tls::ContextOptions o;
   o.role = tls::Role::server;
   o.certificates.push_back({cert, key});
   o.free_ssl_after_handshake = own_records;
+  o.session_tickets = tickets.per_handshake;
   return o;
 }
 
@@ -106,8 +112,8 @@ struct Result {
 };
 
 Result run(bool own_records, const std::string& cert, const std::string& key, int pairs,
-           std::uint64_t messages, std::size_t size) {
-  tls::Context server(server_options(own_records, cert, key));
+           std::uint64_t messages, std::size_t size, Tickets tickets) {
+  tls::Context server(server_options(own_records, cert, key, tickets));
   tls::Context client(client_options(false));
   std::vector<Pair> all;
   all.reserve(static_cast<std::size_t>(pairs));
@@ -149,8 +155,8 @@ double load_average_1m() {
 // own mode, the connection's end's otherwise): `count` handshakes, each then
 // one request and answer.
 double handshake_ns(bool own_records, bool resumed, const std::string& cert, const std::string& key,
-                    int count) {
-  tls::Context server(server_options(own_records, cert, key));
+                    int count, Tickets tickets) {
+  tls::Context server(server_options(own_records, cert, key, tickets));
   tls::Context client(client_options(resumed));
   std::uint64_t ns = 0;
   for (int i = 0; i <= count; ++i) {  // the first one leaves the ticket to resume with
@@ -186,6 +192,7 @@ int main(int argc, char** argv) {
   std::uint64_t messages = 200'000;
   std::size_t size = 64;
   int handshakes = 500;
+  int session_tickets = tls::ContextOptions{}.session_tickets;
   bool json = false;
   CLI::App app{
       "heartwheel-tls-record-bench: server CPU per TLS 1.3 record, OpenSSL's record "
@@ -206,6 +213,10 @@ int main(int argc, char** argv) {
                  "full and resumed handshakes timed per mode and round (0: none)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
+  app.add_option("--session-tickets", session_tickets,
+                 "tickets per full handshake (tls::ContextOptions::session_tickets)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, int{tls::kMaxSessionTickets}));
   app.add_flag("--json", json, "print one JSON line");
   if (auto status = heartwheel::cli::parse(app, argc, argv)) return *status;
   return heartwheel::cli::run(app, [&] {
@@ -219,6 +230,7 @@ int main(int argc, char** argv) {
         "-nodes -days 1 -subj /CN=localhost -keyout " +
         key + " -out " + cert + " >/dev/null 2>&1";
     const int made = std::system(cmd.c_str());
+    const Tickets tickets{static_cast<std::uint8_t>(session_tickets)};
     Result openssl, own;
     // Per mode (0 OpenSSL's records, 1 own) and kind (0 full, 1 resumed):
     // the handshakes' server CPU summed over the rounds, then per handshake.
@@ -227,8 +239,8 @@ int main(int argc, char** argv) {
     try {
       if (made != 0) throw std::runtime_error("could not make a certificate with openssl req");
       for (int round = 0; round < 2; ++round) {  // the first round warms up
-        openssl = run(false, cert, key, pairs, messages, size);
-        own = run(true, cert, key, pairs, messages, size);
+        openssl = run(false, cert, key, pairs, messages, size, tickets);
+        own = run(true, cert, key, pairs, messages, size, tickets);
       }
       // Alternating in short rounds: a handshake is ~0.2-0.3 ms and the
       // machine's load drifts.
@@ -237,7 +249,7 @@ int main(int argc, char** argv) {
           for (int mode = 0; mode < 2; ++mode) {
             const int m = round % 2 == 0 ? mode : 1 - mode;
             hs[m][kind] +=
-                handshake_ns(m == 1, kind == 1, cert, key, handshakes) / kHandshakeRounds;
+                handshake_ns(m == 1, kind == 1, cert, key, handshakes, tickets) / kHandshakeRounds;
           }
         }
       }
@@ -260,6 +272,7 @@ int main(int argc, char** argv) {
           {"openssl_idle_heap_bytes", openssl.idle_heap_bytes},
           {"own_idle_heap_bytes", own.idle_heap_bytes},
           {"handshakes", handshakes},
+          {"session_tickets", session_tickets},
           {"openssl_full_handshake_ns", hs[0][0]},
           {"own_full_handshake_ns", hs[1][0]},
           {"openssl_resumed_handshake_ns", hs[0][1]},

@@ -23,11 +23,17 @@
 // One per loop: every Server, Connector and testing::Host on a loop shares
 // it (a program with a Redis link, a cluster's masters and a server has one
 // epoll descriptor per loop, not one per host). Made by the loop's first
-// connection that reads through one, closed (its uv_poll_t too) when the
-// last member leaves, so a loop whose connections all closed keeps no handle
-// of ours. Found by its loop in a list of the thread's readers (a thread
-// runs one loop, rarely a few): the lookup is on start, pause, re-arm and
-// leave, never per read.
+// connection that reads through one, or by a Server that starts listening
+// (hold), closed (its uv_poll_t too) when the last member leaves and no
+// Server listening on the loop holds it, so a loop whose servers stopped
+// listening and whose connections all closed keeps no handle of ours. A
+// listening server holds it because its next connection is coming: made and
+// closed per connection, a server that has one client at a time (a
+// sequence of short TLS connections) paid eight system calls more per
+// connection (epoll_create1, the uv_poll_t's adds and removes, close:
+// docs/bench-history/tls.md). Found by its loop in a list of the thread's
+// readers (a thread runs one loop, rarely a few): the lookup is on start,
+// pause, re-arm, leave, hold and release, never per read.
 //
 // Stale events. A batch of events is taken from the set at once; a callback
 // of an earlier connection in the batch may close a later one (it leaves the
@@ -84,13 +90,22 @@ class EdgeReader {
   // dispatched are dropped. The last member to leave closes the reader.
   static void leave(uv_loop_t* loop, int fd, const Connection& conn) noexcept;
 
+  // A Server starts listening on `loop` (its thread): the loop's reader is
+  // made if there is none and stays while held, with no member. False: edge
+  // reads are off or no reader could be made (nothing is held; connections
+  // try again). Each true is paired with one release, on the same thread.
+  static bool hold(uv_loop_t* loop) noexcept;
+  // The server stopped listening: the reader closes if it has no member and
+  // no other holder.
+  static void release(uv_loop_t* loop) noexcept;
+
   // The reader of `loop` on this thread, or nullptr.
   static EdgeReader* find(uv_loop_t* loop) noexcept;
   // False when the environment has HEARTWHEEL_EDGE_READS=0 (read once):
   // every connection then reads through libuv.
   static bool edge_reads_enabled() noexcept;
-  // Tests: the next `n` start() calls that would make a reader on this
-  // thread fail as epoll_create1 would (the fallback path).
+  // Tests: the next `n` start() or hold() calls that would make a reader on
+  // this thread fail as epoll_create1 would (the fallback path).
   static void refuse_next_for_testing(unsigned n) noexcept;
   // How many full reads a connection makes per wake-up before it is
   // re-armed (Connection::read_ready): 32, as libuv's uv_read_start.
@@ -122,6 +137,7 @@ class EdgeReader {
   EdgeReader* next_ = nullptr;  // the thread's list of readers
   int epfd_ = -1;
   std::size_t members_ = 0;  // in the set
+  std::size_t holders_ = 0;  // listening servers (hold)
   // Members reading now. Only while there are some does the watch keep the
   // loop alive, as a stream libuv reads does (a paused one does not).
   std::size_t reading_ = 0;

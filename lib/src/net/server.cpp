@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "edge_reader.h"
 #include "uv_timers.h"
 
 namespace heartwheel::net {
@@ -114,6 +115,9 @@ std::error_code Server::listen() {
     return uv_error(rc);
   }
   port_ = port_of(reinterpret_cast<sockaddr*>(&bound));
+  // Its connections will read through the loop's edge reader: it stays
+  // while the server listens, not made and closed per connection.
+  if (connection_options().edge_triggered_reads) holds_reader_ = detail::EdgeReader::hold(loop());
   return {};
 }
 
@@ -131,6 +135,8 @@ void Server::stop_listening() noexcept {
 
 void Server::close_listener() noexcept {
   if (!listener_) return;
+  if (holds_reader_) detail::EdgeReader::release(loop());
+  holds_reader_ = false;
   accept_deferred_ = false;  // libuv closes the socket it held with the listener
   listener_->owner = nullptr;
   uv_close(reinterpret_cast<uv_handle_t*>(&listener_->tcp),

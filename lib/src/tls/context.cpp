@@ -3,6 +3,7 @@
 #include <openssl/err.h>
 
 #include <stdexcept>
+#include <string>
 
 #include "context_internal.h"
 
@@ -30,6 +31,14 @@ void ContextOptions::validate() const {
   }
   if (min_version > max_version) {
     throw std::invalid_argument("tls: min_version is above max_version");
+  }
+  if (!server && session_tickets != ContextOptions{}.session_tickets) {
+    throw std::invalid_argument("tls: session_tickets is a server option");
+  }
+  if (session_tickets > kMaxSessionTickets) {
+    throw std::invalid_argument("tls: session_tickets must be 0 to " +
+                                std::to_string(kMaxSessionTickets) + " (got " +
+                                std::to_string(session_tickets) + ")");
   }
   for (const std::string& p : alpn) {
     if (p.empty() || p.size() > 255) {

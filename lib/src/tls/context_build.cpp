@@ -150,6 +150,10 @@ SSL_CTX* build_ssl_ctx(const ContextOptions& options, const Context& context,
     // whose entries (up to 20,480 by default) would stay after their
     // connections closed.
     SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_OFF);
+    // Each ticket is the session encoded, encrypted and MACed, and a record:
+    // send what a client will use (context.h, session_tickets).
+    SSL_CTX_set_num_tickets(c, options.session_tickets);
+    if (options.session_tickets == 0) SSL_CTX_set_options(c, SSL_OP_NO_TICKET);
     // A session that frees its SSL object needs its traffic secrets.
     if (options.free_ssl_after_handshake) catch_traffic_secrets(c);
     add_certificates(c, options);

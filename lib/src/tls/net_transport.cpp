@@ -55,6 +55,23 @@ void trim(std::string& s) noexcept {
   if (s.capacity() > kKeptCapacity) std::string().swap(s);
 }
 
+// What a session's feed() wrote during one on_bytes call (the handshake's
+// last flight: the tickets; a KeyUpdate's answer) waits for the end of that
+// call and goes out in front of the first thing the handler writes meanwhile
+// (its answer to the request that came with the client's Finished), or of
+// the stage's close_notify or alert: one write() and one TCP segment where
+// there were two. Per thread, for one transport at a time: a transport whose
+// on_bytes runs while another's holds (nested) writes at once, as before.
+struct Held {
+  const void* owner = nullptr;
+  std::string bytes;
+};
+
+Held& held() noexcept {
+  thread_local Held h;
+  return h;
+}
+
 class SessionTransport : public net::ByteStage {
  public:
   SessionTransport(Session session, Duration handshake_timeout) noexcept
@@ -71,39 +88,31 @@ class SessionTransport : public net::ByteStage {
     if (!out.empty()) net::ByteStageIo::write(conn, out);
   }
 
+  ~SessionTransport() override {
+    if (held().owner == this) release_held();
+  }
+
   void on_bytes(net::Connection& conn, std::string_view bytes) override {
-    const std::span<char> plain = plaintext_buffer();
-    std::string& out = read_out();
-    for (;;) {
-      out.clear();
-      const FeedResult r = session_.feed(bytes, plain, out);
-      bytes.remove_prefix(r.consumed);
-      if (r.failed) {
-        fail(conn, out);
-        return;
-      }
-      if (!out.empty() && net::ByteStageIo::write(conn, out)) return;  // closed
-      if (conn.closing()) return;
-      if (r.handshake_done) {
-        conn.clear_deadline(deadline::tls_handshake_timeout);
-        if (!net::ByteStageIo::ready(conn, session_.resumed())) return;
-      }
-      if (r.plaintext > 0) {
-        net::ByteStageIo::deliver(conn, std::string_view(plain.data(), r.plaintext));
-        if (conn.closing()) return;
-      }
-      if (r.peer_closed) {
-        net::ByteStageIo::end_of_stream(conn);
-        return;
-      }
-      if (!r.plaintext_out_full) return;
+    Held& h = held();
+    if (h.owner != nullptr) {  // nested in another's: write at once
+      feed_all(conn, bytes);
+      return;
     }
+    h.owner = this;
+    try {
+      feed_all(conn, bytes);
+    } catch (...) {  // the handler's: guarded() closes the connection
+      release_held();
+      throw;
+    }
+    flush_held(conn);
   }
 
   std::error_code write(net::Connection& conn, const std::string_view* parts,
                         std::size_t count) override {
     std::string& out = write_out();
     out.clear();
+    take_held(out);
     for (std::size_t i = 0; i < count; ++i) {
       if (const std::error_code ec = session_.write(parts[i], out)) {
         trim(out);
@@ -119,6 +128,7 @@ class SessionTransport : public net::ByteStage {
   void closing(net::Connection& conn, bool queue) override {
     std::string& out = write_out();
     out.clear();
+    take_held(out);
     session_.close(out);
     if (queue) {
       net::ByteStageIo::write(conn, out);
@@ -146,11 +156,81 @@ class SessionTransport : public net::ByteStage {
   Duration handshake_timeout() const noexcept { return handshake_timeout_; }
 
  private:
-  // The session failed: its alert goes out if the socket takes it now.
+  // on_bytes: feed() until the bytes are used up, delivering the plaintext.
+  void feed_all(net::Connection& conn, std::string_view bytes) {
+    Held& h = held();
+    const std::span<char> plain = plaintext_buffer();
+    std::string& out = read_out();
+    for (;;) {
+      out.clear();
+      const FeedResult r = session_.feed(bytes, plain, out);
+      bytes.remove_prefix(r.consumed);
+      if (r.failed) {
+        fail(conn, out);
+        return;
+      }
+      if (!out.empty()) {
+        if (h.owner == this) {
+          h.bytes += out;
+        } else if (net::ByteStageIo::write(conn, out)) {
+          return;  // closed
+        }
+      }
+      if (conn.closing()) return;
+      if (r.handshake_done) {
+        conn.clear_deadline(deadline::tls_handshake_timeout);
+        if (!net::ByteStageIo::ready(conn, session_.resumed())) return;
+      }
+      if (r.plaintext > 0) {
+        net::ByteStageIo::deliver(conn, std::string_view(plain.data(), r.plaintext));
+        if (conn.closing()) return;
+      }
+      if (r.peer_closed) {
+        net::ByteStageIo::end_of_stream(conn);
+        return;
+      }
+      if (!r.plaintext_out_full) return;
+    }
+  }
+
+  // The session failed: its alert goes out if the socket takes it now
+  // (behind what is held: the alert's record number counts it).
   void fail(net::Connection& conn, const std::string& alert) {
-    if (!alert.empty()) net::ByteStageIo::write_now(conn, alert);
+    Held& h = held();
+    if (h.owner == this && !h.bytes.empty()) {
+      h.bytes += alert;
+      net::ByteStageIo::write_now(conn, h.bytes);
+      release_held();
+    } else if (!alert.empty()) {
+      net::ByteStageIo::write_now(conn, alert);
+    }
     failed(session_.cause());
     conn.close(close_reason_for(session_.cause()));
+  }
+
+  // The held bytes, if this transport holds any, start `out` (empty).
+  void take_held(std::string& out) noexcept {
+    Held& h = held();
+    if (h.owner != this || h.bytes.empty()) return;
+    out.swap(h.bytes);  // the strings trade their buffers: no copy
+  }
+
+  // The end of on_bytes: what is still held goes out unless the
+  // connection closed meanwhile; the thread's slot is free again.
+  void flush_held(net::Connection& conn) {
+    Held& h = held();
+    if (h.owner != this) return;
+    struct Release {  // also when the write throws (bad_alloc)
+      SessionTransport& t;
+      ~Release() { t.release_held(); }
+    } release{*this};
+    if (!h.bytes.empty() && !conn.closing()) net::ByteStageIo::write(conn, h.bytes);
+  }
+
+  void release_held() noexcept {
+    Held& h = held();
+    h.owner = nullptr;
+    trim(h.bytes);
   }
 
   Session session_;

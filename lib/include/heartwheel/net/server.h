@@ -276,6 +276,7 @@ class Server final : private detail::ConnectionHost {
   std::uint64_t next_id_ = 1;
   std::size_t accepted_this_turn_ = 0;  // against options_.accept_batch
   bool accept_deferred_ = false;        // libuv holds an accepted socket for the next turn
+  bool holds_reader_ = false;           // the loop's edge reader, while listening
   int port_ = 0;
   bool draining_ = false;
   bool drain_timed_out_ = false;
