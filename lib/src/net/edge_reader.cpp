@@ -88,7 +88,7 @@ bool EdgeReader::start(uv_loop_t* loop, int fd, Connection& conn, bool member) n
   assert((r != nullptr || !member) && "a member's reader outlives it");
   if (!r && !(r = make(loop))) return false;
   if (!r->watch(member ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, conn)) {
-    if (r->members_ == 0 && r->holders_ == 0) r->close();  // made for nothing
+    r->close_if_unused();  // made for nothing
     return false;
   }
   if (!member) ++r->members_;
@@ -136,7 +136,8 @@ void EdgeReader::leave(uv_loop_t* loop, int fd, const Connection& conn) noexcept
       // check (a closing connection reads nothing; freed in a later phase).
     }
   }
-  if (--r->members_ == 0 && r->holders_ == 0) r->close();
+  --r->members_;
+  r->close_if_unused();
 }
 
 bool EdgeReader::hold(uv_loop_t* loop) noexcept {
@@ -151,7 +152,8 @@ void EdgeReader::release(uv_loop_t* loop) noexcept {
   EdgeReader* r = find(loop);
   assert(r && r->holders_ > 0 && "hold and release on the loop's thread");
   if (!r || r->holders_ == 0) return;
-  if (--r->holders_ == 0 && r->members_ == 0) r->close();
+  --r->holders_;
+  r->close_if_unused();
 }
 
 void EdgeReader::close() noexcept {

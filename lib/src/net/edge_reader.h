@@ -128,6 +128,10 @@ class EdgeReader {
   // Out of the thread's list, the handle closed; freed in on_closed (or at
   // the end of the batch being dispatched).
   void close() noexcept;
+  // close() once no member and no listening server needs the reader.
+  void close_if_unused() noexcept {
+    if (members_ == 0 && holders_ == 0) close();
+  }
   bool left_in_batch(const Connection* conn) const noexcept;
   static void on_ready(uv_poll_t* poll, int status, int events);
   static void on_closed(uv_handle_t* handle);
