@@ -186,10 +186,10 @@ RecordLayer::Read RecordLayer::read(std::string_view in, std::span<char> out,
     delete std::exchange(pending_, nullptr);
   }
   while (!failed_ && !peer_closed_ && r.plaintext < out.size()) {
-    const bool held =
-        partial_ != nullptr || in.size() < kHeader || in.size() < kHeader + body_length(in);
     const std::optional<std::string_view> record = next_record(in, r, ciphertext_out);
     if (!record) break;
+    // Gathered in partial_ (already counted as consumed), or read in place.
+    const bool held = partial_ != nullptr;
     open_record(*record, out, r, ciphertext_out);
     if (held) {
       delete std::exchange(partial_, nullptr);
